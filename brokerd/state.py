@@ -1,0 +1,254 @@
+"""The shared state directory: kctl's stand-in for ZooKeeper / the KRaft metadata log.
+
+Every broker of a local cluster and the `kctl` CLI read cluster metadata from here, and this
+module is the only code that opens these files. Layout of ``<cluster>/state/``:
+
+    cluster.json          cluster id and the planned brokers (id -> port)
+    metadata.json         topics, their configs and partition assignment (leader, epochs, ISR)
+    controller.json       the active controller's broker id and controller epoch
+    brokers/<id>.json     a broker's registration (host, port, pid)
+    brokers/<id>.lock     held (flock) by the live broker process: the OS releases it when it dies
+    replicas/<id>.json    log start / log end / high watermark of every replica a broker hosts
+    .lock                 the write lock: every read-modify-write of a shared file holds it
+
+Writes are atomic (temp file, fsync, rename, fsync directory), so readers never see half a
+file, and shared files are only rewritten under the write lock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from filelock import FileLock, Timeout
+
+WRITE_LOCK_TIMEOUT_S = 10.0
+
+
+@dataclass
+class PartitionRecord:
+    partition: int
+    replicas: list[int]
+    leader: int = -1
+    leader_epoch: int = 0
+    isr: list[int] = field(default_factory=list)
+    partition_epoch: int = 0
+
+
+@dataclass
+class TopicRecord:
+    name: str
+    topic_id: str
+    configs: dict[str, str]
+    partitions: dict[int, PartitionRecord]
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "topic_id": self.topic_id,
+            "configs": self.configs,
+            "partitions": {str(p): asdict(r) for p, r in self.partitions.items()},
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict) -> "TopicRecord":
+        parts = {int(p): PartitionRecord(**r) for p, r in doc["partitions"].items()}
+        return cls(doc["name"], doc["topic_id"], dict(doc["configs"]), parts)
+
+
+@dataclass
+class BrokerRegistration:
+    broker_id: int
+    host: str
+    port: int
+    pid: int
+    started_at: float
+    alive: bool = False
+
+
+class StaleControllerEpoch(Exception):
+    """A write from a controller whose epoch is lower than the current one (a zombie)."""
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never half."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _read_json(path: Path, default=None):
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        return default
+
+
+def _write_json(path: Path, doc) -> None:
+    atomic_write(path, json.dumps(doc, indent=1, sort_keys=True).encode())
+
+
+class ClusterState:
+    """Reads and writes one cluster's ``state/`` directory."""
+
+    def __init__(self, cluster_dir: Path):
+        self.cluster_dir = Path(cluster_dir)
+        self.dir = self.cluster_dir / "state"
+
+    # -- layout -----------------------------------------------------------------------------
+    def exists(self) -> bool:
+        return (self.dir / "cluster.json").exists()
+
+    def broker_dir(self, broker_id: int) -> Path:
+        return self.cluster_dir / "brokers" / str(broker_id)
+
+    @contextmanager
+    def write_lock(self) -> Iterator[None]:
+        """Serialises read-modify-write cycles of shared files across every process."""
+        try:
+            with FileLock(str(self.dir / ".lock"), timeout=WRITE_LOCK_TIMEOUT_S):
+                yield
+        except Timeout as exc:
+            raise TimeoutError(f"state directory {self.dir} is locked by another process") from exc
+
+    # -- cluster identity -------------------------------------------------------------------
+    def initialize(self, broker_ports: dict[int, int]) -> str:
+        """Create the state directory for a new cluster; on an existing one, keep what is there."""
+        for sub in ("brokers", "replicas"):
+            (self.dir / sub).mkdir(parents=True, exist_ok=True)
+        with self.write_lock():
+            doc = _read_json(self.dir / "cluster.json")
+            if doc is None:
+                doc = {
+                    "cluster_id": uuid.uuid4().hex[:22],
+                    "brokers": {str(b): p for b, p in sorted(broker_ports.items())},
+                }
+                _write_json(self.dir / "cluster.json", doc)
+            if not (self.dir / "metadata.json").exists():
+                _write_json(self.dir / "metadata.json", {"version": 0, "topics": {}})
+        for broker_id in self.planned_brokers():
+            self.broker_dir(broker_id).mkdir(parents=True, exist_ok=True)
+        return doc["cluster_id"]
+
+    def cluster_id(self) -> str:
+        return _read_json(self.dir / "cluster.json")["cluster_id"]
+
+    def planned_brokers(self) -> dict[int, int]:
+        doc = _read_json(self.dir / "cluster.json", {"brokers": {}})
+        return {int(b): int(p) for b, p in doc["brokers"].items()}
+
+    # -- broker registrations and liveness --------------------------------------------------
+    def register_broker(self, broker_id: int, host: str, port: int) -> FileLock:
+        """Register this process as broker ``broker_id`` and return the liveness lock it holds.
+
+        The lock is an OS file lock, so it is released by the kernel when the process dies,
+        however it dies; a second process claiming the same id fails here.
+        """
+        (self.dir / "brokers").mkdir(parents=True, exist_ok=True)
+        liveness = FileLock(str(self.dir / "brokers" / f"{broker_id}.lock"), timeout=0)
+        try:
+            liveness.acquire()
+        except Timeout as exc:
+            raise RuntimeError(f"broker {broker_id} is already running") from exc
+        reg = {"broker_id": broker_id, "host": host, "port": port, "pid": os.getpid(),
+               "started_at": time.time()}
+        _write_json(self.dir / "brokers" / f"{broker_id}.json", reg)
+        return liveness
+
+    def is_alive(self, broker_id: int) -> bool:
+        """True while some process holds the broker's liveness lock."""
+        probe = FileLock(str(self.dir / "brokers" / f"{broker_id}.lock"), timeout=0)
+        try:
+            probe.acquire()
+        except Timeout:
+            return True
+        probe.release()
+        return False
+
+    def brokers(self) -> list[BrokerRegistration]:
+        regs = []
+        for path in sorted((self.dir / "brokers").glob("*.json")):
+            doc = _read_json(path)
+            if doc is not None:
+                reg = BrokerRegistration(**doc)
+                reg.alive = self.is_alive(reg.broker_id)
+                regs.append(reg)
+        return sorted(regs, key=lambda r: r.broker_id)
+
+    # -- controller -------------------------------------------------------------------------
+    def controller(self) -> tuple[int, int] | None:
+        doc = _read_json(self.dir / "controller.json")
+        return None if doc is None else (doc["broker_id"], doc["epoch"])
+
+    def claim_controller(self, broker_id: int) -> int:
+        """Record ``broker_id`` as controller with a new, higher controller epoch."""
+        with self.write_lock():
+            doc = _read_json(self.dir / "controller.json", {"epoch": 0})
+            epoch = doc["epoch"] + 1
+            _write_json(self.dir / "controller.json", {"broker_id": broker_id, "epoch": epoch})
+        return epoch
+
+    # -- topics -----------------------------------------------------------------------------
+    def metadata_version(self) -> tuple[int, int]:
+        """A cheap change detector: a rename gives metadata.json a new inode."""
+        st = os.stat(self.dir / "metadata.json")
+        return st.st_ino, st.st_mtime_ns
+
+    def topics(self) -> dict[str, TopicRecord]:
+        doc = _read_json(self.dir / "metadata.json", {"topics": {}})
+        return {name: TopicRecord.from_json(t) for name, t in doc["topics"].items()}
+
+    @contextmanager
+    def update_topics(self, controller_epoch: int) -> Iterator[dict[str, TopicRecord]]:
+        """Read-modify-write the topic metadata under the write lock, fenced by controller epoch.
+
+        The caller mutates the yielded dict; it is written back atomically on exit. A writer
+        whose controller epoch is below the current one raises StaleControllerEpoch and
+        changes nothing, so a paused-then-resumed (zombie) controller cannot undo decisions.
+        """
+        with self.write_lock():
+            current = self.controller()
+            if current is not None and controller_epoch < current[1]:
+                raise StaleControllerEpoch(f"controller epoch {controller_epoch} < {current[1]}")
+            doc = _read_json(self.dir / "metadata.json", {"version": 0, "topics": {}})
+            topics = {name: TopicRecord.from_json(t) for name, t in doc["topics"].items()}
+            yield topics
+            doc = {
+                "version": doc["version"] + 1,
+                "controller_epoch": controller_epoch,
+                "topics": {name: t.to_json() for name, t in sorted(topics.items())},
+            }
+            _write_json(self.dir / "metadata.json", doc)
+
+    # -- published replica status -------------------------------------------------------------
+    def publish_replica_status(self, broker_id: int, status: dict[tuple[str, int], dict]) -> None:
+        """A broker's own file, so it needs no lock: only that broker ever writes it."""
+        doc = {f"{t}:{p}": s for (t, p), s in status.items()}
+        _write_json(self.dir / "replicas" / f"{broker_id}.json", doc)
+
+    def replica_status(self) -> dict[int, dict[tuple[str, int], dict]]:
+        out = {}
+        for path in (self.dir / "replicas").glob("*.json"):
+            doc = _read_json(path, {})
+            entries = {}
+            for key, status in doc.items():
+                topic, _, part = key.rpartition(":")
+                entries[(topic, int(part))] = status
+            out[int(path.stem)] = entries
+        return out
