@@ -196,6 +196,15 @@ class ClusterState:
         doc = _read_json(self.dir / "controller.json")
         return None if doc is None else (doc["broker_id"], doc["epoch"])
 
+    def try_acquire_controller_lock(self) -> FileLock | None:
+        """The controller is whoever holds this OS lock; the kernel frees it if that process dies."""
+        lock = FileLock(str(self.dir / "controller.lock"), timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            return None
+        return lock
+
     def claim_controller(self, broker_id: int) -> int:
         """Record ``broker_id`` as controller with a new, higher controller epoch."""
         with self.write_lock():
@@ -211,8 +220,16 @@ class ClusterState:
         return st.st_ino, st.st_mtime_ns
 
     def topics(self) -> dict[str, TopicRecord]:
-        doc = _read_json(self.dir / "metadata.json", {"topics": {}})
-        return {name: TopicRecord.from_json(t) for name, t in doc["topics"].items()}
+        return self._read_metadata()[1]
+
+    def _read_metadata(self) -> tuple[dict, dict[str, TopicRecord]]:
+        doc = _read_json(self.dir / "metadata.json", {"version": 0, "topics": {}})
+        return doc, {name: TopicRecord.from_json(t) for name, t in doc["topics"].items()}
+
+    def _write_metadata(self, doc: dict, topics: dict[str, TopicRecord]) -> None:
+        doc = dict(doc, version=doc["version"] + 1)
+        doc["topics"] = {name: t.to_json() for name, t in sorted(topics.items())}
+        _write_json(self.dir / "metadata.json", doc)
 
     @contextmanager
     def update_topics(self, controller_epoch: int) -> Iterator[dict[str, TopicRecord]]:
@@ -226,15 +243,29 @@ class ClusterState:
             current = self.controller()
             if current is not None and controller_epoch < current[1]:
                 raise StaleControllerEpoch(f"controller epoch {controller_epoch} < {current[1]}")
-            doc = _read_json(self.dir / "metadata.json", {"version": 0, "topics": {}})
-            topics = {name: TopicRecord.from_json(t) for name, t in doc["topics"].items()}
+            doc, topics = self._read_metadata()
             yield topics
-            doc = {
-                "version": doc["version"] + 1,
-                "controller_epoch": controller_epoch,
-                "topics": {name: t.to_json() for name, t in sorted(topics.items())},
-            }
-            _write_json(self.dir / "metadata.json", doc)
+            self._write_metadata(dict(doc, controller_epoch=controller_epoch), topics)
+
+    @contextmanager
+    def update_topic_configs(self) -> Iterator[dict[str, TopicRecord]]:
+        """Read-modify-write topic configs under the write lock.
+
+        Config changes are not controller decisions (as in Kafka's ZooKeeper mode, any broker
+        writes them), so they are not fenced by the controller epoch.
+        """
+        with self.write_lock():
+            doc, topics = self._read_metadata()
+            yield topics
+            self._write_metadata(doc, topics)
+
+    def allocate_producer_ids(self, count: int) -> int:
+        """Reserve ``count`` producer ids, unique across brokers and restarts; returns the first."""
+        with self.write_lock():
+            doc = _read_json(self.dir / "producer_ids.json", {"next": 0})
+            first = doc["next"]
+            _write_json(self.dir / "producer_ids.json", {"next": first + count})
+        return first
 
     # -- published replica status -------------------------------------------------------------
     def publish_replica_status(self, broker_id: int, status: dict[tuple[str, int], dict]) -> None:

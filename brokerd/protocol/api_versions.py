@@ -1,0 +1,34 @@
+"""The API version ranges brokerd advertises in ApiVersions.
+
+Ranges start low on purpose: librdkafka before 2.11.1 (kcat on Debian bookworm uses 2.0.2)
+enables features only when a range *contains* a pinned version — gzip/lz4 need Produce∋0,
+record batch v2 needs Produce∋3 and Fetch∋4, lz4 and groups need FindCoordinator∋0,
+idempotence needs InitProducerId∋0. Maxima stop below each API's first flexible version, so
+only classic encodings travel (ApiVersions v3 being the one exception clients insist on).
+"""
+
+from kafka.protocol.api_key import ApiKey
+
+ADVERTISED: dict[int, tuple[int, int]] = {
+    ApiKey.Produce: (0, 8),
+    ApiKey.Fetch: (4, 11),
+    ApiKey.ListOffsets: (1, 5),
+    ApiKey.Metadata: (0, 8),
+    ApiKey.FindCoordinator: (0, 2),
+    ApiKey.ApiVersions: (0, 3),
+    ApiKey.CreateTopics: (0, 4),
+    ApiKey.DeleteTopics: (0, 3),
+    ApiKey.InitProducerId: (0, 1),
+    ApiKey.DescribeConfigs: (0, 2),
+    ApiKey.AlterConfigs: (0, 1),
+    ApiKey.IncrementalAlterConfigs: (0, 0),
+}
+
+# Produce v0–2 carry legacy message sets (magic 0/1). They are advertised only so old
+# librdkafka enables compression; a request at those versions is refused, as Kafka 4 does.
+MIN_ACCEPTED_PRODUCE_VERSION = 3
+
+
+def is_supported(api_key: int, api_version: int) -> bool:
+    low, high = ADVERTISED.get(api_key, (1, 0))
+    return low <= api_version <= high

@@ -1,0 +1,133 @@
+"""The one module that turns wire bytes into requests and responses into wire bytes.
+
+kafka-python 3.0's ``kafka.protocol`` classes, generated from Kafka's own JSON message
+schemas, do the field-level work; this module adds what a server needs on top: choosing the
+request class from the header's api key, building nested responses from plain dicts, and
+the ApiVersions special cases (v0 response header, v0-format UNSUPPORTED_VERSION reply).
+Record batches pass through as opaque bytes in both directions.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from kafka.protocol.admin import (
+    AlterConfigsRequest, AlterConfigsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+)
+from kafka.protocol.api_key import ApiKey
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.consumer import (
+    FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
+)
+from kafka.protocol.metadata import (
+    ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
+    MetadataRequest, MetadataResponse,
+)
+from kafka.protocol.producer import (
+    InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse,
+)
+
+from brokerd.protocol.api_versions import ADVERTISED, is_supported
+
+UNSUPPORTED_VERSION = 35
+
+MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
+    ApiKey.Produce: (ProduceRequest, ProduceResponse),
+    ApiKey.Fetch: (FetchRequest, FetchResponse),
+    ApiKey.ListOffsets: (ListOffsetsRequest, ListOffsetsResponse),
+    ApiKey.Metadata: (MetadataRequest, MetadataResponse),
+    ApiKey.FindCoordinator: (FindCoordinatorRequest, FindCoordinatorResponse),
+    ApiKey.ApiVersions: (ApiVersionsRequest, ApiVersionsResponse),
+    ApiKey.CreateTopics: (CreateTopicsRequest, CreateTopicsResponse),
+    ApiKey.DeleteTopics: (DeleteTopicsRequest, DeleteTopicsResponse),
+    ApiKey.InitProducerId: (InitProducerIdRequest, InitProducerIdResponse),
+    ApiKey.DescribeConfigs: (DescribeConfigsRequest, DescribeConfigsResponse),
+    ApiKey.AlterConfigs: (AlterConfigsRequest, AlterConfigsResponse),
+    ApiKey.IncrementalAlterConfigs: (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
+}
+
+_HEADER_PREFIX = struct.Struct(">hhi")
+
+
+class MalformedRequest(Exception):
+    """The bytes are not a request we can answer: the connection gets closed."""
+
+
+@dataclass
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None = None
+
+
+@dataclass
+class Request:
+    header: RequestHeader
+    body: ApiMessage
+
+
+def peek_header(payload: bytes) -> RequestHeader:
+    """Read api key, version and correlation id, which sit at fixed offsets in every header."""
+    if len(payload) < _HEADER_PREFIX.size:
+        raise MalformedRequest(f"request of {len(payload)} bytes is shorter than a header")
+    return RequestHeader(*_HEADER_PREFIX.unpack_from(payload))
+
+
+def decode_request(payload: bytes) -> Request:
+    """Decode one request frame (without its 4-byte size prefix).
+
+    Raises MalformedRequest for unknown APIs, unadvertised versions (except ApiVersions, whose
+    caller answers with a v0 error instead) and bytes that do not parse.
+    """
+    header = peek_header(payload)
+    if header.api_key not in MESSAGES:
+        raise MalformedRequest(f"unknown api key {header.api_key}")
+    if not is_supported(header.api_key, header.api_version):
+        raise MalformedRequest(f"unsupported version {header.api_version} of api {header.api_key}")
+    request_class = MESSAGES[header.api_key][0]
+    try:
+        body = request_class.decode(payload, version=header.api_version, header=True)
+    except Exception as exc:  # the generated decoders raise many kinds on garbage
+        raise MalformedRequest(f"undecodable {request_class.__name__}: {exc!r}") from exc
+    header.client_id = body.header.client_id
+    return Request(header, body)
+
+
+def encode_response(header: RequestHeader, fields: dict) -> bytes:
+    """Encode a response (a nested dict of snake_case field names) as a framed message."""
+    response_class = MESSAGES[header.api_key][1]
+    response = _build(response_class, fields, header.api_version)
+    response.with_header(correlation_id=header.correlation_id)
+    return response.encode(header=True, framed=True)
+
+
+def encode_api_versions_unsupported(correlation_id: int) -> bytes:
+    """KIP-511: an unsupported ApiVersions version is answered in v0 format, error 35."""
+    low, high = ADVERTISED[ApiKey.ApiVersions]
+    fields = {
+        "error_code": UNSUPPORTED_VERSION,
+        "api_keys": [{"api_key": ApiKey.ApiVersions, "min_version": low, "max_version": high}],
+    }
+    return encode_response(RequestHeader(ApiKey.ApiVersions, 0, correlation_id), fields)
+
+
+def _build(container_class, fields: dict, version: int | None = None):
+    """Build a kafka-python message from a dict, converting nested dicts and lists of dicts."""
+    struct_fields = container_class._struct.fields
+    values = {}
+    for name, value in fields.items():
+        field = struct_fields.get(name)
+        if field is None:
+            raise KeyError(f"{container_class.__name__} has no field {name!r}")
+        if field.is_struct_array() and value is not None:
+            value = [_build(field.data_class, item) for item in value]
+        elif field.is_struct() and value is not None:
+            value = _build(field.data_class, value)
+        values[name] = value
+    if version is None:
+        return container_class(**values)
+    return container_class(version=version, **values)
