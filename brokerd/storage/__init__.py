@@ -1,0 +1,30 @@
+"""Storage layer of brokerd: partition logs on disk in Apache Kafka's layout.
+
+A partition is a directory of segments (``.log`` + ``.index`` +
+``.timeindex``) holding record batches exactly as they travel on the wire;
+see ``partition_log`` for the entry point.
+"""
+
+from brokerd.storage.log_config import ConfigEntry, LogConfig
+from brokerd.storage.log_validator import stamp_batch, validate_client_batch
+from brokerd.storage.partition_log import AppendInfo, PartitionLog
+from brokerd.storage.record_batch import BatchHeader, crc_matches, iter_batch_headers, read_header
+from brokerd.storage.time_index import TimestampOffset
+from brokerd.storage.topic_name import parse_partition_dir_name, partition_dir_name, validate_topic_name
+
+__all__ = [
+    "AppendInfo",
+    "BatchHeader",
+    "ConfigEntry",
+    "LogConfig",
+    "PartitionLog",
+    "TimestampOffset",
+    "crc_matches",
+    "iter_batch_headers",
+    "parse_partition_dir_name",
+    "partition_dir_name",
+    "read_header",
+    "stamp_batch",
+    "validate_client_batch",
+    "validate_topic_name",
+]

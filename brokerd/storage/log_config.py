@@ -1,0 +1,170 @@
+"""Topic-level log configuration, under Apache Kafka's names and defaults.
+
+Clients and tools send these as strings (CreateTopics, AlterConfigs,
+IncrementalAlterConfigs) and read them back as strings (DescribeConfigs), so
+the string form is the source of truth: a ``LogConfig`` remembers which keys
+were set explicitly and derives typed attributes from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import ClassVar, NamedTuple
+
+from kafka.errors import InvalidConfigurationError
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
+
+
+def _integer(minimum: int, maximum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        value = int(text.strip())
+        if not minimum <= value <= maximum:
+            raise ValueError(f"must be between {minimum} and {maximum}")
+        return value
+
+    return parse
+
+
+def _one_of(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return text
+
+    return parse
+
+
+def _cleanup_policy(text: str) -> tuple[str, ...]:
+    policies = tuple(part.strip() for part in text.split(","))
+    if not policies or any(p not in ("delete", "compact") for p in policies):
+        raise ValueError("must be a comma-separated list of delete and compact")
+    return policies
+
+
+def _boolean(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("must be true or false")
+    return lowered == "true"
+
+
+class ConfigKey(NamedTuple):
+    """One topic config: its Kafka name, DescribeConfigs type, default and parser."""
+
+    name: str
+    config_type: str  # Kafka's ConfigDef type name: INT, LONG, STRING, LIST, BOOLEAN
+    default: str
+    parse: Callable[[str], object]
+    doc: str
+
+    @property
+    def attribute(self) -> str:
+        return self.name.replace(".", "_")
+
+
+CONFIG_KEYS: tuple[ConfigKey, ...] = (
+    ConfigKey("segment.bytes", "INT", str(1 << 30), _integer(14, INT32_MAX),
+              "Size at which the active segment is rolled."),
+    ConfigKey("segment.ms", "LONG", str(7 * 24 * 3600 * 1000), _integer(1, INT64_MAX),
+              "Age after which the active segment is rolled even if not full."),
+    ConfigKey("segment.index.bytes", "INT", str(10 << 20), _integer(4, INT32_MAX),
+              "Preallocated size of each offset and time index."),
+    ConfigKey("index.interval.bytes", "INT", "4096", _integer(0, INT32_MAX),
+              "Bytes of batches between two sparse index entries."),
+    ConfigKey("retention.ms", "LONG", str(7 * 24 * 3600 * 1000), _integer(-1, INT64_MAX),
+              "Delete segments whose newest timestamp is older than this; -1 keeps forever."),
+    ConfigKey("retention.bytes", "LONG", "-1", _integer(INT64_MIN, INT64_MAX),
+              "Delete oldest segments while the partition is larger than this; -1 means no limit."),
+    ConfigKey("max.message.bytes", "INT", str(1024 * 1024 + 12), _integer(0, INT32_MAX),
+              "Largest record batch the topic accepts."),
+    ConfigKey("message.timestamp.type", "STRING", "CreateTime",
+              _one_of("CreateTime", "LogAppendTime"),
+              "Keep the producer's timestamps or stamp the broker's append time."),
+    ConfigKey("min.insync.replicas", "INT", "1", _integer(1, INT32_MAX),
+              "Replicas that must hold a batch before an acks=all produce succeeds."),
+    ConfigKey("flush.messages", "LONG", str(INT64_MAX), _integer(1, INT64_MAX),
+              "Force an fsync after this many messages; the default leaves flushing to the OS."),
+    ConfigKey("flush.ms", "LONG", str(INT64_MAX), _integer(0, INT64_MAX),
+              "Force an fsync when the oldest unflushed data is this old."),
+    ConfigKey("cleanup.policy", "LIST", "delete", _cleanup_policy,
+              "delete (retention) and/or compact; compaction is accepted but not performed."),
+    ConfigKey("unclean.leader.election.enable", "BOOLEAN", "false", _boolean,
+              "Allow an out-of-sync replica to become leader, losing data."),
+)
+KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}
+
+
+class ConfigEntry(NamedTuple):
+    """A row of DescribeConfigs output; type and documentation are in ``KEYS_BY_NAME``."""
+
+    name: str
+    value: str
+    is_default: bool
+
+
+def _parse(key: ConfigKey, text: str) -> object:
+    try:
+        return key.parse(text)
+    except ValueError as error:
+        raise InvalidConfigurationError(
+            f"Invalid value {text!r} for configuration {key.name}: {error}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Typed view of a topic's configs; build it with ``from_configs``."""
+
+    segment_bytes: int
+    segment_ms: int
+    segment_index_bytes: int
+    index_interval_bytes: int
+    retention_ms: int
+    retention_bytes: int
+    max_message_bytes: int
+    message_timestamp_type: str
+    min_insync_replicas: int
+    flush_messages: int
+    flush_ms: int
+    cleanup_policy: tuple[str, ...]
+    unclean_leader_election_enable: bool
+    overrides: Mapping[str, str] = field(default_factory=dict)
+
+    DEFAULTS: ClassVar[Mapping[str, str]] = {key.name: key.default for key in CONFIG_KEYS}
+
+    @classmethod
+    def from_configs(cls, configs: Mapping[str, str]) -> LogConfig:
+        """Validate explicit topic configs; unknown names and bad values raise InvalidConfigurationError."""
+        unknown = sorted(set(configs) - KEYS_BY_NAME.keys())
+        if unknown:
+            raise InvalidConfigurationError(f"Unknown topic config name: {', '.join(unknown)}")
+        values = {
+            key.attribute: _parse(key, configs.get(key.name, key.default)) for key in CONFIG_KEYS
+        }
+        return cls(**values, overrides=dict(configs))
+
+    def merged(self, updates: Mapping[str, str | None]) -> LogConfig:
+        """The config after AlterConfigs: a value sets a key, ``None`` resets it to the default."""
+        configs = dict(self.overrides)
+        for name, value in updates.items():
+            if value is None:
+                configs.pop(name, None)
+            else:
+                configs[name] = value
+        return LogConfig.from_configs(configs)
+
+    @staticmethod
+    def describe(configs: Mapping[str, str]) -> list[ConfigEntry]:
+        """Every topic config with its effective value given the explicit ``configs``."""
+        return [
+            ConfigEntry(key.name, configs.get(key.name, key.default), key.name not in configs)
+            for key in CONFIG_KEYS
+        ]
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"

@@ -1,0 +1,85 @@
+"""What a producer's batch must satisfy before the leader appends it, and how it is stamped.
+
+Checks follow Apache Kafka's ``UnifiedLog.analyzeAndValidateRecords`` and
+``LogValidator`` in the same order, so a client gets the error code a real
+broker would send. All of them read the 61-byte header and one CRC pass over
+the batch; records are never decoded.
+"""
+
+from __future__ import annotations
+
+from kafka.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    MessageSizeTooLargeError,
+    UnsupportedForMessageFormatError,
+)
+
+from brokerd.storage.record_batch import (
+    CURRENT_MAGIC,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_POSITION,
+    BatchHeader,
+    crc_matches,
+    read_header,
+    set_base_offset_and_epoch,
+    set_log_append_time,
+)
+
+
+def validate_client_batch(batch, max_message_bytes: int) -> BatchHeader:
+    """Check the single batch a produce request carries for one partition; return its header."""
+    view = memoryview(batch)
+    if len(view) <= MAGIC_POSITION:
+        raise CorruptRecordError(f"Record batch of {len(view)} bytes is too short to hold a header")
+    if view[MAGIC_POSITION] != CURRENT_MAGIC:
+        raise UnsupportedForMessageFormatError(
+            f"Record batch magic {view[MAGIC_POSITION]} is not supported; only magic 2 is"
+        )
+    if len(view) < HEADER_SIZE:
+        raise CorruptRecordError(f"Record batch of {len(view)} bytes is shorter than its 61-byte header")
+    header = read_header(view)
+    if header.batch_length < HEADER_SIZE - LOG_OVERHEAD or header.size > len(view):
+        raise CorruptRecordError(
+            f"Record batch length {header.batch_length} does not match the {len(view)} bytes received"
+        )
+    if header.size < len(view):
+        raise InvalidRecordError("A produce request must carry exactly one record batch per partition")
+    if header.base_offset != 0:
+        raise InvalidRecordError(f"The baseOffset of a produced record batch must be 0, not {header.base_offset}")
+    if header.size > max_message_bytes:
+        raise MessageSizeTooLargeError(
+            f"Record batch of {header.size} bytes is larger than max.message.bytes={max_message_bytes}"
+        )
+    if not crc_matches(view, 0, header):
+        raise CorruptRecordError("Record batch CRC-32C does not match its contents")
+    _validate_fields(header)
+    return header
+
+
+def _validate_fields(header: BatchHeader) -> None:
+    if header.records_count <= 0 or header.last_offset_delta + 1 != header.records_count:
+        raise InvalidRecordError(
+            f"Record batch has lastOffsetDelta {header.last_offset_delta} but {header.records_count} records"
+        )
+    if header.is_control:
+        raise InvalidRecordError("Clients are not allowed to write control records")
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise InvalidRecordError(f"Idempotent producer {header.producer_id} sent no base sequence")
+    if header.is_transactional and header.producer_id < 0:
+        raise InvalidRecordError("A transactional record batch must carry a producer id")
+
+
+def stamp_batch(batch, base_offset: int, leader_epoch: int,
+                log_append_time_ms: int | None = None) -> tuple[bytearray, BatchHeader]:
+    """Copy a validated client batch with the broker's fields set; return it and its new header.
+
+    Offset and leader epoch are outside the CRC, so the client's CRC stays
+    valid; only a LogAppendTime topic changes CRC-covered bytes.
+    """
+    stamped = bytearray(batch)
+    set_base_offset_and_epoch(stamped, base_offset, leader_epoch)
+    if log_append_time_ms is not None:
+        set_log_append_time(stamped, read_header(stamped), log_append_time_ms)
+    return stamped, read_header(stamped)

@@ -1,0 +1,376 @@
+"""The log of one partition replica, Kafka's ``UnifiedLog``: ``<data dir>/<topic>-<partition>/``.
+
+Holds the ordered segments and the state derived from them (leader epoch
+cache, idempotent producer state, recovery point) and keeps them consistent
+through appends, reads, rolls, truncation and retention.
+
+Not thread-safe, on purpose: the broker drives every partition from its one
+asyncio thread, so no call here ever overlaps another, and memoryviews
+returned by ``read`` stay valid until the caller drops them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    OffsetOutOfRangeError,
+    UnsupportedForMessageFormatError,
+)
+
+from brokerd.storage.checkpoint import fsync_directory, write_atomically
+from brokerd.storage.leader_epoch_cache import LeaderEpochFileCache
+from brokerd.storage.log_config import LogConfig
+from brokerd.storage.log_loader import CLEAN_SHUTDOWN_FILE, load_segments, recovery_point_checkpoint
+from brokerd.storage.log_retention import deletable_segment_count
+from brokerd.storage.log_segment import LogSegment
+from brokerd.storage.log_validator import stamp_batch, validate_client_batch
+from brokerd.storage.producer_state import ProducerStateManager
+from brokerd.storage.record_batch import CURRENT_MAGIC, BatchHeader, crc_matches, iter_batch_headers
+from brokerd.storage.time_index import TimestampOffset
+
+_EMPTY = memoryview(b"")
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    """Where an append landed: what a ProduceResponse reports."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    duplicate: bool = False
+
+
+class PartitionLog:
+    """Segments ``[log_start_offset, log_end_offset)`` of one partition on disk."""
+
+    def __init__(self, directory: Path, config: LogConfig, clock: Callable[[], float],
+                 segments: list[LogSegment], recovery_point: int) -> None:
+        self.directory = directory
+        self._config = config
+        self._clock = clock
+        self._segments = segments
+        self._recovery_point = recovery_point
+        self._last_flush_ms = self._now_ms()
+        self._epoch_cache = LeaderEpochFileCache(directory)
+        self._producer_state = ProducerStateManager()
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig, time: Callable[[], float] = time.time) -> PartitionLog:
+        """Load (and after a crash, recover) the partition in ``directory``, creating it if new."""
+        segments, recovery_point = load_segments(directory, config, int(time() * 1000))
+        log = cls(directory, config, time, segments, recovery_point)
+        log._epoch_cache.truncate_from_end(log.log_end_offset)
+        log._epoch_cache.truncate_from_start(log.log_start_offset)
+        log._replay_batch_headers()
+        return log
+
+    # -- state ------------------------------------------------------------------
+
+    @property
+    def config(self) -> LogConfig:
+        return self._config
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply altered topic configs; segment layout settings take effect at the next roll."""
+        self._config = config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._segments[0].base_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record will get."""
+        return self._segments[-1].next_offset
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below this offset has been flushed to disk."""
+        return self._recovery_point
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self._epoch_cache.latest_epoch
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    # -- appends ----------------------------------------------------------------
+
+    def append_as_leader(self, batch, leader_epoch: int, now_ms: int | None = None) -> AppendInfo:
+        """Validate a producer's batch, assign it the next offsets and append it.
+
+        A retry of one of an idempotent producer's last five batches is not
+        appended again: its original offsets come back with ``duplicate=True``.
+        """
+        now_ms = self._now_ms() if now_ms is None else now_ms
+        header = validate_client_batch(batch, self._config.max_message_bytes)
+        append_time = now_ms if self._config.log_append_time else None
+        if header.producer_id >= 0:
+            original = self._producer_state.check(header)
+            if original is not None:
+                log_append_time = original.timestamp if append_time is not None else -1
+                return AppendInfo(original.first_offset, original.last_offset, original.timestamp,
+                                  log_append_time, duplicate=True)
+        stamped, header = stamp_batch(batch, self.log_end_offset, leader_epoch, append_time)
+        self._append(stamped, header, now_ms)
+        return AppendInfo(header.base_offset, header.last_offset, header.max_timestamp,
+                          -1 if append_time is None else append_time)
+
+    def append_as_follower(self, batches) -> AppendInfo | None:
+        """Append batches copied from the leader, keeping their offsets and epochs.
+
+        They must continue this log exactly. Every batch is checked before any
+        is written, so a bad one leaves the log untouched. A trailing partial
+        batch is ignored, as Kafka does with fetched data. None if no batch.
+        """
+        view = memoryview(batches)
+        headers = self._validate_follower_batches(view)
+        now_ms = self._now_ms()
+        for position, header in headers:
+            self._append(view[position : position + header.size], header, now_ms)
+        if not headers:
+            return None
+        return AppendInfo(headers[0][1].base_offset, headers[-1][1].last_offset,
+                          max(header.max_timestamp for _, header in headers), -1)
+
+    def _validate_follower_batches(self, view: memoryview) -> list[tuple[int, BatchHeader]]:
+        expected = self.log_end_offset
+        headers = list(iter_batch_headers(view, 0, len(view)))
+        for position, header in headers:
+            if header.magic != CURRENT_MAGIC:
+                raise UnsupportedForMessageFormatError(f"Replicated batch has magic {header.magic}")
+            if not crc_matches(view, position, header):
+                raise CorruptRecordError(f"Replicated batch at offset {header.base_offset} fails its CRC")
+            if header.base_offset != expected:
+                raise InvalidRecordError(
+                    f"Replicated batch starts at offset {header.base_offset}, the log continues at {expected}"
+                )
+            expected = header.next_offset
+        return headers
+
+    def _append(self, batch, header: BatchHeader, now_ms: int) -> None:
+        if self._segments[-1].should_roll(self._config, header, now_ms):
+            self._roll(header.size, now_ms)
+        self._segments[-1].append(batch, header)
+        self._note_batch(header)
+        self.maybe_flush(now_ms)
+
+    def _note_batch(self, header: BatchHeader) -> None:
+        """Update the state derived from batch headers: epoch starts and producer sequences."""
+        latest = self._epoch_cache.latest_epoch
+        if latest is None or header.partition_leader_epoch > latest:
+            self._epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        if header.producer_id >= 0:
+            self._producer_state.update(header)
+
+    def _replay_batch_headers(self) -> None:
+        self._producer_state.clear()
+        for segment in self._segments:
+            for _, header in segment.batch_headers():
+                self._note_batch(header)
+
+    # -- reads ------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, upper_bound_offset: int | None = None) -> memoryview:
+        """Whole batches from the one containing ``offset``, zero-copy out of the mmap.
+
+        At most ``max_bytes`` unless the first batch alone is bigger (then just
+        it), never a batch starting at or after ``upper_bound_offset`` (the
+        high watermark, for consumers). Empty at the bound or log end.
+        Raises OffsetOutOfRangeError outside [log start, log end].
+        """
+        log_end = self.log_end_offset
+        if not self.log_start_offset <= offset <= log_end:
+            raise OffsetOutOfRangeError(
+                f"Offset {offset} is outside the log [{self.log_start_offset}, {log_end}]"
+            )
+        bound = log_end if upper_bound_offset is None else min(upper_bound_offset, log_end)
+        if offset >= bound:
+            return _EMPTY
+        for segment in self._segments[self._segment_index(offset) :]:
+            data = segment.read(offset, max_bytes, bound)
+            if data is not None:
+                return data
+        return _EMPTY
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
+        """ListOffsets by time: the first record stamped at or after ``timestamp_ms``."""
+        for segment in self._segments:
+            if segment.max_timestamp >= timestamp_ms:
+                found = segment.find_offset_for_timestamp(timestamp_ms)
+                if found is not None:
+                    return found
+        return None
+
+    def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: ``(epoch, end offset)``, see ``LeaderEpochFileCache.end_offset_for``."""
+        return self._epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
+
+    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
+        """Record a new leader's epoch before its first append, as Kafka's makeLeader does."""
+        latest = self._epoch_cache.latest_epoch
+        if latest is None or leader_epoch > latest:
+            self._epoch_cache.assign(leader_epoch, start_offset)
+
+    # -- truncation ---------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Cut the log so it ends at ``offset`` (a follower dropping what the leader lacks).
+
+        A batch containing ``offset`` goes entirely. False if nothing was cut.
+        """
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        index = self._segment_index(offset)
+        for segment in self._segments[index + 1 :]:
+            segment.delete()
+        del self._segments[index + 1 :]
+        active = self._segments[-1]
+        active.truncate_to(offset)
+        active.activate(self._config.segment_bytes)
+        self._after_truncation()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every batch and continue from ``offset`` (a follower far behind the leader's start)."""
+        for segment in self._segments:
+            segment.delete()
+        self._segments = [
+            LogSegment.create(self.directory, offset, self._config, self._config.segment_bytes, self._now_ms())
+        ]
+        self._epoch_cache.clear()
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        self._recovery_point = min(self._recovery_point, self.log_end_offset)
+        self._epoch_cache.truncate_from_end(self.log_end_offset)
+        self._replay_batch_headers()
+        self._write_recovery_point()
+
+    # -- rolling, retention, flushing --------------------------------------------------
+
+    def roll(self, now_ms: int | None = None) -> None:
+        """Start a new active segment at the log end."""
+        self._roll(self._config.segment_bytes, self._now_ms() if now_ms is None else now_ms)
+
+    def _roll(self, incoming_size: int, now_ms: int) -> None:
+        """Close the active segment (flushed, trimmed) and open one that can take ``incoming_size``.
+
+        An empty active segment is replaced rather than kept, as in Kafka.
+        Flushing here bounds crash recovery to the active segment.
+        """
+        active = self._segments[-1]
+        base_offset = self.log_end_offset
+        if active.size:
+            active.on_become_inactive()
+        self.flush(now_ms)
+        if not active.size:
+            active.delete()
+            self._segments.pop()
+        capacity = max(self._config.segment_bytes, incoming_size)
+        self._segments.append(LogSegment.create(self.directory, base_offset, self._config, capacity, now_ms))
+        self._write_recovery_point()
+
+    def maybe_roll_on_time(self, now_ms: int | None = None) -> bool:
+        """Roll a non-empty active segment older than ``segment.ms`` even without appends."""
+        now_ms = self._now_ms() if now_ms is None else now_ms
+        active = self._segments[-1]
+        if active.size and active.time_waited_for_roll(now_ms, now_ms) > self._config.segment_ms:
+            self.roll(now_ms)
+            return True
+        return False
+
+    def delete_retained_segments(self, now_ms: int | None = None, high_watermark: int | None = None) -> int:
+        """Enforce retention.ms and retention.bytes; returns how many segments were deleted.
+
+        Periodic housekeeping: also forgets idempotent producers idle for
+        longer than producer.id.expiration.ms. When every segment is past
+        retention, the log is rolled first so an empty active segment remains
+        and the log end offset is kept.
+        """
+        now_ms = self._now_ms() if now_ms is None else now_ms
+        self._producer_state.remove_expired(now_ms)
+        bound = self.log_end_offset if high_watermark is None else high_watermark
+        count = deletable_segment_count(self._segments, self._config, now_ms, bound)
+        if count == len(self._segments):
+            self.roll(now_ms)
+        for segment in self._segments[:count]:
+            segment.delete()
+        del self._segments[:count]
+        if count:
+            self._epoch_cache.truncate_from_start(self.log_start_offset)
+            self._producer_state.truncate_head(self.log_start_offset)
+        return count
+
+    def maybe_flush(self, now_ms: int | None = None) -> None:
+        """Flush when flush.messages or flush.ms say so (by default, never: the OS writes back)."""
+        now_ms = self._now_ms() if now_ms is None else now_ms
+        unflushed = self.log_end_offset - self._recovery_point
+        if unflushed and (
+            unflushed >= self._config.flush_messages or now_ms - self._last_flush_ms >= self._config.flush_ms
+        ):
+            self.flush(now_ms)
+
+    def flush(self, now_ms: int | None = None) -> None:
+        """msync every segment holding unflushed data, then advance the recovery point."""
+        for segment in self._segments[self._segment_index(self._recovery_point) :]:
+            segment.flush()
+        self._recovery_point = self.log_end_offset
+        self._last_flush_ms = self._now_ms() if now_ms is None else now_ms
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Trim and flush everything, then mark the shutdown clean so the next open skips recovery."""
+        for segment in self._segments:
+            segment.on_become_inactive()
+        self.flush()
+        for segment in self._segments:
+            segment.close()
+        self._write_recovery_point()
+        write_atomically(self.directory / CLEAN_SHUTDOWN_FILE, b"")
+
+    def delete(self) -> None:
+        """Remove the partition from disk (DeleteTopics).
+
+        The directory is first renamed to Kafka's ``<name>.<id>-delete`` form,
+        so a crash halfway leaves nothing that looks like a partition.
+        """
+        for segment in self._segments:
+            segment.delete()
+        doomed = self.directory.with_name(f"{self.directory.name}.{uuid.uuid4().hex}-delete")
+        self.directory.rename(doomed)
+        fsync_directory(doomed.parent)
+        shutil.rmtree(doomed)
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _segment_index(self, offset: int) -> int:
+        """Index of the segment that would hold ``offset`` (the first one for offsets before it)."""
+        return max(bisect.bisect_right(self._segments, offset, key=lambda s: s.base_offset) - 1, 0)
+
+    def _write_recovery_point(self) -> None:
+        recovery_point_checkpoint(self.directory).write([[self._recovery_point]])
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
