@@ -1,0 +1,33 @@
+"""Request handlers, one module per API (or per small family of APIs).
+
+Each handler is ``async def handle(broker, request) -> dict | None``: it returns the response
+as a dict of snake_case field names, which the codec turns into bytes, or None when the
+client expects no response (acks=0 produce).
+"""
+
+from functools import partial
+
+from kafka.protocol.api_key import ApiKey
+
+from brokerd.api import (
+    api_versions, configs, fetch, find_coordinator, list_offsets, metadata, produce,
+    producer_id, topics,
+)
+
+
+def build_handlers(broker) -> dict:
+    table = {
+        ApiKey.ApiVersions: api_versions.handle,
+        ApiKey.Metadata: metadata.handle,
+        ApiKey.Produce: produce.handle,
+        ApiKey.Fetch: fetch.handle,
+        ApiKey.ListOffsets: list_offsets.handle,
+        ApiKey.CreateTopics: topics.handle_create,
+        ApiKey.DeleteTopics: topics.handle_delete,
+        ApiKey.InitProducerId: producer_id.handle,
+        ApiKey.FindCoordinator: find_coordinator.handle,
+        ApiKey.DescribeConfigs: configs.handle_describe,
+        ApiKey.AlterConfigs: configs.handle_alter,
+        ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter,
+    }
+    return {key: partial(handler, broker) for key, handler in table.items()}

@@ -1,0 +1,5 @@
+import sys
+
+from brokerd.main import main
+
+sys.exit(main())

@@ -1,0 +1,39 @@
+"""ListOffsets: earliest (-2), latest (-1, the high watermark) or the first offset at a time."""
+
+from __future__ import annotations
+
+from brokerd.api.errors import error_code
+
+LATEST = -1
+EARLIEST = -2
+
+
+async def handle(broker, request) -> dict:
+    topics = []
+    for topic in request.body.topics:
+        partitions = [_lookup(broker, topic.name, p.partition_index, p.timestamp)
+                      for p in topic.partitions]
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _lookup(broker, topic: str, index: int, timestamp: int) -> dict:
+    try:
+        partition = broker.replicas.get_leader(topic, index)
+        offset, found_ts = _resolve(partition, timestamp)
+    except Exception as exc:
+        return {"partition_index": index, "error_code": error_code(exc),
+                "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    return {"partition_index": index, "error_code": 0, "timestamp": found_ts,
+            "offset": offset, "leader_epoch": partition.leader_epoch}
+
+
+def _resolve(partition, timestamp: int) -> tuple[int, int]:
+    if timestamp == LATEST:
+        return partition.high_watermark, -1
+    if timestamp == EARLIEST:
+        return partition.log.log_start_offset, -1
+    found = partition.log.offset_for_timestamp(timestamp)
+    if found is None or found.offset >= partition.high_watermark:
+        return -1, -1  # Kafka's answer when no record is that recent
+    return found.offset, found.timestamp

@@ -1,0 +1,93 @@
+"""The replicas this broker hosts: opening, reconfiguring and deleting their logs."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+from kafka.errors import NotLeaderForPartitionError, UnknownTopicOrPartitionError
+
+from brokerd.partition import Partition
+from brokerd.state import TopicRecord
+from brokerd.storage import LogConfig, PartitionLog
+
+log = logging.getLogger(__name__)
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, data_dir: Path):
+        self.broker_id = broker_id
+        self.data_dir = data_dir
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self._topic_ids: dict[str, str] = {}
+
+    def apply_metadata(self, topics: dict[str, TopicRecord]) -> None:
+        """Bring the hosted replicas in line with the cluster metadata."""
+        for name in list(self._topic_ids):
+            if name not in topics or topics[name].topic_id != self._topic_ids[name]:
+                self._delete_topic(name)
+        for topic in topics.values():
+            self._apply_topic(topic)
+
+    def _apply_topic(self, topic: TopicRecord) -> None:
+        config = LogConfig.from_configs(topic.configs)
+        self._topic_ids[topic.name] = topic.topic_id
+        for index, record in topic.partitions.items():
+            if self.broker_id not in record.replicas:
+                continue
+            partition = self.partitions.get((topic.name, index))
+            if partition is None:
+                log_dir = self.data_dir / f"{topic.name}-{index}"
+                partition = Partition(self.broker_id, topic.name, index,
+                                      PartitionLog.open(log_dir, config))
+                self.partitions[(topic.name, index)] = partition
+            elif partition.log.config != config:
+                partition.log.update_config(config)
+            partition.update(record)
+
+    def _delete_topic(self, name: str) -> None:
+        for key in [k for k in self.partitions if k[0] == name]:
+            self.partitions.pop(key).log.delete()
+        del self._topic_ids[name]
+        log.info("deleted the replicas of topic %s", name)
+
+    def delete_stray_logs(self) -> None:
+        """Remove partition directories left by topics deleted while this broker was down."""
+        hosted = {f"{t}-{p}" for t, p in self.partitions}
+        for path in self.data_dir.iterdir():
+            if path.is_dir() and path.name not in hosted:
+                shutil.rmtree(path)
+                log.info("removed stray log directory %s", path.name)
+
+    def get(self, topic: str, index: int) -> Partition:
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            raise UnknownTopicOrPartitionError(f"{topic}-{index} is not hosted here")
+        return partition
+
+    def get_leader(self, topic: str, index: int) -> Partition:
+        partition = self.get(topic, index)
+        if not partition.is_leader:
+            raise NotLeaderForPartitionError(f"broker {self.broker_id} does not lead {topic}-{index}")
+        return partition
+
+    def enforce_retention(self, now_ms: int) -> None:
+        """segment.ms rolls and retention.ms/bytes deletion; never beyond the high watermark."""
+        for partition in self.partitions.values():
+            partition.log.maybe_roll_on_time(now_ms)
+            partition.log.delete_retained_segments(now_ms, partition.high_watermark)
+
+    def flush_due(self, now_ms: int) -> None:
+        """The flush.ms half of the flush policy (flush.messages is applied on append)."""
+        for partition in self.partitions.values():
+            partition.log.maybe_flush(now_ms)
+
+    def status(self) -> dict[tuple[str, int], dict]:
+        return {key: p.status() for key, p in self.partitions.items()}
+
+    def close(self) -> None:
+        for partition in self.partitions.values():
+            partition.log.close()
+        self.partitions.clear()

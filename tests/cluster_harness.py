@@ -1,0 +1,107 @@
+"""Real brokerd processes on free ports in a temporary directory, for integration tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from brokerd.state import ClusterState
+
+START_TIMEOUT_S = 15.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate, timeout: float, what: str, interval: float = 0.02):
+    """Poll ``predicate`` until it returns something truthy; fail with ``what`` on timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+class LocalCluster:
+    """Starts, signals and stops the brokers of one cluster directory."""
+
+    def __init__(self, cluster_dir: Path, brokers: int = 1, overrides: dict[str, str] | None = None):
+        self.dir = cluster_dir
+        self.state = ClusterState(cluster_dir)
+        self.overrides = overrides or {}
+        self.state.initialize({i: free_port() for i in range(1, brokers + 1)})
+        self.procs: dict[int, subprocess.Popen] = {}
+
+    @property
+    def ports(self) -> dict[int, int]:
+        return self.state.planned_brokers()
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
+
+    def start(self, broker_id: int | None = None) -> None:
+        for bid in [broker_id] if broker_id is not None else list(self.ports):
+            self._spawn(bid)
+        for bid in [broker_id] if broker_id is not None else list(self.ports):
+            self.wait_serving(bid)
+
+    def _spawn(self, broker_id: int) -> None:
+        cmd = [sys.executable, "-m", "brokerd", "--cluster-dir", str(self.dir),
+               "--broker-id", str(broker_id), "--port", str(self.ports[broker_id])]
+        for name, value in self.overrides.items():
+            cmd += ["-o", f"{name}={value}"]
+        log_path = self.state.broker_dir(broker_id) / "broker.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            self.procs[broker_id] = subprocess.Popen(cmd, stdout=log, stderr=log,
+                                                     stdin=subprocess.DEVNULL)
+
+    def wait_serving(self, broker_id: int) -> None:
+        proc = self.procs[broker_id]
+
+        def serving():
+            if proc.poll() is not None:
+                raise AssertionError(f"broker {broker_id} exited with {proc.returncode}:\n"
+                                     + self.log_tail(broker_id))
+            try:
+                socket.create_connection(("127.0.0.1", self.ports[broker_id]), 0.2).close()
+            except OSError:
+                return False
+            return self.state.is_alive(broker_id)
+        wait_until(serving, START_TIMEOUT_S, f"broker {broker_id} to serve")
+
+    def log_tail(self, broker_id: int, lines: int = 30) -> str:
+        path = self.state.broker_dir(broker_id) / "broker.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+    def signal(self, broker_id: int, sig: int) -> None:
+        self.procs[broker_id].send_signal(sig)
+
+    def kill(self, broker_id: int) -> None:
+        proc = self.procs[broker_id]
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+
+    def stop(self, broker_id: int | None = None, timeout: float = 10.0) -> None:
+        """Graceful SIGTERM, SIGKILL if it does not exit in time; resumes paused brokers first."""
+        for bid in [broker_id] if broker_id is not None else list(self.procs):
+            proc = self.procs[bid]
+            if proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)
+                proc.terminate()
+                try:
+                    proc.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout)
