@@ -69,7 +69,8 @@ class AbstractIndex:
         self.preallocate()
 
     def preallocate(self) -> None:
-        self._file.resize(self.max_entries * self.ENTRY.size)
+        """Map room for ``max_entries`` (never less than the entries already there)."""
+        self._file.resize(max(self.max_entries, self.entries) * self.ENTRY.size)
 
     def trim(self) -> None:
         self._file.resize(self.entries * self.ENTRY.size)

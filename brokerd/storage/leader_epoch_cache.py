@@ -28,9 +28,7 @@ class LeaderEpochFileCache:
 
     def __init__(self, directory: Path) -> None:
         self._checkpoint = CheckpointFile(directory / LEADER_EPOCH_CHECKPOINT)
-        entries = self._read()
-        self.was_loaded = entries is not None
-        self._entries = entries or []
+        self._entries = self._read()
 
     @property
     def entries(self) -> list[EpochEntry]:
@@ -97,15 +95,12 @@ class LeaderEpochFileCache:
             self._entries = []
             self._write()
 
-    def _read(self) -> list[EpochEntry] | None:
-        """The checkpointed entries, or None when there is no usable file (rebuild from the log)."""
-        lines = self._checkpoint.read()
-        if lines is None:
-            return None
+    def _read(self) -> list[EpochEntry]:
+        """The checkpointed entries; none when there is no usable file (the log rebuilds them)."""
         try:
-            return [EpochEntry(int(epoch), int(offset)) for epoch, offset in lines]
+            return [EpochEntry(int(epoch), int(offset)) for epoch, offset in self._checkpoint.read() or []]
         except ValueError:
-            return None
+            return []
 
     def _write(self) -> None:
         self._checkpoint.write(self._entries)

@@ -67,8 +67,8 @@ def _load_or_recover(segments: list[LogSegment], recover_from: float) -> list[Lo
     """
     for i, segment in enumerate(segments):
         later = segments[i + 1 :]
-        holds_unflushed_data = not later or later[0].base_offset > recover_from
-        if not holds_unflushed_data and segment.load():
+        end_bound = later[0].base_offset if later else math.inf
+        if end_bound <= recover_from and segment.load():
             continue
         if segment.recover() and later:
             for dropped in later:

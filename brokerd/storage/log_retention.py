@@ -1,8 +1,7 @@
 """Which old segments ``retention.ms`` and ``retention.bytes`` let go.
 
 Retention works on whole segments, oldest first, and never on data the high
-watermark has not passed: deleting what followers have not copied yet would
-lose acknowledged-to-be records on a leader change.
+watermark has not passed: followers may still need to copy it.
 """
 
 from __future__ import annotations

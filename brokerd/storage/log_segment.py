@@ -12,7 +12,6 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from kafka.errors import UnsupportedCodecError
 from kafka.record.default_records import DefaultRecordBatch
 
 from brokerd.storage.log_config import LogConfig
@@ -43,13 +42,15 @@ def _first_record_at_or_after(batch: memoryview, header: BatchHeader, timestamp:
 
     ListOffsets by time answers with a record, not a batch, so this is the one
     place storage decodes records: one batch per ListOffsets request, never on
-    the append or read path. Without the codec we answer at batch granularity.
+    the append or read path. A batch we cannot decode (no library for its
+    codec here, or a payload only a broker decompressing every produce would
+    have refused) is answered at batch granularity instead of failing.
     """
     try:
         for record in DefaultRecordBatch(bytes(batch)):
             if record.timestamp >= timestamp:
                 return TimestampOffset(record.timestamp, record.offset)
-    except UnsupportedCodecError:
+    except Exception:  # noqa: BLE001 - any decoding failure, see above
         pass
     return TimestampOffset(header.max_timestamp, header.base_offset)
 
@@ -71,7 +72,7 @@ class LogSegment:
         self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(time_index_path, base_offset, config.segment_index_bytes)
         self._index_interval_bytes = config.index_interval_bytes
-        self.created_ms = now_ms
+        self._created_ms = now_ms
         self.size = 0
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -93,10 +94,6 @@ class LogSegment:
     @property
     def path(self) -> Path:
         return self._log.path
-
-    @property
-    def capacity(self) -> int:
-        return self._log.capacity
 
     @property
     def largest_timestamp(self) -> int:
@@ -179,7 +176,7 @@ class LogSegment:
         """Age of the segment measured in batch timestamps when it has any, else wall time."""
         if self.rolling_based_timestamp is not None and self.rolling_based_timestamp >= 0:
             return timestamp_ms - self.rolling_based_timestamp
-        return now_ms - self.created_ms
+        return now_ms - self._created_ms
 
     def append(self, batch, header: BatchHeader) -> None:
         """Copy an offset-stamped batch to the end of the segment and index it."""
@@ -295,9 +292,14 @@ class LogSegment:
         self.next_offset = header.next_offset
 
     def _index_batch(self, position: int, header: BatchHeader) -> None:
-        """Kafka's sparse indexing: an entry once more than index.interval.bytes went unindexed."""
+        """Kafka's sparse indexing: an entry once more than index.interval.bytes went unindexed.
+
+        Appends roll before an index fills; recovery of a segment written with
+        a larger ``segment.index.bytes`` just indexes it more sparsely.
+        """
         self._note_batch(header)
-        if self._bytes_since_last_index_entry > self._index_interval_bytes:
+        if (self._bytes_since_last_index_entry > self._index_interval_bytes
+                and not (self.offset_index.is_full or self.time_index.is_full)):
             self.offset_index.append(header.last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0

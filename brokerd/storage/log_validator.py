@@ -20,6 +20,7 @@ from brokerd.storage.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC_POSITION,
+    MAX_COMPRESSION_TYPE,
     BatchHeader,
     crc_matches,
     read_header,
@@ -65,6 +66,8 @@ def _validate_fields(header: BatchHeader) -> None:
         )
     if header.is_control:
         raise InvalidRecordError("Clients are not allowed to write control records")
+    if header.compression_type > MAX_COMPRESSION_TYPE:
+        raise InvalidRecordError(f"Unknown compression type id {header.compression_type}")
     if header.producer_id >= 0 and header.base_sequence < 0:
         raise InvalidRecordError(f"Idempotent producer {header.producer_id} sent no base sequence")
     if header.is_transactional and header.producer_id < 0:

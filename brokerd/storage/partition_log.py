@@ -174,9 +174,7 @@ class PartitionLog:
 
     def _note_batch(self, header: BatchHeader) -> None:
         """Update the state derived from batch headers: epoch starts and producer sequences."""
-        latest = self._epoch_cache.latest_epoch
-        if latest is None or header.partition_leader_epoch > latest:
-            self._epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        self.maybe_assign_epoch_start_offset(header.partition_leader_epoch, header.base_offset)
         if header.producer_id >= 0:
             self._producer_state.update(header)
 
@@ -224,7 +222,11 @@ class PartitionLog:
         return self._epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
 
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
-        """Record a new leader's epoch before its first append, as Kafka's makeLeader does."""
+        """Record where ``leader_epoch`` starts if it is newer than every epoch seen.
+
+        Appends call this for each batch; a new leader calls it before its
+        first append, as Kafka's makeLeader does.
+        """
         latest = self._epoch_cache.latest_epoch
         if latest is None or leader_epoch > latest:
             self._epoch_cache.assign(leader_epoch, start_offset)

@@ -28,12 +28,11 @@ _MAX_TIMESTAMP = struct.Struct(">q")
 _ATTRIBUTES = struct.Struct(">h")
 
 COMPRESSION_MASK = 0x07
+MAX_COMPRESSION_TYPE = 4  # zstd; 0-4 are none, gzip, snappy, lz4, zstd
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 
-NO_PRODUCER_ID = -1
-NO_SEQUENCE = -1
 INT32_MAX = 2**31 - 1
 
 
@@ -66,6 +65,10 @@ class BatchHeader(NamedTuple):
     @property
     def next_offset(self) -> int:
         return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression_type(self) -> int:
+        return self.attributes & COMPRESSION_MASK
 
     @property
     def is_control(self) -> bool:

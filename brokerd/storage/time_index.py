@@ -43,7 +43,3 @@ class TimeIndex(AbstractIndex):
             return TimestampOffset(-1, self.base_offset)
         found, relative = self.entry(slot)
         return TimestampOffset(found, self.base_offset + relative)
-
-    def last_timestamp(self) -> int:
-        last = self.last_entry()
-        return last[0] if last is not None else -1

@@ -67,7 +67,7 @@ def test_time_index_keeps_only_increasing_timestamps(tmp_path):
     assert index.lookup(1_500) == TimestampOffset(1_000, 55)
     assert index.lookup(5_000) == TimestampOffset(2_000, 70)
     index.truncate_to(70)
-    assert index.last_timestamp() == 1_000
+    assert index.last_entry() == (1_000, 5)
 
 
 def test_time_index_keeps_a_slot_for_the_roll(tmp_path):

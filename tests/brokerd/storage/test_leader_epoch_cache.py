@@ -12,16 +12,15 @@ def test_checkpoint_file_uses_kafkas_text_format_and_round_trips(tmp_path):
     cache_with(tmp_path, (0, 0), (0, 5), (2, 10), (5, 42))
     assert (tmp_path / LEADER_EPOCH_CHECKPOINT).read_text() == "0\n3\n0 0\n2 10\n5 42\n"
     reloaded = LeaderEpochFileCache(tmp_path)
-    assert reloaded.was_loaded and reloaded.latest_epoch == 5
+    assert reloaded.latest_epoch == 5
     assert reloaded.entries == [EpochEntry(0, 0), EpochEntry(2, 10), EpochEntry(5, 42)]
 
 
-def test_a_missing_or_malformed_file_means_rebuild(tmp_path):
-    assert not LeaderEpochFileCache(tmp_path).was_loaded
-    (tmp_path / LEADER_EPOCH_CHECKPOINT).write_text("0\n2\n1 0\n")
-    assert not LeaderEpochFileCache(tmp_path).was_loaded
-    (tmp_path / LEADER_EPOCH_CHECKPOINT).write_text("0\n1\nx 0\n")
+def test_a_missing_or_malformed_file_starts_empty_for_a_rebuild(tmp_path):
     assert LeaderEpochFileCache(tmp_path).entries == []
+    for malformed in ["0\n2\n1 0\n", "0\n1\nx 0\n", "0\n1\n1 2 3\n", "1\n0\n", ""]:
+        (tmp_path / LEADER_EPOCH_CHECKPOINT).write_text(malformed)
+        assert LeaderEpochFileCache(tmp_path).latest_epoch is None
 
 
 def test_end_offset_for_epoch_answers_like_offset_for_leader_epoch(tmp_path):

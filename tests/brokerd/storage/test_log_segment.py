@@ -1,3 +1,6 @@
+import struct
+
+import crc32c
 import pytest
 
 from brokerd.storage import LogConfig, iter_batch_headers
@@ -154,3 +157,13 @@ def test_recover_cuts_at_the_first_corrupt_batch_and_rebuilds_indexes(tmp_path):
     assert (damaged.next_offset, damaged.size) == (60, sum(sizes[:12]))
     rebuilt = [damaged.offset_index.entry(i) for i in range(damaged.offset_index.entries)]
     assert rebuilt == [entry for entry in entries_before if entry[1] < sum(sizes[:12])]
+
+
+def test_undecodable_batches_are_found_at_batch_granularity(tmp_path):
+    segment = new_segment(tmp_path, segment_bytes=1 << 20)
+    fill(segment, 2, timestamp_step=100)
+    garbled = bytearray(make_batch(5, timestamp=1300, value_size=50, compression=GZIP))
+    garbled[70:80] = bytes(10)  # the gzip stream no longer inflates; the broker never needed it to
+    struct.pack_into(">I", garbled, 17, crc32c.crc32c(bytes(garbled[21:])))
+    segment.append(*stamp_batch(garbled, segment.next_offset, 0))
+    assert segment.find_offset_for_timestamp(1302) == TimestampOffset(1304, 10)

@@ -123,3 +123,10 @@ def test_client_batches_must_start_at_offset_zero():
     stamped, _ = stamp_batch(make_batch(1), base_offset=12, leader_epoch=0)
     with pytest.raises(InvalidRecordError, match="baseOffset"):
         validate_client_batch(stamped, 1 << 20)
+
+
+def test_unknown_compression_types_are_rejected():
+    batch = bytearray(make_batch(1))
+    struct.pack_into(">h", batch, 21, 7)
+    with pytest.raises(InvalidRecordError, match="compression"):
+        validate_client_batch(with_fixed_crc(batch), 1 << 20)

@@ -7,6 +7,7 @@ import sys
 import textwrap
 import time
 
+from brokerd.storage import iter_batch_headers
 from brokerd.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from brokerd.storage.log_loader import RECOVERY_POINT_CHECKPOINT
 from brokerd.storage.log_validator import stamp_batch
@@ -20,8 +21,15 @@ def fill(log, batches, epoch=0):
         log.append_as_leader(make_batch(5, prefix=f"b{i}", value_size=40), epoch)
 
 
-def all_bytes(log):
-    return bytes(log.read(log.log_start_offset, 1 << 30)) if log.log_end_offset else b""
+def all_bytes(log, upper_bound_offset=None):
+    """Every batch from the log start, fetched segment by segment as a consumer would."""
+    end = log.log_end_offset if upper_bound_offset is None else upper_bound_offset
+    offset, data = log.log_start_offset, b""
+    while offset < end:
+        fetched = bytes(log.read(offset, 1 << 30, upper_bound_offset=end))
+        data += fetched
+        offset = list(iter_batch_headers(fetched, 0, len(fetched)))[-1][1].next_offset
+    return data
 
 
 def write_into_active_segment(log, position, data):
@@ -70,7 +78,7 @@ def test_a_corrupt_batch_in_the_middle_ends_the_log_there(open_log):
     active = log.segments[-1]
     positions = [position for position, _ in active.batch_headers()]
     kept_until = next(h.base_offset for _, h in active.batch_headers()) + 5 * (len(positions) // 2)
-    expected = bytes(log.read(0, 1 << 30, upper_bound_offset=kept_until))
+    expected = all_bytes(log, upper_bound_offset=kept_until)
     crash(log)
     write_into_active_segment(log, positions[len(positions) // 2] + 70, b"\xff")
     reopened = open_log(SMALL)
@@ -82,7 +90,7 @@ def test_without_a_recovery_point_every_segment_is_checked_and_later_ones_droppe
     log = open_log(SMALL)
     fill(log, 60)
     second = log.segments[1]
-    expected = bytes(log.read(0, 1 << 30, upper_bound_offset=second.base_offset))
+    expected = all_bytes(log, upper_bound_offset=second.base_offset)
     crash(log)
     (log_dir / RECOVERY_POINT_CHECKPOINT).unlink()
     with open(second.path, "r+b") as file:
@@ -174,3 +182,25 @@ def test_every_acknowledged_batch_survives_sigkill(open_log, log_dir):
     for i, last_offset in enumerate(acknowledged):
         batch, _ = stamp_batch(make_batch(4, prefix=f"b{i}", value_size=30, timestamp=i), last_offset - 3, 0)
         assert bytes(log.read(last_offset, 1))[: len(batch)] == batch
+
+
+def test_a_smaller_segment_index_bytes_only_makes_indexes_sparser(open_log):
+    log = open_log(SMALL)
+    fill(log, 30)
+    expected = all_bytes(log)
+    crash(log)
+    shrunk = {**SMALL, "segment.index.bytes": "16"}
+    reopened = open_log(shrunk)
+    assert all_bytes(reopened) == expected
+    fill(reopened, 30)
+    assert [offset for offset, _, _ in records(all_bytes(reopened))] == list(range(300))
+
+
+def test_after_a_clean_shutdown_batches_are_not_revalidated(open_log):
+    log = open_log(SMALL)
+    fill(log, 40)
+    log.close()
+    with open(log.segments[-1].path, "r+b") as file:
+        file.seek(100)
+        file.write(b"\xff")  # only a full recovery, which a clean shutdown skips, would notice
+    assert open_log(SMALL).log_end_offset == 200
