@@ -24,6 +24,7 @@ from brokerd.storage.record_batch import (
     BatchHeader,
     crc_matches,
     iter_batch_headers,
+    iter_batch_spans,
     read_header,
 )
 from brokerd.storage.time_index import TimeIndex, TimestampOffset
@@ -194,9 +195,9 @@ class LogSegment:
         found = self.translate_offset(offset)
         if found is None:
             return 0
-        position, header = found
-        self.offset_index.truncate_to(header.base_offset)
-        self.time_index.truncate_to(header.base_offset)
+        position, base_offset, _, _ = found
+        self.offset_index.truncate_to(base_offset)
+        self.time_index.truncate_to(base_offset)
         removed = self.size - position
         self._log.discard_from(position)
         self._scan_tail(position)
@@ -223,11 +224,12 @@ class LogSegment:
     def batch_headers(self, start_position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
         return iter_batch_headers(self._log.buffer, start_position, self.size)
 
-    def translate_offset(self, offset: int) -> tuple[int, BatchHeader] | None:
-        """Position and header of the first batch whose last offset is >= ``offset``."""
-        for position, header in self.batch_headers(self.offset_index.lookup(offset).position):
-            if header.last_offset >= offset:
-                return position, header
+    def translate_offset(self, offset: int) -> tuple[int, int, int, int] | None:
+        """``(position, base_offset, last_offset, size)`` of the first batch ending at or after ``offset``."""
+        start = self.offset_index.lookup(offset).position
+        for span in iter_batch_spans(self._log.buffer, start, self.size):
+            if span[2] >= offset:
+                return span
         return None
 
     def read(self, start_offset: int, max_bytes: int, max_offset: int) -> memoryview | None:
@@ -242,14 +244,14 @@ class LogSegment:
         found = self.translate_offset(start_offset)
         if found is None:
             return None
-        start, header = found
-        if header.base_offset >= max_offset:
+        start, base_offset, _, size = found
+        if base_offset >= max_offset:
             return self._log.view(start, start)
-        end = start + header.size
-        for position, header in self.batch_headers(end):
-            if header.base_offset >= max_offset or position + header.size - start > max_bytes:
+        end = start + size
+        for position, base_offset, _, size in iter_batch_spans(self._log.buffer, end, self.size):
+            if base_offset >= max_offset or position + size - start > max_bytes:
                 break
-            end = position + header.size
+            end = position + size
         return self._log.view(start, end)
 
     def find_offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
