@@ -8,7 +8,13 @@ see ``partition_log`` for the entry point.
 from brokerd.storage.log_config import ConfigEntry, LogConfig
 from brokerd.storage.log_validator import stamp_batch, validate_client_batch
 from brokerd.storage.partition_log import AppendInfo, PartitionLog
-from brokerd.storage.record_batch import BatchHeader, crc_matches, iter_batch_headers, read_header
+from brokerd.storage.record_batch import (
+    BatchHeader,
+    crc_matches,
+    iter_batch_headers,
+    iter_batch_spans,
+    read_header,
+)
 from brokerd.storage.time_index import TimestampOffset
 from brokerd.storage.topic_name import parse_partition_dir_name, partition_dir_name, validate_topic_name
 
@@ -21,6 +27,7 @@ __all__ = [
     "TimestampOffset",
     "crc_matches",
     "iter_batch_headers",
+    "iter_batch_spans",
     "parse_partition_dir_name",
     "partition_dir_name",
     "read_header",

@@ -106,7 +106,9 @@ class ConfigEntry(NamedTuple):
     is_default: bool
 
 
-def _parse(key: ConfigKey, text: str) -> object:
+def _parse(key: ConfigKey, text: str | None) -> object:
+    if text is None:  # CreateTopics allows null values on the wire; Kafka refuses them
+        raise InvalidConfigurationError(f"Null value not supported for configuration {key.name}")
     try:
         return key.parse(text)
     except ValueError as error:

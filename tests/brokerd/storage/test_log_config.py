@@ -41,6 +41,11 @@ def test_bad_values_are_rejected_naming_the_key(name, value):
         LogConfig.from_configs({name: value})
 
 
+def test_null_values_are_rejected_naming_the_key():
+    with pytest.raises(InvalidConfigurationError, match="retention.ms"):
+        LogConfig.from_configs({"retention.ms": None})
+
+
 def test_merged_sets_and_resets_keys():
     config = LogConfig.from_configs({"retention.ms": "1000", "segment.bytes": "2048"})
     altered = config.merged({"retention.ms": None, "max.message.bytes": "100"})
