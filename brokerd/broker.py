@@ -6,17 +6,21 @@ import asyncio
 import logging
 import time
 
+from kafka.errors import TopicAlreadyExistsError
+
 from brokerd.api import build_handlers
 from brokerd.config import BrokerConfig
 from brokerd.controller import Controller
+from brokerd.partition import Partition
 from brokerd.producer_ids import ProducerIdManager
 from brokerd.replica_manager import ReplicaManager
+from brokerd.replication.fetcher_manager import ReplicaFetcherManager
 from brokerd.server import KafkaServer
-from brokerd.state import BrokerRegistration, ClusterState, TopicRecord
+from brokerd.state import BrokerRegistration, ClusterState, PartitionRecord, TopicRecord
 
 log = logging.getLogger(__name__)
 
-METADATA_POLL_S = 0.1
+TICK_S = 0.1
 STATUS_PUBLISH_S = 0.5
 
 
@@ -28,11 +32,16 @@ class Broker:
         if not self.state.exists():
             raise RuntimeError(f"{config.cluster_dir} holds no cluster state (run kctl cluster up)")
         self.cluster_id = self.state.cluster_id()
-        self.controller = Controller(self.broker_id, self.state)
+        self.session_timeout_s = config.get("broker.session.timeout.ms") / 1000
+        self.controller = Controller(self.broker_id, self.state, self.session_timeout_s,
+                                     config.get("auto.leader.rebalance.enable"))
         self.replicas = ReplicaManager(self.broker_id,
-                                       self.state.broker_dir(self.broker_id) / "data")
+                                       self.state.broker_dir(self.broker_id) / "data",
+                                       self._alter_isr)
+        self.fetchers = ReplicaFetcherManager(self)
         self.producer_ids = ProducerIdManager(self.state)
         self.topics: dict[str, TopicRecord] = {}
+        self.registrations: list[BrokerRegistration] = []
         self.live_brokers: list[BrokerRegistration] = []
         self.server = KafkaServer(build_handlers(self), config.host, config.port,
                                   config.get("socket.request.max.bytes"))
@@ -44,23 +53,30 @@ class Broker:
         await self.server.start()  # fails fast on a port in use, before registering
         self._liveness = self.state.register_broker(self.broker_id, self.config.host,
                                                     self.config.port)
-        self.controller.try_elect()
-        self.refresh_metadata()
+        self._tick()
         self.replicas.delete_stray_logs()
-        self._tasks = [asyncio.create_task(self._every(METADATA_POLL_S, self._tick)),
-                       asyncio.create_task(self._every(STATUS_PUBLISH_S, self._publish_status)),
-                       asyncio.create_task(self._every(
-                           self.config.get("log.retention.check.interval.ms") / 1000,
-                           self._enforce_retention)),
-                       asyncio.create_task(self._every(
-                           self.config.get("log.flush.scheduler.interval.ms") / 1000,
-                           self._flush_due))]
+        periodic = [
+            (TICK_S, self._tick),
+            (self.session_timeout_s / 8, lambda: self.state.heartbeat(self.broker_id)),
+            (STATUS_PUBLISH_S, self._publish_status),
+            (self.config.get("replica.lag.time.max.ms") / 2000, self._shrink_isrs),
+            (self.config.get("log.retention.check.interval.ms") / 1000, self._enforce_retention),
+            (self.config.get("log.flush.scheduler.interval.ms") / 1000, self._flush_due),
+        ]
+        self._tasks = [asyncio.create_task(self._every(interval, action))
+                       for interval, action in periodic]
         log.info("broker %d serving on %s:%d", self.broker_id, self.config.host, self.config.port)
 
     async def stop(self) -> None:
+        """Controlled shutdown: hand leadership over first, then stop serving."""
+        self.state.mark_shutting_down(self.broker_id)
+        deadline = time.monotonic() + self.config.get("controlled.shutdown.timeout.ms") / 1000
+        while not self.replicas.leads_alone() and time.monotonic() < deadline:
+            await asyncio.sleep(TICK_S)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.fetchers.stop()
         await self.server.stop()
         self.replicas.close()
         self._publish_status()
@@ -75,23 +91,61 @@ class Broker:
             try:
                 action()
             except Exception:
-                log.exception("periodic %s failed", action.__name__)
+                log.exception("periodic task failed")
 
     def _tick(self) -> None:
-        self.controller.try_elect()
+        self.refresh_registrations()
+        self.controller.maintain(self.registrations, self.auto_create_topic)
         self.refresh_metadata()
 
+    def refresh_registrations(self) -> list[int]:
+        """Re-read which brokers are live; returns their ids (for replica placement)."""
+        self.registrations = self.state.brokers()
+        self.live_brokers = [r for r in self.registrations if r.is_live(self.session_timeout_s)]
+        return [r.broker_id for r in self.live_brokers if not r.shutting_down]
+
+    def registration(self, broker_id: int) -> BrokerRegistration | None:
+        return next((r for r in self.registrations if r.broker_id == broker_id), None)
+
     def refresh_metadata(self) -> None:
-        """Reload topics when metadata.json changed; live brokers every time (they come and go)."""
-        self.live_brokers = [b for b in self.state.brokers() if b.alive]
+        """Reload topics when metadata.json changed and reconcile replicas and fetchers."""
         version = self.state.metadata_version()
         if version != self._metadata_version:
             self._metadata_version = version
             self.topics = self.state.topics()
-            self.replicas.apply_metadata(self.topics)
+            fresh = self.replicas.apply_metadata(self.topics)
+            self.fetchers.update(self.replicas.partitions, fresh)
+
+    def auto_create_topic(self, name: str) -> TopicRecord | None:
+        """Create a topic a client asked for by name (auto.create.topics.enable).
+
+        Only the controller creates topics; another broker leaves a request for it.
+        """
+        if not self.controller.is_active:
+            self.state.request_topic_creation(name)
+            return None
+        live = self.refresh_registrations()
+        replication = min(self.config.get("default.replication.factor"), len(live))
+        try:
+            self.controller.create_topic(name, self.config.get("num.partitions"), replication,
+                                         {}, live)
+        except TopicAlreadyExistsError:
+            pass  # created a moment ago by another request; our cache had not caught up yet
+        self.refresh_metadata()
+        return self.topics.get(name)
+
+    def _alter_isr(self, partition: Partition, isr: list[int]) -> PartitionRecord | None:
+        record = self.state.alter_isr(partition.topic, partition.index, partition.leader_epoch,
+                                      partition.partition_epoch, isr)
+        if record is not None:
+            self.refresh_metadata()
+        return record
 
     def _publish_status(self) -> None:
         self.state.publish_replica_status(self.broker_id, self.replicas.status())
+
+    def _shrink_isrs(self) -> None:
+        self.replicas.shrink_isrs(self.config.get("replica.lag.time.max.ms"))
 
     def _enforce_retention(self) -> None:
         self.replicas.enforce_retention(int(time.time() * 1000))

@@ -14,6 +14,11 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     # Kafka checks every 5 minutes; a local cluster shows retention within seconds.
     "log.retention.check.interval.ms": ("5000", int),
     "log.flush.scheduler.interval.ms": ("1000", int),
+    # Kafka: 9 s and 30 s. Shorter, so a class sees a paused broker leave within seconds.
+    "broker.session.timeout.ms": ("3000", int),
+    "replica.lag.time.max.ms": ("5000", int),
+    "auto.leader.rebalance.enable": ("true", lambda v: v.lower() == "true"),
+    "controlled.shutdown.timeout.ms": ("5000", int),
 }
 
 

@@ -1,8 +1,14 @@
 """The controller: the one broker that makes cluster-wide decisions.
 
-Whoever holds the controller lock in the state directory is controller; taking it bumps the
-controller epoch, and every decision is written fenced by that epoch (see ClusterState), so a
-controller that was paused while another took over changes nothing when it wakes up.
+A broker becomes controller by claiming controller.json under the state directory's exclusive
+lock while no live broker holds it, which raises the controller epoch. Every decision is
+written fenced by that epoch (see ClusterState), so a controller that was paused while
+another took over changes nothing when it wakes up: its first write is refused and it resigns.
+
+Its duties: create and delete topics with evenly spread replicas; when a broker dies, is
+paused past broker.session.timeout.ms or shuts down, move leadership to the first live
+in-sync replica (bumping the leader epoch) and drop it from every ISR; bring preferred leaders
+back (auto.leader.rebalance.enable); create topics other brokers were asked to auto-create.
 """
 
 from __future__ import annotations
@@ -15,10 +21,34 @@ from kafka.errors import (
     TopicAlreadyExistsError, UnknownTopicOrPartitionError,
 )
 
-from brokerd.state import ClusterState, PartitionRecord, TopicRecord
+from brokerd.state import (
+    BrokerRegistration, ClusterState, PartitionRecord, StaleControllerEpoch, TopicRecord,
+)
 from brokerd.storage import LogConfig, validate_topic_name
 
 log = logging.getLogger(__name__)
+
+
+def elect_leader(record: PartitionRecord, isr: list[int], eligible: set[int], unclean: bool,
+                 prefer_first: bool) -> int | None:
+    """The leader a partition should have, or None to keep the current one.
+
+    Kafka's rule: the first replica (in assignment order) that is alive and in sync; the
+    preferred (first) replica takes leadership back when it is; without one the partition
+    stays offline (-1) unless unclean.leader.election.enable allows an out-of-sync replica.
+    """
+    candidates = [r for r in record.replicas if r in isr and r in eligible]
+    if prefer_first and candidates and candidates[0] == record.replicas[0]:
+        return candidates[0] if record.leader != candidates[0] else None
+    if record.leader in eligible and record.leader in isr:
+        return None
+    if candidates:
+        return candidates[0]
+    if unclean:
+        out_of_sync = [r for r in record.replicas if r in eligible]
+        if out_of_sync:
+            return out_of_sync[0]
+    return -1
 
 
 def assign_replicas(brokers: list[int], partitions: int, replication_factor: int,
@@ -31,32 +61,67 @@ def assign_replicas(brokers: list[int], partitions: int, replication_factor: int
 
 
 class Controller:
-    def __init__(self, broker_id: int, state: ClusterState):
+    def __init__(self, broker_id: int, state: ClusterState, session_timeout_s: float,
+                 preferred_leader_rebalance: bool):
         self.broker_id = broker_id
         self.state = state
+        self.session_timeout_s = session_timeout_s
+        self.preferred_leader_rebalance = preferred_leader_rebalance
         self.epoch: int | None = None
-        self._lock = None
 
     @property
     def is_active(self) -> bool:
         return self.epoch is not None
 
-    def try_elect(self) -> bool:
-        """Become controller if nobody holds the controller lock."""
-        if self.is_active:
-            return False
-        self._lock = self.state.try_acquire_controller_lock()
-        if self._lock is None:
-            return False
-        self.epoch = self.state.claim_controller(self.broker_id)
-        log.info("broker %d is controller at epoch %d", self.broker_id, self.epoch)
-        return True
+    def maintain(self, registrations: list[BrokerRegistration], auto_create) -> None:
+        """One controller round, run by every broker: claim or check the controllership, and
+        if active, react to brokers coming and going."""
+        live = {r.broker_id for r in registrations if r.is_live(self.session_timeout_s)}
+        if not self.is_active:
+            self.epoch = self.state.claim_controller(self.broker_id, lambda b: b in live)
+            if self.epoch is not None:
+                log.info("broker %d is controller at epoch %d", self.broker_id, self.epoch)
+            return
+        if self.state.controller() != (self.broker_id, self.epoch):
+            self.resign("another broker holds a newer controller epoch")
+            return
+        eligible = live - {r.broker_id for r in registrations if r.shutting_down}
+        try:
+            with self.state.update_topics(self.epoch) as topics:
+                for topic in topics.values():
+                    self._reconcile(topic, live, eligible)
+            for name in self.state.take_topic_requests():
+                auto_create(name)
+        except StaleControllerEpoch as exc:
+            self.resign(str(exc))
 
-    def resign(self) -> None:
-        if self._lock is not None:
-            self._lock.release()
-        self._lock = None
+    def resign(self, why: str = "stopping") -> None:
+        if self.is_active:
+            log.info("broker %d resigns as controller (epoch %d): %s", self.broker_id,
+                     self.epoch, why)
         self.epoch = None
+
+    def _reconcile(self, topic: TopicRecord, live: set[int], eligible: set[int]) -> None:
+        unclean = LogConfig.from_configs(topic.configs).unclean_leader_election_enable
+        for record in topic.partitions.values():
+            isr = [r for r in record.isr if r in eligible]
+            if not isr:  # keep the last in-sync replica on record, as Kafka does
+                isr = [record.leader] if record.leader in record.isr else record.isr[:1]
+            leader = elect_leader(record, isr, eligible, unclean, self.preferred_leader_rebalance)
+            changed = False
+            if leader is not None and leader != record.leader:
+                log.info("%s-%d: leader %d -> %d at leader epoch %d", topic.name,
+                         record.partition, record.leader, leader, record.leader_epoch + 1)
+                record.leader = leader
+                record.leader_epoch += 1
+                changed = True
+                if leader >= 0 and leader not in isr:
+                    isr = [leader]  # unclean election: the new leader's log is the truth
+            if isr != record.isr:
+                record.isr = isr
+                changed = True
+            if changed:
+                record.partition_epoch += 1
 
     def _require_active(self) -> int:
         if not self.is_active:

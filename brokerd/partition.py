@@ -1,63 +1,217 @@
-"""One replica of a topic partition hosted by this broker: its log plus leader-side state."""
+"""One replica of a topic partition hosted by this broker: its log plus replication state."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable
 
-from kafka.errors import NotLeaderForPartitionError
+from kafka.errors import (
+    FencedLeaderEpochError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderForPartitionError,
+    RequestTimedOutError, UnknownLeaderEpochError,
+)
 
 from brokerd.state import PartitionRecord
 from brokerd.storage import AppendInfo, PartitionLog
 
+log = logging.getLogger(__name__)
+
+NO_EPOCH = -1
+
+# (partition, proposed ISR) -> the accepted record, or None if the proposal was stale
+AlterIsr = Callable[["Partition", list[int]], PartitionRecord | None]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class FollowerState:
+    """What the leader knows of one follower, from the Fetch requests it sends."""
+    log_end_offset: int = -1
+    last_caught_up_ms: int = 0
+    leader_end_at_last_fetch: int = 0
+
 
 class Partition:
-    """Kafka's ``Partition``: who leads, at which leader epoch, and how far consumers may read.
+    """Kafka's ``Partition``: who leads, at which leader epoch, who is in sync, and how far
+    consumers may read.
 
     The high watermark is the offset below which every in-sync replica has the data; consumers
-    never read past it. While this broker is the only in-sync replica it is the log end offset.
+    never read past it, and acks=all is answered when it passes the produced batch. The leader
+    learns followers' log end offsets from their fetch offsets; followers learn the high
+    watermark from fetch responses.
     """
 
-    def __init__(self, broker_id: int, topic: str, index: int, log: PartitionLog):
+    def __init__(self, broker_id: int, topic: str, index: int, log: PartitionLog,
+                 alter_isr: AlterIsr):
         self.broker_id = broker_id
         self.topic = topic
         self.index = index
         self.log = log
+        self._alter_isr = alter_isr
         self.leader_id = -1
-        self.leader_epoch = 0
+        self.leader_epoch = -1
+        self.partition_epoch = -1
+        self.replicas: list[int] = []
         self.isr: list[int] = []
         self.high_watermark = 0
+        self.followers: dict[int, FollowerState] = {}
         self._waiters: list[asyncio.Future] = []
+
+    def __repr__(self) -> str:
+        return f"{self.topic}-{self.index}"
 
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.broker_id
 
-    def update(self, record: PartitionRecord) -> None:
-        """Apply the controller's latest decision for this partition."""
+    # -- applying controller decisions ------------------------------------------------------
+    def update(self, record: PartitionRecord) -> bool:
+        """Apply the latest metadata; True when this broker just became leader or follower
+        anew (a new leader epoch), so fetchers must be reassigned."""
+        new_epoch = record.leader_epoch != self.leader_epoch
+        self.replicas = list(record.replicas)
+        self.isr = list(record.isr)
+        self.partition_epoch = record.partition_epoch
         self.leader_id = record.leader
         self.leader_epoch = record.leader_epoch
-        self.isr = list(record.isr)
+        if new_epoch and self.is_leader:
+            self._make_leader()
         self._maybe_advance_high_watermark()
+        self._wake_waiters()
+        return new_epoch
 
-    def append_as_leader(self, batch: bytes) -> AppendInfo:
-        if not self.is_leader:
-            raise NotLeaderForPartitionError(f"broker {self.broker_id} does not lead "
-                                             f"{self.topic}-{self.index}")
+    def _make_leader(self) -> None:
+        """Start a new leader epoch here (Kafka's makeLeader): followers start out caught up."""
+        self.log.maybe_assign_epoch_start_offset(self.leader_epoch, self.log.log_end_offset)
+        now = _now_ms()
+        self.followers = {r: FollowerState(last_caught_up_ms=now) for r in self.replicas
+                          if r != self.broker_id}
+        log.info("%s: leader at epoch %d, ISR %s", self, self.leader_epoch, self.isr)
+
+    # -- leader: produce --------------------------------------------------------------------
+    def append_as_leader(self, batch: bytes, acks: int) -> AppendInfo:
+        self._require_leader()
+        if acks == -1 and len(self.isr) < self.log.config.min_insync_replicas:
+            raise NotEnoughReplicasError(
+                f"{self}: ISR {self.isr} is smaller than min.insync.replicas="
+                f"{self.log.config.min_insync_replicas}")
         info = self.log.append_as_leader(batch, self.leader_epoch)
         if not info.duplicate:
             self._maybe_advance_high_watermark()
+            self._wake_waiters()
         return info
 
-    def read(self, offset: int, max_bytes: int) -> bytes | memoryview:
-        """Whole batches from the one holding ``offset``, never past the high watermark."""
-        return self.log.read(offset, max_bytes, upper_bound_offset=self.high_watermark)
+    async def wait_for_ack(self, last_offset: int, timeout_s: float) -> None:
+        """acks=all: return once every in-sync replica has ``last_offset``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self.high_watermark <= last_offset:
+            self._require_leader()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise RequestTimedOutError(f"{self}: in-sync replicas did not confirm in time")
+            await self.wait_for_change(remaining)
+        if len(self.isr) < self.log.config.min_insync_replicas:
+            raise NotEnoughReplicasAfterAppendError(f"{self}: ISR shrank to {self.isr}")
+
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """Requests since KIP-320 carry the client's idea of the leader epoch: a stale one is
+        fenced, a newer one means this broker has not heard of the new leader yet."""
+        if current_leader_epoch in (NO_EPOCH, self.leader_epoch):
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise FencedLeaderEpochError(f"{self}: leader epoch {current_leader_epoch} is stale")
+        raise UnknownLeaderEpochError(f"{self}: leader epoch {current_leader_epoch} is not known")
+
+    def _require_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeaderForPartitionError(f"broker {self.broker_id} does not lead {self}")
+
+    # -- leader: followers ------------------------------------------------------------------
+    def record_follower_fetch(self, follower: int, fetch_offset: int) -> None:
+        """A follower's fetch offset is its log end offset (Kafka's updateFollowerFetchState)."""
+        self._require_leader()
+        state = self.followers.setdefault(follower, FollowerState())
+        now = _now_ms()
+        leader_end = self.log.log_end_offset
+        if fetch_offset >= leader_end or fetch_offset >= state.leader_end_at_last_fetch:
+            state.last_caught_up_ms = now
+        state.log_end_offset = fetch_offset
+        state.leader_end_at_last_fetch = leader_end
+        self._maybe_expand_isr(follower, state)
+        self._maybe_advance_high_watermark()
+
+    def _maybe_expand_isr(self, follower: int, state: FollowerState) -> None:
+        caught_up = (state.log_end_offset >= self.high_watermark
+                     and state.log_end_offset >= self._leader_epoch_start())
+        if follower not in self.isr and follower in self.replicas and caught_up:
+            self._propose_isr(sorted(self.isr + [follower]))
+
+    def maybe_shrink_isr(self, replica_lag_time_max_ms: int) -> None:
+        """Drop followers that have not caught up within replica.lag.time.max.ms."""
+        if not self.is_leader:
+            return
+        now = _now_ms()
+        lagging = [r for r in self.isr if r != self.broker_id
+                   and now - self.followers.get(r, FollowerState()).last_caught_up_ms
+                   > replica_lag_time_max_ms]
+        if lagging:
+            self._propose_isr([r for r in self.isr if r not in lagging])
+
+    def _propose_isr(self, isr: list[int]) -> None:
+        record = self._alter_isr(self, isr)
+        if record is None:
+            return  # stale view; the next metadata refresh brings the truth
+        log.info("%s: ISR %s -> %s", self, self.isr, record.isr)
+        self.isr = list(record.isr)
+        self.partition_epoch = record.partition_epoch
+        self._maybe_advance_high_watermark()
+        self._wake_waiters()
+
+    def _leader_epoch_start(self) -> int:
+        return self.log.end_offset_for_epoch(self.leader_epoch - 1)[1] if self.leader_epoch > 0 else 0
 
     def _maybe_advance_high_watermark(self) -> None:
-        if self.isr == [self.broker_id] and self.log.log_end_offset > self.high_watermark:
-            self.high_watermark = self.log.log_end_offset
+        if not self.is_leader:
+            return
+        ends = [self.log.log_end_offset] + [
+            self.followers.get(r, FollowerState()).log_end_offset
+            for r in self.isr if r != self.broker_id]
+        candidate = min(ends)
+        if candidate > self.high_watermark:
+            self.high_watermark = candidate
             self._wake_waiters()
 
-    # -- long-poll support for Fetch --------------------------------------------------------
+    # -- follower ---------------------------------------------------------------------------
+    def append_as_follower(self, records, leader_high_watermark: int) -> None:
+        if records:
+            self.log.append_as_follower(records)
+        self.high_watermark = max(self.high_watermark,
+                                  min(leader_high_watermark, self.log.log_end_offset))
+
+    def truncate_to(self, offset: int) -> None:
+        if offset < self.log.log_end_offset:
+            log.info("%s: truncating divergent log from %d to %d", self,
+                     self.log.log_end_offset, offset)
+            self.log.truncate_to(offset)
+        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+
+    # -- reads ------------------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int, for_follower: bool = False) -> bytes | memoryview:
+        """Whole batches from the one holding ``offset``: up to the high watermark for
+        consumers, up to the log end for followers."""
+        bound = None if for_follower else self.high_watermark
+        return self.log.read(offset, max_bytes, upper_bound_offset=bound)
+
+    # -- waiting for change (long-poll fetches, acks=all) -----------------------------------
+    async def wait_for_change(self, timeout_s: float) -> None:
+        await wait_any([self], timeout_s)
+
     def add_waiter(self, waiter: asyncio.Future) -> None:
         self._waiters.append(waiter)
 
@@ -76,3 +230,17 @@ class Partition:
                 "log_end_offset": self.log.log_end_offset,
                 "high_watermark": self.high_watermark,
                 "leader_epoch": self.leader_epoch}
+
+
+async def wait_any(partitions: list[Partition], timeout_s: float) -> None:
+    """Sleep until any partition appends, moves its high watermark or changes role."""
+    waiter = asyncio.get_running_loop().create_future()
+    for partition in partitions:
+        partition.add_waiter(waiter)
+    try:
+        await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
+    except asyncio.TimeoutError:
+        pass
+    finally:
+        for partition in partitions:
+            partition.remove_waiter(waiter)

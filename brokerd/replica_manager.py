@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kafka.errors import NotLeaderForPartitionError, UnknownTopicOrPartitionError
 
-from brokerd.partition import Partition
+from brokerd.partition import AlterIsr, Partition
 from brokerd.state import TopicRecord
 from brokerd.storage import LogConfig, PartitionLog
 
@@ -16,24 +16,29 @@ log = logging.getLogger(__name__)
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, data_dir: Path):
+    def __init__(self, broker_id: int, data_dir: Path, alter_isr: AlterIsr):
         self.broker_id = broker_id
+        self._alter_isr = alter_isr
         self.data_dir = data_dir
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._topic_ids: dict[str, str] = {}
 
-    def apply_metadata(self, topics: dict[str, TopicRecord]) -> None:
-        """Bring the hosted replicas in line with the cluster metadata."""
+    def apply_metadata(self, topics: dict[str, TopicRecord]) -> set[tuple[str, int]]:
+        """Bring the hosted replicas in line with the cluster metadata; returns the partitions
+        that got a new leader epoch (their followers must check for divergence)."""
         for name in list(self._topic_ids):
             if name not in topics or topics[name].topic_id != self._topic_ids[name]:
                 self._delete_topic(name)
+        fresh: set[tuple[str, int]] = set()
         for topic in topics.values():
-            self._apply_topic(topic)
+            fresh |= self._apply_topic(topic)
+        return fresh
 
-    def _apply_topic(self, topic: TopicRecord) -> None:
+    def _apply_topic(self, topic: TopicRecord) -> set[tuple[str, int]]:
         config = LogConfig.from_configs(topic.configs)
         self._topic_ids[topic.name] = topic.topic_id
+        fresh = set()
         for index, record in topic.partitions.items():
             if self.broker_id not in record.replicas:
                 continue
@@ -41,11 +46,13 @@ class ReplicaManager:
             if partition is None:
                 log_dir = self.data_dir / f"{topic.name}-{index}"
                 partition = Partition(self.broker_id, topic.name, index,
-                                      PartitionLog.open(log_dir, config))
+                                      PartitionLog.open(log_dir, config), self._alter_isr)
                 self.partitions[(topic.name, index)] = partition
             elif partition.log.config != config:
                 partition.log.update_config(config)
-            partition.update(record)
+            if partition.update(record):
+                fresh.add((topic.name, index))
+        return fresh
 
     def _delete_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:
@@ -72,6 +79,14 @@ class ReplicaManager:
         if not partition.is_leader:
             raise NotLeaderForPartitionError(f"broker {self.broker_id} does not lead {topic}-{index}")
         return partition
+
+    def shrink_isrs(self, replica_lag_time_max_ms: int) -> None:
+        for partition in self.partitions.values():
+            partition.maybe_shrink_isr(replica_lag_time_max_ms)
+
+    def leads_alone(self) -> bool:
+        """True when no partition led here has another in-sync replica to hand over to."""
+        return all(p.isr == [self.broker_id] for p in self.partitions.values() if p.is_leader)
 
     def enforce_retention(self, now_ms: int) -> None:
         """segment.ms rolls and retention.ms/bytes deletion; never beyond the high watermark."""

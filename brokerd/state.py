@@ -8,6 +8,7 @@ module is the only code that opens these files. Layout of ``<cluster>/state/``:
     controller.json       the active controller's broker id and controller epoch
     brokers/<id>.json     a broker's registration (host, port, pid)
     brokers/<id>.lock     held (flock) by the live broker process: the OS releases it when it dies
+    brokers/<id>.heartbeat  touched by the broker several times per session timeout (its lease)
     replicas/<id>.json    log start / log end / high watermark of every replica a broker hosts
     .lock                 the write lock: every read-modify-write of a shared file holds it
 
@@ -24,7 +25,7 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from filelock import FileLock, Timeout
 
@@ -69,7 +70,14 @@ class BrokerRegistration:
     port: int
     pid: int
     started_at: float
-    alive: bool = False
+    shutting_down: bool = False
+    alive: bool = False  # the process holds its liveness lock
+    heartbeat_at: float = 0.0  # last heartbeat (wall clock); stale when the process is paused
+
+    def is_live(self, session_timeout_s: float, now: float | None = None) -> bool:
+        """Alive and heartbeating within broker.session.timeout.ms: eligible for leadership."""
+        now = time.time() if now is None else now
+        return self.alive and now - self.heartbeat_at < session_timeout_s
 
 
 class StaleControllerEpoch(Exception):
@@ -161,7 +169,8 @@ class ClusterState:
         however it dies; a second process claiming the same id fails here.
         """
         (self.dir / "brokers").mkdir(parents=True, exist_ok=True)
-        liveness = FileLock(str(self.dir / "brokers" / f"{broker_id}.lock"), timeout=0)
+        # Probes by other processes (is_alive) hold the lock for microseconds: wait those out.
+        liveness = FileLock(str(self.dir / "brokers" / f"{broker_id}.lock"), timeout=2)
         try:
             liveness.acquire()
         except Timeout as exc:
@@ -169,7 +178,21 @@ class ClusterState:
         reg = {"broker_id": broker_id, "host": host, "port": port, "pid": os.getpid(),
                "started_at": time.time()}
         _write_json(self.dir / "brokers" / f"{broker_id}.json", reg)
+        self.heartbeat(broker_id)
         return liveness
+
+    def heartbeat(self, broker_id: int) -> None:
+        """Renew the broker's lease: a paused process stops renewing and is presumed dead."""
+        path = self.dir / "brokers" / f"{broker_id}.heartbeat"
+        try:
+            os.utime(path)
+        except FileNotFoundError:
+            path.touch()
+
+    def mark_shutting_down(self, broker_id: int) -> None:
+        """Controlled shutdown: the controller moves leadership away from this broker."""
+        path = self.dir / "brokers" / f"{broker_id}.json"
+        _write_json(path, dict(_read_json(path), shutting_down=True))
 
     def is_alive(self, broker_id: int) -> bool:
         """True while some process holds the broker's liveness lock."""
@@ -188,6 +211,10 @@ class ClusterState:
             if doc is not None:
                 reg = BrokerRegistration(**doc)
                 reg.alive = self.is_alive(reg.broker_id)
+                try:
+                    reg.heartbeat_at = path.with_suffix(".heartbeat").stat().st_mtime
+                except FileNotFoundError:
+                    pass
                 regs.append(reg)
         return sorted(regs, key=lambda r: r.broker_id)
 
@@ -196,19 +223,17 @@ class ClusterState:
         doc = _read_json(self.dir / "controller.json")
         return None if doc is None else (doc["broker_id"], doc["epoch"])
 
-    def try_acquire_controller_lock(self) -> FileLock | None:
-        """The controller is whoever holds this OS lock; the kernel frees it if that process dies."""
-        lock = FileLock(str(self.dir / "controller.lock"), timeout=0)
-        try:
-            lock.acquire()
-        except Timeout:
-            return None
-        return lock
+    def claim_controller(self, broker_id: int, is_live: Callable[[int], bool]) -> int | None:
+        """Become controller unless a live broker already is; returns the new controller epoch.
 
-    def claim_controller(self, broker_id: int) -> int:
-        """Record ``broker_id`` as controller with a new, higher controller epoch."""
+        The claim is made under the exclusive write lock and the epoch only grows, so at most
+        one broker holds the current epoch. A paused controller loses its lease, and with it
+        the controllership: when it wakes up its epoch is stale and its writes are refused.
+        """
         with self.write_lock():
-            doc = _read_json(self.dir / "controller.json", {"epoch": 0})
+            doc = _read_json(self.dir / "controller.json", {"broker_id": -1, "epoch": 0})
+            if doc["broker_id"] != broker_id and is_live(doc["broker_id"]):
+                return None
             epoch = doc["epoch"] + 1
             _write_json(self.dir / "controller.json", {"broker_id": broker_id, "epoch": epoch})
         return epoch
@@ -244,8 +269,10 @@ class ClusterState:
             if current is not None and controller_epoch < current[1]:
                 raise StaleControllerEpoch(f"controller epoch {controller_epoch} < {current[1]}")
             doc, topics = self._read_metadata()
+            before = {name: t.to_json() for name, t in topics.items()}
             yield topics
-            self._write_metadata(dict(doc, controller_epoch=controller_epoch), topics)
+            if {name: t.to_json() for name, t in topics.items()} != before:
+                self._write_metadata(dict(doc, controller_epoch=controller_epoch), topics)
 
     @contextmanager
     def update_topic_configs(self) -> Iterator[dict[str, TopicRecord]]:
@@ -258,6 +285,38 @@ class ClusterState:
             doc, topics = self._read_metadata()
             yield topics
             self._write_metadata(doc, topics)
+
+    def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
+                  isr: list[int]) -> PartitionRecord | None:
+        """A leader's ISR change, as a compare-and-set on the partition epoch (Kafka's
+        AlterPartition). Returns the new record, or None when the leader's view is stale (a new
+        leader epoch, or a controller change in between): it must re-read and try again."""
+        with self.write_lock():
+            doc, topics = self._read_metadata()
+            record = topics.get(topic) and topics[topic].partitions.get(partition)
+            if (record is None or record.leader_epoch != leader_epoch
+                    or record.partition_epoch != partition_epoch):
+                return None
+            record.isr = sorted(isr)
+            record.partition_epoch += 1
+            self._write_metadata(doc, topics)
+        return record
+
+    def request_topic_creation(self, name: str) -> None:
+        """A non-controller broker asks the controller to auto-create a topic."""
+        with self.write_lock():
+            pending = set(_read_json(self.dir / "topic_requests.json", []))
+            if name not in pending:
+                _write_json(self.dir / "topic_requests.json", sorted(pending | {name}))
+
+    def take_topic_requests(self) -> list[str]:
+        path = self.dir / "topic_requests.json"
+        if not path.exists():
+            return []
+        with self.write_lock():
+            pending = _read_json(path, [])
+            path.unlink(missing_ok=True)
+        return pending
 
     def allocate_producer_ids(self, count: int) -> int:
         """Reserve ``count`` producer ids, unique across brokers and restarts; returns the first."""

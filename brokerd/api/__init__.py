@@ -10,8 +10,8 @@ from functools import partial
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.api import (
-    api_versions, configs, fetch, find_coordinator, list_offsets, metadata, produce,
-    producer_id, topics,
+    api_versions, configs, fetch, find_coordinator, list_offsets, metadata,
+    offset_for_leader_epoch, produce, producer_id, topics,
 )
 
 
@@ -29,5 +29,6 @@ def build_handlers(broker) -> dict:
         ApiKey.DescribeConfigs: configs.handle_describe,
         ApiKey.AlterConfigs: configs.handle_alter,
         ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter,
+        ApiKey.OffsetForLeaderEpoch: offset_for_leader_epoch.handle,
     }
     return {key: partial(handler, broker) for key, handler in table.items()}

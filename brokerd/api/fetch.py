@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from brokerd.api.errors import error_code
+from brokerd.partition import wait_any
 
 
 async def handle(broker, request) -> dict:
@@ -20,7 +21,7 @@ async def handle(broker, request) -> dict:
         remaining = deadline - loop.time()
         if total_bytes >= body.min_bytes or remaining <= 0 or not partitions:
             break
-        await _wait_for_data(partitions, remaining)
+        await wait_any(partitions, remaining)
     return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
 
 
@@ -35,7 +36,7 @@ def _read_all(broker, body) -> tuple[list[dict], int, list]:
         for p in topic.partitions:
             # Kafka always returns at least one batch, but only to the first partition with data.
             limit = min(p.partition_max_bytes, budget) if total else p.partition_max_bytes
-            result, partition = _read_partition(broker, topic.topic, p.partition, p.fetch_offset, limit)
+            result, partition = _read_partition(broker, body.replica_id, topic.topic, p, limit)
             size = len(result["records"])
             total += size
             budget = max(budget - size, 0)
@@ -46,10 +47,18 @@ def _read_all(broker, body) -> tuple[list[dict], int, list]:
     return responses, total, watched
 
 
-def _read_partition(broker, topic: str, index: int, offset: int, max_bytes: int):
+def _read_partition(broker, replica_id: int, topic: str, request, max_bytes: int):
+    """Consumers read up to the high watermark; a follower (replica_id >= 0) reads up to the
+    log end, and its fetch offset tells the leader how far its log reaches."""
+    index = request.partition
     try:
         partition = broker.replicas.get_leader(topic, index)
-        records = partition.read(offset, max_bytes) if max_bytes > 0 else b""
+        partition.check_leader_epoch(request.current_leader_epoch)
+        follower = replica_id >= 0
+        if follower:
+            partition.record_follower_fetch(replica_id, request.fetch_offset)
+        records = (partition.read(request.fetch_offset, max_bytes, for_follower=follower)
+                   if max_bytes > 0 else b"")
     except Exception as exc:
         return {"partition_index": index, "error_code": error_code(exc), "high_watermark": -1,
                 "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
@@ -61,16 +70,3 @@ def _read_partition(broker, topic: str, index: int, offset: int, max_bytes: int)
             "aborted_transactions": None, "preferred_read_replica": -1,
             "records": bytes(records)}, partition
 
-
-async def _wait_for_data(partitions: list, timeout: float) -> None:
-    """Sleep until any watched partition's high watermark moves, or the timeout."""
-    waiter = asyncio.get_running_loop().create_future()
-    for partition in partitions:
-        partition.add_waiter(waiter)
-    try:
-        await asyncio.wait_for(asyncio.shield(waiter), timeout)
-    except asyncio.TimeoutError:
-        pass
-    finally:
-        for partition in partitions:
-            partition.remove_waiter(waiter)

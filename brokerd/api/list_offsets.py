@@ -11,15 +11,16 @@ EARLIEST = -2
 async def handle(broker, request) -> dict:
     topics = []
     for topic in request.body.topics:
-        partitions = [_lookup(broker, topic.name, p.partition_index, p.timestamp)
-                      for p in topic.partitions]
+        partitions = [_lookup(broker, topic.name, p.partition_index, p.timestamp,
+                              p.current_leader_epoch) for p in topic.partitions]
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _lookup(broker, topic: str, index: int, timestamp: int) -> dict:
+def _lookup(broker, topic: str, index: int, timestamp: int, current_leader_epoch: int) -> dict:
     try:
         partition = broker.replicas.get_leader(topic, index)
+        partition.check_leader_epoch(current_leader_epoch)
         offset, found_ts = _resolve(partition, timestamp)
     except Exception as exc:
         return {"partition_index": index, "error_code": error_code(exc),

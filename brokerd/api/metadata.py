@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from kafka.errors import (
-    KafkaError, LeaderNotAvailableError, TopicAlreadyExistsError, UnknownTopicOrPartitionError,
-)
+from kafka.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError
 
 from brokerd.api.errors import error_code
 from brokerd.state import TopicRecord
@@ -66,22 +64,11 @@ def _describe_partition(record, live: set[int]) -> dict:
 
 
 def _auto_create(broker, name: str) -> TopicRecord | None:
-    """Create a topic a client asked for by name, as Kafka does with auto.create.topics.enable.
-
-    Only the controller creates topics; elsewhere the client is told to retry.
-    """
     validate_topic_name(name)
-    if not broker.controller.is_active:
+    topic = broker.auto_create_topic(name)
+    if topic is None:
         raise LeaderNotAvailableError(f"topic {name} is being created")
-    live = [b.broker_id for b in broker.live_brokers]
-    replication = min(broker.config.get("default.replication.factor"), len(live))
-    try:
-        broker.controller.create_topic(name, broker.config.get("num.partitions"),
-                                       replication, {}, live)
-    except TopicAlreadyExistsError:
-        pass  # created a moment ago by another request; our cache had not caught up yet
-    broker.refresh_metadata()
-    return broker.topics.get(name)
+    return topic
 
 
 def _topic_error(name: str, exc: Exception) -> dict:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from kafka.errors import InvalidRecordError, InvalidRequiredAcksError, UnsupportedVersionError
 
 from brokerd.api.errors import error_code, error_message
@@ -14,16 +16,33 @@ async def handle(broker, request) -> dict | None:
     body = request.body
     version = request.header.api_version
     responses = []
+    pending = []
     for topic in body.topic_data:
-        partitions = [_append(broker, topic.name, p.index, p.records, version, body.acks)
-                      for p in topic.partition_data]
+        partitions = []
+        for p in topic.partition_data:
+            result, partition, info = _append(broker, topic.name, p.index, p.records, version,
+                                               body.acks)
+            partitions.append(result)
+            if body.acks == -1 and info is not None:
+                pending.append(_await_replication(result, partition, info.last_offset,
+                                                  body.timeout_ms / 1000))
         responses.append({"name": topic.name, "partition_responses": partitions})
+    await asyncio.gather(*pending)
     if body.acks == 0:
         return None
     return {"responses": responses, "throttle_time_ms": 0}
 
 
-def _append(broker, topic: str, index: int, records, version: int, acks: int) -> dict:
+async def _await_replication(result: dict, partition, last_offset: int, timeout_s: float) -> None:
+    """acks=all: the answer waits until the in-sync replicas have the batch (or an error)."""
+    try:
+        await partition.wait_for_ack(last_offset, timeout_s)
+    except Exception as exc:
+        result.update(error_code=error_code(exc), error_message=error_message(exc))
+
+
+def _append(broker, topic: str, index: int, records, version: int, acks: int):
+    """Append one partition's batch; returns (response entry, partition, append info)."""
     try:
         if version < MIN_ACCEPTED_PRODUCE_VERSION:
             raise UnsupportedVersionError("produce v0-v2 (message format v0/v1) is not accepted")
@@ -32,11 +51,11 @@ def _append(broker, topic: str, index: int, records, version: int, acks: int) ->
         if not records:
             raise InvalidRecordError("produce request without a record batch")
         partition = broker.replicas.get_leader(topic, index)
-        info = partition.append_as_leader(records)
+        info = partition.append_as_leader(records, acks)
     except Exception as exc:
         return {"index": index, "error_code": error_code(exc), "base_offset": -1,
                 "log_append_time_ms": -1, "log_start_offset": -1,
-                "error_message": error_message(exc)}
+                "error_message": error_message(exc)}, None, None
     return {"index": index, "error_code": 0, "base_offset": info.first_offset,
             "log_append_time_ms": info.log_append_time, "log_start_offset":
-            partition.log.log_start_offset, "error_message": None}
+            partition.log.log_start_offset, "error_message": None}, partition, info

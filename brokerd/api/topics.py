@@ -17,7 +17,7 @@ async def handle_create(broker, request) -> dict:
 
 
 def _create(broker, topic, validate_only: bool) -> dict:
-    live = [b.broker_id for b in broker.live_brokers]
+    live = broker.refresh_registrations()
     try:
         configs = {c.name: c.value for c in topic.configs}
         if topic.assignments:

@@ -22,6 +22,7 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.DescribeConfigs: (0, 2),
     ApiKey.AlterConfigs: (0, 1),
     ApiKey.IncrementalAlterConfigs: (0, 0),
+    ApiKey.OffsetForLeaderEpoch: (0, 3),
 }
 
 # Produce v0–2 carry legacy message sets (magic 0/1). They are advertised only so old

@@ -21,6 +21,7 @@ from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
     FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
+    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
 )
 from kafka.protocol.metadata import (
     ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
@@ -47,6 +48,7 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.DescribeConfigs: (DescribeConfigsRequest, DescribeConfigsResponse),
     ApiKey.AlterConfigs: (AlterConfigsRequest, AlterConfigsResponse),
     ApiKey.IncrementalAlterConfigs: (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
+    ApiKey.OffsetForLeaderEpoch: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
 }
 
 _HEADER_PREFIX = struct.Struct(">hhi")
@@ -113,6 +115,22 @@ def encode_api_versions_unsupported(correlation_id: int) -> bytes:
         "api_keys": [{"api_key": ApiKey.ApiVersions, "min_version": low, "max_version": high}],
     }
     return encode_response(RequestHeader(ApiKey.ApiVersions, 0, correlation_id), fields)
+
+
+def encode_request(header: RequestHeader, fields: dict) -> bytes:
+    """Encode a request, framed, for brokerd's own broker-to-broker client (replica fetchers)."""
+    request = _build(MESSAGES[header.api_key][0], fields, header.api_version)
+    request.with_header(correlation_id=header.correlation_id, client_id=header.client_id)
+    return request.encode(header=True, framed=True)
+
+
+def decode_response(header: RequestHeader, payload: bytes):
+    """Decode a response frame (without its size prefix) to the request described by ``header``."""
+    response_class = MESSAGES[header.api_key][1]
+    try:
+        return response_class.decode(payload, version=header.api_version, header=True)
+    except Exception as exc:
+        raise MalformedRequest(f"undecodable {response_class.__name__}: {exc!r}") from exc
 
 
 def _build(container_class, fields: dict, version: int | None = None):

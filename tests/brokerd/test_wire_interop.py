@@ -36,13 +36,25 @@ def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]
 
 
 def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list:
+    """Every record below each partition's high watermark (at least ``expected`` in all)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
                          "enable.auto.commit": False, "enable.partition.eof": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
     got = []
     try:
-        wait_until(lambda: got.extend(consumer.consume(500, 0.2)) or len(got) >= expected,
-                   20, f"{expected} records")
+        wait_until(lambda: sum(consumer.get_watermark_offsets(tp, 5)[1] for tp in tps) >= expected,
+                   20, f"{expected} records below the high watermarks")
+        ends = {tp.partition: consumer.get_watermark_offsets(tp, 5)[1] for tp in tps}
+        consumer.assign(tps)
+        seen = {p: 0 for p in ends}
+
+        def caught_up():
+            for msg in consumer.consume(500, 0.2):
+                got.append(msg)
+                if msg.error() is None:
+                    seen[msg.partition()] = msg.offset() + 1
+            return all(seen[p] >= end for p, end in ends.items())
+        wait_until(caught_up, 20, f"every record of {topic}")
     finally:
         consumer.close()
     for msg in got:

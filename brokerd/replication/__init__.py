@@ -1,0 +1,1 @@
+"""Follower-side replication: fetching from leaders, truncating divergent logs."""

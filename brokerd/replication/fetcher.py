@@ -1,0 +1,166 @@
+"""Replica fetchers: a follower copies its leader's log with Fetch requests, as Kafka's do.
+
+One fetcher per leader broker serves every partition this broker follows from that leader.
+Before its first fetch at a new leader epoch a partition asks the leader where its own latest
+epoch ended (OffsetForLeaderEpoch) and truncates anything after that point: a tail written
+by a deposed leader that never reached the in-sync replicas is removed, not served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kafka.errors import OffsetOutOfRangeError
+from kafka.protocol.api_key import ApiKey
+
+from brokerd.partition import Partition
+from brokerd.protocol.codec import MalformedRequest
+from brokerd.replication.broker_client import BrokerClient
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSION = 11
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+FETCH_MAX_WAIT_MS = 500
+FETCH_MAX_BYTES = 16 * 1024 * 1024
+PARTITION_MAX_BYTES = 4 * 1024 * 1024
+REQUEST_TIMEOUT_S = 3.0
+RETRY_BACKOFF_S = 0.1
+UNDEFINED_EPOCH = -1
+NETWORK_ERRORS = (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, MalformedRequest)
+
+
+class ReplicaFetcher:
+    def __init__(self, broker, leader_id: int):
+        self.broker = broker
+        self.leader_id = leader_id
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self._needs_truncation: set[tuple[str, int]] = set()
+        self._client: BrokerClient | None = None
+        self._assigned = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    def assign(self, partitions: dict[tuple[str, int], Partition], fresh: set) -> None:
+        """Follow exactly ``partitions``; those in ``fresh`` just got a new leader epoch."""
+        self.partitions = dict(partitions)
+        self._needs_truncation = (self._needs_truncation | fresh) & set(partitions)
+        if partitions:
+            self._assigned.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"fetcher-{self.leader_id}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self._client is not None:
+            self._client.close()
+
+    async def _run(self) -> None:
+        while True:
+            if not self.partitions:
+                self._assigned.clear()
+                await self._assigned.wait()
+            try:
+                client = self._connect()
+                if client is None:
+                    await asyncio.sleep(RETRY_BACKOFF_S)
+                    continue
+                if self._needs_truncation:
+                    await self._truncate(client)
+                if not await self._fetch(client):
+                    await asyncio.sleep(RETRY_BACKOFF_S)
+            except NETWORK_ERRORS as exc:
+                log.debug("fetch from broker %d failed: %r", self.leader_id, exc)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+            except Exception:
+                log.exception("replica fetcher for leader %d failed; retrying", self.leader_id)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+
+    def _connect(self) -> BrokerClient | None:
+        if self._client is None:
+            reg = self.broker.registration(self.leader_id)
+            if reg is None:
+                return None
+            self._client = BrokerClient(reg.host, reg.port, f"replica-{self.broker.broker_id}",
+                                        REQUEST_TIMEOUT_S)
+        return self._client
+
+    # -- truncation (KIP-101 / KIP-279) -----------------------------------------------------
+    async def _truncate(self, client: BrokerClient) -> None:
+        pending = {k: self.partitions[k] for k in self._needs_truncation if k in self.partitions}
+        asks = {k: p for k, p in pending.items() if p.log.latest_epoch is not None}
+        for key in set(pending) - set(asks):
+            self._needs_truncation.discard(key)  # an empty log has nothing to diverge
+        if not asks:
+            return
+        response = await client.request(ApiKey.OffsetForLeaderEpoch, OFFSET_FOR_LEADER_EPOCH_VERSION, {
+            "replica_id": self.broker.broker_id,
+            "topics": _group_by_topic(asks, lambda p: {
+                "partition": p.index, "current_leader_epoch": p.leader_epoch,
+                "leader_epoch": p.log.latest_epoch}),
+        })
+        for topic in response.topics:
+            for result in topic.partitions:
+                partition = asks.get((topic.topic, result.partition))
+                if partition is None or result.error_code != 0:
+                    continue  # the leader does not know its epoch yet: ask again next round
+                self._truncate_partition(partition, result.leader_epoch, result.end_offset)
+                self._needs_truncation.discard((topic.topic, result.partition))
+
+    @staticmethod
+    def _truncate_partition(partition: Partition, leader_epoch: int, end_offset: int) -> None:
+        if leader_epoch == UNDEFINED_EPOCH:
+            target = partition.high_watermark
+        else:
+            own_end = partition.log.end_offset_for_epoch(leader_epoch)[1]
+            target = min(end_offset, own_end if own_end >= 0 else end_offset)
+        partition.truncate_to(target)
+
+    # -- fetching ---------------------------------------------------------------------------
+    async def _fetch(self, client: BrokerClient) -> bool:
+        """One Fetch round; False when nothing could be fetched (back off before retrying)."""
+        wanted = {k: p for k, p in self.partitions.items() if k not in self._needs_truncation}
+        if not wanted:
+            return False
+        response = await client.request(ApiKey.Fetch, FETCH_VERSION, {
+            "replica_id": self.broker.broker_id, "max_wait_ms": FETCH_MAX_WAIT_MS,
+            "min_bytes": 1, "max_bytes": FETCH_MAX_BYTES, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": _group_by_topic(wanted, lambda p: {
+                "partition": p.index, "current_leader_epoch": p.leader_epoch,
+                "fetch_offset": p.log.log_end_offset, "log_start_offset": p.log.log_start_offset,
+                "partition_max_bytes": PARTITION_MAX_BYTES}),
+        }, extra_timeout_s=FETCH_MAX_WAIT_MS / 1000)
+        progressed = False
+        for topic in response.responses:
+            for data in topic.partitions:
+                partition = wanted.get((topic.topic, data.partition_index))
+                if partition is not None and self._apply(partition, data):
+                    progressed = True
+        return progressed
+
+    def _apply(self, partition: Partition, data) -> bool:
+        key = (partition.topic, partition.index)
+        if (self.partitions.get(key) is not partition or partition.leader_id != self.leader_id
+                or key in self._needs_truncation):
+            return False  # reassigned while the fetch was in flight
+        if data.error_code == OffsetOutOfRangeError.errno:
+            self._needs_truncation.add((partition.topic, partition.index))
+            if partition.log.log_end_offset < data.log_start_offset:
+                partition.log.truncate_fully_and_start_at(data.log_start_offset)
+            return True
+        if data.error_code != 0:
+            return False  # not the leader any more, or not yet: metadata will tell
+        partition.append_as_follower(data.records, data.high_watermark)
+        return True
+
+
+def _group_by_topic(partitions: dict[tuple[str, int], Partition], entry) -> list[dict]:
+    """The request shape both Fetch and OffsetForLeaderEpoch use: topics, then partitions."""
+    grouped: dict[str, list] = {}
+    for (topic, _), partition in partitions.items():
+        grouped.setdefault(topic, []).append(entry(partition))
+    return [{"topic": topic, "partitions": entries} for topic, entries in grouped.items()]

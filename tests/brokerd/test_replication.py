@@ -1,0 +1,236 @@
+"""Replication on real brokers and real signals: leaders, followers, ISR, high watermark,
+acks, failover, fencing by epochs."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from brokerd.replication.fetcher import FETCH_MAX_WAIT_MS
+from tests.brokerd.test_wire_interop import consume_all
+from tests.cluster_harness import wait_until
+
+FAST = {"broker.session.timeout.ms": "1500", "replica.lag.time.max.ms": "3000"}
+
+
+def create(cluster, name: str, partitions: int, replicas: int = 3, **configs) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(name, partitions, replicas, config=configs)])[name].result(10)
+    wait_until(lambda: all(p.leader > 0 for p in cluster.state.topics()[name].partitions.values()),
+               10, f"leaders for {name}")
+
+
+def partition_record(cluster, topic: str, partition: int = 0):
+    return cluster.state.topics()[topic].partitions[partition]
+
+
+def high_watermark(bootstrap: str, topic: str, partition: int = 0) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, partition), 5)[1]
+    finally:
+        consumer.close()
+
+
+def produce_sync(bootstrap: str, topic: str, values: list[bytes], **conf) -> list:
+    """Produce and return each delivery's (error or None, offset)."""
+    reports = []
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, **conf})
+    for value in values:
+        producer.produce(topic, value, partition=0,
+                         on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+    producer.flush(30)
+    return reports
+
+
+@pytest.fixture
+def three(cluster_factory):
+    return cluster_factory(3, FAST)
+
+
+def test_leaders_spread_over_brokers_like_the_seeds_cases(three):
+    create(three, "case1", 2)
+    create(three, "case2", 3)
+    case1 = three.state.topics()["case1"].partitions
+    case2 = three.state.topics()["case2"].partitions
+    assert len({p.leader for p in case1.values()}) == 2
+    assert sorted(p.leader for p in case2.values()) == [1, 2, 3]
+    for p in list(case1.values()) + list(case2.values()):
+        assert sorted(p.replicas) == [1, 2, 3] and sorted(p.isr) == [1, 2, 3]
+        assert p.leader == p.replicas[0]
+
+
+def test_leader_killed_during_acks_all_load_loses_nothing_acknowledged(three):
+    create(three, "ledger", 1)
+    leader = partition_record(three, "ledger").leader
+    acked: dict[bytes, int] = {}
+    stop = threading.Event()
+    after_kill = threading.Event()
+
+    def load():
+        producer = Producer({"bootstrap.servers": three.bootstrap, "acks": "all",
+                             "linger.ms": 2, "enable.idempotence": True,
+                             "message.timeout.ms": 20000})
+
+        def on_delivery(err, msg):
+            if err is None:
+                acked[msg.value()] = msg.offset()
+                if stop.is_set():
+                    after_kill.set()
+        i = 0
+        while not (stop.is_set() and after_kill.is_set()):
+            producer.produce("ledger", b"r%08d" % i, partition=0, on_delivery=on_delivery)
+            i += 1
+            producer.poll(0.0005 if i % 100 else 0.005)
+        producer.flush(20)
+
+    thread = threading.Thread(target=load)
+    thread.start()
+    try:
+        wait_until(lambda: len(acked) > 3000, 30, "3000 acknowledged records")
+        three.kill(leader)
+        killed_at = time.monotonic()
+        stop.set()
+        wait_until(after_kill.is_set, 15, "an acknowledgement from the new leader")
+        failover_s = time.monotonic() - killed_at
+    finally:
+        stop.set()
+        thread.join(30)
+    record = partition_record(three, "ledger")
+    assert record.leader not in (leader, -1) and record.leader_epoch >= 1
+    assert leader not in record.isr
+    assert failover_s < 8, f"new leader took {failover_s:.1f}s"
+    final = dict(acked)
+    consumed = consume_all(three.bootstrap, "ledger", 1, len(final))
+    by_value = {value: offset for _, offset, _, value in consumed}
+    lost = [v for v in final if v not in by_value]
+    assert not lost, f"{len(lost)} acknowledged records lost"
+    assert all(by_value[v] == o for v, o in final.items()), "an acknowledged offset changed"
+    offsets = [o for _, o, _, _ in consumed]
+    assert offsets == list(range(len(offsets))), "duplicates or gaps"
+
+
+def test_paused_follower_leaves_isr_and_the_high_watermark_keeps_moving(three):
+    create(three, "paused", 1)
+    record = partition_record(three, "paused")
+    follower = record.replicas[-1]
+    three.signal(follower, signal.SIGSTOP)
+    try:
+        wait_until(lambda: follower not in partition_record(three, "paused").isr, 15,
+                   "the paused follower to leave the ISR")
+        before = high_watermark(three.bootstrap, "paused")
+        reports = produce_sync(three.bootstrap, "paused", [b"x"] * 50, acks="all")
+        assert [e for e, _ in reports] == [None] * 50
+        assert high_watermark(three.bootstrap, "paused") == before + 50
+    finally:
+        three.signal(follower, signal.SIGCONT)
+    wait_until(lambda: follower in partition_record(three, "paused").isr, 15,
+               "the resumed follower to rejoin the ISR")
+
+
+def test_min_insync_replicas_rejects_acks_all_but_not_acks_1(three):
+    create(three, "strict", 1, **{"min.insync.replicas": "2"})
+    leader = partition_record(three, "strict").leader
+    for broker in [b for b in (1, 2, 3) if b != leader]:
+        three.kill(broker)
+    wait_until(lambda: partition_record(three, "strict").isr == [leader], 15, "ISR = [leader]")
+    reports = produce_sync(three.bootstrap, "strict", [b"all"], acks="all",
+                           **{"message.timeout.ms": 3000, "retries": 0})
+    assert reports[0][0] is not None and reports[0][0].name() == "NOT_ENOUGH_REPLICAS"
+    reports = produce_sync(three.bootstrap, "strict", [b"one"], acks="1")
+    assert reports[0][0] is None
+
+
+def test_zombie_controller_is_fenced_by_its_epoch(three):
+    create(three, "fenced", 3)
+    zombie, epoch = three.state.controller()
+    three.signal(zombie, signal.SIGSTOP)
+    try:
+        wait_until(lambda: three.state.controller()[0] != zombie, 15, "a new controller")
+        successor, new_epoch = three.state.controller()
+        assert new_epoch > epoch
+        # While the zombie sleeps, a broker dies: the zombie will want to react when it wakes.
+        victim = next(b for b in (1, 2, 3) if b not in (zombie, successor))
+        three.kill(victim)
+        wait_until(lambda: all(p.leader != victim for p in
+                               three.state.topics()["fenced"].partitions.values()), 15,
+                   "the successor to move leadership off the dead broker")
+        decided = three.state.topics()["fenced"]
+    finally:
+        three.signal(zombie, signal.SIGCONT)
+    wait_until(lambda: "resigns as controller" in three.log_tail(zombie, 200), 10,
+               "the zombie to notice it was fenced")
+    assert three.state.controller() == (successor, new_epoch)
+    after = three.state.topics()["fenced"]
+    for index, p in after.partitions.items():
+        assert p.leader_epoch >= decided.partitions[index].leader_epoch
+        assert p.leader != victim
+
+
+def test_resumed_stale_leader_truncates_its_divergent_tail(cluster_factory):
+    cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500",
+                                  "replica.lag.time.max.ms": "60000",
+                                  "auto.leader.rebalance.enable": "false"})
+    create(cluster, "diverge", 1)
+    record = partition_record(cluster, "diverge")
+    old_leader, next_leader, third = record.replicas
+    assert produce_sync(cluster.bootstrap, "diverge", [b"c%d" % i for i in range(10)],
+                        acks="all")[-1] == (None, 9)
+    # Followers stop copying; the leader takes acks=1 writes only it will ever have. A paused
+    # follower's fetch already waiting at the leader would still carry them (the kernel keeps
+    # delivering to a stopped process), so let that long poll (FETCH_MAX_WAIT_MS) run out first.
+    cluster.signal(next_leader, signal.SIGSTOP)
+    cluster.signal(third, signal.SIGSTOP)
+    time.sleep(2 * FETCH_MAX_WAIT_MS / 1000)
+    reports = produce_sync(cluster.bootstrap, "diverge", [b"lost%d" % i for i in range(5)],
+                           acks="1")
+    assert [o for _, o in reports] == [10, 11, 12, 13, 14]
+    cluster.signal(old_leader, signal.SIGSTOP)
+    cluster.signal(next_leader, signal.SIGCONT)
+    cluster.signal(third, signal.SIGCONT)
+    wait_until(lambda: partition_record(cluster, "diverge").leader == next_leader, 15,
+               "the next replica to take over")
+    assert produce_sync(cluster.bootstrap, "diverge", [b"new%d" % i for i in range(5)],
+                        acks="all")[-1][0] is None
+    assert b"lost0" not in log_bytes(cluster, next_leader, "diverge"), "no divergence to test"
+    assert b"lost0" in log_bytes(cluster, old_leader, "diverge")
+    cluster.signal(old_leader, signal.SIGCONT)
+    wait_until(lambda: old_leader in partition_record(cluster, "diverge").isr, 20,
+               "the old leader to truncate, catch up and rejoin the ISR")
+    consumed = consume_all(cluster.bootstrap, "diverge", 1, 15)
+    values = [v for _, _, _, v in consumed]
+    assert values == [b"c%d" % i for i in range(10)] + [b"new%d" % i for i in range(5)]
+    assert "truncating divergent log" in cluster.log_tail(old_leader, 300)
+    assert b"lost0" not in log_bytes(cluster, old_leader, "diverge")
+
+
+def log_bytes(cluster, broker: int, topic: str, partition: int = 0) -> bytes:
+    segments = sorted((cluster.state.broker_dir(broker) / "data" / f"{topic}-{partition}").glob("*.log"))
+    return b"".join(p.read_bytes() for p in segments)
+
+
+def test_kcat_consumer_follows_a_leader_change(three):
+    create(three, "follow", 1)
+    leader = partition_record(three, "follow").leader
+    produce_sync(three.bootstrap, "follow", [b"before%d" % i for i in range(5)], acks="all")
+    kcat = subprocess.Popen(["kcat", "-b", three.bootstrap, "-C", "-t", "follow", "-o",
+                             "beginning", "-u", "-f", "%s\n"], stdout=subprocess.PIPE)
+    try:
+        three.kill(leader)
+        wait_until(lambda: partition_record(three, "follow").leader not in (leader, -1), 15,
+                   "a new leader")
+        produce_sync(three.bootstrap, "follow", [b"after%d" % i for i in range(5)], acks="all")
+        lines = []
+        wait_until(lambda: lines.append(kcat.stdout.readline()) or len(lines) >= 10, 30,
+                   "kcat to print every record")
+    finally:
+        kcat.kill()
+        kcat.wait()
+    assert [l.strip() for l in lines] == [b"before%d" % i for i in range(5)] + \
+        [b"after%d" % i for i in range(5)]
