@@ -1,0 +1,57 @@
+"""The one exception type commands raise for expected failures, and librdkafka error mapping.
+
+Commands never print errors themselves: they raise KctlError, and the top-level group turns
+it into a single line on stderr plus the matching exit code, so no user sees a traceback.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaError, KafkaException
+
+from kctl.exit_codes import ExitCode
+
+_UNREACHABLE = {
+    KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT,
+    KafkaError._MSG_TIMED_OUT, KafkaError._RESOLVE, KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.NETWORK_EXCEPTION,
+}
+_NOT_FOUND = {
+    KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError.UNKNOWN_TOPIC_ID, KafkaError.GROUP_ID_NOT_FOUND,
+}
+_INVALID_INPUT = {
+    KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_MSG_SIZE, KafkaError.INVALID_RECORD,
+    KafkaError.RECORD_LIST_TOO_LARGE, KafkaError.TOPIC_EXCEPTION, KafkaError.INVALID_PARTITIONS,
+    KafkaError.INVALID_REPLICATION_FACTOR, KafkaError.INVALID_REPLICA_ASSIGNMENT,
+    KafkaError.INVALID_CONFIG, KafkaError.POLICY_VIOLATION, KafkaError._INVALID_ARG,
+    KafkaError.INVALID_REQUIRED_ACKS,
+}
+
+
+class KctlError(Exception):
+    """An expected failure: one line for the user and the exit code scripts see."""
+
+    def __init__(self, message: str, code: ExitCode = ExitCode.ERROR):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def exit_code_for(error: KafkaError) -> ExitCode:
+    """The exit code a script should see for a librdkafka or broker error."""
+    code = error.code()
+    if code in _UNREACHABLE:
+        return ExitCode.UNREACHABLE
+    if code in _NOT_FOUND:
+        return ExitCode.NOT_FOUND
+    if code in _INVALID_INPUT:
+        return ExitCode.INVALID_INPUT
+    return ExitCode.ERROR
+
+
+def from_kafka(exc: KafkaException | KafkaError, doing: str) -> KctlError:
+    """Wrap a librdkafka error as 'cannot <doing>: <reason>' with its exit code."""
+    error = exc.args[0] if isinstance(exc, KafkaException) else exc
+    if not isinstance(error, KafkaError):
+        return KctlError(f"cannot {doing}: {error}")
+    return KctlError(f"cannot {doing}: {error.str()}", exit_code_for(error))

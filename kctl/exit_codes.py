@@ -1,0 +1,39 @@
+"""Every exit code kctl can return, in one place.
+
+Scripts branch on these numbers, so they are part of kctl's interface: the same table feeds
+`kctl --help` and the man pages, and nothing else in kctl invents a code.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    UNREACHABLE = 3
+    NOT_FOUND = 4
+    INVALID_INPUT = 5
+    UNHEALTHY = 10
+    INTERRUPTED = 130
+    BROKEN_PIPE = 141
+
+
+MEANINGS: dict[ExitCode, str] = {
+    ExitCode.OK: "success",
+    ExitCode.ERROR: "error (including failed deliveries that fit no other code)",
+    ExitCode.USAGE: "usage error: unknown option, missing or conflicting arguments",
+    ExitCode.UNREACHABLE: "cluster unreachable, no local cluster, or a request timed out",
+    ExitCode.NOT_FOUND: "unknown topic, partition or group",
+    ExitCode.INVALID_INPUT: "invalid input: bad offset or format, record too large, invalid name or config",
+    ExitCode.UNHEALTHY: "cluster unhealthy: a planned broker is down or there is no controller",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
+    ExitCode.BROKEN_PIPE: "the reader of stdout went away (e.g. `| head`), as if killed by SIGPIPE",
+}
+
+
+def table() -> list[tuple[int, str]]:
+    """(code, meaning) rows, for help texts and man pages."""
+    return [(int(code), MEANINGS[code]) for code in ExitCode]

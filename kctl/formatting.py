@@ -1,0 +1,123 @@
+"""Rendering consumed records: kcat/rpk `-f` format tokens, and one JSON object per record.
+
+A format string is compiled once into a list of small functions, so rendering a record is a
+single join over them: the consume loop stays cheap however rich the format is.
+
+    %t topic   %p partition   %o offset   %T timestamp (ms)   %h headers (k=v,k=v)
+    %k key     %K key length (-1: null)   %v / %s value   %S value length (-1: null)
+    %% a percent sign;   escapes \\n \\t \\r \\0 \\\\ and \\xHH
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Callable, Protocol
+
+DEFAULT_FORMAT = "%v\\n"
+
+
+class Record(Protocol):
+    """What a confluent_kafka.Message offers; formats depend on nothing else."""
+
+    def topic(self) -> str: ...
+    def partition(self) -> int: ...
+    def offset(self) -> int: ...
+    def key(self) -> bytes | None: ...
+    def value(self) -> bytes | None: ...
+    def timestamp(self) -> tuple[int, int]: ...
+    def headers(self) -> list[tuple[str, bytes | None]] | None: ...
+
+
+Part = Callable[[Record], bytes]
+
+
+class FormatError(ValueError):
+    pass
+
+
+def _length(data: bytes | None) -> bytes:
+    return b"-1" if data is None else str(len(data)).encode()
+
+
+def _headers(record: Record) -> bytes:
+    pairs = record.headers() or []
+    return b",".join(name.encode() + b"=" + (value or b"") for name, value in pairs)
+
+
+_TOKENS: dict[str, Part] = {
+    "t": lambda r: r.topic().encode(),
+    "p": lambda r: str(r.partition()).encode(),
+    "o": lambda r: str(r.offset()).encode(),
+    "k": lambda r: r.key() or b"",
+    "K": lambda r: _length(r.key()),
+    "v": lambda r: r.value() or b"",
+    "s": lambda r: r.value() or b"",
+    "S": lambda r: _length(r.value()),
+    "T": lambda r: str(r.timestamp()[1]).encode(),
+    "h": _headers,
+}
+_ESCAPES = {"n": b"\n", "t": b"\t", "r": b"\r", "0": b"\0", "\\": b"\\"}
+
+
+def compile_format(fmt: str) -> Callable[[Record], bytes]:
+    """Compile a format string into a function from a record to its output bytes."""
+    parts = _parse(fmt)
+    if all(isinstance(p, bytes) for p in parts):
+        constant = b"".join(parts)
+        return lambda record: constant
+    funcs = [p if callable(p) else (lambda r, lit=p: lit) for p in parts]
+    return lambda record: b"".join([f(record) for f in funcs])
+
+
+_LEXEME = re.compile(r"%(?P<token>.?)|\\x(?P<hex>[0-9a-fA-F]{2})|\\(?P<escape>.?)|(?P<text>[^%\\]+)", re.S)
+
+
+def _parse(fmt: str) -> list[bytes | Part]:
+    """Split a format into literal byte runs and token functions."""
+    parts: list[bytes | Part] = []
+    literal = bytearray()
+    for match in _LEXEME.finditer(fmt):
+        token, hex_byte, escape, text = match.group("token", "hex", "escape", "text")
+        if "" in (token, escape):
+            raise FormatError(f"format {fmt!r} ends with a lone {match.group()!r}")
+        if text is not None:
+            literal += text.encode()
+        elif hex_byte is not None:
+            literal.append(int(hex_byte, 16))
+        elif escape is not None:
+            if escape not in _ESCAPES:
+                raise FormatError(f"unknown escape \\{escape} in format {fmt!r} "
+                                  "(known: \\n \\t \\r \\0 \\\\ \\xHH)")
+            literal += _ESCAPES[escape]
+        elif token == "%":
+            literal += b"%"
+        elif token in _TOKENS:
+            if literal:
+                parts.append(bytes(literal))
+                literal.clear()
+            parts.append(_TOKENS[token])
+        else:
+            raise FormatError(f"unknown format token %{token} in {fmt!r} "
+                              f"(known: {' '.join('%' + t for t in _TOKENS)} %%)")
+    if literal:
+        parts.append(bytes(literal))
+    return parts
+
+
+def _text(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", errors="replace")
+
+
+def record_json(record: Record) -> bytes:
+    """One compact JSON line; keys, values and headers are UTF-8 text (invalid bytes: U+FFFD)."""
+    doc = {
+        "topic": record.topic(),
+        "partition": record.partition(),
+        "offset": record.offset(),
+        "timestamp": record.timestamp()[1],
+        "key": _text(record.key()),
+        "value": _text(record.value()),
+        "headers": [{"key": k, "value": _text(v)} for k, v in record.headers() or []],
+    }
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
