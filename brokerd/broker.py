@@ -11,6 +11,8 @@ from kafka.errors import TopicAlreadyExistsError
 from brokerd.api import build_handlers
 from brokerd.config import BrokerConfig
 from brokerd.controller import Controller
+from brokerd.coordinator.group_coordinator import GroupCoordinator
+from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.partition import Partition
 from brokerd.producer_ids import ProducerIdManager
 from brokerd.replica_manager import ReplicaManager
@@ -39,6 +41,7 @@ class Broker:
                                        self.state.broker_dir(self.broker_id) / "data",
                                        self._alter_isr)
         self.fetchers = ReplicaFetcherManager(self)
+        self.coordinator = GroupCoordinator(self)
         self.producer_ids = ProducerIdManager(self.state)
         self.topics: dict[str, TopicRecord] = {}
         self.registrations: list[BrokerRegistration] = []
@@ -97,6 +100,7 @@ class Broker:
         self.refresh_registrations()
         self.controller.maintain(self.registrations, self.auto_create_topic)
         self.refresh_metadata()
+        self.coordinator.expire_sessions()
 
     def refresh_registrations(self) -> list[int]:
         """Re-read which brokers are live; returns their ids (for replica placement)."""
@@ -115,6 +119,7 @@ class Broker:
             self.topics = self.state.topics()
             fresh = self.replicas.apply_metadata(self.topics)
             self.fetchers.update(self.replicas.partitions, fresh)
+            self.coordinator.on_metadata_change()
 
     def auto_create_topic(self, name: str) -> TopicRecord | None:
         """Create a topic a client asked for by name (auto.create.topics.enable).
@@ -125,14 +130,23 @@ class Broker:
             self.state.request_topic_creation(name)
             return None
         live = self.refresh_registrations()
-        replication = min(self.config.get("default.replication.factor"), len(live))
+        partitions, replication, configs = self._auto_create_settings(name)
         try:
-            self.controller.create_topic(name, self.config.get("num.partitions"), replication,
-                                         {}, live)
+            self.controller.create_topic(name, partitions, min(replication, len(live)), configs,
+                                         live)
         except TopicAlreadyExistsError:
             pass  # created a moment ago by another request; our cache had not caught up yet
         self.refresh_metadata()
         return self.topics.get(name)
+
+    def _auto_create_settings(self, name: str) -> tuple[int, int, dict[str, str]]:
+        """Partitions, replication factor and configs of an auto-created topic."""
+        if name == OFFSETS_TOPIC:
+            return (self.config.get("offsets.topic.num.partitions"),
+                    self.config.get("offsets.topic.replication.factor"),
+                    {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
+        return (self.config.get("num.partitions"),
+                self.config.get("default.replication.factor"), {})
 
     def _alter_isr(self, partition: Partition, isr: list[int]) -> PartitionRecord | None:
         record = self.state.alter_isr(partition.topic, partition.index, partition.leader_epoch,

@@ -19,6 +19,10 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     "replica.lag.time.max.ms": ("5000", int),
     "auto.leader.rebalance.enable": ("true", lambda v: v.lower() == "true"),
     "controlled.shutdown.timeout.ms": ("5000", int),
+    # Kafka: 50 partitions and a 3 s initial delay; lighter and quicker for one machine.
+    "offsets.topic.num.partitions": ("10", int),
+    "offsets.topic.replication.factor": ("3", int),
+    "group.initial.rebalance.delay.ms": ("300", int),
 }
 
 

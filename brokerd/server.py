@@ -54,7 +54,7 @@ class KafkaServer:
         try:
             while True:
                 payload = await self._read_frame(reader)
-                response = await self._respond(payload)
+                response = await self._respond(payload, peer[0] if peer else "")
                 if response is not None:
                     writer.write(response)
                     await writer.drain()
@@ -76,12 +76,13 @@ class KafkaServer:
             raise MalformedRequest(f"frame size {size} outside 1..{self.max_request_bytes}")
         return await reader.readexactly(size)
 
-    async def _respond(self, payload: bytes) -> bytes | None:
+    async def _respond(self, payload: bytes, client_host: str) -> bytes | None:
         header = peek_header(payload)
         if header.api_key == ApiKey.ApiVersions and not is_supported(header.api_key,
                                                                      header.api_version):
             return encode_api_versions_unsupported(header.correlation_id)
         request = decode_request(payload)
+        request.client_host = client_host
         fields = await self.handlers[request.header.api_key](request)
         if fields is None:
             return None  # acks=0 produce: the client expects no response

@@ -10,8 +10,8 @@ from functools import partial
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.api import (
-    api_versions, configs, fetch, find_coordinator, list_offsets, metadata,
-    offset_for_leader_epoch, produce, producer_id, topics,
+    api_versions, configs, fetch, find_coordinator, groups, list_offsets, metadata,
+    offset_for_leader_epoch, offsets, produce, producer_id, topics,
 )
 
 
@@ -30,5 +30,15 @@ def build_handlers(broker) -> dict:
         ApiKey.AlterConfigs: configs.handle_alter,
         ApiKey.IncrementalAlterConfigs: configs.handle_incremental_alter,
         ApiKey.OffsetForLeaderEpoch: offset_for_leader_epoch.handle,
+        ApiKey.JoinGroup: groups.handle_join,
+        ApiKey.SyncGroup: groups.handle_sync,
+        ApiKey.Heartbeat: groups.handle_heartbeat,
+        ApiKey.LeaveGroup: groups.handle_leave,
+        ApiKey.ListGroups: groups.handle_list,
+        ApiKey.DescribeGroups: groups.handle_describe,
+        ApiKey.DeleteGroups: groups.handle_delete,
+        ApiKey.OffsetCommit: offsets.handle_commit,
+        ApiKey.OffsetFetch: offsets.handle_fetch,
+        ApiKey.OffsetDelete: offsets.handle_delete,
     }
     return {key: partial(handler, broker) for key, handler in table.items()}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from kafka.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError
 
 from brokerd.api.errors import error_code
+from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.state import TopicRecord
 from brokerd.storage import validate_topic_name
 
@@ -45,7 +46,7 @@ def _describe_topic(broker, name: str, allow_create: bool) -> dict:
             return _topic_error(name, UnknownTopicOrPartitionError())
     live = {b.broker_id for b in broker.live_brokers}
     return {
-        "error_code": 0, "name": name, "is_internal": False,
+        "error_code": 0, "name": name, "is_internal": name == OFFSETS_TOPIC,
         "partitions": [_describe_partition(p, live) for p in topic.partitions.values()],
     }
 

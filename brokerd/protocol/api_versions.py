@@ -23,6 +23,16 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.AlterConfigs: (0, 1),
     ApiKey.IncrementalAlterConfigs: (0, 0),
     ApiKey.OffsetForLeaderEpoch: (0, 3),
+    ApiKey.JoinGroup: (0, 5),
+    ApiKey.SyncGroup: (0, 3),
+    ApiKey.Heartbeat: (0, 3),
+    ApiKey.LeaveGroup: (0, 2),
+    ApiKey.OffsetCommit: (2, 7),
+    ApiKey.OffsetFetch: (1, 5),
+    ApiKey.ListGroups: (0, 2),
+    ApiKey.DescribeGroups: (0, 4),
+    ApiKey.DeleteGroups: (0, 1),
+    ApiKey.OffsetDelete: (0, 0),
 }
 
 # Produce v0–2 carry legacy message sets (magic 0/1). They are advertised only so old

@@ -14,14 +14,19 @@ from dataclasses import dataclass
 
 from kafka.protocol.admin import (
     AlterConfigsRequest, AlterConfigsResponse, CreateTopicsRequest, CreateTopicsResponse,
-    DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    DeleteGroupsRequest, DeleteGroupsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest,
+    DescribeGroupsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    ListGroupsRequest, ListGroupsResponse,
 )
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
-    FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
-    OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
+    FetchRequest, FetchResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
+    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest,
+    ListOffsetsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
+    OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse, OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse, SyncGroupRequest, SyncGroupResponse,
 )
 from kafka.protocol.metadata import (
     ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
@@ -49,6 +54,16 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.AlterConfigs: (AlterConfigsRequest, AlterConfigsResponse),
     ApiKey.IncrementalAlterConfigs: (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     ApiKey.OffsetForLeaderEpoch: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    ApiKey.JoinGroup: (JoinGroupRequest, JoinGroupResponse),
+    ApiKey.SyncGroup: (SyncGroupRequest, SyncGroupResponse),
+    ApiKey.Heartbeat: (HeartbeatRequest, HeartbeatResponse),
+    ApiKey.LeaveGroup: (LeaveGroupRequest, LeaveGroupResponse),
+    ApiKey.OffsetCommit: (OffsetCommitRequest, OffsetCommitResponse),
+    ApiKey.OffsetFetch: (OffsetFetchRequest, OffsetFetchResponse),
+    ApiKey.ListGroups: (ListGroupsRequest, ListGroupsResponse),
+    ApiKey.DescribeGroups: (DescribeGroupsRequest, DescribeGroupsResponse),
+    ApiKey.DeleteGroups: (DeleteGroupsRequest, DeleteGroupsResponse),
+    ApiKey.OffsetDelete: (OffsetDeleteRequest, OffsetDeleteResponse),
 }
 
 _HEADER_PREFIX = struct.Struct(">hhi")
@@ -70,6 +85,7 @@ class RequestHeader:
 class Request:
     header: RequestHeader
     body: ApiMessage
+    client_host: str = ""
 
 
 def peek_header(payload: bytes) -> RequestHeader:

@@ -1,0 +1,85 @@
+"""Consumer group membership APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, and the admin
+APIs ListGroups, DescribeGroups and DeleteGroups. The state machine is in brokerd.coordinator."""
+
+from __future__ import annotations
+
+from brokerd.api.errors import error_code
+
+
+async def handle_join(broker, request) -> dict:
+    body = request.body
+    try:
+        return await broker.coordinator.join(
+            body.group_id, body.member_id, body.group_instance_id, request.header.client_id or "",
+            request.client_host, body.session_timeout_ms, body.rebalance_timeout_ms,
+            body.protocol_type, [(p.name, p.metadata) for p in body.protocols])
+    except Exception as exc:
+        return {"error_code": error_code(exc), "generation_id": -1, "protocol_name": "",
+                "leader": "", "member_id": body.member_id, "members": []}
+
+
+async def handle_sync(broker, request) -> dict:
+    body = request.body
+    try:
+        assignment = await broker.coordinator.sync(
+            body.group_id, body.member_id, body.generation_id,
+            {a.member_id: a.assignment for a in body.assignments})
+    except Exception as exc:
+        return {"error_code": error_code(exc), "assignment": b""}
+    return {"error_code": 0, "assignment": assignment}
+
+
+async def handle_heartbeat(broker, request) -> dict:
+    body = request.body
+    try:
+        broker.coordinator.heartbeat(body.group_id, body.member_id, body.generation_id)
+    except Exception as exc:
+        return {"error_code": error_code(exc)}
+    return {"error_code": 0}
+
+
+async def handle_leave(broker, request) -> dict:
+    body = request.body
+    try:
+        broker.coordinator.leave(body.group_id, body.member_id)
+    except Exception as exc:
+        return {"error_code": error_code(exc)}
+    return {"error_code": 0}
+
+
+async def handle_list(broker, request) -> dict:
+    return {"error_code": 0, "groups": [
+        {"group_id": g, "protocol_type": t, "group_state": s}
+        for g, t, s in broker.coordinator.list_groups()]}
+
+
+async def handle_describe(broker, request) -> dict:
+    return {"groups": [_describe(broker, g) for g in request.body.groups]}
+
+
+def _describe(broker, group_id: str) -> dict:
+    try:
+        group = broker.coordinator.describe(group_id)
+    except Exception as exc:
+        return {"error_code": error_code(exc), "group_id": group_id, "group_state": "",
+                "protocol_type": "", "protocol_data": "", "members": []}
+    return {"error_code": 0, "group_id": group_id, "group_state": group.state.value,
+            "protocol_type": group.protocol_type or "",
+            "protocol_data": group.protocol_name or "",
+            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                         "client_id": m.client_id, "client_host": f"/{m.client_host}",
+                         "member_metadata": m.metadata_for(group.protocol_name)
+                         if group.protocol_name else b"",
+                         "member_assignment": m.assignment}
+                        for m in group.members.values()]}
+
+
+async def handle_delete(broker, request) -> dict:
+    results = []
+    for group_id in request.body.groups_names:
+        try:
+            await broker.coordinator.delete_group(group_id)
+            results.append({"group_id": group_id, "error_code": 0})
+        except Exception as exc:
+            results.append({"group_id": group_id, "error_code": error_code(exc)})
+    return {"results": results}
