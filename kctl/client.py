@@ -1,0 +1,99 @@
+"""librdkafka clients configured the kctl way, and the calls every command shares.
+
+Every client gets the resolved bootstrap, quiet librdkafka logging (kctl reports errors
+itself, in one line), timeouts bounded by `--timeout`, then the user's `-X` settings last so
+they can override anything.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, ClusterMetadata, TopicMetadata
+
+from kctl.bootstrap import Bootstrap, resolve_bootstrap, resolve_cluster_dir
+from kctl.errors import KctlError, from_kafka
+from kctl.exit_codes import ExitCode
+from kctl.keyvalue import parse_pairs
+
+Client = AdminClient | Producer | Consumer
+
+
+@dataclass(frozen=True)
+class Connection:
+    bootstrap: Bootstrap
+    timeout: float
+    settings: dict[str, str] = field(default_factory=dict)
+
+    def config(self, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap.servers,
+            "client.id": "kctl",
+            "log_level": 7 if "debug" in self.settings else 0,
+            "socket.connection.setup.timeout.ms": max(1000, int(self.timeout * 1000)),
+        }
+        conf.update(defaults or {})
+        conf.update(self.settings)
+        return conf
+
+    def admin(self) -> AdminClient:
+        # An admin client is a producer inside librdkafka: without this, describing a topic
+        # that does not exist would create it on brokers with auto.create.topics.enable.
+        return _create(AdminClient, self.config({"allow.auto.create.topics": False}))
+
+    def producer(self, defaults: dict[str, Any]) -> Producer:
+        return _create(Producer, self.config(defaults))
+
+    def consumer(self, defaults: dict[str, Any]) -> Consumer:
+        base = {"group.id": "kctl", "enable.auto.commit": False, "enable.auto.offset.store": False}
+        return _create(Consumer, self.config({**base, **defaults}))
+
+
+def connect(bootstrap: str | None, cluster_dir: Path | None, timeout: float,
+            settings: list[str] | None) -> Connection:
+    """Resolve the common client options of a command into a Connection."""
+    directory = resolve_cluster_dir(cluster_dir)
+    return Connection(resolve_bootstrap(bootstrap, directory), timeout,
+                      dict(parse_pairs(settings, "-X setting")))
+
+
+def _create(kind: type, conf: dict[str, Any]) -> Any:
+    try:
+        return kind(conf)
+    except (KafkaException, ValueError, TypeError) as exc:
+        reason = exc.args[0].str() if isinstance(exc, KafkaException) else str(exc)
+        raise KctlError(f"invalid client setting: {reason}", ExitCode.INVALID_INPUT) from None
+
+
+def fetch_metadata(client: Client, conn: Connection, topic: str | None = None) -> ClusterMetadata:
+    """Cluster metadata; raises KctlError (exit 3) when the cluster does not answer in time."""
+    try:
+        return client.list_topics(topic, timeout=conn.timeout)
+    except KafkaException as exc:
+        error = exc.args[0]
+        raise KctlError(f"cannot reach the cluster at {conn.bootstrap.servers} within "
+                        f"{conn.timeout:g}s ({error.str()})", ExitCode.UNREACHABLE) from None
+
+
+def find_topic(metadata: ClusterMetadata, topic: str) -> TopicMetadata:
+    """One topic of fetched metadata; an unknown topic is a KctlError with exit code 4."""
+    meta = metadata.topics.get(topic)
+    error = None if meta is None else meta.error
+    if meta is None or (error is not None and error.code() in
+                        (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC)):
+        raise KctlError(f"unknown topic {topic!r}", ExitCode.NOT_FOUND)
+    if error is not None:
+        raise from_kafka(error, f"get metadata for topic {topic!r}")
+    return meta
+
+
+def result(future: Future, doing: str) -> Any:
+    """The result of an AdminClient future, or a KctlError naming what failed."""
+    try:
+        return future.result()
+    except KafkaException as exc:
+        raise from_kafka(exc, doing) from None

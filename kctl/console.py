@@ -1,0 +1,74 @@
+"""Where output goes: data on stdout, messages on stderr.
+
+Tables are Rich tables on a terminal and plain aligned columns when piped, so `awk` and
+`grep` see stable text without box drawing or colour; `--json` output is compact when piped
+and indented on a terminal. Rich honours NO_COLOR and FORCE_COLOR by itself.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+Cell = str | int | Text | None
+
+
+def stdout() -> Console:
+    # Built per call: tests and pipes swap sys.stdout, and a Console caches its terminal checks.
+    return Console(soft_wrap=True)
+
+
+def stderr() -> Console:
+    return Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def info(message: str | Text) -> None:
+    """A progress or summary message for the human, never mixed into the data stream."""
+    stderr().print(message)
+
+
+def warn(message: str) -> None:
+    stderr().print(Text("warning: ", style="yellow").append(message, style=None))
+
+
+def error(message: str) -> None:
+    stderr().print(Text("kctl: error: ", style="bold red").append(message, style=None))
+
+
+def print_json(doc: Any) -> None:
+    indent = 2 if sys.stdout.isatty() else None
+    sys.stdout.write(json.dumps(doc, indent=indent, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def print_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]], title: str | None = None) -> None:
+    """A table on stdout: Rich on a terminal, aligned plain text (no styles) when piped."""
+    console = stdout()
+    if console.is_terminal:
+        table = Table(*(c.upper() for c in columns), title=title, title_justify="left", header_style="bold")
+        for row in rows:
+            table.add_row(*(_cell(c) for c in row))
+        console.print(table)
+        return
+    if title:
+        sys.stdout.write(f"{title}\n")
+    lines = [[c.upper() for c in columns]] + [[_plain(c) for c in row] for row in rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
+    for line in lines:
+        sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() + "\n")
+    sys.stdout.flush()
+
+
+def _cell(value: Cell) -> str | Text:
+    return value if isinstance(value, Text) else Text(_plain(value))
+
+
+def _plain(value: Cell) -> str:
+    if value is None:
+        return "-"
+    return value.plain if isinstance(value, Text) else str(value)

@@ -1,0 +1,54 @@
+"""Options shared by several commands, declared once so their names and help never drift.
+
+They are per command rather than global so they can go anywhere on the command line
+(`kctl consume t -b host:9092`), as with kcat and rpk.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+Bootstrap = Annotated[Optional[str], typer.Option(
+    "--bootstrap", "-b", metavar="HOST:PORT[,...]", show_default=False,
+    help="Brokers to contact. Default: $KCTL_BOOTSTRAP, else the live brokers of the local cluster.")]
+
+ClusterDir = Annotated[Optional[Path], typer.Option(
+    "--dir", metavar="DIR", show_default=False,
+    help="Local cluster directory. Default: $KCTL_HOME, else ~/.kctl.")]
+
+Timeout = Annotated[float, typer.Option(
+    "--timeout", metavar="SECONDS", envvar="KCTL_TIMEOUT", min=0.1,
+    help="Give up (exit 3) when the cluster does not answer within this time.")]
+
+Settings = Annotated[Optional[list[str]], typer.Option(
+    "-X", metavar="KEY=VALUE", show_default=False,
+    help="Any librdkafka setting, e.g. -X debug=broker (repeatable).")]
+
+Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+DEFAULT_TIMEOUT = 5.0
+
+
+class Acks(str, Enum):
+    NONE = "0"
+    LEADER = "1"
+    ALL = "all"
+
+
+class Compression(str, Enum):
+    NONE = "none"
+    GZIP = "gzip"
+    SNAPPY = "snappy"
+    LZ4 = "lz4"
+    ZSTD = "zstd"
+
+
+AcksOption = Annotated[Acks, typer.Option(
+    "--acks", help="Acknowledgements to wait for: 0 none, 1 the leader, all the in-sync replicas.")]
+
+CompressionOption = Annotated[Compression, typer.Option(
+    "--compression", "-z", help="Compression codec of produced batches.")]
