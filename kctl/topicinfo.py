@@ -1,0 +1,97 @@
+"""What `kctl topic describe` knows about a topic, as one JSON-ready document.
+
+Leaders, replicas, ISR and watermarks come over the Kafka protocol, so they are right for any
+cluster. When the cluster answering is the local one (same cluster id), the state directory
+adds what no Kafka client can see: each replica's log end offset and the leader epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from brokerd.state import ClusterState, TopicRecord
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import (AdminClient, ConfigResource, ConfigSource, OffsetSpec, ResourceType,
+                                  TopicMetadata)
+
+from kctl import console
+from kctl.client import Connection, fetch_metadata, find_topic
+
+
+@dataclass(frozen=True)
+class LocalView:
+    topic: TopicRecord | None
+    replica_status: dict[int, dict[tuple[str, int], dict]]
+
+
+def describe(conn: Connection, name: str) -> dict:
+    admin = conn.admin()
+    metadata = fetch_metadata(admin, conn, name)
+    topic = find_topic(metadata, name)
+    ids = sorted(topic.partitions)
+    low = _offsets(admin, conn, name, ids, OffsetSpec.earliest())
+    high = _offsets(admin, conn, name, ids, OffsetSpec.latest())
+    local = local_view(conn.bootstrap.cluster_dir, metadata.cluster_id, name)
+    return {
+        "topic": name,
+        "partitions": [_partition(topic, p, low[p], high[p], local) for p in ids],
+        "configs": _configs(admin, conn, name),
+    }
+
+
+def local_view(cluster_dir: Path, cluster_id: str | None, name: str) -> LocalView | None:
+    """The local state directory's view, only if it belongs to the cluster that answered."""
+    state = ClusterState(cluster_dir)
+    if cluster_id is None or not state.exists() or state.cluster_id() != cluster_id:
+        return None
+    return LocalView(state.topics().get(name), state.replica_status())
+
+
+def _partition(topic: TopicMetadata, p: int, low: int | None, high: int | None,
+               local: LocalView | None) -> dict:
+    meta = topic.partitions[p]
+    doc = {
+        "partition": p, "leader": meta.leader, "leader_epoch": None,
+        "replicas": list(meta.replicas), "isr": list(meta.isrs),
+        "log_start_offset": low, "high_watermark": high, "log_end_offsets": {},
+    }
+    if local is None:
+        if meta.leader >= 0 and high is not None:
+            doc["log_end_offsets"] = {str(meta.leader): high}
+        return doc
+    if local.topic is not None and p in local.topic.partitions:
+        doc["leader_epoch"] = local.topic.partitions[p].leader_epoch
+    for broker in meta.replicas:
+        status = local.replica_status.get(broker, {}).get((topic.topic, p))
+        doc["log_end_offsets"][str(broker)] = None if status is None else status["log_end_offset"]
+    return doc
+
+
+def _offsets(admin: AdminClient, conn: Connection, name: str, ids: list[int],
+             spec: OffsetSpec) -> dict[int, int | None]:
+    """One ListOffsets round for all partitions; a partition that fails shows as None."""
+    if not ids:
+        return {}
+    futures = admin.list_offsets({TopicPartition(name, p): spec for p in ids},
+                                 request_timeout=conn.timeout)
+    offsets: dict[int, int | None] = {}
+    for tp, future in futures.items():
+        try:
+            offsets[tp.partition] = future.result().offset
+        except KafkaException:
+            offsets[tp.partition] = None
+    return offsets
+
+
+def _configs(admin: AdminClient, conn: Connection, name: str) -> dict[str, dict] | None:
+    """name -> {value, source}; None (with a warning) when the cluster cannot describe them."""
+    resource = ConfigResource(ResourceType.TOPIC, name)
+    future = admin.describe_configs([resource], request_timeout=conn.timeout)[resource]
+    try:
+        entries = future.result()
+    except KafkaException as exc:
+        console.warn(f"configs of {name!r} unavailable: {exc.args[0].str()}")
+        return None
+    return {k: {"value": e.value, "source": ConfigSource(e.source).name.lower()}
+            for k, e in sorted(entries.items())}
