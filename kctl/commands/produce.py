@@ -1,0 +1,166 @@
+"""`kctl produce TOPIC`: one record per input line, from a shell pipe or a file."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Annotated, BinaryIO, Callable, Optional
+
+import typer
+from confluent_kafka import KafkaException, Producer
+from rich.progress import Progress
+
+from kctl import console
+from kctl.client import Connection, connect, fetch_metadata, find_topic
+from kctl.delivery import DeliveryPoller, DeliveryTally
+from kctl.errors import KctlError, exit_code_for
+from kctl.exit_codes import ExitCode
+from kctl.keyvalue import parse_pairs
+from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, Compression,
+                          CompressionOption, Settings, Timeout)
+
+INTERRUPT_FLUSH_S = 5.0
+TICK_EVERY = 1024  # records between progress bar updates; a power of two for the mask
+
+Splitter = Callable[[bytes], tuple[bytes | None, bytes]]
+
+
+def produce(
+    topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to produce to.", show_default=False)],
+    key: Annotated[Optional[str], typer.Option(
+        "--key", "-k", show_default=False, help="The same key for every record.")] = None,
+    key_delimiter: Annotated[Optional[str], typer.Option(
+        "--key-delimiter", "-K", metavar="DELIM", show_default=False,
+        help="Split each line at the first DELIM: key before, value after (as kcat -K).")] = None,
+    header: Annotated[Optional[list[str]], typer.Option(
+        "--header", "-H", metavar="KEY=VALUE", show_default=False,
+        help="Header added to every record (repeatable).")] = None,
+    partition: Annotated[Optional[int], typer.Option(
+        "--partition", "-p", min=0, show_default=False,
+        help="Produce to this partition. Default: by key (Kafka's murmur2), spread when keyless.")] = None,
+    acks: AcksOption = Acks.ALL,
+    compression: CompressionOption = Compression.NONE,
+    file: Annotated[Optional[Path], typer.Option(
+        "--file", "-f", show_default=False, dir_okay=False,
+        help="Read records from this file instead of stdin (with a progress bar on a terminal).")] = None,
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON delivery report per record: topic, partition, offset, error.")] = False,
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+) -> None:
+    """Produce one record per line of stdin (or --file); the input is read as raw bytes.
+
+    Keyed records always land on the partition Kafka's Java client would pick. Ends with
+    "N records produced to TOPIC, M failed" on stderr and exits non-zero if any failed.
+    """
+    if key is not None and key_delimiter is not None:
+        raise KctlError("use either --key or --key-delimiter, not both", ExitCode.USAGE)
+    if key_delimiter == "":
+        raise KctlError("--key-delimiter must not be empty", ExitCode.INVALID_INPUT)
+    split = _splitter(key, key_delimiter)
+    extra = _record_extras(partition, parse_pairs(header, "--header"))
+    tally = DeliveryTally(topic, json_output)
+    with ExitStack() as stack:
+        stream, tick = _open_input(stack, file)
+        conn = connect(bootstrap, cluster_dir, timeout, settings)
+        producer = conn.producer({"acks": acks.value, "compression.type": compression.value,
+                                  "partitioner": "murmur2_random", "message.timeout.ms": 30000,
+                                  "on_delivery": tally})
+        _check_target(producer, conn, topic, partition)
+        _produce_stream(producer, stream, topic, split, extra, tally, tick)
+    console.info(tally.summary())
+    if tally.first_error is not None:
+        raise KctlError(f"delivery failed: {tally.first_error.str()}", exit_code_for(tally.first_error))
+
+
+def _splitter(key: str | None, delimiter: str | None) -> Splitter:
+    if delimiter is not None:
+        delim = delimiter.encode()
+
+        def split(line: bytes) -> tuple[bytes | None, bytes]:
+            k, sep, value = line.partition(delim)
+            return (k, value) if sep else (None, line)
+        return split
+    fixed = None if key is None else key.encode()
+    return lambda line: (fixed, line)
+
+
+def _record_extras(partition: int | None, headers: list[tuple[str, str]]) -> dict:
+    """produce() keyword arguments that are the same for every record."""
+    extra: dict = {}
+    if partition is not None:
+        extra["partition"] = partition
+    if headers:
+        extra["headers"] = [(k, v.encode()) for k, v in headers]
+    return extra
+
+
+def _check_target(producer: Producer, conn: Connection, topic: str, partition: int | None) -> None:
+    """Fail fast (exit 3 or 4) instead of letting every record time out."""
+    meta = find_topic(fetch_metadata(producer, conn, topic), topic)
+    if partition is not None and partition not in meta.partitions:
+        raise KctlError(f"topic {topic!r} has no partition {partition} "
+                        f"(it has 0..{len(meta.partitions) - 1})", ExitCode.NOT_FOUND)
+
+
+def _open_input(stack: ExitStack, file: Path | None) -> tuple[BinaryIO, Callable[[BinaryIO], None]]:
+    """The byte stream to read, and a progress callback (a no-op unless it can show a bar)."""
+    if file is None:
+        return sys.stdin.buffer, lambda stream: None
+    try:
+        stream = stack.enter_context(open(file, "rb"))
+    except OSError as exc:
+        raise KctlError(f"cannot read {file}: {exc.strerror}", ExitCode.INVALID_INPUT) from None
+    if not console.stderr().is_terminal:
+        return stream, lambda stream: None
+    progress = stack.enter_context(Progress(console=console.stderr(), transient=True))
+    task = progress.add_task(f"producing {file.name}", total=file.stat().st_size)
+    return stream, lambda s: progress.update(task, completed=s.tell())
+
+
+def _produce_stream(producer: Producer, stream: BinaryIO, topic: str, split: Splitter,
+                    extra: dict, tally: DeliveryTally, tick: Callable[[BinaryIO], None]) -> None:
+    """Send every line and wait for every report; on Ctrl-C give records in flight a bounded
+    time, drop the rest, report what happened and exit 130."""
+    try:
+        with DeliveryPoller(producer):
+            _send_lines(producer, stream, topic, split, extra, tally, tick)
+        _drain(producer)
+    except KeyboardInterrupt:
+        console.info(f"Interrupted: waiting up to {INTERRUPT_FLUSH_S:g}s for records in flight.")
+        producer.flush(INTERRUPT_FLUSH_S)
+        producer.purge()
+        producer.flush(0)
+        console.info(tally.summary())
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+
+
+def _send_lines(producer: Producer, stream: BinaryIO, topic: str, split: Splitter,
+                extra: dict, tally: DeliveryTally, tick: Callable[[BinaryIO], None]) -> None:
+    """The hot loop: as little Python per record as possible (callbacks run in the poller)."""
+    send, poll = producer.produce, producer.poll
+    count = 0
+    for line in stream:
+        if line.endswith(b"\n"):
+            line = line[:-1]
+        key, value = split(line)
+        while True:
+            try:
+                send(topic, value, key, **extra)
+                break
+            except BufferError:
+                poll(0.1)
+            except KafkaException as exc:
+                tally.rejected(exc.args[0])
+                break
+        count += 1
+        if not count & (TICK_EVERY - 1):
+            tick(stream)
+    tick(stream)
+
+
+def _drain(producer: Producer) -> None:
+    """Wait for every delivery report (bounded by message.timeout.ms), staying Ctrl-C-able."""
+    while producer.flush(0.5) > 0:
+        pass
