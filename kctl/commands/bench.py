@@ -1,0 +1,176 @@
+"""`kctl bench produce|consume`: throughput and latency, in the shape of Kafka's perf-test tools.
+
+The summary line matches kafka-producer-perf-test's, so existing teaching material applies;
+`--json` gives the same figures for scripts. Works against any bootstrap.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Annotated, Optional
+
+import typer
+from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+
+from kctl import console, topics
+from kctl.assignment import plan
+from kctl.client import Connection, connect
+from kctl.errors import KctlError, exit_code_for
+from kctl.offsets import END, START, OffsetRange
+from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, Compression,
+                          CompressionOption, Json, Settings, Timeout)
+
+MIB = 1024 * 1024
+BATCH = 10_000
+
+app = typer.Typer(help="Measure produce and consume throughput and latency.", no_args_is_help=True)
+
+Topic = Annotated[str, typer.Option("--topic", "-t", help="Topic to use.", show_default=False)]
+
+
+@app.command("produce")
+def bench_produce(
+    topic: Topic,
+    records: Annotated[int, typer.Option("--records", min=1, help="Records to send.")] = 100_000,
+    record_size: Annotated[int, typer.Option("--record-size", min=0, help="Value size in bytes.")] = 100,
+    acks: AcksOption = Acks.ALL,
+    batch_size: Annotated[Optional[int], typer.Option(
+        "--batch-size", min=1, show_default=False, help="Max batch size in bytes (librdkafka batch.size).")] = None,
+    linger_ms: Annotated[Optional[float], typer.Option(
+        "--linger-ms", min=0, show_default=False, help="How long to wait to fill batches (linger.ms).")] = None,
+    compression: CompressionOption = Compression.NONE,
+    partitions: Annotated[int, typer.Option(
+        "--partitions", "-p", help="Partitions if the topic must be created; -1: broker default.")] = -1,
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+) -> None:
+    """Send records as fast as possible; report records/s, MB/s and send-to-ack latency."""
+    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    if topics.ensure(conn, topics.validate_name(topic), partitions, -1):
+        console.info(f"Created topic {topic}.")
+    latencies: list[float] = []
+    errors: list[KafkaError] = []
+
+    def on_delivery(error: KafkaError | None, message: Message) -> None:
+        if error is None:
+            latencies.append(message.latency())
+        else:
+            errors.append(error)
+
+    config = {"acks": acks.value, "compression.type": compression.value, "on_delivery": on_delivery,
+              "message.timeout.ms": 30000}
+    config.update({k: v for k, v in (("batch.size", batch_size), ("linger.ms", linger_ms)) if v is not None})
+    producer = conn.producer(config)
+    payload = bytes(random.Random(0).choices(range(65, 91), k=record_size))
+    started = time.perf_counter()
+    _send(producer, topic, payload, records)
+    while producer.flush(0.5) > 0:
+        pass
+    elapsed = time.perf_counter() - started
+    figures = {"records": len(latencies), "failed": len(errors), "record_size": record_size,
+               **rates(len(latencies), len(latencies) * record_size, elapsed),
+               "latency_ms": latency_summary(latencies)}
+    _report(figures, json_output, _produce_line(figures))
+    if errors:
+        raise KctlError(f"{len(errors)} deliveries failed, first: {errors[0].str()}", exit_code_for(errors[0]))
+
+
+def _send(producer, topic: str, payload: bytes, records: int) -> None:
+    send, poll = producer.produce, producer.poll
+    for i in range(records):
+        while True:
+            try:
+                send(topic, payload)
+                break
+            except BufferError:
+                poll(0.05)
+        if not i & 1023:
+            poll(0)
+
+
+@app.command("consume")
+def bench_consume(
+    topic: Topic,
+    records: Annotated[Optional[int], typer.Option(
+        "--records", min=1, show_default=False,
+        help="Records to read. Default: everything in the topic when the run starts.")] = None,
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+) -> None:
+    """Read a topic from the start as fast as possible; report records/s and MB/s.
+
+    Gives up (exit 1) when no record arrives for --timeout seconds before the count is reached.
+    """
+    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    consumer = conn.consumer({"fetch.wait.max.ms": 100})
+    try:
+        spec = OffsetRange(START, END if records is None else None)
+        plans = plan(consumer, conn, topic, None, spec, exit_at_end=records is None)
+        target = records if records is not None else sum(p.stop - p.start for p in plans)
+        if target == 0:
+            raise KctlError(f"topic {topic!r} has no records to read; try `kctl bench produce` first")
+        started = time.perf_counter()
+        consumer.assign([TopicPartition(topic, p.partition, p.start) for p in plans])
+        count, nbytes = _drain(consumer, conn, target)
+        elapsed = time.perf_counter() - started
+    finally:
+        consumer.close()
+    figures = {"records": count, **rates(count, nbytes, elapsed)}
+    _report(figures, json_output,
+            f"{count} records received, {figures['records_per_s']:.1f} records/sec "
+            f"({figures['mb_per_s']:.2f} MB/sec) in {elapsed:.2f} s.")
+
+
+def _drain(consumer: Consumer, conn: Connection, target: int) -> tuple[int, int]:
+    """Count records and bytes until `target`; idle longer than the timeout is an error."""
+    count = nbytes = 0
+    last_progress = time.monotonic()
+    while count < target:
+        batch = consumer.consume(num_messages=min(BATCH, target - count), timeout=0.2)
+        for msg in batch:
+            if msg.error() is not None:
+                raise KctlError(f"cannot consume: {msg.error().str()}", exit_code_for(msg.error()))
+            count += 1
+            nbytes += len(msg.value() or b"") + len(msg.key() or b"")
+        if batch:
+            last_progress = time.monotonic()
+        elif time.monotonic() - last_progress > conn.timeout:
+            raise KctlError(f"only {count} of {target} records arrived; none for {conn.timeout:g}s")
+    return count, nbytes
+
+
+def rates(records: int, nbytes: int, elapsed: float) -> dict:
+    elapsed = max(elapsed, 1e-9)
+    return {"elapsed_s": round(elapsed, 3), "records_per_s": round(records / elapsed, 1),
+            "mb_per_s": round(nbytes / MIB / elapsed, 3)}
+
+
+def latency_summary(latencies_s: list[float]) -> dict:
+    """avg/p50/p95/p99/p999/max in ms, by nearest rank over the sorted latencies."""
+    if not latencies_s:
+        return {k: None for k in ("avg", "p50", "p95", "p99", "p999", "max")}
+    ordered = sorted(latencies_s)
+
+    def rank(q: float) -> float:
+        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
+
+    return {"avg": round(sum(ordered) / len(ordered) * 1000, 2), "p50": rank(0.5), "p95": rank(0.95),
+            "p99": rank(0.99), "p999": rank(0.999), "max": round(ordered[-1] * 1000, 2)}
+
+
+def _produce_line(f: dict) -> str:
+    lat = f["latency_ms"]
+    line = f"{f['records']} records sent, {f['records_per_s']:.1f} records/sec ({f['mb_per_s']:.2f} MB/sec)"
+    if lat["avg"] is None:
+        return line + "."
+    return (f"{line}, {lat['avg']:.2f} ms avg latency, {lat['max']:.2f} ms max latency, "
+            f"{lat['p50']:.1f} ms 50th, {lat['p95']:.1f} ms 95th, {lat['p99']:.1f} ms 99th, "
+            f"{lat['p999']:.1f} ms 99.9th.")
+
+
+def _report(figures: dict, json_output: bool, line: str) -> None:
+    if json_output:
+        console.print_json(figures)
+    else:
+        print(line, flush=True)
