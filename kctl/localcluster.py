@@ -1,0 +1,203 @@
+"""Starting, watching and stopping the brokerd daemons of a local cluster.
+
+Daemons run in their own session, detached from the terminal, with output appended to
+`<dir>/brokers/<id>/broker.log`. Liveness is the OS lock each broker holds in the state
+directory (brokerd.state), never a pid check: pids are reused, locks die with the process.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from brokerd.state import ClusterState
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient
+
+from kctl.errors import KctlError
+from kctl.exit_codes import ExitCode
+
+HOST = "127.0.0.1"
+READY_TIMEOUT_S = 10.0
+STOP_TIMEOUT_S = 10.0
+POLL_S = 0.05
+
+
+@dataclass
+class BrokerView:
+    """One broker as kctl reports it."""
+
+    id: int
+    host: str
+    port: int
+    pid: int | None
+    state: str
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def view(state: ClusterState) -> list[BrokerView]:
+    """Every planned broker, with its registration if it ever registered."""
+    regs = {r.broker_id: r for r in state.brokers()}
+    views = []
+    for broker_id, port in sorted(state.planned_brokers().items()):
+        reg = regs.get(broker_id)
+        alive = reg is not None and reg.alive
+        views.append(BrokerView(broker_id, reg.host if reg else HOST, port,
+                                reg.pid if alive else None, "alive" if alive else "dead"))
+    return views
+
+
+def plan(state: ClusterState, brokers: int | None, port_base: int | None) -> dict[int, int]:
+    """Broker id -> port: the existing cluster's, else a new plan (free ports unless given)."""
+    if state.exists():
+        planned = state.planned_brokers()
+        if brokers is not None and brokers != len(planned):
+            raise KctlError(f"the cluster in {state.cluster_dir} has {len(planned)} broker(s), "
+                            f"not {brokers}; remove the directory to start a different cluster",
+                            ExitCode.INVALID_INPUT)
+        if port_base is not None and port_base != min(planned.values()):
+            raise KctlError(f"the cluster in {state.cluster_dir} uses ports from "
+                            f"{min(planned.values())}, not {port_base}", ExitCode.INVALID_INPUT)
+        return planned
+    count = brokers or 1
+    ports = [port_base + i for i in range(count)] if port_base else free_ports(count)
+    for port in ports:
+        ensure_port_free(port)
+    return {i + 1: port for i, port in enumerate(ports)}
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the kernel picks; sockets stay open until all are chosen so none repeats."""
+    socks = []
+    try:
+        for _ in range(count):
+            sock = socket.socket()
+            sock.bind((HOST, 0))
+            socks.append(sock)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def ensure_port_free(port: int, broker_id: int | None = None) -> None:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            who = f" (planned for broker {broker_id})" if broker_id is not None else ""
+            raise KctlError(f"port {port}{who} is already in use by another process",
+                            ExitCode.ERROR) from None
+
+
+def start(state: ClusterState, broker_id: int, port: int) -> subprocess.Popen:
+    log_path = state.broker_dir(broker_id) / "broker.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    command = [sys.executable, "-m", "brokerd", "--cluster-dir", str(state.cluster_dir),
+               "--broker-id", str(broker_id), "--port", str(port)]
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def wait_ready(state: ClusterState, procs: dict[int, subprocess.Popen],
+               timeout: float = READY_TIMEOUT_S) -> None:
+    """Until every started broker is registered, alive and answers a metadata request.
+
+    On failure the brokers started here are stopped again, so `up` is all or nothing.
+    """
+    deadline = time.monotonic() + timeout
+    pending = dict(procs)
+    try:
+        while pending:
+            for broker_id, proc in list(pending.items()):
+                if proc.poll() is not None:
+                    raise _startup_failure(state, broker_id, f"exited with code {proc.returncode}")
+                if _answers(state, broker_id, proc.pid):
+                    del pending[broker_id]
+            if pending and time.monotonic() > deadline:
+                raise _startup_failure(state, min(pending), f"did not answer within {timeout:g}s")
+            if pending:
+                time.sleep(POLL_S)
+    except BaseException:
+        for proc in procs.values():
+            _terminate(proc)
+        raise
+
+
+def _answers(state: ClusterState, broker_id: int, pid: int) -> bool:
+    reg = next((r for r in state.brokers() if r.broker_id == broker_id), None)
+    if reg is None or reg.pid != pid or not reg.alive:
+        return False
+    admin = AdminClient({"bootstrap.servers": f"{reg.host}:{reg.port}", "log_level": 0})
+    try:
+        admin.list_topics(timeout=1.0)
+        return True
+    except KafkaException:
+        return False
+
+
+def _startup_failure(state: ClusterState, broker_id: int, what: str) -> KctlError:
+    log_path = state.broker_dir(broker_id) / "broker.log"
+    tail = log_tail(log_path)
+    if tail:
+        sys.stderr.write(f"--- last lines of {log_path} ---\n{tail}\n---\n")
+    return KctlError(f"broker {broker_id} {what} (log: {log_path})", ExitCode.ERROR)
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+    return "\n".join(text.rstrip("\n").splitlines()[-lines:])
+
+
+def _terminate(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def stop_all(state: ClusterState, timeout: float = STOP_TIMEOUT_S) -> dict[int, str]:
+    """SIGTERM every live broker, wait for all, SIGKILL stragglers: broker id -> outcome."""
+    live = [r for r in state.brokers() if r.alive]
+    outcome = {r.broker_id: "not running" for r in state.brokers() if not r.alive}
+    for reg in live:
+        _signal(reg.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for reg in live:
+        while state.is_alive(reg.broker_id) and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        outcome[reg.broker_id] = "stopped"
+        if state.is_alive(reg.broker_id):
+            _signal(reg.pid, signal.SIGKILL)
+            outcome[reg.broker_id] = "killed"
+    deadline = time.monotonic() + timeout
+    for reg in live:
+        while state.is_alive(reg.broker_id) and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        if state.is_alive(reg.broker_id):
+            outcome[reg.broker_id] = "still running"
+    return outcome
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
