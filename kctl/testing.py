@@ -1,0 +1,38 @@
+"""Running the real `kctl` CLI from tests, as a separate process.
+
+    from kctl.testing import run_kctl
+    result = run_kctl("consume", "t", "-e", env={"KCTL_HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+
+The child is `python -m kctl` with the current interpreter (no PATH needed), no colour, and
+a hard timeout so a hanging command fails the test instead of blocking the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Mapping
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+def kctl_command(*args: str) -> list[str]:
+    """argv that runs kctl with this interpreter, for tests that need a Popen of their own."""
+    return [sys.executable, "-m", "kctl", *args]
+
+
+def kctl_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment kctl runs with: this one, without colour, plus `env`."""
+    return {**os.environ, "NO_COLOR": "1", **(env or {})}
+
+
+def run_kctl(*args: str, input: bytes | str | None = None, env: Mapping[str, str] | None = None,
+             timeout: float = DEFAULT_TIMEOUT_S) -> subprocess.CompletedProcess:
+    """Run kctl to completion; stdout is bytes (records are binary), stderr is text."""
+    data = input.encode() if isinstance(input, str) else input
+    proc = subprocess.run(kctl_command(*args), input=data, capture_output=True,
+                          env=kctl_env(env), timeout=timeout)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout,
+                                       proc.stderr.decode(errors="replace"))
