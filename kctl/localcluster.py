@@ -24,6 +24,7 @@ from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
 
 HOST = "127.0.0.1"
+DEFAULT_BROKERS = 1
 READY_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.05
@@ -68,7 +69,7 @@ def plan(state: ClusterState, brokers: int | None, port_base: int | None) -> dic
             raise KctlError(f"the cluster in {state.cluster_dir} uses ports from "
                             f"{min(planned.values())}, not {port_base}", ExitCode.INVALID_INPUT)
         return planned
-    count = brokers or 1
+    count = brokers or DEFAULT_BROKERS
     ports = [port_base + i for i in range(count)] if port_base else free_ports(count)
     for port in ports:
         ensure_port_free(port)

@@ -16,15 +16,20 @@ from kctl.exit_codes import ExitCode
 from kctl.localcluster import BrokerView
 from kctl.options import ClusterDir, Json
 
-app = typer.Typer(help="Start, stop and inspect the local cluster (brokerd daemons).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Start, stop and inspect the local cluster (brokerd daemons).\n\n"
+         "Its directory (--dir, else $KCTL_HOME, else ~/.kctl) holds state/, the shared cluster "
+         "state, and brokers/ID/ with each broker's data/ and broker.log.",
+    short_help="Start, stop and inspect the local cluster (brokerd daemons).",
+    no_args_is_help=True)
 
 
 @app.command()
 def up(
     brokers: Annotated[Optional[int], typer.Option(
         "--brokers", "-n", min=1, show_default=False,
-        help="Number of brokers of a new cluster [default: 1]. An existing cluster keeps its own.")] = None,
+        help=f"Number of brokers of a new cluster [default: {localcluster.DEFAULT_BROKERS}]. "
+             "An existing cluster keeps its own.")] = None,
     port_base: Annotated[Optional[int], typer.Option(
         "--port-base", min=1, max=65535, show_default=False,
         help="First broker port; brokers get P, P+1, ... Default: free ports (new cluster) "
