@@ -107,6 +107,8 @@ def _check_target(producer: Producer, conn: Connection, topic: str, partition: i
 def _open_input(stack: ExitStack, file: Path | None) -> tuple[BinaryIO, Callable[[BinaryIO], None]]:
     """The byte stream to read, and a progress callback (a no-op unless it can show a bar)."""
     if file is None:
+        if sys.stdin.isatty():
+            console.info("Reading records from the terminal, one per line; Ctrl-D to finish.")
         return sys.stdin.buffer, lambda stream: None
     try:
         stream = stack.enter_context(open(file, "rb"))

@@ -10,7 +10,7 @@ from kctl.main import app
 from kctl.testing import run_kctl
 from tests.cluster_harness import free_port
 
-NOWHERE = "127.0.0.1:1"  # nothing listens on port 1; these commands fail before connecting
+NOWHERE = f"127.0.0.1:{free_port()}"  # nothing listens; these commands fail before connecting
 
 
 def invoke(args, env, input=None):
