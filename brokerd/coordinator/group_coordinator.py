@@ -58,6 +58,8 @@ class GroupCoordinator:
             raise InvalidGroupIdError("the group id must not be empty")
         partition = self.partition_of(group_id)
         if partition not in self.loaded:
+            self.broker.refresh_metadata()  # a client may know of a leader change before us
+        if partition not in self.loaded:
             raise NotCoordinatorError(f"broker {self.broker.broker_id} does not coordinate "
                                       f"{group_id!r} ({OFFSETS_TOPIC}-{partition})")
 

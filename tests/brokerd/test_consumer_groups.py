@@ -1,0 +1,204 @@
+"""Consumer groups on real brokers with several confluent-kafka consumers and kcat -G."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.cluster_harness import wait_until
+
+SESSION = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+
+
+def create(bootstrap: str, name: str, partitions: int, replicas: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, replicas)])[name].result(10)
+
+
+def produce_to_every_partition(bootstrap: str, topic: str, partitions: int, per_partition: int):
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for p in range(partitions):
+        for i in range(per_partition):
+            producer.produce(topic, b"%d-%d" % (p, i), partition=p)
+    assert producer.flush(15) == 0
+
+
+class Member:
+    """A group member in this process; remembers its current assignment."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str):
+        self.assigned: set[int] = set()
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                                  **SESSION})
+        self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self.values: list[bytes] = []
+
+    def _on_assign(self, consumer, partitions):
+        self.assigned = {p.partition for p in partitions}
+
+    def _on_revoke(self, consumer, partitions):
+        self.assigned = set()
+
+    def poll(self) -> None:
+        for msg in self.consumer.consume(100, 0.05):
+            if msg.error() is None:
+                self.values.append(msg.value())
+                try:
+                    self.consumer.commit(msg, asynchronous=False)
+                except KafkaException:
+                    pass  # a rebalance began: the record will be redelivered to its next owner
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def settle(members: list[Member], predicate, what: str, timeout: float = 30) -> None:
+    def check():
+        for m in members:
+            m.poll()
+        return predicate()
+    wait_until(check, timeout, what, interval=0)
+
+
+@pytest.mark.parametrize("count,expected", [(3, [2, 2, 2]), (7, [0, 1, 1, 1, 1, 1, 1])])
+def test_partitions_are_shared_out_and_extra_members_stay_idle(cluster, count, expected):
+    create(cluster.bootstrap, "shared", 6)
+    members = [Member(cluster.bootstrap, f"g{count}", "shared") for _ in range(count)]
+    try:
+        def balanced():
+            sets = [m.assigned for m in members]
+            union = set().union(*sets)
+            return union == set(range(6)) and sum(map(len, sets)) == 6 and \
+                sorted(map(len, sets)) == expected
+        settle(members, balanced, f"{count} members to share 6 partitions")
+    finally:
+        for m in members:
+            m.close()
+
+
+MEMBER_SCRIPT = textwrap.dedent("""
+    import sys
+    from confluent_kafka import Consumer, KafkaException
+    c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+    c.subscribe([sys.argv[3]],
+                on_assign=lambda c, ps: print("ASSIGNED", len(ps), flush=True))
+    while True:
+        for m in c.consume(10, 0.1):
+            if m.error() is None:
+                print(m.value().decode(), flush=True)
+                try:
+                    c.commit(m, asynchronous=False)
+                except KafkaException:
+                    pass  # a rebalance began: the record will be redelivered to its next owner
+""")
+
+
+def test_killed_member_hands_its_partitions_over_without_skipping_committed_records(cluster):
+    create(cluster.bootstrap, "work", 6)
+    produce_to_every_partition(cluster.bootstrap, "work", 6, 20)
+    doomed = subprocess.Popen([sys.executable, "-c", MEMBER_SCRIPT, cluster.bootstrap, "crew",
+                               "work"], stdout=subprocess.PIPE, text=True)
+    members = []
+    try:
+        lines = [doomed.stdout.readline()]
+        assert lines[0].startswith("ASSIGNED")
+        members = [Member(cluster.bootstrap, "crew", "work") for _ in range(2)]
+        settle(members, lambda: len(set().union(*(m.assigned for m in members))) == 4,
+               "two more members to take 4 of the 6 partitions")
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(10)
+        lines += doomed.stdout.read().splitlines()
+        settle(members, lambda: set().union(*(m.assigned for m in members)) == set(range(6)),
+               "the survivors to take over every partition", timeout=20)
+        settle(members, lambda: {v.decode() for m in members for v in m.values}
+               | set(lines) >= {f"{p}-{i}" for p in range(6) for i in range(20)},
+               "every record to be consumed by someone")
+    finally:
+        if doomed.poll() is None:
+            doomed.kill()
+        for m in members:
+            m.close()
+
+
+def test_kcat_balanced_consumer_commits(cluster):
+    create(cluster.bootstrap, "kc", 2)
+    produce_to_every_partition(cluster.bootstrap, "kc", 2, 10)
+    out = subprocess.run(["kcat", "-b", cluster.bootstrap, "-G", "kgroup", "kc", "-e",
+                          "-o", "beginning", "-f", "%s\n", "-X", "enable.auto.commit=true",
+                          "-X", "auto.commit.interval.ms=100"],
+                         capture_output=True, timeout=60, check=True)
+    assert sorted(out.stdout.split()) == sorted(b"%d-%d" % (p, i) for p in range(2)
+                                                for i in range(10))
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kgroup"})
+    try:
+        committed = consumer.committed([TopicPartition("kc", p) for p in range(2)], 10)
+    finally:
+        consumer.close()
+    assert [tp.offset for tp in committed] == [10, 10]
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        return [tp.offset for tp in consumer.committed(
+            [TopicPartition(topic, p) for p in range(partitions)], 15)]
+    finally:
+        consumer.close()
+
+
+def commit(bootstrap: str, group: str, topic: str, offsets: list[int]) -> None:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in enumerate(offsets)],
+                        asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def test_committed_offsets_survive_restarting_every_broker(cluster_factory):
+    cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500"})
+    create(cluster.bootstrap, "kept", 3, 3)
+    commit(cluster.bootstrap, "keeper", "kept", [5, 6, 7])
+    cluster.stop()
+    cluster.start()
+    assert committed_offsets(cluster.bootstrap, "keeper", "kept", 3) == [5, 6, 7]
+
+
+def test_committed_offsets_survive_losing_the_coordinators_broker(cluster_factory):
+    cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500"})
+    create(cluster.bootstrap, "kept", 3, 3)
+    commit(cluster.bootstrap, "keeper", "kept", [1, 2, 3])
+    from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+    partition = partition_for("keeper", 10)
+    coordinator = cluster.state.topics()[OFFSETS_TOPIC].partitions[partition].leader
+    cluster.kill(coordinator)
+    wait_until(lambda: cluster.state.topics()[OFFSETS_TOPIC].partitions[partition].leader
+               not in (coordinator, -1), 15, "a new coordinator")
+    assert committed_offsets(cluster.bootstrap, "keeper", "kept", 3) == [1, 2, 3]
+    commit(cluster.bootstrap, "keeper", "kept", [4, 5, 6])
+    assert committed_offsets(cluster.bootstrap, "keeper", "kept", 3) == [4, 5, 6]
+
+
+def test_offsets_topic_records_use_kafkas_format(cluster):
+    from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+    commit(cluster.bootstrap, "fmt", "anything", [42])
+    metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10)
+    assert len(metadata.topics[OFFSETS_TOPIC].partitions) == 10
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "reader"})
+    consumer.assign([TopicPartition(OFFSETS_TOPIC, partition_for("fmt", 10), 0)])
+    try:
+        msgs = wait_until(lambda: consumer.consume(10, 0.2), 15, "the offset commit record")
+    finally:
+        consumer.close()
+    # Offset commit key v1: version, group, topic, partition; value v3 starts version, offset.
+    assert msgs[0].key() == b"\x00\x01" b"\x00\x03fmt" b"\x00\x08anything" b"\x00\x00\x00\x00"
+    assert msgs[0].value()[:10] == b"\x00\x03" + (42).to_bytes(8, "big")
