@@ -46,7 +46,9 @@ class Connection:
         return _create(AdminClient, self.config({"allow.auto.create.topics": False}))
 
     def producer(self, defaults: dict[str, Any]) -> Producer:
-        return _create(Producer, self.config(defaults))
+        # A bounded delivery timeout: a record fails after 30 s instead of librdkafka's 5 min,
+        # long enough to ride out a leader election in a local failover demo.
+        return _create(Producer, self.config({"message.timeout.ms": 30000, **defaults}))
 
     def consumer(self, defaults: dict[str, Any]) -> Consumer:
         base = {"group.id": "kctl", "enable.auto.commit": False, "enable.auto.offset.store": False}
@@ -77,6 +79,15 @@ def fetch_metadata(client: Client, conn: Connection, topic: str | None = None) -
         error = exc.args[0]
         raise KctlError(f"cannot reach the cluster at {conn.bootstrap.servers} within "
                         f"{conn.timeout:g}s ({error.str()})", ExitCode.UNREACHABLE) from None
+
+
+def produce_waiting(producer: Producer, *args: Any, **kwargs: Any) -> None:
+    """producer.produce(), waiting for room while librdkafka's send queue is full."""
+    while True:
+        try:
+            return producer.produce(*args, **kwargs)
+        except BufferError:
+            producer.poll(0.1)
 
 
 def find_topic(metadata: ClusterMetadata, topic: str) -> TopicMetadata:

@@ -11,12 +11,12 @@ import time
 from typing import Annotated, Optional
 
 import typer
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from kctl import console, topics
 from kctl.assignment import plan
-from kctl.client import Connection, connect
-from kctl.errors import KctlError, exit_code_for
+from kctl.client import Connection, connect, produce_waiting
+from kctl.errors import KctlError, exit_code_for, from_kafka
 from kctl.offsets import END, START, OffsetRange
 from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, Compression,
                           CompressionOption, Json, Settings, Timeout)
@@ -49,44 +49,47 @@ def bench_produce(
     conn = connect(bootstrap, cluster_dir, timeout, settings)
     if topics.ensure(conn, topics.validate_name(topic), partitions, -1):
         console.info(f"Created topic {topic}.")
-    latencies: list[float] = []
-    errors: list[KafkaError] = []
-
-    def on_delivery(error: KafkaError | None, message: Message) -> None:
-        if error is None:
-            latencies.append(message.latency())
-        else:
-            errors.append(error)
-
-    config = {"acks": acks.value, "compression.type": compression.value, "on_delivery": on_delivery,
-              "message.timeout.ms": 30000}
+    recorder = LatencyRecorder()
+    config = {"acks": acks.value, "compression.type": compression.value, "on_delivery": recorder}
     config.update({k: v for k, v in (("batch.size", batch_size), ("linger.ms", linger_ms)) if v is not None})
-    producer = conn.producer(config)
+    elapsed = _timed_send(conn.producer(config), topic, record_size, records)
+    sent = len(recorder.latencies)
+    figures = {"records": sent, "failed": len(recorder.errors), "record_size": record_size,
+               **rates(sent, sent * record_size, elapsed), "latency_ms": latency_summary(recorder.latencies)}
+    _report(figures, json_output, _produce_line(figures))
+    if recorder.errors:
+        first = recorder.errors[0]
+        raise KctlError(f"{len(recorder.errors)} deliveries failed, first: {first.str()}", exit_code_for(first))
+
+
+class LatencyRecorder:
+    """Delivery callback keeping librdkafka's own produce()-to-ack latency of each record."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.errors: list[KafkaError] = []
+
+    def __call__(self, error: KafkaError | None, message: Message) -> None:
+        if error is None:
+            self.latencies.append(message.latency())
+        else:
+            self.errors.append(error)
+
+
+def _timed_send(producer: Producer, topic: str, record_size: int, records: int) -> float:
+    """Seconds from the first send to the last acknowledgement; one payload, reused."""
     payload = bytes(random.Random(0).choices(range(65, 91), k=record_size))
     started = time.perf_counter()
-    _send(producer, topic, payload, records)
+    try:
+        for i in range(records):
+            produce_waiting(producer, topic, payload)
+            if not i & 1023:
+                producer.poll(0)
+    except KafkaException as exc:
+        raise from_kafka(exc, "send a record") from None
     while producer.flush(0.5) > 0:
         pass
-    elapsed = time.perf_counter() - started
-    figures = {"records": len(latencies), "failed": len(errors), "record_size": record_size,
-               **rates(len(latencies), len(latencies) * record_size, elapsed),
-               "latency_ms": latency_summary(latencies)}
-    _report(figures, json_output, _produce_line(figures))
-    if errors:
-        raise KctlError(f"{len(errors)} deliveries failed, first: {errors[0].str()}", exit_code_for(errors[0]))
-
-
-def _send(producer, topic: str, payload: bytes, records: int) -> None:
-    send, poll = producer.produce, producer.poll
-    for i in range(records):
-        while True:
-            try:
-                send(topic, payload)
-                break
-            except BufferError:
-                poll(0.05)
-        if not i & 1023:
-            poll(0)
+    return time.perf_counter() - started
 
 
 @app.command("consume")

@@ -12,7 +12,7 @@ from confluent_kafka import KafkaException, Producer
 from rich.progress import Progress
 
 from kctl import console
-from kctl.client import Connection, connect, fetch_metadata, find_topic
+from kctl.client import Connection, connect, fetch_metadata, find_topic, produce_waiting
 from kctl.delivery import DeliveryPoller, DeliveryTally
 from kctl.errors import KctlError, exit_code_for
 from kctl.exit_codes import ExitCode
@@ -65,8 +65,7 @@ def produce(
         stream, tick = _open_input(stack, file)
         conn = connect(bootstrap, cluster_dir, timeout, settings)
         producer = conn.producer({"acks": acks.value, "compression.type": compression.value,
-                                  "partitioner": "murmur2_random", "message.timeout.ms": 30000,
-                                  "on_delivery": tally})
+                                  "partitioner": "murmur2_random", "on_delivery": tally})
         _check_target(producer, conn, topic, partition)
         _produce_stream(producer, stream, topic, split, extra, tally, tick)
     console.info(tally.summary())
@@ -141,21 +140,15 @@ def _produce_stream(producer: Producer, stream: BinaryIO, topic: str, split: Spl
 def _send_lines(producer: Producer, stream: BinaryIO, topic: str, split: Splitter,
                 extra: dict, tally: DeliveryTally, tick: Callable[[BinaryIO], None]) -> None:
     """The hot loop: as little Python per record as possible (callbacks run in the poller)."""
-    send, poll = producer.produce, producer.poll
     count = 0
     for line in stream:
         if line.endswith(b"\n"):
             line = line[:-1]
         key, value = split(line)
-        while True:
-            try:
-                send(topic, value, key, **extra)
-                break
-            except BufferError:
-                poll(0.1)
-            except KafkaException as exc:
-                tally.rejected(exc.args[0])
-                break
+        try:
+            produce_waiting(producer, topic, value, key, **extra)
+        except KafkaException as exc:
+            tally.rejected(exc.args[0])
         count += 1
         if not count & (TICK_EVERY - 1):
             tick(stream)
