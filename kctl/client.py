@@ -51,6 +51,7 @@ class Connection:
         return _create(Producer, self.config({"message.timeout.ms": 30000, **defaults}))
 
     def consumer(self, defaults: dict[str, Any]) -> Consumer:
+        # confluent-kafka insists on a group.id even for assign(); kctl never commits with it.
         base = {"group.id": "kctl", "enable.auto.commit": False, "enable.auto.offset.store": False}
         return _create(Consumer, self.config({**base, **defaults}))
 
