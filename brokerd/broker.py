@@ -71,15 +71,18 @@ class Broker:
         log.info("broker %d serving on %s:%d", self.broker_id, self.config.host, self.config.port)
 
     async def stop(self) -> None:
-        """Controlled shutdown: hand leadership over first, then stop serving."""
+        """Controlled shutdown: hand leadership over first, then stop serving.
+
+        Fetching stops at once, so the controller can take this broker out of every ISR
+        without a leader adding it back while it goes."""
         self.state.mark_shutting_down(self.broker_id)
+        await self.fetchers.stop()
         deadline = time.monotonic() + self.config.get("controlled.shutdown.timeout.ms") / 1000
         while not self.replicas.leads_alone() and time.monotonic() < deadline:
             await asyncio.sleep(TICK_S)
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.fetchers.stop()
         await self.server.stop()
         self.replicas.close()
         self._publish_status()

@@ -10,9 +10,12 @@ class ReplicaFetcherManager:
     def __init__(self, broker):
         self.broker = broker
         self.fetchers: dict[int, ReplicaFetcher] = {}
+        self.stopped = False
 
     def update(self, partitions: dict[tuple[str, int], Partition], fresh: set) -> None:
         """Point every followed partition at the fetcher of its current leader."""
+        if self.stopped:
+            return
         by_leader: dict[int, dict] = {}
         for key, partition in partitions.items():
             if not partition.is_leader and partition.leader_id >= 0:
@@ -28,6 +31,8 @@ class ReplicaFetcherManager:
             fetcher.assign(followed, fresh & followed.keys())
 
     async def stop(self) -> None:
+        """Stop following for good: the broker is shutting down."""
+        self.stopped = True
         for fetcher in self.fetchers.values():
             await fetcher.stop()
         self.fetchers.clear()

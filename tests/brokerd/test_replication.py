@@ -244,9 +244,10 @@ def test_graceful_stop_hands_leadership_over_and_preferred_leader_returns(three)
     record = partition_record(three, "handover")
     assert record.leader not in (preferred, -1), "leadership moved before the broker exited"
     assert record.leader_epoch == epoch + 1 and preferred not in record.isr
-    assert produce_sync(three.bootstrap, "handover", [b"during"], acks="all")[0][0] is None
+    exactly_once = {"acks": "all", "enable.idempotence": True}
+    assert produce_sync(three.bootstrap, "handover", [b"during"], **exactly_once)[0][0] is None
     three.start(preferred)
     wait_until(lambda: partition_record(three, "handover").leader == preferred, 20,
                "the preferred leader to take leadership back")
-    assert produce_sync(three.bootstrap, "handover", [b"after"], acks="all")[0][0] is None
+    assert produce_sync(three.bootstrap, "handover", [b"after"], **exactly_once)[0][0] is None
     assert [v for *_, v in consume_all(three.bootstrap, "handover", 1, 2)] == [b"during", b"after"]
