@@ -115,7 +115,7 @@ class GroupCoordinator:
         group = self.groups.setdefault(group_id, Group(group_id))
         if member_id and member_id not in group.members:
             raise UnknownMemberIdError(f"{member_id} is not a member of {group_id}")
-        if not group.supports(protocol_type, protocols):
+        if not protocols or not group.supports(protocol_type, protocols):
             raise InconsistentGroupProtocolError(f"no protocol in common with {group_id}")
         if not member_id:
             member_id = f"{client_id}-{uuid.uuid4()}"
