@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from kafka.errors import InvalidRecordError, InvalidRequiredAcksError, UnsupportedVersionError
+from kafka.errors import (
+    InvalidRecordError, InvalidRequiredAcksError, InvalidTopicError, UnsupportedVersionError,
+)
 
 from brokerd.api.errors import error_code, error_message
+from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.protocol.api_versions import MIN_ACCEPTED_PRODUCE_VERSION
 
 ACKS = (0, 1, -1)
@@ -50,6 +53,8 @@ def _append(broker, topic: str, index: int, records, version: int, acks: int):
             raise InvalidRequiredAcksError(f"acks must be 0, 1 or -1, got {acks}")
         if not records:
             raise InvalidRecordError("produce request without a record batch")
+        if topic == OFFSETS_TOPIC:
+            raise InvalidTopicError(f"{OFFSETS_TOPIC} is written by the group coordinator only")
         partition = broker.replicas.get_leader(topic, index)
         info = partition.append_as_leader(records, acks)
     except Exception as exc:

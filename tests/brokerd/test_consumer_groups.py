@@ -202,3 +202,13 @@ def test_offsets_topic_records_use_kafkas_format(cluster):
     # Offset commit key v1: version, group, topic, partition; value v3 starts version, offset.
     assert msgs[0].key() == b"\x00\x01" b"\x00\x03fmt" b"\x00\x08anything" b"\x00\x00\x00\x00"
     assert msgs[0].value()[:10] == b"\x00\x03" + (42).to_bytes(8, "big")
+
+
+def test_clients_cannot_write_to_the_offsets_topic(cluster):
+    commit(cluster.bootstrap, "g", "t", [1])
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "retries": 0})
+    errors = []
+    producer.produce("__consumer_offsets", b"forged", partition=0,
+                     on_delivery=lambda err, msg: errors.append(err))
+    producer.flush(10)
+    assert errors[0] is not None and errors[0].name() == "TOPIC_EXCEPTION"
