@@ -47,7 +47,7 @@ def test_sigkill_during_produce_loses_nothing_acknowledged(cluster):
 
     started = time.monotonic()
     cluster.start(1)
-    assert time.monotonic() - started < 5, "restart took too long"
+    assert time.monotonic() - started < 2, "restart took too long (it takes ~0.35 s here)"
 
     consumed = consume_all(cluster.bootstrap, "durable", 2, len(acked_at_kill))
     by_value = {value: (part, offset) for part, offset, _, value in consumed}
