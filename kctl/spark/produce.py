@@ -1,0 +1,128 @@
+"""Rows to records: the sink's columns (Spark's Kafka sink contract) and a checked producer.
+
+Columns: `value` (string or binary, required), `key` (string or binary), `topic` (string;
+the `topic` option overrides it), `partition` (int; null lets the partitioner choose) and
+`headers` (array<struct<key: string, value: binary>>). Other columns are ignored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+import pyarrow as pa
+from confluent_kafka import KafkaError, Message, Producer
+from pyspark.sql.types import BinaryType, IntegerType, StringType, StructType
+
+from kctl.spark.schema import HEADERS_TYPE
+
+Headers = list[tuple[str, bytes | None]]
+# topic, partition (None: the partitioner's choice), key, value, headers
+Row = tuple[str, int | None, bytes | str | None, bytes | str | None, Headers]
+
+_TEXT_OR_BYTES = (StringType(), BinaryType())
+FLUSH_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class SinkColumns:
+    topic: str | None          # the topic option, which wins over a topic column
+    key: bool
+    partition: bool
+    headers: bool
+
+
+def sink_columns(schema: StructType, topic_option: str | None) -> SinkColumns:
+    """Check the columns against the contract before any task runs."""
+    types = {f.name: f.dataType for f in schema.fields}
+    expected = {"value": _TEXT_OR_BYTES, "key": _TEXT_OR_BYTES, "topic": (StringType(),),
+                "partition": (IntegerType(),), "headers": (HEADERS_TYPE,)}
+    if "value" not in types:
+        raise ValueError("the kctl sink needs a value column (string or binary)")
+    if topic_option is None and "topic" not in types:
+        raise ValueError("the kctl sink needs a topic: set the topic option or add a topic column")
+    for name, allowed in expected.items():
+        # simpleString ignores nullability, which the contract does not care about.
+        if name in types and types[name].simpleString() not in {t.simpleString() for t in allowed}:
+            raise ValueError(f"column {name} has type {types[name].simpleString()}; the kctl sink "
+                             f"takes {' or '.join(t.simpleString() for t in allowed)}")
+    return SinkColumns(topic_option, "key" in types, "partition" in types, "headers" in types)
+
+
+def rows(batch: pa.RecordBatch, columns: SinkColumns) -> Iterator[Row]:
+    """The records of one Arrow batch, each column converted to Python in one call."""
+    count = batch.num_rows
+
+    def column(name: str, present: bool) -> list:
+        return batch.column(name).to_pylist() if present else [None] * count
+
+    topics = [columns.topic] * count if columns.topic else column("topic", True)
+    headers = [[(h["key"], h["value"]) for h in hs] if hs else []
+               for hs in column("headers", columns.headers)]
+    for row in zip(topics, column("partition", columns.partition), column("key", columns.key),
+                   column("value", True), headers):
+        if row[0] is None:
+            raise ValueError("a row has a null topic; set the topic option for a default topic")
+        yield row
+
+
+_PRODUCERS: dict[tuple, Producer] = {}
+
+
+def _producer(config: dict[str, str]) -> Producer:
+    """One producer per configuration per process. A Python worker runs task after task,
+    and a new idempotent producer spends ~0.5 s getting its producer id before its first
+    delivery: per task and micro-batch, that would dominate small batches."""
+    key = tuple(sorted(config.items()))
+    if key not in _PRODUCERS:
+        _PRODUCERS[key] = Producer(config)
+    return _PRODUCERS[key]
+
+
+class Outbox:
+    """Sends records and, on leaving the `with` block, waits for all of them: any failed
+    delivery is raised. When the block fails, queued records are dropped and those already
+    sent are waited for, so nothing of a failed task lands later, unseen by its retry."""
+
+    def __init__(self, client: dict[str, str], idempotent: bool = True):
+        self._config = {"acks": "all", "enable.idempotence": idempotent, **client}
+        self._producer = _producer(self._config)
+        self._error: str | None = None
+        self._sent = 0
+        self.delivered = 0
+
+    def __enter__(self) -> "Outbox":
+        return self
+
+    def __exit__(self, kind, *_exc) -> None:
+        if kind is not None:
+            self._producer.purge(in_queue=True, in_flight=False)
+            self._producer.flush(FLUSH_TIMEOUT_S)
+            _PRODUCERS.pop(tuple(sorted(self._config.items())), None)
+            return
+        left = self._producer.flush(FLUSH_TIMEOUT_S)
+        if self._error is not None:
+            raise RuntimeError(f"cannot deliver records to {self._error}")
+        if left:
+            raise TimeoutError(f"{left} records not delivered within {FLUSH_TIMEOUT_S:g}s")
+
+    def _on_delivery(self, error: KafkaError | None, message: Message) -> None:
+        if error is None:
+            self.delivered += 1
+        elif self._error is None:
+            partition = "" if message.partition() < 0 else f"/{message.partition()}"
+            self._error = f"{message.topic()}{partition}: {error.str()}"
+
+    def send(self, topic: str, partition: int | None, key, value, headers: Headers) -> None:
+        args = {"key": key, "value": value, "headers": headers or None, "on_delivery": self._on_delivery}
+        if partition is not None:
+            args["partition"] = partition
+        while True:
+            try:
+                self._producer.produce(topic, **args)
+                break
+            except BufferError:  # the local queue is full: let deliveries drain it
+                self._producer.poll(0.05)
+        self._sent += 1
+        if not self._sent % 1024:
+            self._producer.poll(0)
