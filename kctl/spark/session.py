@@ -1,0 +1,55 @@
+"""A local SparkSession set up the way the kctl format needs it.
+
+Spark starts its Python workers with $PYSPARK_PYTHON (default: `python3` on PATH), which is
+often not the interpreter that has kctl, pyarrow and pyspark installed; workers then fail
+with ModuleNotFoundError. So the session's workers get this interpreter unless the caller
+chose one. Used by `kctl sql`, the benchmark and the examples.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+
+from pyspark.sql import SparkSession
+
+import kctl.spark
+
+# Spark logs WARN and INFO lines to stderr from the moment the JVM starts; a command-line
+# tool should print only its own messages and real errors.
+_QUIET_LOG4J = """\
+rootLogger.level = error
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def local_session(app_name: str = "kctl", cores: str = "*", quiet: bool = True) -> SparkSession:
+    """A `local[cores]` session on loopback with the kctl format registered."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "4")
+               .config("spark.python.worker.reuse", "true"))
+    if not quiet:
+        spark = builder.getOrCreate()
+    else:
+        # The JVM reads the file once, at start-up.
+        with tempfile.NamedTemporaryFile("w", suffix=".properties", prefix="kctl-log4j2-") as conf:
+            conf.write(_QUIET_LOG4J)
+            conf.flush()
+            spark = builder.config("spark.driver.extraJavaOptions",
+                                   f"-Dlog4j2.configurationFile={conf.name}").getOrCreate()
+        spark.sparkContext.setLogLevel("ERROR")
+    kctl.spark.register(spark)
+    return spark

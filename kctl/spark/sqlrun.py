@@ -1,0 +1,136 @@
+"""Running one `kctl sql` query: topics as views, then a batch or streaming query whose
+result goes to stdout or to a topic. The command-line side is kctl/commands/sql.py."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from dataclasses import dataclass
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from kctl import console
+from kctl.spark.output import BatchPrinter, print_rows
+from kctl.spark.session import local_session
+from kctl.spark.views import ViewSpec, client_options, register_views
+
+SINK_COLUMNS = ("key", "value", "headers", "partition")
+_PYTHON_ERROR = re.compile(r"^(?:\w+\.)*\w+(?:Error|Exception): (.+)$")
+
+
+class SqlError(Exception):
+    """The query is invalid (invalid=True) or failed while running."""
+
+    def __init__(self, message: str, invalid: bool):
+        super().__init__(message)
+        self.invalid = invalid
+
+
+@dataclass(frozen=True)
+class SqlJob:
+    query: str
+    views: ViewSpec
+    topics: list[str]               # the topics to define as views
+    trigger: dict[str, object] | None   # DataStreamWriter.trigger arguments; None: batch query
+    to: str | None = None           # write to this topic instead of stdout
+    checkpoint: str | None = None
+    fmt: str = "text"
+
+
+def run(job: SqlJob) -> None:
+    spark = local_session("kctl sql")
+    try:
+        register_views(spark, job.views, job.topics)
+        df = _analysed(spark, job.query)
+        if job.trigger is None:
+            _run_batch(df, job)
+        else:
+            _run_stream(df, job)
+    except PySparkException as exc:
+        raise SqlError(summary(exc), invalid=False) from None
+    except (ValueError, ConnectionError) as exc:  # from planning, before any job ran
+        raise SqlError(str(exc), invalid=isinstance(exc, ValueError)) from None
+    finally:
+        spark.stop()
+
+
+def _analysed(spark: SparkSession, query: str) -> DataFrame:
+    try:
+        return spark.sql(query)
+    except PySparkException as exc:
+        raise SqlError(summary(exc), invalid=True) from None
+
+
+def _run_batch(df: DataFrame, job: SqlJob) -> None:
+    if job.to is None:
+        print_rows(df.columns, [tuple(r) for r in df.collect()], job.fmt)
+        return
+    records = as_records(df).cache()
+    count = records.count()
+    (records.write.format("kctl").options(**client_options(job.views.client)).option("topic", job.to)
+     .mode("append").save())
+    console.info(f"{count} records written to {job.to}.")
+
+
+def _run_stream(df: DataFrame, job: SqlJob) -> None:
+    with tempfile.TemporaryDirectory(prefix="kctl-sql-") as scratch:
+        checkpoint = job.checkpoint or scratch
+        if job.to is not None:
+            writer = (as_records(df).writeStream.format("kctl").options(**client_options(job.views.client))
+                      .option("topic", job.to).outputMode("update"))
+            _wait(writer.option("checkpointLocation", checkpoint).trigger(**job.trigger).start())
+            return
+        with BatchPrinter(job.fmt) as printer:
+            _wait(_start_printing(df, printer, checkpoint, job.trigger))
+
+
+def _start_printing(df: DataFrame, printer: BatchPrinter, checkpoint: str,
+                    trigger: dict[str, object]) -> StreamingQuery:
+    """Complete mode (the whole result every batch) for aggregations, append mode otherwise:
+    Spark tells which a query allows only when it starts."""
+    def start(mode: str) -> StreamingQuery:
+        return (df.writeStream.foreachBatch(printer).outputMode(mode).trigger(**trigger)
+                .option("checkpointLocation", f"{checkpoint}/{mode}").start())
+    try:
+        return start("complete")
+    except PySparkException as exc:
+        if "output mode" not in str(exc).lower():
+            raise SqlError(summary(exc), invalid=True) from None
+    try:
+        return start("append")
+    except PySparkException as exc:
+        raise SqlError(summary(exc), invalid=True) from None
+
+
+def _wait(query: StreamingQuery) -> None:
+    """Until the query ends (once, available-now) or Ctrl-C stops it."""
+    try:
+        while not query.awaitTermination(0.5):
+            pass
+    except KeyboardInterrupt:
+        query.stop()
+        raise
+    rows = sum(p["numInputRows"] for p in query.recentProgress)
+    console.info(f"{rows} input records in {len(query.recentProgress)} micro-batches.")
+
+
+def as_records(df: DataFrame) -> DataFrame:
+    """The result as sink rows: its own value (and key, headers, partition) columns if it has
+    them, else the whole row as a JSON value."""
+    if "value" not in df.columns:
+        return df.select(F.to_json(F.struct(*[F.col(c) for c in df.columns])).alias("value"))
+    kept = [c for c in SINK_COLUMNS if c in df.columns]
+    types = dict(df.dtypes)
+    return df.select(*[F.col(c).cast("string").alias(c)
+                       if c in ("key", "value") and types[c] not in ("string", "binary") else F.col(c)
+                       for c in kept])
+
+
+def summary(exc: Exception) -> str:
+    """One line from a Spark error: the Python exception a worker raised, else the first line."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    raised = [m.group(1) for m in map(_PYTHON_ERROR.match, lines) if m]
+    return raised[-1] if raised else (lines[0] if lines else type(exc).__name__)
