@@ -114,12 +114,11 @@ class Outbox:
             self._error = f"{message.topic()}{partition}: {error.str()}"
 
     def send(self, topic: str, partition: int | None, key, value, headers: Headers) -> None:
-        args = {"key": key, "value": value, "headers": headers or None, "on_delivery": self._on_delivery}
-        if partition is not None:
-            args["partition"] = partition
+        partition = -1 if partition is None else partition  # -1: the partitioner's choice
         while True:
             try:
-                self._producer.produce(topic, **args)
+                self._producer.produce(topic, value, key, partition, on_delivery=self._on_delivery,
+                                       headers=headers or None)
                 break
             except BufferError:  # the local queue is full: let deliveries drain it
                 self._producer.poll(0.05)

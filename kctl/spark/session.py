@@ -1,4 +1,4 @@
-"""A local SparkSession set up the way the kctl format needs it.
+"""A local SparkSession set up the way the kctl format needs it, and the cluster to use.
 
 Spark starts its Python workers with $PYSPARK_PYTHON (default: `python3` on PATH), which is
 often not the interpreter that has kctl, pyarrow and pyspark installed; workers then fail
@@ -15,6 +15,7 @@ import tempfile
 from pyspark.sql import SparkSession
 
 import kctl.spark
+from kctl.bootstrap import resolve_bootstrap, resolve_cluster_dir
 
 # Spark logs WARN and INFO lines to stderr from the moment the JVM starts; a command-line
 # tool should print only its own messages and real errors.
@@ -53,3 +54,9 @@ def local_session(app_name: str = "kctl", cores: str = "*", quiet: bool = True) 
         spark.sparkContext.setLogLevel("ERROR")
     kctl.spark.register(spark)
     return spark
+
+
+def cluster_bootstrap(flag: str | None = None) -> str:
+    """The brokers kctl itself would use: `flag`, else $KCTL_BOOTSTRAP, else the live brokers
+    of the local cluster in $KCTL_HOME (or ~/.kctl), the one `kctl cluster up` started."""
+    return resolve_bootstrap(flag, resolve_cluster_dir(None)).servers

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
 from kctl import console
 from kctl.spark.output import BatchPrinter, print_rows
@@ -80,27 +80,27 @@ def _run_stream(df: DataFrame, job: SqlJob) -> None:
         checkpoint = job.checkpoint or scratch
         if job.to is not None:
             writer = (as_records(df).writeStream.format("kctl").options(**client_options(job.views.client))
-                      .option("topic", job.to).outputMode("update"))
-            _wait(writer.option("checkpointLocation", checkpoint).trigger(**job.trigger).start())
+                      .option("topic", job.to))
+            # A Python sink takes append or complete mode (not update): finished rows only
+            # when the query allows, else the whole result again every micro-batch.
+            _wait(_start(writer, ("append", "complete"), checkpoint, job.trigger))
             return
         with BatchPrinter(job.fmt) as printer:
-            _wait(_start_printing(df, printer, checkpoint, job.trigger))
+            # The whole result every micro-batch for aggregations, new rows otherwise.
+            _wait(_start(df.writeStream.foreachBatch(printer), ("complete", "append"), checkpoint, job.trigger))
 
 
-def _start_printing(df: DataFrame, printer: BatchPrinter, checkpoint: str,
-                    trigger: dict[str, object]) -> StreamingQuery:
-    """Complete mode (the whole result every batch) for aggregations, append mode otherwise:
-    Spark tells which a query allows only when it starts."""
-    def start(mode: str) -> StreamingQuery:
-        return (df.writeStream.foreachBatch(printer).outputMode(mode).trigger(**trigger)
-                .option("checkpointLocation", f"{checkpoint}/{mode}").start())
+def _start(writer: DataStreamWriter, modes: tuple[str, str], checkpoint: str,
+           trigger: dict[str, object]) -> StreamingQuery:
+    """Start in the first output mode the query allows; Spark tells only when it starts."""
+    first, second = modes
     try:
-        return start("complete")
+        return writer.outputMode(first).trigger(**trigger).option("checkpointLocation", checkpoint).start()
     except PySparkException as exc:
         if "output mode" not in str(exc).lower():
             raise SqlError(summary(exc), invalid=True) from None
     try:
-        return start("append")
+        return writer.outputMode(second).trigger(**trigger).option("checkpointLocation", checkpoint).start()
     except PySparkException as exc:
         raise SqlError(summary(exc), invalid=True) from None
 

@@ -75,6 +75,7 @@ class KctlStreamWriter(DataSourceStreamArrowWriter):
     def _produce(self, iterator: Iterator[pa.RecordBatch], identity: TaskIdentity,
                  leftovers: Leftovers | None) -> Delivered:
         topics = set()
+        tags = {chose: (TAG, identity.tag(chose)) for chose in (False, True)}
         with Outbox(self._options.client) as outbox:
             for batch in iterator:
                 for row in rows(batch, self._columns):
@@ -82,8 +83,7 @@ class KctlStreamWriter(DataSourceStreamArrowWriter):
                     if leftovers is not None and leftovers.take(row):
                         continue
                     topic, partition, key, value, headers = row
-                    outbox.send(topic, partition, key, value,
-                                headers + [(TAG, identity.tag(partition is not None))])
+                    outbox.send(topic, partition, key, value, headers + [tags[partition is not None]])
         return Delivered(identity.query, sorted(topics), outbox.delivered)
 
     def commit(self, messages: list[Delivered | None], batchId: int) -> None:
