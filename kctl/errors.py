@@ -26,6 +26,8 @@ _INVALID_INPUT = {
     KafkaError.INVALID_CONFIG, KafkaError.POLICY_VIOLATION, KafkaError._INVALID_ARG,
     KafkaError.INVALID_REQUIRED_ACKS,
 }
+_CONFLICT = {KafkaError.NON_EMPTY_GROUP, KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS,
+             KafkaError.GROUP_SUBSCRIBED_TO_TOPIC}
 
 
 class KctlError(Exception):
@@ -46,6 +48,8 @@ def exit_code_for(error: KafkaError) -> ExitCode:
         return ExitCode.NOT_FOUND
     if code in _INVALID_INPUT:
         return ExitCode.INVALID_INPUT
+    if code in _CONFLICT:
+        return ExitCode.CONFLICT
     return ExitCode.ERROR
 
 

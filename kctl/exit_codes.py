@@ -16,6 +16,7 @@ class ExitCode(IntEnum):
     UNREACHABLE = 3
     NOT_FOUND = 4
     INVALID_INPUT = 5
+    CONFLICT = 6
     UNHEALTHY = 10
     INTERRUPTED = 130
     BROKEN_PIPE = 141
@@ -26,9 +27,11 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.ERROR: "error (including failed deliveries that fit no other code)",
     ExitCode.USAGE: "usage error: unknown option, missing or conflicting arguments",
     ExitCode.UNREACHABLE: "cluster unreachable, no local cluster, or a request timed out",
-    ExitCode.NOT_FOUND: "unknown topic, partition or group",
+    ExitCode.NOT_FOUND: "unknown topic, partition, group or broker",
     ExitCode.INVALID_INPUT: "invalid input: bad offset or format, record too large, invalid name or config",
-    ExitCode.UNHEALTHY: "cluster unhealthy: a planned broker is down or there is no controller",
+    ExitCode.CONFLICT: "refused in the current state: a group with active members, a broker "
+                       "already dead or already running",
+    ExitCode.UNHEALTHY: "cluster unhealthy: a planned broker is down or paused, or there is no controller",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.BROKEN_PIPE: "the reader of stdout went away (e.g. `| head`), as if killed by SIGPIPE",
 }
