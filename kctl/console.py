@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from rich.console import Console
@@ -46,22 +47,40 @@ def print_json(doc: Any) -> None:
     sys.stdout.flush()
 
 
+@dataclass(frozen=True)
+class Section:
+    """A titled table, built once and then printed, or laid out in a live dashboard."""
+
+    title: str | None
+    columns: Sequence[str]
+    rows: Sequence[Sequence[Cell]]
+
+
 def print_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]], title: str | None = None) -> None:
+    print_section(Section(title, columns, rows))
+
+
+def print_section(section: Section) -> None:
     """A table on stdout: Rich on a terminal, aligned plain text (no styles) when piped."""
     console = stdout()
     if console.is_terminal:
-        table = Table(*(c.upper() for c in columns), title=title, title_justify="left", header_style="bold")
-        for row in rows:
-            table.add_row(*(_cell(c) for c in row))
-        console.print(table)
+        console.print(rich_table(section))
         return
-    if title:
-        sys.stdout.write(f"{title}\n")
-    lines = [[c.upper() for c in columns]] + [[_plain(c) for c in row] for row in rows]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
+    if section.title:
+        sys.stdout.write(f"{section.title}\n")
+    lines = [[c.upper() for c in section.columns]] + [[_plain(c) for c in row] for row in section.rows]
+    widths = [max(len(line[i]) for line in lines) for i in range(len(section.columns))]
     for line in lines:
         sys.stdout.write("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() + "\n")
     sys.stdout.flush()
+
+
+def rich_table(section: Section) -> Table:
+    table = Table(*(c.upper() for c in section.columns), title=section.title, title_justify="left",
+                  header_style="bold")
+    for row in section.rows:
+        table.add_row(*(_cell(c) for c in row))
+    return table
 
 
 def _cell(value: Cell) -> str | Text:

@@ -13,48 +13,22 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from brokerd.state import ClusterState
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
+from kctl.bootstrap import resolve_cluster_dir
+from kctl import brokerview
+from kctl.brokerview import HOST
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
 
-HOST = "127.0.0.1"
-DEFAULT_BROKERS = 1
+DEFAULT_BROKERS = 3
 READY_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.05
-
-
-@dataclass
-class BrokerView:
-    """One broker as kctl reports it."""
-
-    id: int
-    host: str
-    port: int
-    pid: int | None
-    state: str
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-def view(state: ClusterState) -> list[BrokerView]:
-    """Every planned broker, with its registration if it ever registered."""
-    regs = {r.broker_id: r for r in state.brokers()}
-    views = []
-    for broker_id, port in sorted(state.planned_brokers().items()):
-        reg = regs.get(broker_id)
-        alive = reg is not None and reg.alive
-        views.append(BrokerView(broker_id, reg.host if reg else HOST, port,
-                                reg.pid if alive else None, "alive" if alive else "dead"))
-    return views
 
 
 def plan(state: ClusterState, brokers: int | None, port_base: int | None) -> dict[int, int]:
@@ -74,6 +48,15 @@ def plan(state: ClusterState, brokers: int | None, port_base: int | None) -> dic
     for port in ports:
         ensure_port_free(port)
     return {i + 1: port for i, port in enumerate(ports)}
+
+
+def existing(cluster_dir: Path | None) -> ClusterState:
+    """The local cluster's state, or exit 3 when the directory holds no cluster."""
+    state = ClusterState(resolve_cluster_dir(cluster_dir))
+    if not state.exists():
+        raise KctlError(f"no cluster in {state.cluster_dir}: start one with `kctl cluster up`",
+                        ExitCode.UNREACHABLE)
+    return state
 
 
 def free_ports(count: int) -> list[int]:
@@ -101,11 +84,26 @@ def ensure_port_free(port: int, broker_id: int | None = None) -> None:
                             ExitCode.ERROR) from None
 
 
-def start(state: ClusterState, broker_id: int, port: int) -> subprocess.Popen:
+def start_missing(state: ClusterState, ports: dict[int, int],
+                  settings: dict[str, str]) -> dict[int, subprocess.Popen]:
+    """Start those of `ports`' brokers that are not running and wait until they all answer."""
+    running = {b.id for b in brokerview.view(state) if b.state != brokerview.DEAD}
+    missing = {i: p for i, p in ports.items() if i not in running}
+    for broker_id, port in missing.items():
+        ensure_port_free(port, broker_id)
+    procs = {i: start(state, i, p, settings) for i, p in missing.items()}
+    wait_ready(state, procs)
+    return procs
+
+
+def start(state: ClusterState, broker_id: int, port: int, settings: dict[str, str]) -> subprocess.Popen:
+    """One brokerd in the background, with `settings` as its `-o name=value` options."""
     log_path = state.broker_dir(broker_id) / "broker.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "brokerd", "--cluster-dir", str(state.cluster_dir),
                "--broker-id", str(broker_id), "--port", str(port)]
+    for name, value in settings.items():
+        command += ["-o", f"{name}={value}"]
     with open(log_path, "ab") as log:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -179,25 +177,38 @@ def stop_all(state: ClusterState, timeout: float = STOP_TIMEOUT_S) -> dict[int, 
     live = [r for r in state.brokers() if r.alive]
     outcome = {r.broker_id: "not running" for r in state.brokers() if not r.alive}
     for reg in live:
-        _signal(reg.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
+        terminate(reg.pid)
+    gone = wait_dead(state, [r.broker_id for r in live], timeout)
     for reg in live:
-        while state.is_alive(reg.broker_id) and time.monotonic() < deadline:
-            time.sleep(POLL_S)
-        outcome[reg.broker_id] = "stopped"
-        if state.is_alive(reg.broker_id):
-            _signal(reg.pid, signal.SIGKILL)
-            outcome[reg.broker_id] = "killed"
-    deadline = time.monotonic() + timeout
+        outcome[reg.broker_id] = "stopped" if reg.broker_id in gone else "killed"
+        if reg.broker_id not in gone:
+            send(reg.pid, signal.SIGKILL)
+    gone |= wait_dead(state, [r.broker_id for r in live if r.broker_id not in gone], timeout)
     for reg in live:
-        while state.is_alive(reg.broker_id) and time.monotonic() < deadline:
-            time.sleep(POLL_S)
-        if state.is_alive(reg.broker_id):
+        if reg.broker_id not in gone:
             outcome[reg.broker_id] = "still running"
     return outcome
 
 
-def _signal(pid: int, sig: int) -> None:
+def terminate(pid: int) -> None:
+    """SIGTERM, then SIGCONT: a paused broker must run to act on the request to stop."""
+    send(pid, signal.SIGTERM)
+    send(pid, signal.SIGCONT)
+
+
+def wait_dead(state: ClusterState, broker_ids: list[int], timeout: float) -> set[int]:
+    """The brokers among `broker_ids` whose process is gone (lock released) within `timeout`."""
+    deadline = time.monotonic() + timeout
+    pending = set(broker_ids)
+    while True:
+        pending = {i for i in pending if state.is_alive(i)}
+        if not pending or time.monotonic() > deadline:
+            return set(broker_ids) - pending
+        time.sleep(POLL_S)
+
+
+def send(pid: int, sig: int) -> None:
+    """A signal to a broker process that may have exited since it was looked up."""
     try:
         os.kill(pid, sig)
     except ProcessLookupError:

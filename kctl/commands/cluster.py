@@ -7,19 +7,18 @@ from typing import Annotated, Optional
 
 import typer
 from brokerd.state import ClusterState
-from rich.text import Text
 
-from kctl import console, localcluster
+from kctl import brokerconfig, brokerview, console, localcluster, sections
 from kctl.bootstrap import resolve_cluster_dir
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
-from kctl.localcluster import BrokerView
 from kctl.options import ClusterDir, Json
 
 app = typer.Typer(
     help="Start, stop and inspect the local cluster (brokerd daemons).\n\n"
          "Its directory (--dir, else $KCTL_HOME, else ~/.kctl) holds state/, the shared cluster "
-         "state, and brokers/ID/ with each broker's data/ and broker.log.",
+         "state, brokers/ID/ with each broker's data/ and broker.log, and kctl.json with the "
+         "broker settings (`cluster up -o`) every broker of the cluster is started with.",
     short_help="Start, stop and inspect the local cluster (brokerd daemons).",
     no_args_is_help=True)
 
@@ -34,32 +33,40 @@ def up(
         "--port-base", min=1, max=65535, show_default=False,
         help="First broker port; brokers get P, P+1, ... Default: free ports (new cluster) "
              "or the cluster's own ports.")] = None,
+    broker_config: Annotated[Optional[list[str]], typer.Option(
+        "--broker-config", "-o", metavar="NAME=VALUE", show_default=False,
+        help="Broker setting with Kafka's name, passed to every broker and remembered for "
+             "restarts, e.g. -o broker.session.timeout.ms=1000 (repeatable).")] = None,
     cluster_dir: ClusterDir = None,
     json_output: Json = False,
 ) -> None:
     """Start the local cluster's brokers in the background and wait until they answer.
 
-    On an existing directory this restarts its brokers with their data and ports; a cluster
-    that is already running is left alone.
+    On an existing directory this restarts its brokers with their data, ports and settings;
+    brokers that are already running are left alone. With several brokers,
+    default.replication.factor is min(3, brokers) unless -o sets it, so topics are
+    replicated: `kctl topic create demo -p 3` on 3 brokers gives 3 replicas per partition.
     """
     state = ClusterState(resolve_cluster_dir(cluster_dir))
+    requested = brokerconfig.parse(broker_config)
     ports = localcluster.plan(state, brokers, port_base)
     cluster_id = state.initialize(ports)
-    already = {b.id for b in localcluster.view(state) if b.state == "alive"}
-    for broker_id, port in ports.items():
-        if broker_id not in already:
-            localcluster.ensure_port_free(port, broker_id)
-    procs = {i: localcluster.start(state, i, p) for i, p in ports.items() if i not in already}
-    localcluster.wait_ready(state, procs)
-    views = localcluster.view(state)
+    settings = {**brokerconfig.remembered(state.cluster_dir), **requested}
+    brokerconfig.remember(state.cluster_dir, settings)
+    effective = brokerconfig.effective(settings, len(ports))
+    procs = localcluster.start_missing(state, ports, effective)
+    if requested and len(procs) < len(ports):
+        console.warn("brokers that were already running keep their settings until restarted")
+    views = brokerview.view(state)
     for broker in views:
         broker.state = "started" if broker.id in procs else "already running"
     bootstrap = ",".join(b.address for b in views)
     if json_output:
         console.print_json({"cluster_id": cluster_id, "dir": str(state.cluster_dir),
-                            "bootstrap": bootstrap, "brokers": [_broker_json(b) for b in views]})
+                            "bootstrap": bootstrap, "broker_config": effective,
+                            "brokers": [b.to_json() for b in views]})
     else:
-        _print_brokers(views, controller=None)
+        console.print_section(sections.brokers(views, controller=None))
         print(f"export KCTL_BOOTSTRAP={bootstrap}", flush=True)
     _hint_next(state.cluster_dir, cluster_dir is not None, started=bool(procs))
 
@@ -74,7 +81,7 @@ def _hint_next(directory: Path, explicit_dir: bool, started: bool) -> None:
 @app.command()
 def down(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
     """Stop every broker of the local cluster (SIGTERM, then SIGKILL after 10 s); data stays."""
-    state = _existing(cluster_dir)
+    state = localcluster.existing(cluster_dir)
     outcome = localcluster.stop_all(state)
     if json_output:
         console.print_json({"brokers": [{"id": i, "result": r} for i, r in sorted(outcome.items())]})
@@ -86,47 +93,26 @@ def down(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
 
 @app.command()
 def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
-    """Show brokers, pids, addresses, liveness and the controller; exit 10 when unhealthy."""
-    state = _existing(cluster_dir)
-    views = localcluster.view(state)
+    """Show brokers, pids, addresses, liveness and the controller with its epoch.
+
+    Exits 10 when the cluster is unhealthy: a planned broker is dead, paused (its lease is
+    older than broker.session.timeout.ms) or shutting down, or no live broker is controller.
+    """
+    state = localcluster.existing(cluster_dir)
+    views = brokerview.view(state)
     controller = state.controller()
-    problems = [f"broker {b.id} is down" for b in views if b.state != "alive"]
-    live_ids = {b.id for b in views if b.state == "alive"}
+    problems = [f"broker {b.id} is {b.state}" for b in views if b.state != brokerview.ALIVE]
+    live_ids = {b.id for b in views if b.state in (brokerview.ALIVE, brokerview.SHUTTING_DOWN)}
     if controller is None or controller[0] not in live_ids:
         problems.append("no live controller")
     if json_output:
         console.print_json({
             "cluster_id": state.cluster_id(), "dir": str(state.cluster_dir),
-            "healthy": not problems,
-            "controller": None if controller is None else {"broker_id": controller[0], "epoch": controller[1]},
-            "brokers": [_broker_json(b) for b in views],
+            "healthy": not problems, "problems": problems,
+            "controller": brokerview.controller_json(controller),
+            "brokers": [b.to_json() for b in views],
         })
     else:
-        _print_brokers(views, controller)
+        console.print_section(sections.brokers(views, controller))
     if problems:
         raise KctlError("cluster unhealthy: " + ", ".join(problems), ExitCode.UNHEALTHY)
-
-
-def _existing(cluster_dir: Path | None) -> ClusterState:
-    state = ClusterState(resolve_cluster_dir(cluster_dir))
-    if not state.exists():
-        raise KctlError(f"no cluster in {state.cluster_dir}: start one with `kctl cluster up`",
-                        ExitCode.UNREACHABLE)
-    return state
-
-
-def _print_brokers(views: list[BrokerView], controller: tuple[int, int] | None) -> None:
-    """The broker table; the controller is marked with '*', as in `rpk cluster info`."""
-    title = None
-    if controller is not None:
-        title = f"controller: broker {controller[0]} (epoch {controller[1]})"
-    rows = []
-    for b in views:
-        marker = "*" if controller is not None and b.id == controller[0] else ""
-        style = "green" if b.state in ("alive", "started", "already running") else "bold red"
-        rows.append([f"{b.id}{marker}", b.address, b.pid, Text(b.state, style=style)])
-    console.print_table(["id", "address", "pid", "state"], rows, title=title)
-
-
-def _broker_json(b: BrokerView) -> dict:
-    return {"id": b.id, "host": b.host, "port": b.port, "pid": b.pid, "state": b.state}

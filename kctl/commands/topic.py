@@ -8,7 +8,7 @@ import typer
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 from rich.text import Text
 
-from kctl import console, topicinfo, topics
+from kctl import console, sections, topicinfo, topics
 from kctl.client import connect, fetch_metadata, result
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
@@ -81,7 +81,8 @@ def describe(
 ) -> None:
     """Show each partition's leader, epoch, replicas, ISR, watermarks and replica log ends.
 
-    Replicas outside the ISR are red, replicas whose log end lags the leader's are yellow.
+    Replicas outside the ISR are red, replicas whose log end is below the high watermark are
+    yellow, and a partition without a leader (offline) shows leader "none".
     Per-replica log end offsets and leader epochs come from the local cluster's state
     directory; against another cluster only the leader's end (its high watermark) is known.
     """
@@ -98,34 +99,7 @@ def describe(
         console.print_table(["key", "value", "source"],
                             [[k, c["value"], c["source"]] for k, c in doc["configs"].items()],
                             title="CONFIGS")
-    console.print_table(
-        ["partition", "leader", "epoch", "replicas", "isr", "log-start", "hwm", "log-end"],
-        [_partition_row(p) for p in parts], title="PARTITIONS")
-
-
-def _partition_row(p: dict) -> list:
-    """Out-of-sync replicas in red, replicas whose log end lags the leader's in yellow."""
-    leader_end = p["log_end_offsets"].get(str(p["leader"]))
-    replicas = Text()
-    ends = Text()
-    for broker in p["replicas"]:
-        end = p["log_end_offsets"].get(str(broker))
-        lagging = end is not None and leader_end is not None and end < leader_end
-        _append(replicas, str(broker), "bold red" if broker not in p["isr"] else None)
-        if str(broker) in p["log_end_offsets"]:
-            _append(ends, f"{broker}:{'-' if end is None else end}",
-                    "yellow" if lagging or end is None else None)
-    leader = p["leader"] if p["leader"] >= 0 else Text("none", style="bold red")
-    isr = ",".join(map(str, p["isr"]))
-    return [p["partition"], leader, p["leader_epoch"], replicas, isr,
-            p["log_start_offset"], p["high_watermark"], ends]
-
-
-def _append(cells: Text, item: str, style: str | None) -> None:
-    """Comma-separated items, so piped output keeps one whitespace-free word per column."""
-    if cells:
-        cells.append(",")
-    cells.append(item, style=style)
+    console.print_section(sections.partitions("PARTITIONS", parts))
 
 
 @app.command()

@@ -1,7 +1,12 @@
+import os
+import signal
 import uuid
 
 import pytest
+from brokerd.state import ClusterState
 
+from kctl.testing import run_kctl
+from tests.kctl.local import KctlProcess
 from tests.kctl.mock_cluster import mock_cluster
 
 
@@ -25,3 +30,29 @@ def isolated_env(tmp_path, monkeypatch):
 def topic():
     """A fresh topic name; the mock cluster creates topics on first use, with 4 partitions."""
     return f"t-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def cluster_dir(tmp_path, isolated_env):
+    """A directory for `kctl cluster up`; its brokers are stopped at the end, whatever the test
+    did to them (paused ones included: SIGKILL ends a stopped process too)."""
+    directory = tmp_path / "cluster"
+    yield directory
+    run_kctl("cluster", "down", "--dir", str(directory), env=isolated_env)
+    for reg in ClusterState(directory).brokers():
+        if reg.alive:
+            os.kill(reg.pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def kctl_processes():
+    """Start background kctl processes with start(directory, *args); all are killed at the end."""
+    started = []
+
+    def start(directory, *args):
+        process = KctlProcess(directory, *args)
+        started.append(process)
+        return process
+    yield start
+    for process in started:
+        process.stop()

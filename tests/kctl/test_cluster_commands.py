@@ -13,26 +13,9 @@ from brokerd.state import ClusterState
 from kctl.exit_codes import ExitCode
 from kctl.testing import run_kctl
 from tests.cluster_harness import free_port, wait_until
+from tests.kctl.local import kctl_in
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def cluster_dir(tmp_path, isolated_env):
-    """A cluster directory whose brokers are stopped at the end, whatever the test did."""
-    directory = tmp_path / "cluster"
-    yield directory
-    run_kctl("cluster", "down", "--dir", str(directory), env=isolated_env)
-    state = ClusterState(directory)
-    for reg in state.brokers():
-        if reg.alive:
-            os.kill(reg.pid, signal.SIGKILL)
-
-
-def kctl_in(directory, *args, expect=0, **kwargs):
-    result = run_kctl(*args, env={"KCTL_HOME": str(directory)}, **kwargs)
-    assert result.returncode == expect, result.stderr
-    return result
 
 
 def status(directory, expect=0):
@@ -42,8 +25,8 @@ def status(directory, expect=0):
 def test_up_status_restart_down(cluster_dir):
     up = kctl_in(cluster_dir, "cluster", "up", "--brokers", "3")
     lines = up.stdout.decode().splitlines()
-    assert lines[0].split() == ["ID", "ADDRESS", "PID", "STATE"]
-    assert [line.split()[-1] for line in lines[1:4]] == ["started"] * 3
+    assert lines[0].split() == ["ID", "ADDRESS", "PID", "STATE", "LEASE-AGE"]
+    assert [line.split()[3] for line in lines[1:4]] == ["started"] * 3
     ports = ClusterState(cluster_dir).planned_brokers()
     assert lines[-1] == "export KCTL_BOOTSTRAP=" + ",".join(f"127.0.0.1:{p}" for p in ports.values())
     assert "Next:" in up.stderr
@@ -85,7 +68,8 @@ def test_port_in_use_is_one_clear_line(cluster_dir):
 def test_a_broker_that_dies_at_startup_shows_its_log(cluster_dir):
     (cluster_dir / "brokers" / "1").mkdir(parents=True)
     (cluster_dir / "brokers" / "1" / "data").write_text("not a directory")
-    result = kctl_in(cluster_dir, "cluster", "up", "--port-base", str(free_port()), expect=ExitCode.ERROR)
+    result = kctl_in(cluster_dir, "cluster", "up", "--brokers", "1", "--port-base", str(free_port()),
+                     expect=ExitCode.ERROR)
     assert "last lines of" in result.stderr and "cannot start" in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("kctl: error: broker 1 exited with code")
 

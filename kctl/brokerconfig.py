@@ -1,0 +1,66 @@
+"""Broker settings of a local cluster: what `cluster up -o` asked for, remembered for restarts.
+
+They live in `<dir>/kctl.json`, beside `state/` (which only brokerd.state opens), so that a
+later `kctl cluster up` or `kctl broker start 2` starts each broker the way the cluster was
+first started: a class that set a short session timeout keeps it after a broker is killed.
+
+kctl adds one default of its own, default.replication.factor = min(3, brokers): a local
+multi-broker cluster exists to show replication, so its topics are replicated unless the
+user says otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from brokerd.config import BROKER_DEFAULTS, BrokerConfig
+from brokerd.state import atomic_write
+
+from kctl.errors import KctlError
+from kctl.exit_codes import ExitCode
+from kctl.keyvalue import parse_pairs
+
+FILE_NAME = "kctl.json"
+REPLICATION_FACTOR = "default.replication.factor"
+SESSION_TIMEOUT = "broker.session.timeout.ms"
+MAX_DEFAULT_REPLICATION = 3
+
+
+def parse(items: list[str] | None) -> dict[str, str]:
+    """`-o name=value` options, checked against brokerd's own table before any broker starts."""
+    settings = dict(parse_pairs(items, "-o/--broker-config"))
+    try:
+        BrokerConfig(0, Path(), 0, overrides=settings)
+    except ValueError as exc:
+        raise KctlError(f"{exc}; broker configs are: {', '.join(sorted(BROKER_DEFAULTS))}",
+                        ExitCode.INVALID_INPUT) from None
+    return settings
+
+
+def remembered(cluster_dir: Path) -> dict[str, str]:
+    """The settings the cluster was started with ({} for a cluster kctl did not start)."""
+    path = cluster_dir / FILE_NAME
+    try:
+        return dict(json.loads(path.read_text())["broker_config"])
+    except FileNotFoundError:
+        return {}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise KctlError(f"cannot read {path}: {exc}; fix or remove it", ExitCode.ERROR) from None
+
+
+def remember(cluster_dir: Path, settings: dict[str, str]) -> None:
+    doc = {"broker_config": dict(sorted(settings.items()))}
+    atomic_write(cluster_dir / FILE_NAME, (json.dumps(doc, indent=1) + "\n").encode())
+
+
+def effective(settings: dict[str, str], brokers: int) -> dict[str, str]:
+    """What each brokerd gets: kctl's defaults for a cluster of this size, then the user's."""
+    defaults = {REPLICATION_FACTOR: str(min(MAX_DEFAULT_REPLICATION, brokers))} if brokers > 1 else {}
+    return {**defaults, **settings}
+
+
+def session_timeout_s(cluster_dir: Path) -> float:
+    """broker.session.timeout.ms of the cluster: a lease older than this means 'paused'."""
+    value = remembered(cluster_dir).get(SESSION_TIMEOUT, BROKER_DEFAULTS[SESSION_TIMEOUT][0])
+    return int(value) / 1000

@@ -1,0 +1,87 @@
+"""Fault injection on one broker of the local cluster: kill, stop, start, pause, resume.
+
+Each operation first looks the broker up in the state directory, so an unknown id or a broker
+in the wrong state (killing a dead one, starting a running one) is one clear line and an exit
+code, and a signal only ever goes to the pid of a process that holds the broker's lock.
+"""
+
+from __future__ import annotations
+
+import signal
+
+from brokerd.state import ClusterState
+
+from kctl import brokerconfig, brokerview, localcluster
+from kctl.brokerview import BrokerView
+from kctl.errors import KctlError
+from kctl.exit_codes import ExitCode
+
+KILL_TIMEOUT_S = 5.0
+
+
+def lookup(state: ClusterState, broker_id: int) -> BrokerView:
+    """The broker's current view; an id the cluster never planned is exit 4."""
+    views = brokerview.view(state)
+    found = brokerview.find(views, broker_id)
+    if found is None:
+        ids = ", ".join(str(b.id) for b in views)
+        raise KctlError(f"unknown broker {broker_id}: the cluster in {state.cluster_dir} has "
+                        f"broker(s) {ids}", ExitCode.NOT_FOUND)
+    return found
+
+
+def running(state: ClusterState, broker_id: int) -> BrokerView:
+    """The broker, which must have a process to signal; a dead one is exit 6."""
+    broker = lookup(state, broker_id)
+    if broker.state == brokerview.DEAD or broker.pid is None:
+        raise KctlError(f"broker {broker_id} is not running (start it with `kctl broker start "
+                        f"{broker_id}`)", ExitCode.CONFLICT)
+    return broker
+
+
+def kill(state: ClusterState, broker_id: int) -> BrokerView:
+    """SIGKILL: the process dies at once, its lock is released, nothing is handed over."""
+    broker = running(state, broker_id)
+    localcluster.send(broker.pid, signal.SIGKILL)
+    _wait_dead(state, broker, KILL_TIMEOUT_S, "after SIGKILL")
+    return broker
+
+
+def stop(state: ClusterState, broker_id: int, timeout: float) -> BrokerView:
+    """SIGTERM: controlled shutdown (leaderships move first); waits until the process exits."""
+    broker = running(state, broker_id)
+    localcluster.terminate(broker.pid)
+    _wait_dead(state, broker, timeout, f"within {timeout:g}s of SIGTERM; "
+                                       f"`kctl broker kill {broker_id}` ends it")
+    return broker
+
+
+def pause(state: ClusterState, broker_id: int) -> BrokerView:
+    """SIGSTOP: the process keeps its lock but stops renewing its lease."""
+    broker = running(state, broker_id)
+    localcluster.send(broker.pid, signal.SIGSTOP)
+    return broker
+
+
+def resume(state: ClusterState, broker_id: int) -> BrokerView:
+    """SIGCONT: a paused broker runs again and finds out what it missed."""
+    broker = running(state, broker_id)
+    localcluster.send(broker.pid, signal.SIGCONT)
+    return broker
+
+
+def start(state: ClusterState, broker_id: int) -> BrokerView:
+    """Start one dead broker again, on its planned port, with its data and the cluster's settings."""
+    broker = lookup(state, broker_id)
+    if broker.state != brokerview.DEAD:
+        raise KctlError(f"broker {broker_id} is already running (pid {broker.pid}, "
+                        f"{broker.state})", ExitCode.CONFLICT)
+    planned = state.planned_brokers()
+    settings = brokerconfig.effective(brokerconfig.remembered(state.cluster_dir), len(planned))
+    localcluster.start_missing(state, {broker_id: planned[broker_id]}, settings)
+    return lookup(state, broker_id)
+
+
+def _wait_dead(state: ClusterState, broker: BrokerView, timeout: float, what: str) -> None:
+    if not localcluster.wait_dead(state, [broker.id], timeout):
+        raise KctlError(f"broker {broker.id} (pid {broker.pid}) is still running {what}")

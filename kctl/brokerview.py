@@ -1,0 +1,78 @@
+"""What kctl says about each broker of a local cluster: alive, paused, shutting-down or dead.
+
+Liveness comes from the state directory, never from pids: a broker is alive while its process
+holds its lock, which the kernel drops however the process dies. A broker that holds its lock
+but has not renewed its lease within broker.session.timeout.ms is "paused" (SIGSTOP, or
+starved): the rest of the cluster already treats it as dead, and that is what a class needs
+to see next to the process that is still there.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from brokerd.state import BrokerRegistration, ClusterState
+
+from kctl import brokerconfig
+
+HOST = "127.0.0.1"
+ALIVE = "alive"
+PAUSED = "paused"
+SHUTTING_DOWN = "shutting-down"
+DEAD = "dead"
+
+
+@dataclass
+class BrokerView:
+    """One planned broker as kctl reports it."""
+
+    id: int
+    host: str
+    port: int
+    pid: int | None
+    state: str
+    lease_age_s: float | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def to_json(self) -> dict:
+        age = None if self.lease_age_s is None else round(self.lease_age_s, 1)
+        return {"id": self.id, "host": self.host, "port": self.port, "pid": self.pid,
+                "state": self.state, "lease_age_s": age}
+
+
+def state_of(reg: BrokerRegistration | None, session_timeout_s: float, now: float) -> str:
+    """Dead without a process; paused before shutting-down, since a frozen broker cannot
+    act on its shutdown and the cluster has already written it off."""
+    if reg is None or not reg.alive:
+        return DEAD
+    if not reg.is_live(session_timeout_s, now):
+        return PAUSED
+    return SHUTTING_DOWN if reg.shutting_down else ALIVE
+
+
+def view(state: ClusterState) -> list[BrokerView]:
+    """Every planned broker, with what its registration (if it ever registered) says."""
+    session_timeout_s = brokerconfig.session_timeout_s(state.cluster_dir)
+    now = time.time()
+    regs = {r.broker_id: r for r in state.brokers()}
+    views = []
+    for broker_id, port in sorted(state.planned_brokers().items()):
+        reg = regs.get(broker_id)
+        status = state_of(reg, session_timeout_s, now)
+        running = status != DEAD
+        views.append(BrokerView(broker_id, reg.host if reg else HOST, port,
+                                reg.pid if running else None, status,
+                                max(0.0, now - reg.heartbeat_at) if running else None))
+    return views
+
+
+def find(views: list[BrokerView], broker_id: int) -> BrokerView | None:
+    return next((b for b in views if b.id == broker_id), None)
+
+
+def controller_json(controller: tuple[int, int] | None) -> dict | None:
+    return None if controller is None else {"broker_id": controller[0], "epoch": controller[1]}

@@ -1,0 +1,98 @@
+"""`kctl broker list|kill|stop|start|pause|resume`: one broker of the local cluster at a time.
+
+These are real signals to the real daemons, for demos: kill a leader and watch the controller
+elect another (`kctl watch` in a second terminal), pause a follower and watch the ISR shrink.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from kctl import brokerconfig, brokerctl, brokerview, console, localcluster, sections
+from kctl.options import ClusterDir, Json
+
+app = typer.Typer(
+    help="List the local cluster's brokers and inject faults: kill, stop, start, pause, resume.",
+    no_args_is_help=True)
+
+BrokerId = Annotated[int, typer.Argument(metavar="ID", help="Broker id, as in `kctl broker list`.",
+                                         show_default=False)]
+
+
+@app.command("list")
+def list_brokers(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
+    """Show each broker's address, pid, state and lease age; the controller is marked '*'.
+
+    States: alive; paused (its process holds its lock but has not renewed its lease within
+    broker.session.timeout.ms, so the cluster treats it as dead); shutting-down; dead.
+    """
+    state = localcluster.existing(cluster_dir)
+    views = brokerview.view(state)
+    controller = state.controller()
+    if json_output:
+        console.print_json({"controller": brokerview.controller_json(controller),
+                            "brokers": [b.to_json() for b in views]})
+    else:
+        console.print_section(sections.brokers(views, controller))
+
+
+@app.command()
+def kill(broker_id: BrokerId, cluster_dir: ClusterDir = None) -> None:
+    """Kill a broker with SIGKILL: no hand-over; the controller moves its leaderships."""
+    broker = brokerctl.kill(localcluster.existing(cluster_dir), broker_id)
+    console.info(f"Killed broker {broker_id} (SIGKILL to pid {broker.pid}). The partitions it led "
+                 "move to another in-sync replica, if one is left; "
+                 f"`kctl broker start {broker_id}` brings it back.")
+
+
+@app.command()
+def stop(
+    broker_id: BrokerId,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", metavar="SECONDS", min=0.1,
+        help="How long to wait for the broker to exit.")] = localcluster.STOP_TIMEOUT_S,
+    cluster_dir: ClusterDir = None,
+) -> None:
+    """Stop a broker gracefully (SIGTERM) and wait until it has exited.
+
+    A controlled shutdown: the controller first moves the broker's leaderships to other
+    in-sync replicas. A paused broker is resumed so that it can stop.
+    """
+    brokerctl.stop(localcluster.existing(cluster_dir), broker_id, timeout)
+    console.info(f"Stopped broker {broker_id} (controlled shutdown). "
+                 f"`kctl broker start {broker_id}` brings it back.")
+
+
+@app.command()
+def start(broker_id: BrokerId, cluster_dir: ClusterDir = None) -> None:
+    """Start a stopped or killed broker again, with its data, port and the cluster's settings.
+
+    It catches up from the leaders, rejoins the ISR, and takes back the partitions it is the
+    preferred leader of.
+    """
+    broker = brokerctl.start(localcluster.existing(cluster_dir), broker_id)
+    console.info(f"Started broker {broker_id} on {broker.address} (pid {broker.pid}).")
+
+
+@app.command()
+def pause(broker_id: BrokerId, cluster_dir: ClusterDir = None) -> None:
+    """Freeze a broker with SIGSTOP: its process stays, but it stops renewing its lease.
+
+    After broker.session.timeout.ms the cluster presumes it dead: it leaves every ISR and its
+    leaderships move. When resumed, a paused controller finds its epoch stale and resigns.
+    """
+    state = localcluster.existing(cluster_dir)
+    broker = brokerctl.pause(state, broker_id)
+    timeout_ms = int(brokerconfig.session_timeout_s(state.cluster_dir) * 1000)
+    console.info(f"Paused broker {broker_id} (SIGSTOP to pid {broker.pid}). The cluster presumes "
+                 f"it dead after broker.session.timeout.ms={timeout_ms}; "
+                 f"`kctl broker resume {broker_id}` continues it.")
+
+
+@app.command()
+def resume(broker_id: BrokerId, cluster_dir: ClusterDir = None) -> None:
+    """Continue a paused broker (SIGCONT): it renews its lease, catches up and rejoins the ISR."""
+    broker = brokerctl.resume(localcluster.existing(cluster_dir), broker_id)
+    console.info(f"Resumed broker {broker_id} (SIGCONT to pid {broker.pid}).")

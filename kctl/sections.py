@@ -1,0 +1,86 @@
+"""The tables kctl shows in more than one place, built from JSON-ready documents.
+
+`kctl broker list`, `kctl topic describe` and `kctl group describe` print them; `kctl watch`
+lays the same tables out in a live dashboard, so a class sees one vocabulary everywhere.
+Styles only mark what a teacher points at: red for what is out (a dead broker, a replica out
+of the ISR, a partition without leader), yellow for what lags.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from kctl import brokerview
+from kctl.brokerview import BrokerView
+from kctl.console import Cell, Section
+
+_BROKER_STYLES = {brokerview.ALIVE: "green", brokerview.PAUSED: "bold yellow",
+                  brokerview.SHUTTING_DOWN: "yellow", brokerview.DEAD: "bold red"}
+
+
+def brokers(views: list[BrokerView], controller: tuple[int, int] | None,
+            title: str | None = None) -> Section:
+    """The broker table; the controller is marked with '*', as in `rpk cluster info`."""
+    if controller is not None:
+        title = f"{title + ' - ' if title else ''}controller: broker {controller[0]} (epoch {controller[1]})"
+    rows = []
+    for b in views:
+        marker = "*" if controller is not None and b.id == controller[0] else ""
+        lease = None if b.lease_age_s is None else f"{b.lease_age_s:.1f}s"
+        rows.append([f"{b.id}{marker}", b.address, b.pid,
+                     Text(b.state, style=_BROKER_STYLES.get(b.state, "green")), lease])
+    return Section(title, ["id", "address", "pid", "state", "lease-age"], rows)
+
+
+def partitions(title: str, docs: list[dict]) -> Section:
+    """Per partition: leader, epoch, replicas, ISR, log start, high watermark, replica log ends."""
+    return Section(title, ["partition", "leader", "epoch", "replicas", "isr", "log-start", "hwm", "log-end"],
+                   [_partition_row(p) for p in docs])
+
+
+def _partition_row(p: dict) -> list[Cell]:
+    """Out-of-sync replicas in red, replicas whose log end is below the high watermark in yellow."""
+    hwm = p["high_watermark"]
+    replicas = Text()
+    ends = Text()
+    for broker in p["replicas"]:
+        end = p["log_end_offsets"].get(str(broker))
+        lagging = end is None or (hwm is not None and end < hwm)
+        _append(replicas, str(broker), "bold red" if broker not in p["isr"] else None)
+        if str(broker) in p["log_end_offsets"]:
+            _append(ends, f"{broker}:{'-' if end is None else end}", "yellow" if lagging else None)
+    leader = p["leader"] if p["leader"] >= 0 else Text("none", style="bold red")
+    isr = ",".join(map(str, p["isr"]))
+    return [p["partition"], leader, p["leader_epoch"], replicas, isr, p["log_start_offset"], hwm, ends]
+
+
+def _append(cells: Text, item: str, style: str | None) -> None:
+    """Comma-separated items, so piped output keeps one whitespace-free word per column."""
+    if cells:
+        cells.append(",")
+    cells.append(item, style=style)
+
+
+def group_summary(doc: dict) -> Section:
+    rows = [["group", doc["group"]], ["coordinator", node(doc["coordinator"])], ["state", doc["state"]],
+            ["protocol-type", doc["protocol_type"]], ["assignor", doc["assignor"]],
+            ["members", len(doc["members"])], ["total-lag", doc["total_lag"]]]
+    return Section("SUMMARY", ["key", "value"], rows)
+
+
+def group_partitions(doc: dict, title: str = "PARTITIONS", wide: bool = True) -> Section:
+    """rpk's columns; `wide=False` (the dashboard) leaves out client id and host."""
+    columns = ["topic", "partition", "current-offset", "log-start-offset", "log-end-offset", "lag",
+               "member-id"] + (["client-id", "host"] if wide else [])
+    rows = []
+    for p in doc["partitions"]:
+        lag = Text(str(p["lag"]), style="yellow") if p["lag"] else p["lag"]
+        row = [p["topic"], p["partition"], p["committed_offset"], p["log_start_offset"],
+               p["high_watermark"], lag, p["member_id"]]
+        rows.append(row + ([p["client_id"], p["host"]] if wide else []))
+    return Section(title, columns, rows)
+
+
+def node(doc: dict | None) -> str | None:
+    """A broker as 'id (host:port)', e.g. a group's coordinator."""
+    return None if doc is None else f"{doc['id']} ({doc['host']}:{doc['port']})"

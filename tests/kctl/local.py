@@ -1,0 +1,60 @@
+"""Helpers for tests that drive a real local cluster through the real kctl CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+
+from kctl.testing import kctl_command, kctl_env, run_kctl
+from tests.cluster_harness import wait_until
+
+
+def kctl_in(directory, *args, expect=0, **kwargs):
+    """Run kctl against the cluster in `directory`; fail the test on another exit code."""
+    result = run_kctl(*args, env={"KCTL_HOME": str(directory)}, **kwargs)
+    assert result.returncode == expect, result.stderr
+    return result
+
+
+def kctl_json(directory, *args, expect=0):
+    return json.loads(kctl_in(directory, *args, "--json", expect=expect).stdout)
+
+
+class KctlProcess:
+    """A long-running kctl (e.g. a group consumer) whose stdout and stderr lines are
+    collected by reader threads, so a test can poll them without blocking."""
+
+    def __init__(self, directory, *args):
+        self.proc = subprocess.Popen(kctl_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=kctl_env({"KCTL_HOME": str(directory)}))
+        self.out: list[str] = []
+        self.err: list[str] = []
+        self._readers = [threading.Thread(target=self._collect, args=(stream, lines), daemon=True)
+                         for stream, lines in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))]
+        for reader in self._readers:
+            reader.start()
+
+    @staticmethod
+    def _collect(stream, lines: list[str]) -> None:
+        for raw in stream:
+            lines.append(raw.decode(errors="replace").rstrip("\n"))
+
+    def wait_for(self, predicate, what: str, timeout: float = 20):
+        def check():
+            if self.proc.poll() is not None and not predicate():
+                raise AssertionError(f"kctl exited ({self.proc.returncode}) before {what}: {self.err}")
+            return predicate()
+        return wait_until(check, timeout, what)
+
+    def finish(self, timeout: float = 15) -> int:
+        """Wait for the exit and for every line to be collected; returns the exit code."""
+        code = self.proc.wait(timeout)
+        for reader in self._readers:
+            reader.join(timeout)
+        return code
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.finish()
