@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, ClusterMetadata, TopicMetadata
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec, TopicMetadata
 
 from kctl.bootstrap import Bootstrap, resolve_bootstrap, resolve_cluster_dir
 from kctl.errors import KctlError, from_kafka
@@ -101,6 +101,23 @@ def find_topic(metadata: ClusterMetadata, topic: str) -> TopicMetadata:
     if error is not None:
         raise from_kafka(error, f"get metadata for topic {topic!r}")
     return meta
+
+
+def list_offsets(admin: AdminClient, conn: Connection, partitions: list[tuple[str, int]],
+                 spec: OffsetSpec) -> dict[tuple[str, int], int | None]:
+    """One ListOffsets round for many partitions; a partition that fails shows as None,
+    so one offline partition does not hide the others."""
+    if not partitions:
+        return {}
+    futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in partitions},
+                                 request_timeout=conn.timeout)
+    offsets: dict[tuple[str, int], int | None] = {}
+    for tp, future in futures.items():
+        try:
+            offsets[(tp.topic, tp.partition)] = future.result().offset
+        except KafkaException:
+            offsets[(tp.topic, tp.partition)] = None
+    return offsets
 
 
 def result(future: Future, doing: str) -> Any:

@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from brokerd.state import ClusterState, TopicRecord
-from confluent_kafka import KafkaException, TopicPartition
-from confluent_kafka.admin import (AdminClient, ConfigResource, ConfigSource, OffsetSpec, ResourceType,
-                                  TopicMetadata)
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec, ResourceType, TopicMetadata
 
 from kctl import console
-from kctl.client import Connection, fetch_metadata, find_topic
+from kctl.client import Connection, fetch_metadata, find_topic, list_offsets
 
 
 @dataclass(frozen=True)
@@ -30,12 +29,12 @@ def describe(conn: Connection, name: str) -> dict:
     metadata = fetch_metadata(admin, conn, name)
     topic = find_topic(metadata, name)
     ids = sorted(topic.partitions)
-    low = _offsets(admin, conn, name, ids, OffsetSpec.earliest())
-    high = _offsets(admin, conn, name, ids, OffsetSpec.latest())
+    low = list_offsets(admin, conn, [(name, p) for p in ids], OffsetSpec.earliest())
+    high = list_offsets(admin, conn, [(name, p) for p in ids], OffsetSpec.latest())
     local = local_view(conn.bootstrap.cluster_dir, metadata.cluster_id, name)
     return {
         "topic": name,
-        "partitions": [_partition(topic, p, low[p], high[p], local) for p in ids],
+        "partitions": [_partition(topic, p, low[(name, p)], high[(name, p)], local) for p in ids],
         "configs": _configs(admin, conn, name),
     }
 
@@ -66,22 +65,6 @@ def _partition(topic: TopicMetadata, p: int, low: int | None, high: int | None,
         status = local.replica_status.get(broker, {}).get((topic.topic, p))
         doc["log_end_offsets"][str(broker)] = None if status is None else status["log_end_offset"]
     return doc
-
-
-def _offsets(admin: AdminClient, conn: Connection, name: str, ids: list[int],
-             spec: OffsetSpec) -> dict[int, int | None]:
-    """One ListOffsets round for all partitions; a partition that fails shows as None."""
-    if not ids:
-        return {}
-    futures = admin.list_offsets({TopicPartition(name, p): spec for p in ids},
-                                 request_timeout=conn.timeout)
-    offsets: dict[int, int | None] = {}
-    for tp, future in futures.items():
-        try:
-            offsets[tp.partition] = future.result().offset
-        except KafkaException:
-            offsets[tp.partition] = None
-    return offsets
 
 
 def _configs(admin: AdminClient, conn: Connection, name: str) -> dict[str, dict] | None:

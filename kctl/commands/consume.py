@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import sys
 import time
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Optional
 
 import typer
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
 from kctl import console
-from kctl.assignment import PartitionPlan, parse_partitions, plan
-from kctl.client import Connection, connect, fetch_metadata
-from kctl.errors import KctlError, exit_code_for
+from kctl.assignment import parse_partitions, plan
+from kctl.client import Connection, connect, fetch_metadata, find_topic
+from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
 from kctl.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
+from kctl.membership import GROUP_DEFAULTS, Membership, reset_policy
 from kctl.offsets import OffsetRange, OffsetSyntaxError, parse
 from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, Settings, Timeout
-
-BATCH = 1000
-POLL_TIMEOUT_S = 0.2
-
-Render = Callable[[Message], bytes]
+from kctl.reader import ClusterWatch, Commit, Reader, Render
 
 
 def consume(
@@ -48,30 +43,63 @@ def consume(
     exit_at_end: Annotated[bool, typer.Option(
         "--exit", "-e", help="Exit at the end of every partition, as it was at start.")] = False,
     quiet: Annotated[bool, typer.Option(
-        "--quiet", "-q", help="No summary on stderr.")] = False,
+        "--quiet", "-q", help="No messages on stderr: no summary, no rebalance lines.")] = False,
+    group: Annotated[Optional[str], typer.Option(
+        "--group", "-g", metavar="GROUP", show_default=False,
+        help="Join this consumer group: the group shares the partitions among its members and "
+             "remembers committed offsets; rebalances are reported on stderr. -o start|end is "
+             "where a group without committed offsets begins.")] = None,
+    commit: Annotated[Optional[Commit], typer.Option(
+        "--commit", show_default=False,
+        help="With -g: 'after' (the default) commits records once written and flushed "
+             "(at-least-once), 'before' commits before writing (at-most-once), 'never' leaves "
+             "the group's offsets alone.")] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
 ) -> None:
     """Print records of a topic; follows new records like `tail -f` unless -e, -n or a range ends it.
 
-    Ends with "Processed a total of N messages" on stderr (unless -q).
+    With -g, a clean exit (Ctrl-C, or -n reached) leaves the group at once, so the other
+    members take over its partitions; a killed member's partitions move after the session
+    timeout (10 s; -X session.timeout.ms=...). Ends with "Processed a total of N messages"
+    on stderr (unless -q).
     """
     spec, render = _compile(offset, fmt, json_output)
     partitions = parse_partitions(partition)
+    if group is None and commit is not None:
+        raise KctlError("--commit needs -g GROUP: only a group has offsets to commit", ExitCode.USAGE)
+    reset = None if group is None else reset_policy(spec, partitions, exit_at_end)
     conn = connect(bootstrap, cluster_dir, timeout, settings)
-    bounded = exit_at_end or spec.stop is not None
     watch = ClusterWatch(conn)
-    consumer = conn.consumer({"enable.partition.eof": bounded, "error_cb": watch})
-    reader = None
+    if group is None:
+        consumer = conn.consumer({"enable.partition.eof": exit_at_end or spec.stop is not None,
+                                  "error_cb": watch})
+        reader = Reader(consumer, topic, render)
+    else:
+        consumer = conn.consumer({**GROUP_DEFAULTS, "group.id": group, "auto.offset.reset": reset,
+                                  "error_cb": watch})
+        reader = Reader(consumer, topic, render, commit or Commit.AFTER, bounded=False)
+    started = False
     try:
-        reader = Reader(consumer, topic, plan(consumer, conn, topic, partitions, spec, exit_at_end), render)
+        _start(reader, conn, topic, partitions, spec, exit_at_end, group, quiet)
+        started = True
         reader.run(count, watch)
     except KeyboardInterrupt:
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     finally:
         consumer.close()
-        if reader is not None and not quiet:
+        if started and not quiet:
             console.info(f"Processed a total of {reader.count} messages")
+
+
+def _start(reader: Reader, conn: Connection, topic: str, partitions: list[int] | None,
+           spec: OffsetRange, exit_at_end: bool, group: str | None, quiet: bool) -> None:
+    """Assign the planned partition ranges, or join the group (after checking the topic)."""
+    if group is None:
+        reader.assign(plan(reader.consumer, conn, topic, partitions, spec, exit_at_end))
+        return
+    find_topic(fetch_metadata(reader.consumer, conn, topic), topic)
+    Membership(group, reader, quiet).subscribe(reader.consumer, topic)
 
 
 def _compile(offset: str, fmt: str, json_output: bool) -> tuple[OffsetRange, Render]:
@@ -83,78 +111,3 @@ def _compile(offset: str, fmt: str, json_output: bool) -> tuple[OffsetRange, Ren
         return spec, record_json if json_output else compile_format(fmt)
     except (OffsetSyntaxError, FormatError) as exc:
         raise KctlError(str(exc), ExitCode.INVALID_INPUT) from None
-
-
-class ClusterWatch:
-    """librdkafka's error callback. It retries most errors by itself, but when it reports
-    every broker down, kctl checks whether the cluster still answers and gives up if not."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.error: KafkaError | None = None
-
-    def __call__(self, error: KafkaError) -> None:
-        if error.code() == KafkaError._ALL_BROKERS_DOWN or error.fatal():
-            self.error = error
-
-    def check(self, consumer: Consumer) -> None:
-        error, self.error = self.error, None
-        if error is None:
-            return
-        if error.fatal():
-            raise KctlError(f"cannot consume: {error.str()}", exit_code_for(error))
-        fetch_metadata(consumer, self.conn)
-
-
-class Reader:
-    """Prints the records of assigned partitions until every bounded partition is done.
-
-    It does not care how partitions were chosen, so group consumption can reuse it.
-    """
-
-    def __init__(self, consumer: Consumer, topic: str, plans: list[PartitionPlan], render: Render):
-        self.consumer = consumer
-        self.render = render
-        self.stops = {p.partition: p.stop for p in plans}
-        self.active = {p.partition for p in plans if not p.empty}
-        self.count = 0
-        consumer.assign([TopicPartition(topic, p.partition, p.start) for p in plans if not p.empty])
-
-    def run(self, limit: int | None, watch: ClusterWatch) -> None:
-        out = sys.stdout.buffer
-        while self.active and (limit is None or self.count < limit):
-            want = BATCH if limit is None else min(BATCH, limit - self.count)
-            chunks = self._batch(want)
-            watch.check(self.consumer)
-            if chunks:
-                self.count += len(chunks)  # before writing: a reader who saw it, counts it
-                out.write(b"".join(chunks))
-                out.flush()
-
-    def _batch(self, want: int) -> list[bytes]:
-        """Rendered records of one consume() call, at most `want`; the per-record hot path."""
-        chunks = []
-        stops, active, render = self.stops, self.active, self.render
-        for msg in self.consumer.consume(num_messages=want, timeout=POLL_TIMEOUT_S):
-            if msg.error() is not None:
-                self._on_event(msg)
-                continue
-            p, offset = msg.partition(), msg.offset()
-            stop = stops[p]
-            if p not in active or (stop is not None and offset >= stop):
-                active.discard(p)
-                continue
-            chunks.append(render(msg))
-            if stop is not None and offset + 1 >= stop:
-                active.discard(p)
-        return chunks
-
-    def _on_event(self, msg: Message) -> None:
-        """End of a partition closes it if bounded; any other partition error ends the run."""
-        error, p = msg.error(), msg.partition()
-        if error.code() == KafkaError._PARTITION_EOF:
-            stop = self.stops.get(p)
-            if stop is not None and msg.offset() >= stop:
-                self.active.discard(p)
-            return
-        raise KctlError(f"cannot consume {msg.topic()}/{p}: {error.str()}", exit_code_for(error))

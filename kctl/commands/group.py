@@ -1,0 +1,203 @@
+"""`kctl group list|describe|reset-offsets|delete`: consumer groups, as rpk and
+kafka-consumer-groups.sh show them."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Optional
+
+import typer
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
+
+from kctl import console, groupinfo, offsetreset, sections
+from kctl.assignment import parse_partitions
+from kctl.client import Connection, connect, fetch_metadata, find_topic, list_offsets, result
+from kctl.errors import KctlError, from_kafka
+from kctl.exit_codes import ExitCode
+from kctl.offsetreset import Current, Kind, Strategy
+from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, Json, Settings, Timeout
+
+app = typer.Typer(help="List, describe, reset and delete consumer groups.", no_args_is_help=True)
+
+Group = Annotated[str, typer.Argument(metavar="GROUP", help="Consumer group id.", show_default=False)]
+Partition = tuple[str, int]
+
+
+def _admin(bootstrap: str | None, cluster_dir, timeout: float,
+           settings: list[str] | None) -> tuple[Connection, AdminClient]:
+    """A connection and an admin client, after checking the cluster answers (exit 3 if not)."""
+    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    admin = conn.admin()
+    fetch_metadata(admin, conn)
+    return conn, admin
+
+
+@app.command("list")
+def list_groups(
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+) -> None:
+    """List consumer groups with their state, protocol type, coordinator and member count."""
+    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings)
+    rows = groupinfo.list_groups(admin, conn)
+    if json_output:
+        console.print_json(rows)
+        return
+    console.print_table(["group", "state", "protocol-type", "coordinator", "members"],
+                        [[r["group"], r["state"], r["protocol_type"], sections.node(r["coordinator"]), r["members"]]
+                         for r in rows])
+
+
+@app.command()
+def describe(
+    group: Group,
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+) -> None:
+    """Show a group's coordinator, state, members and total lag, then per partition the
+    committed offset, log start, high watermark (log end), lag and the member reading it.
+
+    Lag is the high watermark minus the committed offset: the records the group has not
+    committed yet. Partitions with lag are yellow.
+    """
+    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings)
+    doc = groupinfo.describe(admin, conn, group)
+    if json_output:
+        console.print_json(doc)
+        return
+    console.print_section(sections.group_summary(doc))
+    console.print_section(sections.group_partitions(doc))
+
+
+@app.command("reset-offsets")
+def reset_offsets(
+    group: Group,
+    to_earliest: Annotated[bool, typer.Option("--to-earliest", help="To the log start.")] = False,
+    to_latest: Annotated[bool, typer.Option("--to-latest", help="To the high watermark.")] = False,
+    to_offset: Annotated[Optional[int], typer.Option(
+        "--to-offset", metavar="N", show_default=False, help="To offset N on every partition.")] = None,
+    shift_by: Annotated[Optional[int], typer.Option(
+        "--shift-by", metavar="N", show_default=False,
+        help="Move the committed offset by N (negative: back, to read records again).")] = None,
+    to_datetime: Annotated[Optional[str], typer.Option(
+        "--to-datetime", metavar="T", show_default=False,
+        help="To the first record at or after T: 13-digit ms, 10-digit s, YYYY-MM-DD, "
+             "YYYY-MM-DDTHH:MM:SS, RFC3339, or a duration before now such as -10m.")] = None,
+    topic: Annotated[Optional[list[str]], typer.Option(
+        "--topic", "-t", metavar="TOPIC[:P,...]", show_default=False,
+        help="Only these topics (and partitions) (repeatable). Default: every partition the "
+             "group has committed offsets for.")] = None,
+    execute: Annotated[bool, typer.Option(
+        "--execute", help="Commit the new offsets. Without it, only print the plan.")] = False,
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+) -> None:
+    """Plan, and with --execute commit, new offsets for a group: prior offset -> new offset.
+
+    Without --execute nothing changes (a dry run, as kafka-consumer-groups.sh). New offsets
+    stay within [log start, high watermark]. Refused (exit 6) while the group has active
+    members: stop its consumers first.
+    """
+    strategy = offsetreset.choose(to_earliest, to_latest, to_offset, shift_by, to_datetime,
+                                  int(time.time() * 1000))
+    scopes = [_parse_scope(t) for t in topic or []]
+    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings)
+    _require_empty(admin, conn, group, "reset its offsets")
+    committed = groupinfo.committed_offsets(admin, conn, group)
+    keys = _selected(admin, conn, group, scopes, committed)
+    plan = _plan(admin, conn, strategy, keys, committed)
+    if execute:
+        _commit(admin, conn, group, plan)
+    _print_plan(group, strategy, plan, committed, execute, json_output)
+    if execute:
+        console.info(f"Committed new offsets for {len(plan)} partition(s) of group {group}.")
+    else:
+        console.warn("dry run: nothing changed; add --execute to commit these offsets")
+
+
+def _parse_scope(text: str) -> tuple[str, list[int] | None]:
+    name, sep, parts = text.partition(":")
+    if not name or (sep and not parts):
+        raise KctlError(f"invalid --topic {text!r}: expected TOPIC or TOPIC:P[,P...]",
+                        ExitCode.INVALID_INPUT)
+    return name, parse_partitions([parts]) if sep else None
+
+
+def _selected(admin: AdminClient, conn: Connection, group: str,
+              scopes: list[tuple[str, list[int] | None]], committed: dict) -> list[Partition]:
+    """The partitions to reset: those named by --topic, else those the group committed."""
+    if not scopes:
+        if not committed:
+            raise KctlError(f"group {group!r} has no committed offsets: name the partitions "
+                            "with --topic TOPIC[:P,...]", ExitCode.NOT_FOUND)
+        return sorted(committed)
+    metadata = fetch_metadata(admin, conn)
+    keys = set()
+    for name, wanted in scopes:
+        available = sorted(find_topic(metadata, name).partitions)
+        for p in wanted if wanted is not None else available:
+            if p not in available:
+                raise KctlError(f"topic {name!r} has no partition {p}", ExitCode.NOT_FOUND)
+            keys.add((name, p))
+    return sorted(keys)
+
+
+def _plan(admin: AdminClient, conn: Connection, strategy: Strategy, keys: list[Partition],
+          committed: dict[Partition, int]) -> dict[Partition, int]:
+    starts = list_offsets(admin, conn, keys, OffsetSpec.earliest())
+    ends = list_offsets(admin, conn, keys, OffsetSpec.latest())
+    times = {}
+    if strategy.kind is Kind.DATETIME:
+        times = list_offsets(admin, conn, keys, OffsetSpec.for_timestamp(strategy.value))
+    return {key: offsetreset.new_offset(strategy, Current(
+        key[0], key[1], committed.get(key), starts[key], ends[key], times.get(key)))
+        for key in keys}
+
+
+def _commit(admin: AdminClient, conn: Connection, group: str, plan: dict[Partition, int]) -> None:
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in plan.items()])
+    future = admin.alter_consumer_group_offsets([request], request_timeout=conn.timeout)[group]
+    done = result(future, f"reset the offsets of group {group!r}")
+    failed = next((tp.error for tp in done.topic_partitions if tp.error is not None), None)
+    if failed is not None:
+        error = from_kafka(failed, f"reset the offsets of group {group!r}")
+        if error.code == ExitCode.CONFLICT:
+            error.message += " (the group has active members again)"
+        raise error
+
+
+def _print_plan(group: str, strategy: Strategy, plan: dict[Partition, int],
+                committed: dict[Partition, int], executed: bool, json_output: bool) -> None:
+    if json_output:
+        console.print_json({"group": group, "strategy": strategy.kind.value, "executed": executed,
+                            "partitions": [{"topic": t, "partition": p, "prior_offset": committed.get((t, p)),
+                                            "new_offset": o} for (t, p), o in plan.items()]})
+        return
+    console.print_table(["group", "topic", "partition", "prior-offset", "new-offset"],
+                        [[group, t, p, committed.get((t, p)), o] for (t, p), o in plan.items()])
+
+
+@app.command()
+def delete(
+    group: Group,
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+) -> None:
+    """Delete a group and its committed offsets; refused (exit 6) while it has active members."""
+    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings)
+    _require_empty(admin, conn, group, "delete it")
+    future = admin.delete_consumer_groups([group], request_timeout=conn.timeout)[group]
+    result(future, f"delete group {group!r}")
+    console.info(f"Deleted group {group}.")
+
+
+def _require_empty(admin: AdminClient, conn: Connection, group: str, doing: str) -> None:
+    """Kafka refuses to move or delete the offsets of a group whose consumers are running."""
+    if not group:
+        raise KctlError("the group id must not be empty", ExitCode.INVALID_INPUT)
+    description = groupinfo.describe_one(admin, conn, group)
+    if description.members:
+        state = groupinfo.STATE_NAMES[description.state]
+        raise KctlError(f"group {group!r} has {len(description.members)} active member(s) "
+                        f"(state {state}): stop its consumers to {doing}", ExitCode.CONFLICT)

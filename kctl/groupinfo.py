@@ -1,0 +1,110 @@
+"""What `kctl group list|describe` and `kctl watch` know about consumer groups.
+
+Everything comes over the Kafka protocol (ListGroups, DescribeGroups, OffsetFetch,
+ListOffsets), so it is right for any cluster. A group's partitions are those it has
+committed offsets for plus those assigned to its members; lag is the high watermark minus
+the committed offset, as in kafka-consumer-groups.sh and rpk.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions
+from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, MemberDescription, OffsetSpec
+
+from kctl.client import Connection, list_offsets, result
+from kctl.errors import KctlError
+from kctl.exit_codes import ExitCode
+
+# Kafka's own spelling of group states, as kafka-consumer-groups.sh and rpk print them.
+STATE_NAMES = {
+    ConsumerGroupState.STABLE: "Stable", ConsumerGroupState.EMPTY: "Empty",
+    ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
+    ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
+    ConsumerGroupState.DEAD: "Dead", ConsumerGroupState.UNKNOWN: "Unknown",
+}
+
+Partition = tuple[str, int]
+
+
+def list_groups(admin: AdminClient, conn: Connection) -> list[dict]:
+    """Every group with its state and coordinator (ListGroups before v4 carries no state)."""
+    listing = result(admin.list_consumer_groups(request_timeout=conn.timeout), "list groups")
+    ids = sorted(g.group_id for g in listing.valid)
+    descriptions = _describe_all(admin, conn, ids)
+    rows = []
+    for group_id in ids:
+        description = descriptions[group_id]
+        rows.append({"group": group_id, "state": STATE_NAMES[description.state],
+                     "protocol_type": _protocol_type(description),
+                     "coordinator": _coordinator(description), "members": len(description.members)})
+    return rows
+
+
+def describe(admin: AdminClient, conn: Connection, group_id: str) -> dict:
+    """Summary, members and per-partition offsets and lag of one group; exit 4 if unknown."""
+    description = describe_one(admin, conn, group_id)
+    committed = committed_offsets(admin, conn, group_id)
+    owners = {(tp.topic, tp.partition): m for m in description.members
+              for tp in m.assignment.topic_partitions}
+    if description.state == ConsumerGroupState.DEAD and not committed and not owners:
+        raise KctlError(f"unknown group {group_id!r}", ExitCode.NOT_FOUND)
+    keys = sorted(set(committed) | set(owners))
+    starts = list_offsets(admin, conn, keys, OffsetSpec.earliest())
+    ends = list_offsets(admin, conn, keys, OffsetSpec.latest())
+    partitions = [_partition_row(key, committed.get(key), starts[key], ends[key], owners.get(key))
+                  for key in keys]
+    return {
+        "group": group_id, "coordinator": _coordinator(description),
+        "state": STATE_NAMES[description.state], "protocol_type": _protocol_type(description),
+        "assignor": description.partition_assignor or None,
+        "members": [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
+                     "assignment": [{"topic": tp.topic, "partition": tp.partition}
+                                    for tp in m.assignment.topic_partitions]}
+                    for m in description.members],
+        "total_lag": sum(p["lag"] for p in partitions if p["lag"] is not None),
+        "partitions": partitions,
+    }
+
+
+def committed_offsets(admin: AdminClient, conn: Connection, group_id: str) -> dict[Partition, int]:
+    """(topic, partition) -> committed offset, for every partition the group committed."""
+    request = [ConsumerGroupTopicPartitions(group_id)]
+    future = admin.list_consumer_group_offsets(request, request_timeout=conn.timeout)[group_id]
+    found = result(future, f"fetch the committed offsets of group {group_id!r}")
+    return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions if tp.offset >= 0}
+
+
+def describe_one(admin: AdminClient, conn: Connection, group_id: str) -> ConsumerGroupDescription:
+    """The group's state, coordinator and members; an unknown group is described as Dead."""
+    return _describe_all(admin, conn, [group_id])[group_id]
+
+
+def _describe_all(admin: AdminClient, conn: Connection,
+                  ids: list[str]) -> dict[str, ConsumerGroupDescription]:
+    if not ids:
+        return {}
+    futures = admin.describe_consumer_groups(ids, request_timeout=conn.timeout)
+    return {group_id: result(future, f"describe group {group_id!r}")
+            for group_id, future in futures.items()}
+
+
+def _partition_row(key: Partition, committed: int | None, start: int | None, end: int | None,
+                   owner: MemberDescription | None) -> dict:
+    lag = None if committed is None or end is None else max(0, end - committed)
+    return {"topic": key[0], "partition": key[1], "committed_offset": committed,
+            "log_start_offset": start, "high_watermark": end, "lag": lag,
+            "member_id": owner.member_id if owner else None,
+            "client_id": owner.client_id if owner else None,
+            "host": owner.host if owner else None}
+
+
+def _protocol_type(description: ConsumerGroupDescription) -> str | None:
+    """'consumer' for groups of subscribing consumers; None for offsets-only (simple) groups."""
+    return None if description.is_simple_consumer_group else "consumer"
+
+
+def _coordinator(description: ConsumerGroupDescription) -> dict | None:
+    node = description.coordinator
+    if node is None or node.id < 0:
+        return None
+    return {"id": node.id, "host": node.host, "port": node.port}

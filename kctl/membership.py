@@ -1,0 +1,62 @@
+"""`kctl consume -g GROUP`: joining a consumer group and narrating its rebalances on stderr.
+
+A class watching two terminals should see partitions move: every assignment, revocation and
+loss is one line on stderr, while records keep flowing on stdout.
+"""
+
+from __future__ import annotations
+
+from confluent_kafka import Consumer, TopicPartition
+
+from kctl import console
+from kctl.errors import KctlError
+from kctl.exit_codes import ExitCode
+from kctl.offsets import Kind, OffsetRange
+from kctl.reader import Reader
+
+# librdkafka waits 45 s before giving a killed member's partitions away; a demo should not.
+GROUP_DEFAULTS = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}
+
+
+def reset_policy(spec: OffsetRange, partitions: list[int] | None, exit_at_end: bool) -> str:
+    """-o start|end become auto.offset.reset: where a group without committed offsets begins."""
+    if partitions is not None or exit_at_end:
+        raise KctlError("-p and -e choose partitions and ends, a group does that itself: "
+                        "drop them when using -g", ExitCode.USAGE)
+    if spec.stop is not None or spec.start.kind not in (Kind.START, Kind.END):
+        raise KctlError("with -g, -o is where a new group starts: start or end (move an existing "
+                        "group with `kctl group reset-offsets`)", ExitCode.USAGE)
+    return "earliest" if spec.start.kind is Kind.START else "latest"
+
+
+class Membership:
+    """Rebalance callbacks: keep the reader's partitions in step and say what happened."""
+
+    def __init__(self, group: str, reader: Reader, quiet: bool):
+        self.group = group
+        self.reader = reader
+        self.quiet = quiet
+
+    def subscribe(self, consumer: Consumer, topic: str) -> None:
+        consumer.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked,
+                           on_lost=self._lost)
+
+    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.reader.add([tp.partition for tp in partitions])
+        self._say("assigned", partitions, "no partitions: the group has more members than partitions")
+
+    def _revoked(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.reader.remove([tp.partition for tp in partitions])
+        self._say("revoked", partitions)
+
+    def _lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self.reader.remove([tp.partition for tp in partitions])
+        self._say("lost (the group moved on without this member)", partitions)
+
+    def _say(self, what: str, partitions: list[TopicPartition], none: str | None = None) -> None:
+        """One line per event; an empty revocation (before a first assignment) says nothing."""
+        if self.quiet or not (partitions or none):
+            return
+        names = ", ".join(f"{tp.topic}/{tp.partition}" for tp in sorted(
+            partitions, key=lambda tp: (tp.topic, tp.partition)))
+        console.info(f"group {self.group}: {what} {names or none}")

@@ -1,0 +1,158 @@
+"""The record loop of `kctl consume`: poll, render, write to stdout, and commit where asked.
+
+The same loop serves partitions kctl assigned itself (with per-partition stop offsets) and
+partitions a consumer group hands out (unbounded, changing at every rebalance); only the
+group mode commits, and the commit mode decides whether a record is committed before or
+after it has been written out.
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Callable
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+from kctl import console
+from kctl.assignment import PartitionPlan
+from kctl.client import Connection, fetch_metadata
+from kctl.errors import KctlError, exit_code_for
+
+BATCH = 1000
+POLL_TIMEOUT_S = 0.2
+
+Render = Callable[[Message], bytes]
+
+
+class Commit(str, Enum):
+    AFTER = "after"    # at-least-once: a record is committed once it has been written and flushed
+    BEFORE = "before"  # at-most-once: committed before it is written, so a crash may lose it
+    NEVER = "never"
+
+
+class ClusterWatch:
+    """librdkafka's error callback. It retries most errors by itself, but when it reports
+    every broker down, kctl checks whether the cluster still answers and gives up if not."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        self.error: KafkaError | None = None
+
+    def __call__(self, error: KafkaError) -> None:
+        if error.code() == KafkaError._ALL_BROKERS_DOWN or error.fatal():
+            self.error = error
+
+    def check(self, consumer: Consumer) -> None:
+        error, self.error = self.error, None
+        if error is None:
+            return
+        if error.fatal():
+            raise KctlError(f"cannot consume: {error.str()}", exit_code_for(error))
+        fetch_metadata(consumer, self.conn)
+
+
+class Reader:
+    """Prints the records of the partitions it is given until every bounded one is done.
+
+    `bounded=False` (group mode) keeps reading with no partition at all, waiting for a
+    rebalance to hand some out.
+    """
+
+    def __init__(self, consumer: Consumer, topic: str, render: Render,
+                 commit: Commit = Commit.NEVER, bounded: bool = True):
+        self.consumer = consumer
+        self.topic = topic
+        self.render = render
+        self.commit = commit
+        self.bounded = bounded
+        self.stops: dict[int, int | None] = {}
+        self.active: set[int] = set()
+        self.positions: dict[int, int] = {}  # partition -> offset after the last rendered record
+        self.count = 0
+
+    def assign(self, plans: list[PartitionPlan]) -> None:
+        """Read exactly these ranges (kctl's own assignment, no group)."""
+        self.stops = {p.partition: p.stop for p in plans}
+        self.active = {p.partition for p in plans if not p.empty}
+        self.consumer.assign([TopicPartition(self.topic, p.partition, p.start)
+                              for p in plans if not p.empty])
+
+    def add(self, partitions: list[int]) -> None:
+        """Partitions a rebalance handed over: followed with no end."""
+        for p in partitions:
+            self.stops[p] = None
+            self.active.add(p)
+
+    def remove(self, partitions: list[int]) -> None:
+        """Partitions a rebalance took away: their unprinted records belong to the next owner."""
+        self.active.difference_update(partitions)
+        for p in partitions:
+            self.positions.pop(p, None)
+
+    def run(self, limit: int | None, watch: ClusterWatch) -> None:
+        out = sys.stdout.buffer
+        while (self.active or not self.bounded) and (limit is None or self.count < limit):
+            want = BATCH if limit is None else min(BATCH, limit - self.count)
+            chunks = self._batch(want)
+            watch.check(self.consumer)
+            if not chunks:
+                continue
+            self.count += len(chunks)  # before writing: a reader who saw it, counts it
+            if self.commit is Commit.BEFORE:
+                self._commit()
+            out.write(b"".join(chunks))
+            out.flush()
+            if self.commit is Commit.AFTER:
+                self._commit()
+
+    def _batch(self, want: int) -> list[bytes]:
+        """Rendered records of one consume() call, at most `want`; the per-record hot path."""
+        chunks = []
+        stops, active, positions, render = self.stops, self.active, self.positions, self.render
+        for msg in self.consumer.consume(num_messages=want, timeout=POLL_TIMEOUT_S):
+            if msg.error() is not None:
+                self._on_event(msg)
+                continue
+            p, offset = msg.partition(), msg.offset()
+            if p not in active:
+                continue
+            stop = stops[p]
+            if stop is not None and offset >= stop:
+                active.discard(p)
+                continue
+            chunks.append(render(msg))
+            positions[p] = offset + 1
+            if stop is not None and offset + 1 >= stop:
+                active.discard(p)
+        return chunks
+
+    def _on_event(self, msg: Message) -> None:
+        """End of a partition closes it if bounded; any other partition error ends the run."""
+        error, p = msg.error(), msg.partition()
+        if error.code() == KafkaError._PARTITION_EOF:
+            stop = self.stops.get(p)
+            if stop is not None and msg.offset() >= stop:
+                self.active.discard(p)
+            return
+        raise KctlError(f"cannot consume {msg.topic()}/{p}: {error.str()}", exit_code_for(error))
+
+    def _commit(self) -> None:
+        """Commit the offsets after the records rendered since the last commit.
+
+        A failed commit (usually a rebalance in between) is not fatal: those records are
+        read again by the partition's next owner, which is what at-least-once promises.
+        """
+        offsets = [TopicPartition(self.topic, p, o) for p, o in sorted(self.positions.items())]
+        self.positions.clear()
+        if not offsets:
+            return
+        try:
+            done = self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            console.warn(f"commit failed, the records will be read again: {exc.args[0].str()}")
+            return
+        failed = next((tp for tp in done or [] if tp.error is not None), None)
+        if failed is not None:
+            console.warn(f"commit of {self.topic}/{failed.partition} failed, its records will be "
+                         f"read again: {failed.error.str()}")
