@@ -1,0 +1,50 @@
+"""The `kctl watch` screen: brokers, partitions per topic, groups and recent events.
+
+Built as console Sections, so the same tables are printed once when stdout is not a
+terminal and laid out in a Rich Live display when it is.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Group
+from rich.text import Text
+
+from kctl import sections
+from kctl.brokerview import BrokerView
+from kctl.console import Section, rich_table
+
+Event = tuple[float, str]
+
+
+def build(snap: dict, events: list[Event]) -> list[Section]:
+    controller = snap["controller"]
+    out = [sections.brokers([BrokerView(**b) for b in snap["brokers"]],
+                            None if controller is None else (controller["broker_id"], controller["epoch"]),
+                            title="BROKERS")]
+    out += [sections.partitions(f"TOPIC {t['topic']}", t["partitions"]) for t in snap["topics"]]
+    if snap.get("groups_error"):
+        out.append(Section("GROUPS", ["error"], [[snap["groups_error"]]]))
+    out += [_group(g) for g in snap.get("groups", [])]
+    if events:
+        out.append(Section("EVENTS", ["time", "event"],
+                           [[time.strftime("%H:%M:%S", time.localtime(t)), what] for t, what in events]))
+    return out
+
+
+def _group(doc: dict) -> Section:
+    if "error" in doc:
+        return Section(f"GROUP {doc['group']}", ["error"], [[doc["error"]]])
+    coordinator = doc["coordinator"]["id"] if doc["coordinator"] else "none"
+    title = (f"GROUP {doc['group']}: {doc['state']}, {len(doc['members'])} member(s), "
+             f"coordinator {coordinator}, total lag {doc['total_lag']}")
+    return sections.group_partitions(doc, title=title, wide=False)
+
+
+def screen(snap: dict, events: list[Event], interval: float) -> Group:
+    """The live display: a header line, then every section as a Rich table."""
+    moment = time.strftime("%H:%M:%S", time.localtime(snap["time"]))
+    header = Text(f"kctl watch: cluster {snap['cluster_id']} at {moment}, every {interval:g}s "
+                  "(Ctrl-C to stop)", style="bold")
+    return Group(header, *(rich_table(s) for s in build(snap, events)))

@@ -1,0 +1,83 @@
+"""Consumer groups for `kctl watch`, fetched over the Kafka protocol in the background.
+
+Groups live in their coordinator's memory, not in the state directory, so they need requests;
+a killed or paused coordinator makes those wait for the timeout. A background thread keeps
+that wait away from the dashboard: brokers and partitions refresh on time, and the group
+tables show their last answer (or why there is none) until the next one arrives.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Callable
+
+from confluent_kafka.admin import AdminClient
+
+from kctl import groupinfo
+from kctl.client import Connection
+from kctl.errors import KctlError
+
+
+class GroupSource:
+    """Describes the named groups, or every group (consuming `topic`, if given)."""
+
+    def __init__(self, connect: Callable[[], Connection], groups: list[str], topic: str | None):
+        self._connect = connect
+        self._client: tuple[Connection, AdminClient] | None = None
+        self.groups = groups
+        self.topic = topic
+
+    def fetch(self) -> list[dict]:
+        """One document per group; a group that cannot be described says why instead."""
+        conn, admin = self._admin()
+        ids = self.groups or [row["group"] for row in groupinfo.list_groups(admin, conn)]
+        docs = []
+        for group_id in ids:
+            try:
+                doc = groupinfo.describe(admin, conn, group_id)
+            except KctlError as exc:
+                doc = {"group": group_id, "error": exc.message}
+            if self.groups or self._reads_topic(doc):
+                docs.append(doc)
+        return docs
+
+    def _admin(self) -> tuple[Connection, AdminClient]:
+        # Connecting needs a live broker; retried at every fetch until one answers.
+        if self._client is None:
+            conn = self._connect()
+            self._client = (conn, conn.admin())
+        return self._client
+
+    def _reads_topic(self, doc: dict) -> bool:
+        return self.topic is None or any(p["topic"] == self.topic for p in doc.get("partitions", []))
+
+
+class GroupPoller:
+    """Fetches groups every `interval` seconds on a daemon thread; read `latest` any time."""
+
+    def __init__(self, source: GroupSource, interval: float):
+        self.source = source
+        self.interval = interval
+        self.latest: tuple[list[dict], str | None] = ([], "waiting for the first answer")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="kctl-watch-groups", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            docs, error = poll_once(self.source)
+            self.latest = (docs if error is None else self.latest[0], error)
+            self._stop.wait(self.interval)
+
+
+def poll_once(source: GroupSource) -> tuple[list[dict], str | None]:
+    """(groups, None), or ([], why not)."""
+    try:
+        return source.fetch(), None
+    except KctlError as exc:
+        return [], exc.message
