@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from kctl import console
-from kctl.commands import bench, cluster, consume, produce, topic
+from kctl.commands import bench, broker, cluster, consume, group, produce, topic, watch
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode, table
 
@@ -53,9 +53,12 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 app.add_typer(cluster.app, name="cluster")
+app.add_typer(broker.app, name="broker")
 app.add_typer(topic.app, name="topic")
+app.add_typer(group.app, name="group")
 app.command(name="produce")(produce.produce)
 app.command(name="consume")(consume.consume)
+app.command(name="watch")(watch.watch)
 app.add_typer(bench.app, name="bench")
 
 
