@@ -66,17 +66,28 @@ def rows(batch: pa.RecordBatch, columns: SinkColumns) -> Iterator[Row]:
         yield row
 
 
-_PRODUCERS: dict[tuple, Producer] = {}
+_cached: tuple[tuple, Producer] | None = None
 
 
-def _producer(config: dict[str, str]) -> Producer:
-    """One producer per configuration per process. A Python worker runs task after task,
-    and a new idempotent producer spends ~0.5 s getting its producer id before its first
-    delivery: per task and micro-batch, that would dominate small batches."""
+def _idempotent_producer(config: dict[str, str]) -> Producer:
+    """The process's idempotent producer for this configuration. A Python worker runs task
+    after task, and a new idempotent producer spends ~0.5 s getting its producer id before
+    its first delivery: per task and micro-batch, that would dominate small batches. One is
+    kept, the last configuration used, so a client of a cluster no longer in use does not
+    linger."""
+    global _cached
     key = tuple(sorted(config.items()))
-    if key not in _PRODUCERS:
-        _PRODUCERS[key] = Producer(config)
-    return _PRODUCERS[key]
+    if _cached is None or _cached[0] != key:
+        _forget_producer()
+        _cached = (key, Producer(config))
+    return _cached[1]
+
+
+def _forget_producer() -> None:
+    global _cached
+    if _cached is not None:
+        _cached[1].flush(FLUSH_TIMEOUT_S)
+        _cached = None
 
 
 class Outbox:
@@ -85,8 +96,13 @@ class Outbox:
     sent are waited for, so nothing of a failed task lands later, unseen by its retry."""
 
     def __init__(self, client: dict[str, str], idempotent: bool = True):
-        self._config = {"acks": "all", "enable.idempotence": idempotent, **client}
-        self._producer = _producer(self._config)
+        """idempotent=False: a short-lived plain producer whatever `client` says (for a few
+        records whose duplicates are harmless), else the cached one, client settings last."""
+        self._idempotent = idempotent
+        if idempotent:
+            self._producer = _idempotent_producer({"acks": "all", "enable.idempotence": True, **client})
+        else:
+            self._producer = Producer({**client, "acks": "all", "enable.idempotence": False})
         self._error: str | None = None
         self._sent = 0
         self.delivered = 0
@@ -98,7 +114,8 @@ class Outbox:
         if kind is not None:
             self._producer.purge(in_queue=True, in_flight=False)
             self._producer.flush(FLUSH_TIMEOUT_S)
-            _PRODUCERS.pop(tuple(sorted(self._config.items())), None)
+            if self._idempotent:
+                _forget_producer()  # its state after a failure is not worth trusting
             return
         left = self._producer.flush(FLUSH_TIMEOUT_S)
         if self._error is not None:

@@ -71,8 +71,7 @@ class SinkLog:
         """Walk back from the end to the latest commit, collecting the intents after it."""
         if not self._exists():
             return Tail(None)
-        low = self._cluster.earliest([self._tp])[self._tp]
-        stop = self._cluster.latest([self._tp])[self._tp]
+        low, stop = self._bounds()
         intents: list[tuple[int, int]] = []
         while stop > low:
             start = max(low, stop - CHUNK)
@@ -114,11 +113,20 @@ class SinkLog:
         except KafkaException as exc:
             if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise
+        self._bounds()
+
+    def _bounds(self) -> tuple[int, int]:
+        """Log start and end offsets, once the partition's leader answers: a topic another
+        task has just created is in the metadata a moment before its leader serves it."""
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while not self._exists():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"topic {self.topic} has no leader after {READY_TIMEOUT_S:g}s")
-            time.sleep(0.05)
+        while True:
+            try:
+                return (self._cluster.earliest([self._tp])[self._tp],
+                        self._cluster.latest([self._tp])[self._tp])
+            except ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
 
 def _last_commit(records: list[tuple[bytes, dict]]) -> tuple[Commit | None, list[tuple[int, int]]]:
