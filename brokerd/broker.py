@@ -54,8 +54,9 @@ class Broker:
 
     async def start(self) -> None:
         await self.server.start()  # fails fast on a port in use, before registering
-        self._liveness = self.state.register_broker(self.broker_id, self.config.host,
-                                                    self.config.port)
+        self._liveness = self.state.register_broker(
+            self.broker_id, self.config.host, self.config.port,
+            self.config.get("broker.session.timeout.ms"))
         self._tick()
         self.replicas.delete_stray_logs()
         periodic = [

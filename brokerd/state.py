@@ -73,10 +73,14 @@ class BrokerRegistration:
     shutting_down: bool = False
     alive: bool = False  # the process holds its liveness lock
     heartbeat_at: float = 0.0  # last heartbeat (wall clock); stale when the process is paused
+    session_timeout_ms: int = 3000  # the broker's broker.session.timeout.ms
 
-    def is_live(self, session_timeout_s: float, now: float | None = None) -> bool:
-        """Alive and heartbeating within broker.session.timeout.ms: eligible for leadership."""
+    def is_live(self, session_timeout_s: float | None = None, now: float | None = None) -> bool:
+        """Alive and heartbeating within broker.session.timeout.ms (by default the broker's
+        own, as registered): eligible for leadership."""
         now = time.time() if now is None else now
+        if session_timeout_s is None:
+            session_timeout_s = self.session_timeout_ms / 1000
         return self.alive and now - self.heartbeat_at < session_timeout_s
 
 
@@ -162,7 +166,8 @@ class ClusterState:
         return {int(b): int(p) for b, p in doc["brokers"].items()}
 
     # -- broker registrations and liveness --------------------------------------------------
-    def register_broker(self, broker_id: int, host: str, port: int) -> FileLock:
+    def register_broker(self, broker_id: int, host: str, port: int,
+                        session_timeout_ms: int) -> FileLock:
         """Register this process as broker ``broker_id`` and return the liveness lock it holds.
 
         The lock is an OS file lock, so it is released by the kernel when the process dies,
@@ -176,7 +181,7 @@ class ClusterState:
         except Timeout as exc:
             raise RuntimeError(f"broker {broker_id} is already running") from exc
         reg = {"broker_id": broker_id, "host": host, "port": port, "pid": os.getpid(),
-               "started_at": time.time()}
+               "started_at": time.time(), "session_timeout_ms": session_timeout_ms}
         _write_json(self.dir / "brokers" / f"{broker_id}.json", reg)
         self.heartbeat(broker_id)
         return liveness

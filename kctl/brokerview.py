@@ -62,7 +62,8 @@ def view(state: ClusterState) -> list[BrokerView]:
     views = []
     for broker_id, port in sorted(state.planned_brokers().items()):
         reg = regs.get(broker_id)
-        status = state_of(reg, session_timeout_s, now)
+        timeout_s = reg.session_timeout_ms / 1000 if reg else session_timeout_s
+        status = state_of(reg, timeout_s, now)
         running = status != DEAD
         views.append(BrokerView(broker_id, reg.host if reg else HOST, port,
                                 reg.pid if running else None, status,

@@ -295,7 +295,7 @@ class GroupCoordinator:
         rows = []
         for name in sorted(names):
             group = self.groups.get(name) or Group(name)
-            rows.append((name, group.protocol_type or "consumer", group.state.value))
+            rows.append((name, group.protocol_type or "", group.state.value))
         return rows
 
     def describe(self, group_id: str) -> Group:

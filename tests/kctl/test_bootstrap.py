@@ -16,8 +16,8 @@ def running_cluster(tmp_path):
     live brokerd would; broker 2 registered once and is gone."""
     state = ClusterState(tmp_path / "cluster")
     state.initialize({1: 19092, 2: 19093})
-    lock = state.register_broker(1, "127.0.0.1", 19092)
-    state.register_broker(2, "127.0.0.1", 19093).release()
+    lock = state.register_broker(1, "127.0.0.1", 19092, 3000)
+    state.register_broker(2, "127.0.0.1", 19093, 3000).release()
     yield tmp_path / "cluster"
     lock.release()
 
