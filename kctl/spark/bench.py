@@ -42,9 +42,10 @@ def main() -> None:
         _fill(client, names[2], args.records, args.record_size)
         spark = local_session("kctl-bench")
         _copy(spark, client, names[0], names[1], args.max_per_trigger)
-        figures = {"records": args.records, "record_size": args.record_size, "partitions": args.partitions,
-                   "read": _timed(lambda: _read(spark, client, names[2]), args),
-                   "copy": _timed(lambda: _copy(spark, client, names[2], names[3], args.max_per_trigger), args)}
+        read = _timed(lambda: _read(spark, client, names[2]), args)
+        copy = _timed(lambda: _copy(spark, client, names[2], names[3], args.max_per_trigger), args)
+        figures = {"records": args.records, "record_size": args.record_size,
+                   "partitions": args.partitions, "read": read, "copy": copy}
         _check(client, names[3], args.records)
         spark.stop()
     finally:
@@ -80,7 +81,8 @@ def _read(spark: SparkSession, client: dict[str, str], topic: str) -> int:
             .option("subscribe", topic).load().count())
 
 
-def _copy(spark: SparkSession, client: dict[str, str], source: str, sink: str, per_trigger: int | None) -> int:
+def _copy(spark: SparkSession, client: dict[str, str], source: str, sink: str,
+          per_trigger: int | None) -> int:
     reader = (spark.readStream.format("kctl").option("kafka.bootstrap.servers", client["bootstrap.servers"])
               .option("subscribe", source).option("startingOffsets", "earliest"))
     if per_trigger:

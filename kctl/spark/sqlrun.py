@@ -87,7 +87,8 @@ def _run_stream(df: DataFrame, job: SqlJob) -> None:
             return
         with BatchPrinter(job.fmt) as printer:
             # The whole result every micro-batch for aggregations, new rows otherwise.
-            _wait(_start(df.writeStream.foreachBatch(printer), ("complete", "append"), checkpoint, job.trigger))
+            printing = df.writeStream.foreachBatch(printer)
+            _wait(_start(printing, ("complete", "append"), checkpoint, job.trigger))
 
 
 def _start(writer: DataStreamWriter, modes: tuple[str, str], checkpoint: str,
