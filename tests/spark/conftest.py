@@ -1,0 +1,41 @@
+"""One local SparkSession for the whole run, shared by the few end-to-end Spark tests.
+
+Spark starts Python workers with $PYSPARK_PYTHON; they must be this interpreter (the one
+with kctl, pyarrow and pyspark installed), or every query fails in its workers. Starting a
+JVM costs seconds on a small machine, so there is exactly one; the rest of the data source
+is tested as plain Python in this directory without it.
+"""
+
+import os
+import sys
+
+import pytest
+
+SPARK_ENV = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+             "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "spark: starts a JVM (one local SparkSession per run)")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    os.environ.update(SPARK_ENV)
+    from pyspark.sql import SparkSession
+
+    import kctl.spark
+
+    session = (SparkSession.builder.master("local[2]").appName("kctl-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.sql.adaptive.enabled", "false")
+               .config("spark.python.worker.reuse", "true")
+               .config("spark.driver.memory", "1g")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    kctl.spark.register(session)
+    yield session
+    session.stop()

@@ -1,0 +1,64 @@
+"""Topics in and out of a real cluster for the Spark tests, with plain librdkafka clients."""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+TIMEOUT_S = 30.0
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(TIMEOUT_S)
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:  # until every partition has a leader
+        meta = admin.list_topics(name, timeout=TIMEOUT_S).topics[name]
+        if meta.error is None and all(p.leader >= 0 for p in meta.partitions.values()):
+            return
+        assert time.monotonic() < deadline, f"topic {name} has no leaders"
+        time.sleep(0.05)
+
+
+def produce(bootstrap: str, topic: str, records: list, partition: int | None = None) -> None:
+    """records: values, or (key, value) or (key, value, headers) tuples."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for record in records:
+        key, value, headers = _parts(record)
+        kwargs = {} if partition is None else {"partition": partition}
+        producer.produce(topic, value, key, headers=headers, **kwargs)
+    assert producer.flush(TIMEOUT_S) == 0
+
+
+def _parts(record):
+    if isinstance(record, tuple):
+        return (*record, None)[:3]
+    return None, record, None
+
+
+def consume_all(bootstrap: str, topic: str) -> list[Message]:
+    """Every record up to the high watermark of every partition, as it is now."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tests", "enable.auto.commit": False})
+    try:
+        meta = consumer.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), TIMEOUT_S)
+                for p in meta.partitions}
+        consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ends.items()])
+        wanted = sum(high - low for low, high in ends.values())
+        found: list[Message] = []
+        deadline = time.monotonic() + TIMEOUT_S
+        while len(found) < wanted:
+            assert time.monotonic() < deadline, f"only {len(found)} of {wanted} records of {topic}"
+            for msg in consumer.consume(wanted - len(found), timeout=0.2):
+                if msg.error() is not None:
+                    raise KafkaException(msg.error())
+                found.append(msg)
+        return found
+    finally:
+        consumer.close()
+
+
+def values(messages: list[Message]) -> list[bytes]:
+    return [m.value() for m in messages]
