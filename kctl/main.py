@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from kctl import console
-from kctl.commands import bench, broker, cluster, consume, group, produce, topic, watch
+from kctl.commands import bench, broker, cluster, consume, group, produce, sql, topic, watch
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode, table
 
@@ -60,6 +60,7 @@ app.command(name="produce")(produce.produce)
 app.command(name="consume")(consume.consume)
 app.command(name="watch")(watch.watch)
 app.add_typer(bench.app, name="bench")
+app.command(name="sql")(sql.sql)
 
 
 def _print_version(value: bool) -> None:
