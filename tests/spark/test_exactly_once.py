@@ -26,6 +26,7 @@ from tests.spark.helpers import consume_all, create_topic, produce, values
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 RECORDS, PER_TRIGGER = 2000, 400
+REPO = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
@@ -34,7 +35,7 @@ def copy_stream(bootstrap, checkpoint: Path, log: Path):
     command = [sys.executable, "-m", "tests.spark.copy_stream", bootstrap, "src", "dst",
                str(checkpoint), str(PER_TRIGGER)]
     with open(log, "ab") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=out, stdin=subprocess.DEVNULL,
+        proc = subprocess.Popen(command, stdout=out, stderr=out, stdin=subprocess.DEVNULL, cwd=REPO,
                                 start_new_session=True, env={**os.environ, **SPARK_ENV})
     try:
         yield proc
