@@ -12,6 +12,7 @@ import os
 import sys
 import tempfile
 
+from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 import kctl.spark
@@ -52,6 +53,9 @@ def local_session(app_name: str = "kctl", cores: str = "*", quiet: bool = True) 
             spark = builder.config("spark.driver.extraJavaOptions",
                                    f"-Dlog4j2.configurationFile={conf.name}").getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
+        for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+            # They log every failed query as a JSON document; the exception says it already.
+            PySparkLogger.getLogger(name).disabled = True
     kctl.spark.register(spark)
     return spark
 
