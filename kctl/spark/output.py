@@ -20,8 +20,6 @@ from rich.table import Table
 
 from kctl import console
 
-FORMATS = ("text", "json", "csv")
-
 
 def plain(value: Any) -> Any:
     """A value as JSON can hold it; bytes as text (kctl's records are mostly text)."""
