@@ -58,7 +58,7 @@ def log_topic(query_id: str) -> str:
 
 class SinkLog:
     def __init__(self, client: dict[str, str], query_id: str):
-        self._client = {k: v for k, v in client.items() if k != "transactional.id"}
+        self._client = client
         # A metadata request for a missing topic must not create it with broker defaults.
         self._admin = AdminClient({**{k: v for k, v in self._client.items()
                                       if k not in ("group.id", "isolation.level")},
