@@ -39,3 +39,12 @@ def spark():
     kctl.spark.register(session)
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def drop_cached_producer():
+    """The sink keeps one idempotent producer per process; a test's cluster stops with the
+    test, so the producer must not outlive it (it would keep dialling a closed port)."""
+    yield
+    from kctl.spark.produce import _forget_producer
+    _forget_producer()
