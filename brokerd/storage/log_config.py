@@ -94,6 +94,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "delete (retention) and/or compact; compaction is accepted but not performed."),
     ConfigKey("unclean.leader.election.enable", "BOOLEAN", "false", _boolean,
               "Allow an out-of-sync replica to become leader, losing data."),
+    ConfigKey("compression.type", "STRING", "producer", _one_of("producer"),
+              "Batches are stored compressed as the producer sent them; brokerd never "
+              "recompresses, so producer is the only value."),
 )
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}
 
@@ -134,6 +137,7 @@ class LogConfig:
     flush_ms: int
     cleanup_policy: tuple[str, ...]
     unclean_leader_election_enable: bool
+    compression_type: str
     overrides: Mapping[str, str] = field(default_factory=dict)
 
     DEFAULTS: ClassVar[Mapping[str, str]] = {key.name: key.default for key in CONFIG_KEYS}
