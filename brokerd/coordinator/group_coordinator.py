@@ -14,7 +14,7 @@ import time
 import uuid
 
 from kafka.errors import (
-    CoordinatorLoadInProgressError, GroupIdNotFoundError, GroupSubscribedToTopicError,
+    GroupIdNotFoundError, GroupSubscribedToTopicError,
     IllegalGenerationError, InconsistentGroupProtocolError, InvalidGroupIdError,
     InvalidSessionTimeoutError, NonEmptyGroupError, NotCoordinatorError,
     RebalanceInProgressError, UnknownMemberIdError,

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import time
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.cluster_harness import wait_until
 
 TIMEOUT_S = 30.0
 
@@ -62,3 +67,21 @@ def consume_all(bootstrap: str, topic: str) -> list[Message]:
 
 def values(messages: list[Message]) -> list[bytes]:
     return [m.value() for m in messages]
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """A process started in its own session and everything it started (a JVM, Spark's
+    Python workers), whatever state the test left them in."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(30)
+
+    def gone():
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+    wait_until(gone, 30, "the process group to exit")

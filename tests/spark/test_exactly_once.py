@@ -22,7 +22,7 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 from tests.cluster_harness import wait_until
 from tests.spark.conftest import SPARK_ENV
 from tests.spark.copy_stream import start
-from tests.spark.helpers import consume_all, create_topic, produce, values
+from tests.spark.helpers import consume_all, create_topic, kill_group, produce, values
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 RECORDS, PER_TRIGGER = 2000, 400
@@ -43,20 +43,6 @@ def copy_stream(bootstrap, checkpoint: Path, log: Path):
         kill_group(proc)
 
 
-def kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(30)
-
-    def gone():
-        try:
-            os.killpg(proc.pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
-    wait_until(gone, 30, "the pipeline's processes to exit")
 
 
 def committed_records(checkpoint: Path) -> int:

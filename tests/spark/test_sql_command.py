@@ -13,7 +13,7 @@ import pytest
 from kctl.exit_codes import ExitCode
 from kctl.testing import kctl_command, kctl_env
 from tests.spark.conftest import SPARK_ENV
-from tests.spark.helpers import create_topic, produce
+from tests.spark.helpers import create_topic, kill_group, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 QUERY = "SELECT key AS user, count(*) AS clicks FROM clicks GROUP BY key"
@@ -69,11 +69,3 @@ def test_kctl_sql_prints_a_live_aggregate_and_stops_on_ctrl_c(cluster, tmp_path)
     finally:
         kill_group(proc)
 
-
-def kill_group(proc: subprocess.Popen) -> None:
-    """The CLI, its JVM and Spark's Python workers, whatever state the test left them in."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.wait(30)
