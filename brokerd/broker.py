@@ -102,7 +102,7 @@ class Broker:
 
     def _tick(self) -> None:
         self.refresh_registrations()
-        self.controller.maintain(self.registrations, self.auto_create_topic)
+        self.controller.maintain(self.registrations, self.topics, self.auto_create_topic)
         self.refresh_metadata()
         self.coordinator.expire_sessions()
 

@@ -13,6 +13,7 @@ back (auto.leader.rebalance.enable); create topics other brokers were asked to a
 
 from __future__ import annotations
 
+import copy
 import logging
 import uuid
 
@@ -73,9 +74,11 @@ class Controller:
     def is_active(self) -> bool:
         return self.epoch is not None
 
-    def maintain(self, registrations: list[BrokerRegistration], auto_create) -> None:
+    def maintain(self, registrations: list[BrokerRegistration], topics: dict[str, TopicRecord],
+                 auto_create) -> None:
         """One controller round, run by every broker: claim or check the controllership, and
-        if active, react to brokers coming and going."""
+        if active, react to brokers coming and going. ``topics`` is the broker's cached view:
+        the state lock is taken only when it shows something to change."""
         live = {r.broker_id for r in registrations if r.is_live(self.session_timeout_s)}
         if not self.is_active:
             self.epoch = self.state.claim_controller(self.broker_id, lambda b: b in live)
@@ -87,9 +90,11 @@ class Controller:
             return
         eligible = live - {r.broker_id for r in registrations if r.shutting_down}
         try:
-            with self.state.update_topics(self.epoch) as topics:
-                for topic in topics.values():
-                    self._reconcile(topic, live, eligible)
+            if self._would_change(topics, live, eligible):
+                with self.state.update_topics(self.epoch) as current:
+                    moves = [m for t in current.values() for m in self._reconcile(t, live, eligible)]
+                for move in moves:
+                    log.info("%s", move)
             for name in self.state.take_topic_requests():
                 auto_create(name)
         except StaleControllerEpoch as exc:
@@ -101,7 +106,19 @@ class Controller:
                      self.epoch, why)
         self.epoch = None
 
-    def _reconcile(self, topic: TopicRecord, live: set[int], eligible: set[int]) -> None:
+    def _would_change(self, topics: dict[str, TopicRecord], live: set[int],
+                      eligible: set[int]) -> bool:
+        """Dry run of a round on a copy of the cached metadata."""
+        for topic in topics.values():
+            trial = copy.deepcopy(topic)
+            self._reconcile(trial, live, eligible)
+            if trial.to_json() != topic.to_json():
+                return True
+        return False
+
+    def _reconcile(self, topic: TopicRecord, live: set[int], eligible: set[int]) -> list[str]:
+        """Apply the election rules to every partition of ``topic``; returns the leader moves."""
+        moves = []
         unclean = LogConfig.from_configs(topic.configs).unclean_leader_election_enable
         for record in topic.partitions.values():
             isr = [r for r in record.isr if r in eligible]
@@ -110,8 +127,8 @@ class Controller:
             leader = elect_leader(record, isr, eligible, unclean, self.preferred_leader_rebalance)
             changed = False
             if leader is not None and leader != record.leader:
-                log.info("%s-%d: leader %d -> %d at leader epoch %d", topic.name,
-                         record.partition, record.leader, leader, record.leader_epoch + 1)
+                moves.append(f"{topic.name}-{record.partition}: leader {record.leader} -> "
+                             f"{leader} at leader epoch {record.leader_epoch + 1}")
                 record.leader = leader
                 record.leader_epoch += 1
                 changed = True
@@ -122,6 +139,7 @@ class Controller:
                 changed = True
             if changed:
                 record.partition_epoch += 1
+        return moves
 
     def _require_active(self) -> int:
         if not self.is_active:

@@ -235,10 +235,15 @@ class ClusterState:
         one broker holds the current epoch. A paused controller loses its lease, and with it
         the controllership: when it wakes up its epoch is stale and its writes are refused.
         """
-        with self.write_lock():
+        def held_by_another() -> bool:
             doc = _read_json(self.dir / "controller.json", {"broker_id": -1, "epoch": 0})
-            if doc["broker_id"] != broker_id and is_live(doc["broker_id"]):
+            return doc["broker_id"] != broker_id and is_live(doc["broker_id"])
+        if held_by_another():  # the common case, answered without taking the lock
+            return None
+        with self.write_lock():
+            if held_by_another():
                 return None
+            doc = _read_json(self.dir / "controller.json", {"broker_id": -1, "epoch": 0})
             epoch = doc["epoch"] + 1
             _write_json(self.dir / "controller.json", {"broker_id": broker_id, "epoch": epoch})
         return epoch
