@@ -64,13 +64,19 @@ def produce(
     with ExitStack() as stack:
         stream, tick = _open_input(stack, file)
         conn = connect(bootstrap, cluster_dir, timeout, settings)
-        producer = conn.producer({"acks": acks.value, "compression.type": compression.value,
-                                  "partitioner": "murmur2_random", "on_delivery": tally})
+        producer = conn.producer(PRODUCER_DEFAULTS | {
+            "acks": acks.value, "compression.type": compression.value, "on_delivery": tally})
         _check_target(producer, conn, topic, partition)
         _produce_stream(producer, stream, topic, split, extra, tally, tick)
     console.info(tally.summary())
     if tally.first_error is not None:
         raise KctlError(f"delivery failed: {tally.first_error.str()}", exit_code_for(tally.first_error))
+
+
+# Keys are placed by Kafka's own (Java) partitioner, so kctl and other clients agree. Keyless
+# records are spread record by record: librdkafka's default sticks to one partition per
+# batch, which would put a short `seq 100 | kctl produce` entirely in one partition.
+PRODUCER_DEFAULTS = {"partitioner": "murmur2_random", "sticky.partitioning.linger.ms": 0}
 
 
 def _splitter(key: str | None, delimiter: str | None) -> Splitter:

@@ -138,3 +138,12 @@ def test_offsets_by_timestamp(cluster_factory):
     assert values(f"@{boundary}") == [b"new"]
     assert values(f"@:{boundary}") == [b"old"]
     assert values(f"@{boundary + 3_600_000}") == []
+
+
+def test_keyless_records_spread_over_every_partition(cluster_factory):
+    cluster = cluster_factory(1)
+    kctl_in(cluster.dir, "topic", "create", "spread", "-p", "3")
+    kctl_in(cluster.dir, "produce", "spread", input=b"".join(b"%d\n" % i for i in range(300)))
+    doc = json.loads(kctl_in(cluster.dir, "topic", "describe", "spread", "--json").stdout)
+    counts = [p["high_watermark"] for p in doc["partitions"]]
+    assert sum(counts) == 300 and min(counts) >= 50, counts  # random: ~100 each, sd ~8
