@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from kafka.errors import (
-    FencedLeaderEpochError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderForPartitionError,
+    FencedLeaderEpochError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
+    NotLeaderForPartitionError,
     RequestTimedOutError, UnknownLeaderEpochError,
 )
 
@@ -95,7 +96,7 @@ class Partition:
 
     # -- leader: produce --------------------------------------------------------------------
     def append_as_leader(self, batch: bytes, acks: int) -> AppendInfo:
-        self._require_leader()
+        self.require_leader()
         if acks == -1 and len(self.isr) < self.log.config.min_insync_replicas:
             raise NotEnoughReplicasError(
                 f"{self}: ISR {self.isr} is smaller than min.insync.replicas="
@@ -111,7 +112,7 @@ class Partition:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
         while self.high_watermark <= last_offset:
-            self._require_leader()
+            self.require_leader()
             remaining = deadline - loop.time()
             if remaining <= 0:
                 raise RequestTimedOutError(f"{self}: in-sync replicas did not confirm in time")
@@ -128,14 +129,14 @@ class Partition:
             raise FencedLeaderEpochError(f"{self}: leader epoch {current_leader_epoch} is stale")
         raise UnknownLeaderEpochError(f"{self}: leader epoch {current_leader_epoch} is not known")
 
-    def _require_leader(self) -> None:
+    def require_leader(self) -> None:
         if not self.is_leader:
             raise NotLeaderForPartitionError(f"broker {self.broker_id} does not lead {self}")
 
     # -- leader: followers ------------------------------------------------------------------
     def record_follower_fetch(self, follower: int, fetch_offset: int) -> None:
         """A follower's fetch offset is its log end offset (Kafka's updateFollowerFetchState)."""
-        self._require_leader()
+        self.require_leader()
         state = self.followers.setdefault(follower, FollowerState())
         now = _now_ms()
         leader_end = self.log.log_end_offset

@@ -6,7 +6,7 @@ import logging
 import shutil
 from pathlib import Path
 
-from kafka.errors import NotLeaderForPartitionError, UnknownTopicOrPartitionError
+from kafka.errors import UnknownTopicOrPartitionError
 
 from brokerd.partition import AlterIsr, Partition
 from brokerd.state import TopicRecord
@@ -76,8 +76,7 @@ class ReplicaManager:
 
     def get_leader(self, topic: str, index: int) -> Partition:
         partition = self.get(topic, index)
-        if not partition.is_leader:
-            raise NotLeaderForPartitionError(f"broker {self.broker_id} does not lead {topic}-{index}")
+        partition.require_leader()
         return partition
 
     def shrink_isrs(self, replica_lag_time_max_ms: int) -> None:

@@ -235,15 +235,17 @@ class ClusterState:
         one broker holds the current epoch. A paused controller loses its lease, and with it
         the controllership: when it wakes up its epoch is stale and its writes are refused.
         """
-        def held_by_another() -> bool:
-            doc = _read_json(self.dir / "controller.json", {"broker_id": -1, "epoch": 0})
+        def holder() -> dict:
+            return _read_json(self.dir / "controller.json", {"broker_id": -1, "epoch": 0})
+
+        def held_by_another(doc: dict) -> bool:
             return doc["broker_id"] != broker_id and is_live(doc["broker_id"])
-        if held_by_another():  # the common case, answered without taking the lock
+        if held_by_another(holder()):  # the common case, answered without taking the lock
             return None
         with self.write_lock():
-            if held_by_another():
+            doc = holder()
+            if held_by_another(doc):
                 return None
-            doc = _read_json(self.dir / "controller.json", {"broker_id": -1, "epoch": 0})
             epoch = doc["epoch"] + 1
             _write_json(self.dir / "controller.json", {"broker_id": broker_id, "epoch": epoch})
         return epoch
