@@ -4,26 +4,47 @@ from __future__ import annotations
 
 import time
 
+from kafka.errors import UnknownTopicOrPartitionError
+
 from brokerd.api.errors import error_code
 from brokerd.coordinator.offsets_topic import CommittedOffset
 
 
 async def handle_commit(broker, request) -> dict:
+    """Commit the partitions of known topics; unknown ones get UNKNOWN_TOPIC_OR_PARTITION each,
+    as in Kafka, so a typo in one topic name does not lose the other commits."""
     body = request.body
     now = int(time.time() * 1000)
-    offsets = {(t.name, p.partition_index): CommittedOffset(
+    requested = [(t.name, p) for t in body.topics for p in t.partitions]
+    codes = {(name, p.partition_index): _unknown_partition_code(broker, name, p.partition_index)
+             for name, p in requested}
+    offsets = {(name, p.partition_index): CommittedOffset(
         p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now)
-        for t in body.topics for p in t.partitions}
+        for name, p in requested if not codes[(name, p.partition_index)]}
     try:
         await broker.coordinator.commit(body.group_id, body.generation_id_or_member_epoch,
                                         body.member_id, offsets)
-        code = 0
     except Exception as exc:
         code = error_code(exc)
+        codes = {tp: c or code for tp, c in codes.items()}
     return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": code}
-                                        for p in t.partitions]}
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": codes[(t.name, p.partition_index)]}
+            for p in t.partitions]}
         for t in body.topics]}
+
+
+def _unknown_partition_code(broker, topic: str, partition: int) -> int:
+    if not _is_known(broker, topic, partition):
+        broker.refresh_metadata()  # the topic may be a moment old; our cache polls for it
+        if not _is_known(broker, topic, partition):
+            return UnknownTopicOrPartitionError.errno
+    return 0
+
+
+def _is_known(broker, topic: str, partition: int) -> bool:
+    record = broker.topics.get(topic)
+    return record is not None and partition in record.partitions
 
 
 async def handle_fetch(broker, request) -> dict:

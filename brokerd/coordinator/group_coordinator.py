@@ -258,13 +258,18 @@ class GroupCoordinator:
     # -- committed offsets ------------------------------------------------------------------
     async def commit(self, group_id: str, generation: int, member_id: str,
                      offsets: dict[TopicPartition, CommittedOffset]) -> None:
-        """Append the commit to the group's offsets partition; return once it is replicated."""
+        """Append the commit to the group's offsets partition; return once it is replicated.
+
+        As in Kafka, members may commit while the group is PreparingRebalance (they finish
+        their current records before rejoining); only CompletingRebalance, when the new
+        assignment is not yet known, refuses with REBALANCE_IN_PROGRESS.
+        """
         self._owned(group_id)
         group = self.groups.get(group_id)
         if generation != NO_GENERATION or member_id or (group and group.members):
             group, _ = self._member(group_id, member_id, generation)
-            if group.state == GroupState.PREPARING_REBALANCE:
-                raise RebalanceInProgressError(f"group {group_id} is rebalancing")
+            if group.state == GroupState.COMPLETING_REBALANCE:
+                raise RebalanceInProgressError(f"group {group_id} is completing a rebalance")
         await self._append(group_id, [(offset_key(group_id, t, p), offset_value(c))
                                       for (t, p), c in offsets.items()])
         for tp, committed in offsets.items():
