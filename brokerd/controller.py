@@ -18,8 +18,9 @@ import logging
 import uuid
 
 from kafka.errors import (
-    InvalidPartitionsError, InvalidReplicationFactorError, NotControllerError,
-    TopicAlreadyExistsError, UnknownTopicOrPartitionError,
+    ElectionNotNeededError, InvalidPartitionsError, InvalidReplicationAssignmentError,
+    InvalidReplicationFactorError, InvalidTopicError, NotControllerError,
+    PreferredLeaderNotAvailableError, TopicAlreadyExistsError, UnknownTopicOrPartitionError,
 )
 
 from brokerd.state import (
@@ -59,6 +60,45 @@ def assign_replicas(brokers: list[int], partitions: int, replication_factor: int
     n = len(brokers)
     return [[brokers[(start + p + i) % n] for i in range(replication_factor)]
             for p in range(partitions)]
+
+
+def new_partition(index: int, replicas: list[int]) -> PartitionRecord:
+    """A partition as created: led by its first (preferred) replica, every replica in sync."""
+    return PartitionRecord(index, list(replicas), leader=replicas[0], leader_epoch=0,
+                           isr=list(replicas))
+
+
+def check_assignment(assignment: list[list[int]], live_brokers: list[int],
+                     replication_factor: int) -> None:
+    """Kafka's checks on a manual replica assignment: INVALID_REPLICA_ASSIGNMENT when a
+    partition has no replicas, a broker twice, an unknown broker or a different count."""
+    for p, replicas in enumerate(assignment):
+        if not replicas or len(set(replicas)) != len(replicas):
+            raise InvalidReplicationAssignmentError(
+                f"partition {p}: replicas {replicas} must be non-empty and distinct")
+        if len(replicas) != replication_factor:
+            raise InvalidReplicationAssignmentError(
+                f"partition {p}: {len(replicas)} replica(s), every partition needs "
+                f"{replication_factor}")
+        unknown = sorted(set(replicas) - set(live_brokers))
+        if unknown:
+            raise InvalidReplicationAssignmentError(
+                f"partition {p}: unknown or dead broker(s) {unknown}")
+
+
+def _elect_preferred(record: PartitionRecord, live_brokers: list[int]) -> Exception | None:
+    preferred = record.replicas[0]
+    if record.leader == preferred:
+        return ElectionNotNeededError(f"broker {preferred} already leads partition "
+                                      f"{record.partition}")
+    if preferred not in live_brokers or preferred not in record.isr:
+        return PreferredLeaderNotAvailableError(
+            f"preferred replica {preferred} of partition {record.partition} is not live "
+            "and in sync")
+    record.leader = preferred
+    record.leader_epoch += 1
+    record.partition_epoch += 1
+    return None
 
 
 class Controller:
@@ -148,11 +188,16 @@ class Controller:
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      configs: dict[str, str], live_brokers: list[int],
-                     validate_only: bool = False) -> TopicRecord:
-        """Validate, place replicas and record a new topic; raises Kafka errors on bad input."""
+                     validate_only: bool = False,
+                     assignment: list[list[int]] | None = None) -> TopicRecord:
+        """Validate, place replicas (or take the given ``assignment``, one replica list per
+        partition) and record a new topic; raises Kafka errors on bad input."""
         epoch = self._require_active()
         validate_topic_name(name)
         LogConfig.from_configs(configs)
+        if assignment is not None:
+            check_assignment(assignment, live_brokers, len(assignment[0]))
+            partitions, replication_factor = len(assignment), len(assignment[0])
         if partitions < 1:
             raise InvalidPartitionsError(f"number of partitions must be at least 1, got {partitions}")
         if not 1 <= replication_factor <= len(live_brokers):
@@ -162,18 +207,74 @@ class Controller:
         with self.state.update_topics(epoch) as topics:
             if name in topics:
                 raise TopicAlreadyExistsError(f"topic {name!r} already exists")
-            placement = assign_replicas(sorted(live_brokers), partitions, replication_factor,
-                                        start=len(topics))
+            placement = assignment or assign_replicas(sorted(live_brokers), partitions,
+                                                      replication_factor, start=len(topics))
             record = TopicRecord(name, uuid.uuid4().hex, dict(configs), {
-                p: PartitionRecord(p, replicas, leader=replicas[0], leader_epoch=0,
-                                   isr=list(replicas))
-                for p, replicas in enumerate(placement)})
+                p: new_partition(p, replicas) for p, replicas in enumerate(placement)})
             if validate_only:
                 return record
             topics[name] = record
         log.info("created topic %s with %d partition(s), replication factor %d",
                  name, partitions, replication_factor)
         return record
+
+    def create_partitions(self, name: str, count: int, assignment: list[list[int]] | None,
+                          live_brokers: list[int], validate_only: bool = False) -> None:
+        """Grow a topic to ``count`` partitions (CreatePartitions); partitions never shrink.
+
+        New partitions get the topic's replication factor, placed round-robin after the
+        existing ones unless ``assignment`` gives their replicas. The internal topics are
+        refused: a group's or transaction's partition is a hash modulo their partition count.
+        """
+        epoch = self._require_active()
+        if name.startswith("__"):
+            raise InvalidTopicError(f"the partitions of internal topic {name!r} cannot change")
+        with self.state.update_topics(epoch) as topics:
+            topic = topics.get(name)
+            if topic is None:
+                raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
+            current = len(topic.partitions)
+            if count <= current:
+                raise InvalidPartitionsError(
+                    f"topic {name!r} has {current} partition(s); the new count must be higher, "
+                    f"got {count}")
+            replication_factor = len(topic.partitions[0].replicas)
+            if assignment is None:
+                assignment = assign_replicas(sorted(live_brokers), count, replication_factor,
+                                             start=len(topics))[current:]
+            elif len(assignment) != count - current:
+                raise InvalidReplicationAssignmentError(
+                    f"{len(assignment)} replica list(s) given for {count - current} "
+                    "new partition(s)")
+            check_assignment(assignment, live_brokers, replication_factor)
+            if validate_only:
+                return
+            for p, replicas in enumerate(assignment, start=current):
+                topic.partitions[p] = new_partition(p, replicas)
+        log.info("topic %s grew from %d to %d partitions", name, current, count)
+
+    def elect_preferred_leaders(self, wanted: list[tuple[str, int]] | None,
+                                live_brokers: list[int]) -> dict[tuple[str, int], Exception | None]:
+        """ElectLeaders (preferred): make each partition's first replica its leader again.
+
+        ``wanted`` None means every partition. Per partition: None when elected,
+        ELECTION_NOT_NEEDED when it already leads, PREFERRED_LEADER_NOT_AVAILABLE when it is
+        not live and in sync, UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist.
+        """
+        epoch = self._require_active()
+        results: dict[tuple[str, int], Exception | None] = {}
+        with self.state.update_topics(epoch) as topics:
+            keys = wanted if wanted is not None else [
+                (t.name, p) for t in topics.values() for p in t.partitions]
+            for topic, index in keys:
+                record = topics.get(topic) and topics[topic].partitions.get(index)
+                results[(topic, index)] = (
+                    UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
+                    if record is None else _elect_preferred(record, live_brokers))
+        for (topic, index), error in results.items():
+            if error is None:
+                log.info("%s-%d: preferred leader elected", topic, index)
+        return results
 
     def delete_topic(self, name: str) -> None:
         epoch = self._require_active()

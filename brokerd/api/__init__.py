@@ -10,7 +10,7 @@ from functools import partial
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.api import (
-    api_versions, configs, fetch, find_coordinator, groups, list_offsets, metadata,
+    api_versions, configs, elect_leaders, fetch, find_coordinator, groups, list_offsets, metadata,
     offset_for_leader_epoch, offsets, produce, producer_id, topics,
 )
 
@@ -24,6 +24,8 @@ def build_handlers(broker) -> dict:
         ApiKey.ListOffsets: list_offsets.handle,
         ApiKey.CreateTopics: topics.handle_create,
         ApiKey.DeleteTopics: topics.handle_delete,
+        ApiKey.CreatePartitions: topics.handle_create_partitions,
+        ApiKey.ElectLeaders: elect_leaders.handle,
         ApiKey.InitProducerId: producer_id.handle,
         ApiKey.FindCoordinator: find_coordinator.handle,
         ApiKey.DescribeConfigs: configs.handle_describe,

@@ -1,8 +1,8 @@
-"""CreateTopics and DeleteTopics, which clients send to the controller."""
+"""CreateTopics, CreatePartitions and DeleteTopics, which clients send to the controller."""
 
 from __future__ import annotations
 
-from kafka.errors import InvalidRequestError
+from kafka.errors import InvalidReplicationAssignmentError, InvalidRequestError
 
 from brokerd.api.errors import error_code, error_message
 
@@ -20,20 +20,48 @@ def _create(broker, topic, validate_only: bool) -> dict:
     live = broker.refresh_registrations()
     try:
         configs = {c.name: c.value for c in topic.configs}
-        if topic.assignments:
-            raise InvalidRequestError("manual replica assignment is not supported")
-        partitions = topic.num_partitions
+        partitions, replication = topic.num_partitions, topic.replication_factor
+        assignment = _assignment(topic) if topic.assignments else None
+        if assignment is not None and (partitions != DEFAULT or replication != DEFAULT):
+            raise InvalidRequestError("give either a replica assignment or numPartitions and "
+                                      "replicationFactor (-1), not both")
         if partitions == DEFAULT:
             partitions = broker.config.get("num.partitions")
-        replication = topic.replication_factor
         if replication == DEFAULT:
             replication = min(broker.config.get("default.replication.factor"), len(live))
         broker.controller.create_topic(topic.name, partitions, replication, configs, live,
-                                       validate_only=validate_only)
+                                       validate_only=validate_only, assignment=assignment)
     except Exception as exc:
         return {"name": topic.name, "error_code": error_code(exc),
                 "error_message": error_message(exc)}
     return {"name": topic.name, "error_code": 0, "error_message": None}
+
+
+def _assignment(topic) -> list[list[int]]:
+    """Replica lists by partition index, which must run 0..n-1 (Kafka's rule)."""
+    by_index = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+    if sorted(by_index) != list(range(len(topic.assignments))):
+        raise InvalidReplicationAssignmentError(
+            f"partition indexes {sorted(by_index)} of the assignment must be 0..n-1, each once")
+    return [by_index[p] for p in range(len(by_index))]
+
+
+async def handle_create_partitions(broker, request) -> dict:
+    body = request.body
+    live = broker.refresh_registrations()
+    results = []
+    for topic in body.topics:
+        assignment = (None if topic.assignments is None
+                      else [list(a.broker_ids) for a in topic.assignments])
+        try:
+            broker.controller.create_partitions(topic.name, topic.count, assignment, live,
+                                                validate_only=body.validate_only)
+            results.append({"name": topic.name, "error_code": 0, "error_message": None})
+        except Exception as exc:
+            results.append({"name": topic.name, "error_code": error_code(exc),
+                            "error_message": error_message(exc)})
+    broker.refresh_metadata()
+    return {"throttle_time_ms": 0, "results": results}
 
 
 async def handle_delete(broker, request) -> dict:

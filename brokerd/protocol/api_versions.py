@@ -18,6 +18,8 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.ApiVersions: (0, 3),
     ApiKey.CreateTopics: (0, 4),
     ApiKey.DeleteTopics: (0, 3),
+    ApiKey.CreatePartitions: (0, 1),
+    ApiKey.ElectLeaders: (0, 1),
     ApiKey.InitProducerId: (0, 1),
     ApiKey.DescribeConfigs: (0, 2),
     ApiKey.AlterConfigs: (0, 1),

@@ -13,7 +13,8 @@ import struct
 from dataclasses import dataclass
 
 from kafka.protocol.admin import (
-    AlterConfigsRequest, AlterConfigsResponse, CreateTopicsRequest, CreateTopicsResponse,
+    AlterConfigsRequest, AlterConfigsResponse, CreatePartitionsRequest, CreatePartitionsResponse,
+    CreateTopicsRequest, CreateTopicsResponse, ElectLeadersRequest, ElectLeadersResponse,
     DeleteGroupsRequest, DeleteGroupsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
     DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest,
     DescribeGroupsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
@@ -49,6 +50,8 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.ApiVersions: (ApiVersionsRequest, ApiVersionsResponse),
     ApiKey.CreateTopics: (CreateTopicsRequest, CreateTopicsResponse),
     ApiKey.DeleteTopics: (DeleteTopicsRequest, DeleteTopicsResponse),
+    ApiKey.CreatePartitions: (CreatePartitionsRequest, CreatePartitionsResponse),
+    ApiKey.ElectLeaders: (ElectLeadersRequest, ElectLeadersResponse),
     ApiKey.InitProducerId: (InitProducerIdRequest, InitProducerIdResponse),
     ApiKey.DescribeConfigs: (DescribeConfigsRequest, DescribeConfigsResponse),
     ApiKey.AlterConfigs: (AlterConfigsRequest, AlterConfigsResponse),
