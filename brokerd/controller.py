@@ -23,6 +23,7 @@ from kafka.errors import (
     PreferredLeaderNotAvailableError, TopicAlreadyExistsError, UnknownTopicOrPartitionError,
 )
 
+from brokerd import reassignment
 from brokerd.state import (
     BrokerRegistration, ClusterState, PartitionRecord, StaleControllerEpoch, TopicRecord,
 )
@@ -161,6 +162,8 @@ class Controller:
         moves = []
         unclean = LogConfig.from_configs(topic.configs).unclean_leader_election_enable
         for record in topic.partitions.values():
+            if reassignment.maybe_complete(record):
+                moves.append(f"{topic.name}-{record.partition}: reassigned to {record.replicas}")
             isr = [r for r in record.isr if r in eligible]
             if not isr:  # keep the last in-sync replica on record, as Kafka does
                 isr = [record.leader] if record.leader in record.isr else record.isr[:1]
@@ -274,6 +277,31 @@ class Controller:
         for (topic, index), error in results.items():
             if error is None:
                 log.info("%s-%d: preferred leader elected", topic, index)
+        return results
+
+    def reassign_partitions(self, targets: dict[tuple[str, int], list[int] | None],
+                            live_brokers: list[int]) -> dict[tuple[str, int], Exception | None]:
+        """AlterPartitionReassignments: start moving each partition to its target replicas,
+        or cancel its ongoing reassignment (target None). Errors are per partition."""
+        epoch = self._require_active()
+        results: dict[tuple[str, int], Exception | None] = {}
+        with self.state.update_topics(epoch) as topics:
+            for (topic, index), target in targets.items():
+                record = topics.get(topic) and topics[topic].partitions.get(index)
+                try:
+                    if record is None:
+                        raise UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
+                    if target is None:
+                        reassignment.cancel(record)
+                    else:
+                        check_assignment([target], live_brokers, len(target))
+                        reassignment.start(record, target)
+                    results[(topic, index)] = None
+                except Exception as exc:  # a Kafka error for this partition only
+                    results[(topic, index)] = exc
+        for (topic, index), error in results.items():
+            if error is None:
+                log.info("%s-%d: reassignment to %s", topic, index, targets[(topic, index)])
         return results
 
     def delete_topic(self, name: str) -> None:

@@ -86,6 +86,12 @@ class Partition:
         self._wake_waiters()
         return new_epoch
 
+    def stop(self) -> None:
+        """This broker no longer hosts the replica (it was reassigned away): whoever waits
+        on it (acks=all, long-polled fetches) is answered NOT_LEADER_OR_FOLLOWER at once."""
+        self.leader_id = -1
+        self._wake_waiters()
+
     def _make_leader(self) -> None:
         """Start a new leader epoch here (Kafka's makeLeader): followers start out caught up."""
         self.log.maybe_assign_epoch_start_offset(self.leader_epoch, self.log.log_end_offset)

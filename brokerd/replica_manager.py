@@ -41,6 +41,7 @@ class ReplicaManager:
         fresh = set()
         for index, record in topic.partitions.items():
             if self.broker_id not in record.replicas:
+                self._stop_replica(topic.name, index)
                 continue
             partition = self.partitions.get((topic.name, index))
             if partition is None:
@@ -53,6 +54,15 @@ class ReplicaManager:
             if partition.update(record):
                 fresh.add((topic.name, index))
         return fresh
+
+    def _stop_replica(self, topic: str, index: int) -> None:
+        """Kafka's StopReplica with deletion: a reassignment moved this replica elsewhere, so
+        its log goes and this broker stops answering for the partition."""
+        partition = self.partitions.pop((topic, index), None)
+        if partition is not None:
+            partition.stop()
+            partition.log.delete()
+            log.info("%s-%d moved away: replica deleted", topic, index)
 
     def _delete_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:

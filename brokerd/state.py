@@ -40,6 +40,8 @@ class PartitionRecord:
     leader_epoch: int = 0
     isr: list[int] = field(default_factory=list)
     partition_epoch: int = 0
+    adding_replicas: list[int] = field(default_factory=list)  # an ongoing reassignment's
+    removing_replicas: list[int] = field(default_factory=list)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from kafka.protocol.api_key import ApiKey
 
 from brokerd.api import (
     api_versions, configs, elect_leaders, fetch, find_coordinator, groups, list_offsets, metadata,
-    offset_for_leader_epoch, offsets, produce, producer_id, topics,
+    offset_for_leader_epoch, offsets, produce, producer_id, reassignments, topics,
 )
 
 
@@ -26,6 +26,8 @@ def build_handlers(broker) -> dict:
         ApiKey.DeleteTopics: topics.handle_delete,
         ApiKey.CreatePartitions: topics.handle_create_partitions,
         ApiKey.ElectLeaders: elect_leaders.handle,
+        ApiKey.AlterPartitionReassignments: reassignments.handle_alter,
+        ApiKey.ListPartitionReassignments: reassignments.handle_list,
         ApiKey.InitProducerId: producer_id.handle,
         ApiKey.FindCoordinator: find_coordinator.handle,
         ApiKey.DescribeConfigs: configs.handle_describe,

@@ -20,6 +20,8 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.DeleteTopics: (0, 3),
     ApiKey.CreatePartitions: (0, 1),
     ApiKey.ElectLeaders: (0, 1),
+    ApiKey.AlterPartitionReassignments: (0, 0),  # flexible from v0
+    ApiKey.ListPartitionReassignments: (0, 0),
     ApiKey.InitProducerId: (0, 1),
     ApiKey.DescribeConfigs: (0, 2),
     ApiKey.AlterConfigs: (0, 1),

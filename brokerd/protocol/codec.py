@@ -13,12 +13,14 @@ import struct
 from dataclasses import dataclass
 
 from kafka.protocol.admin import (
-    AlterConfigsRequest, AlterConfigsResponse, CreatePartitionsRequest, CreatePartitionsResponse,
+    AlterConfigsRequest, AlterConfigsResponse, AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse, CreatePartitionsRequest, CreatePartitionsResponse,
     CreateTopicsRequest, CreateTopicsResponse, ElectLeadersRequest, ElectLeadersResponse,
     DeleteGroupsRequest, DeleteGroupsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
     DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest,
     DescribeGroupsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
-    ListGroupsRequest, ListGroupsResponse,
+    ListGroupsRequest, ListGroupsResponse, ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
 )
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
@@ -52,6 +54,10 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.DeleteTopics: (DeleteTopicsRequest, DeleteTopicsResponse),
     ApiKey.CreatePartitions: (CreatePartitionsRequest, CreatePartitionsResponse),
     ApiKey.ElectLeaders: (ElectLeadersRequest, ElectLeadersResponse),
+    ApiKey.AlterPartitionReassignments: (AlterPartitionReassignmentsRequest,
+                                         AlterPartitionReassignmentsResponse),
+    ApiKey.ListPartitionReassignments: (ListPartitionReassignmentsRequest,
+                                        ListPartitionReassignmentsResponse),
     ApiKey.InitProducerId: (InitProducerIdRequest, InitProducerIdResponse),
     ApiKey.DescribeConfigs: (DescribeConfigsRequest, DescribeConfigsResponse),
     ApiKey.AlterConfigs: (AlterConfigsRequest, AlterConfigsResponse),

@@ -1,0 +1,44 @@
+"""AlterPartitionReassignments and ListPartitionReassignments (KIP-455): move replicas between
+brokers. The procedure itself is brokerd.reassignment, carried out by the controller."""
+
+from __future__ import annotations
+
+from brokerd import reassignment
+from brokerd.api.errors import error_code, error_message
+
+
+async def handle_alter(broker, request) -> dict:
+    body = request.body
+    targets = {(t.name, p.partition_index): None if p.replicas is None else list(p.replicas)
+               for t in body.topics for p in t.partitions}
+    try:
+        results = broker.controller.reassign_partitions(targets, broker.refresh_registrations())
+    except Exception as exc:
+        return {"throttle_time_ms": 0, "error_code": error_code(exc),
+                "error_message": error_message(exc), "responses": []}
+    broker.refresh_metadata()
+    by_topic: dict[str, list[dict]] = {}
+    for (topic, partition), error in results.items():
+        by_topic.setdefault(topic, []).append({
+            "partition_index": partition,
+            "error_code": 0 if error is None else error_code(error),
+            "error_message": None if error is None else error_message(error)})
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+            "responses": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+
+
+async def handle_list(broker, request) -> dict:
+    """Ongoing reassignments, of every topic or of the partitions asked about."""
+    body = request.body
+    wanted = None if body.topics is None else {
+        (t.name, p) for t in body.topics for p in t.partition_indexes}
+    topics = []
+    for topic in broker.topics.values():
+        partitions = [
+            {"partition_index": p, "replicas": r.replicas, "adding_replicas": r.adding_replicas,
+             "removing_replicas": r.removing_replicas}
+            for p, r in sorted(topic.partitions.items())
+            if reassignment.is_reassigning(r) and (wanted is None or (topic.name, p) in wanted)]
+        if partitions:
+            topics.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "topics": topics}
