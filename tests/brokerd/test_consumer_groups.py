@@ -190,6 +190,7 @@ def test_committed_offsets_survive_losing_the_coordinators_broker(cluster_factor
 
 def test_offsets_topic_records_use_kafkas_format(cluster):
     from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+    create(cluster.bootstrap, "anything", 1)
     commit(cluster.bootstrap, "fmt", "anything", [42])
     metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10)
     assert len(metadata.topics[OFFSETS_TOPIC].partitions) == 10
@@ -205,6 +206,7 @@ def test_offsets_topic_records_use_kafkas_format(cluster):
 
 
 def test_clients_cannot_write_to_the_offsets_topic(cluster):
+    create(cluster.bootstrap, "t", 1)
     commit(cluster.bootstrap, "g", "t", [1])
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "retries": 0})
     errors = []
