@@ -1,13 +1,23 @@
-"""Metadata: brokers, controller, and per partition the leader, replicas and ISR."""
+"""Metadata: brokers, controller, and per partition the leader, replicas and ISR.
+
+From v10 every topic carries its topic id, so a client notices a topic that was deleted
+and created again under the same name (its partition count and leader epochs start over).
+"""
 
 from __future__ import annotations
 
-from kafka.errors import KafkaError, LeaderNotAvailableError, UnknownTopicOrPartitionError
+import uuid
+
+from kafka.errors import (
+    KafkaError, LeaderNotAvailableError, UnknownTopicIdError, UnknownTopicOrPartitionError,
+)
 
 from brokerd.api.errors import error_code
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.state import TopicRecord
 from brokerd.storage import validate_topic_name
+
+ZERO_TOPIC_ID = uuid.UUID(int=0)
 
 
 async def handle(broker, request) -> dict:
@@ -29,13 +39,18 @@ async def handle(broker, request) -> dict:
 
 
 def _requested_names(body, version: int, broker) -> list[str]:
-    """v0 asks for every topic with an empty list, v1+ with a null list."""
+    """v0 asks for every topic with an empty list, v1+ with a null list; from v10 a topic
+    may be named by its id instead (an unknown id gets UNKNOWN_TOPIC_ID)."""
     if body.topics is None or (version == 0 and not body.topics):
         return sorted(broker.topics)
-    return [t.name for t in body.topics]
+    by_id = {uuid.UUID(hex=t.topic_id): name for name, t in broker.topics.items()}
+    return [t.name if t.name is not None else by_id.get(t.topic_id, t.topic_id)
+            for t in body.topics]
 
 
-def _describe_topic(broker, name: str, allow_create: bool) -> dict:
+def _describe_topic(broker, name: str | uuid.UUID, allow_create: bool) -> dict:
+    if isinstance(name, uuid.UUID):
+        return _topic_error(None, UnknownTopicIdError(f"no topic has id {name}"), name)
     topic = broker.topics.get(name)
     if topic is None:
         try:
@@ -46,7 +61,8 @@ def _describe_topic(broker, name: str, allow_create: bool) -> dict:
             return _topic_error(name, UnknownTopicOrPartitionError())
     live = {b.broker_id for b in broker.live_brokers}
     return {
-        "error_code": 0, "name": name, "is_internal": name == OFFSETS_TOPIC,
+        "error_code": 0, "name": name, "topic_id": uuid.UUID(hex=topic.topic_id),
+        "is_internal": name == OFFSETS_TOPIC,
         "partitions": [_describe_partition(p, live) for p in topic.partitions.values()],
     }
 
@@ -72,7 +88,6 @@ def _auto_create(broker, name: str) -> TopicRecord | None:
     return topic
 
 
-def _topic_error(name: str, exc: Exception) -> dict:
-    return {"error_code": error_code(exc), "name": name, "is_internal": False, "partitions": []}
-
-
+def _topic_error(name: str | None, exc: Exception, topic_id: uuid.UUID = ZERO_TOPIC_ID) -> dict:
+    return {"error_code": error_code(exc), "name": name, "topic_id": topic_id,
+            "is_internal": False, "partitions": []}

@@ -13,7 +13,7 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.Produce: (0, 8),
     ApiKey.Fetch: (4, 11),
     ApiKey.ListOffsets: (1, 5),
-    ApiKey.Metadata: (0, 8),
+    ApiKey.Metadata: (0, 12),  # v10+: topic ids
     ApiKey.FindCoordinator: (0, 2),
     ApiKey.ApiVersions: (0, 3),
     ApiKey.CreateTopics: (0, 4),
