@@ -10,8 +10,8 @@ from functools import partial
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.api import (
-    api_versions, configs, elect_leaders, fetch, find_coordinator, groups, list_offsets, metadata,
-    offset_for_leader_epoch, offsets, produce, producer_id, reassignments, topics,
+    api_versions, configs, elect_leaders, fetch, find_coordinator, groups, list_offsets, log_dirs,
+    metadata, offset_for_leader_epoch, offsets, produce, producer_id, reassignments, topics,
 )
 
 
@@ -28,6 +28,8 @@ def build_handlers(broker) -> dict:
         ApiKey.ElectLeaders: elect_leaders.handle,
         ApiKey.AlterPartitionReassignments: reassignments.handle_alter,
         ApiKey.ListPartitionReassignments: reassignments.handle_list,
+        ApiKey.DescribeCluster: metadata.handle_describe_cluster,
+        ApiKey.DescribeLogDirs: log_dirs.handle,
         ApiKey.InitProducerId: producer_id.handle,
         ApiKey.FindCoordinator: find_coordinator.handle,
         ApiKey.DescribeConfigs: configs.handle_describe,

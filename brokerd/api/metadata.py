@@ -1,4 +1,5 @@
-"""Metadata: brokers, controller, and per partition the leader, replicas and ISR.
+"""Metadata: brokers, controller, and per partition the leader, replicas and ISR; and
+DescribeCluster, the admin clients' view of the first two.
 
 From v10 every topic carries its topic id, so a client notices a topic that was deleted
 and created again under the same name (its partition count and leader epochs start over).
@@ -10,14 +11,16 @@ import uuid
 
 from kafka.errors import (
     KafkaError, LeaderNotAvailableError, UnknownTopicIdError, UnknownTopicOrPartitionError,
+    UnsupportedEndpointTypeError,
 )
 
-from brokerd.api.errors import error_code
+from brokerd.api.errors import error_code, error_message
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.state import TopicRecord
 from brokerd.storage import validate_topic_name
 
 ZERO_TOPIC_ID = uuid.UUID(int=0)
+BROKER_ENDPOINTS = 1
 
 
 async def handle(broker, request) -> dict:
@@ -27,15 +30,33 @@ async def handle(broker, request) -> dict:
     allow_create = broker.config.get("auto.create.topics.enable") and (
         version < 4 or body.allow_auto_topic_creation)
     topics = [_describe_topic(broker, name, allow_create) for name in names]
-    controller = broker.state.controller()
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
                     for b in broker.live_brokers],
         "cluster_id": broker.cluster_id,
-        "controller_id": controller[0] if controller else -1,
+        "controller_id": _controller_id(broker),
         "topics": topics,
     }
+
+
+async def handle_describe_cluster(broker, request) -> dict:
+    """The live brokers (endpoint type 1); there are no separate KRaft controller endpoints."""
+    if getattr(request.body, "endpoint_type", BROKER_ENDPOINTS) != BROKER_ENDPOINTS:
+        exc = UnsupportedEndpointTypeError("brokerd has broker endpoints only")
+        return {"throttle_time_ms": 0, "error_code": error_code(exc),
+                "error_message": error_message(exc), "endpoint_type": request.body.endpoint_type,
+                "cluster_id": broker.cluster_id, "controller_id": -1, "brokers": []}
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+            "endpoint_type": BROKER_ENDPOINTS, "cluster_id": broker.cluster_id,
+            "controller_id": _controller_id(broker),
+            "brokers": [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
+                        for b in broker.live_brokers]}
+
+
+def _controller_id(broker) -> int:
+    controller = broker.state.controller()
+    return controller[0] if controller else -1
 
 
 def _requested_names(body, version: int, broker) -> list[str]:

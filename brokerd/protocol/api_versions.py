@@ -22,6 +22,8 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.ElectLeaders: (0, 1),
     ApiKey.AlterPartitionReassignments: (0, 0),  # flexible from v0
     ApiKey.ListPartitionReassignments: (0, 0),
+    ApiKey.DescribeCluster: (0, 1),  # flexible from v0
+    ApiKey.DescribeLogDirs: (0, 4),
     ApiKey.InitProducerId: (0, 1),
     ApiKey.DescribeConfigs: (0, 2),
     ApiKey.AlterConfigs: (0, 1),

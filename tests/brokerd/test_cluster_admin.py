@@ -1,0 +1,49 @@
+"""What admin clients ask about the cluster itself: DescribeCluster and DescribeLogDirs."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaAdminClient
+
+from tests.cluster_harness import wait_until
+
+
+def test_describe_cluster_names_every_live_broker_and_the_controller(cluster_factory):
+    cluster = cluster_factory(3)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+    def nodes(expected: list[int]):
+        try:
+            described = admin.describe_cluster(request_timeout=2).result(3)
+        except KafkaException:  # asked the broker that was just killed
+            return False
+        return sorted(n.id for n in described.nodes) == expected and described
+    described = wait_until(lambda: nodes([1, 2, 3]), 10, "three live brokers")
+    assert {n.port for n in described.nodes} == set(cluster.ports.values())
+    assert described.controller.id == cluster.state.controller()[0]
+    assert described.cluster_id == cluster.state.cluster_id()
+    cluster.kill(3)
+    wait_until(lambda: nodes([1, 2]), 15, "the killed broker to drop out")
+
+
+def test_describe_log_dirs_reports_each_replica_and_its_size(cluster):
+    creator = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    creator.create_topics([NewTopic("sized", 2, 1)])["sized"].result(10)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap})
+    for _ in range(100):
+        producer.produce("sized", b"x" * 100, partition=0)
+    assert producer.flush(10) == 0
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        described = admin.describe_log_dirs()
+    finally:
+        admin.close()
+    (log_dir,) = described[0]["log_dirs"] if "log_dirs" in described[0] else described[0]["results"]
+    assert log_dir["error_code"] == 0
+    assert log_dir["log_dir"] == str((cluster.state.broker_dir(1) / "data").resolve())
+    sizes = {p["partition_index"]: p["partition_size"]
+             for t in log_dir["topics"] if t["name"] == "sized" for p in t["partitions"]}
+    assert sizes[1] == 0
+    assert 100 * 100 < sizes[0] < 100 * 200  # the records and their batch overhead
+    assert 0 < log_dir["usable_bytes"] <= log_dir["total_bytes"]
