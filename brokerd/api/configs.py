@@ -8,13 +8,14 @@ from kafka.errors import (
 
 from brokerd.api.errors import error_code, error_message
 from brokerd.storage import LogConfig
+from brokerd.storage.log_config import KEYS_BY_NAME
 
 TOPIC = 2
 BROKER = 4
 SOURCE_DYNAMIC_TOPIC = 1
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
-OP_SET, OP_DELETE = 0, 1
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
 async def handle_describe(broker, request) -> dict:
@@ -61,10 +62,26 @@ async def handle_incremental_alter(broker, request) -> dict:
                 updated[c.name] = c.value
             elif c.config_operation == OP_DELETE:
                 updated.pop(c.name, None)
+            elif c.config_operation in (OP_APPEND, OP_SUBTRACT):
+                updated[c.name] = _edit_list(current, c.name, c.value, c.config_operation)
             else:
-                raise InvalidConfigurationError(f"{c.name}: only SET and DELETE are supported")
+                raise InvalidConfigurationError(f"{c.name}: unknown operation {c.config_operation}")
         return updated
     return _alter_all(broker, request, apply)
+
+
+def _edit_list(current: dict, name: str, value: str | None, operation: int) -> str:
+    """APPEND adds the comma-separated ``value`` items missing from a LIST config, SUBTRACT
+    removes them; the current value, or else the default, is the starting point (Kafka's
+    rule). Other types refuse both, as in Kafka."""
+    key = KEYS_BY_NAME.get(name)
+    if key is None or key.config_type != "LIST":
+        raise InvalidConfigurationError(f"{name}: APPEND and SUBTRACT apply to LIST configs only")
+    items = [v.strip() for v in current.get(name, key.default).split(",") if v.strip()]
+    given = [v.strip() for v in (value or "").split(",") if v.strip()]
+    if operation == OP_APPEND:
+        return ",".join(items + [v for v in given if v not in items])
+    return ",".join(v for v in items if v not in given)
 
 
 def _alter_all(broker, request, change) -> dict:
