@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from brokerd.api.errors import error_code
 
+CLASSIC = "classic"
+
 
 async def handle_join(broker, request) -> dict:
     body = request.body
@@ -48,9 +50,16 @@ async def handle_leave(broker, request) -> dict:
 
 
 async def handle_list(broker, request) -> dict:
+    """Groups coordinated here, filtered by state (v4+) and type (v5+; every group here is a
+    classic one: the KIP-848 consumer protocol is not offered). Filters match case-insensitively,
+    as Kafka's do."""
+    states = {s.lower() for s in getattr(request.body, "states_filter", None) or ()}
+    types = {t.lower() for t in getattr(request.body, "types_filter", None) or ()}
+    if types and CLASSIC not in types:
+        return {"error_code": 0, "groups": []}
     return {"error_code": 0, "groups": [
-        {"group_id": g, "protocol_type": t, "group_state": s}
-        for g, t, s in broker.coordinator.list_groups()]}
+        {"group_id": g, "protocol_type": t, "group_state": s, "group_type": CLASSIC}
+        for g, t, s in broker.coordinator.list_groups() if not states or s.lower() in states]}
 
 
 async def handle_describe(broker, request) -> dict:

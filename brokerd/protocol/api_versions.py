@@ -35,7 +35,7 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.LeaveGroup: (0, 2),
     ApiKey.OffsetCommit: (2, 7),
     ApiKey.OffsetFetch: (1, 5),
-    ApiKey.ListGroups: (0, 2),
+    ApiKey.ListGroups: (0, 5),  # v4: state filter, v5: type filter
     ApiKey.DescribeGroups: (0, 4),
     ApiKey.DeleteGroups: (0, 1),
     ApiKey.OffsetDelete: (0, 0),

@@ -1,8 +1,11 @@
-"""What admin clients ask about the cluster itself: DescribeCluster and DescribeLogDirs."""
+"""What admin clients ask about the cluster itself: DescribeCluster, DescribeLogDirs and
+ListGroups with its filters."""
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import (
+    Consumer, ConsumerGroupState, ConsumerGroupType, KafkaException, Producer, TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient
 
@@ -47,3 +50,25 @@ def test_describe_log_dirs_reports_each_replica_and_its_size(cluster):
     assert sizes[1] == 0
     assert 100 * 100 < sizes[0] < 100 * 200  # the records and their batch overhead
     assert 0 < log_dir["usable_bytes"] <= log_dir["total_bytes"]
+
+
+def test_list_groups_filters_by_state_and_type(cluster):
+    creator = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    creator.create_topics([NewTopic("listed", 1, 1)])["listed"].result(10)
+    committer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "idle"})
+    committer.commit(offsets=[TopicPartition("listed", 0, 1)], asynchronous=False)
+    committer.close()
+    member = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "busy"})
+    member.subscribe(["listed"])
+    try:
+        def listed(**filters) -> set[str]:
+            found = creator.list_consumer_groups(request_timeout=10, **filters).result(10)
+            return {g.group_id for g in found.valid}
+        wait_until(lambda: member.poll(0.1) or "busy" in listed(
+            states={ConsumerGroupState.STABLE}), 15, "the busy group to be stable")
+        assert listed(states={ConsumerGroupState.EMPTY}) == {"idle"}
+        assert listed(states={ConsumerGroupState.STABLE}) == {"busy"}
+        assert listed(types={ConsumerGroupType.CLASSIC}) == {"idle", "busy"}
+        assert listed(types={ConsumerGroupType.CONSUMER}) == set()
+    finally:
+        member.close()
