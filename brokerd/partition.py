@@ -139,6 +139,17 @@ class Partition:
         if not self.is_leader:
             raise NotLeaderForPartitionError(f"broker {self.broker_id} does not lead {self}")
 
+    def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                          coordinator_epoch: int) -> AppendInfo:
+        """The coordinator ends a transaction here. No min.insync.replicas refusal: a decided
+        transaction must be completed; callers wait with ``wait_for_ack``."""
+        self.require_leader()
+        info = self.log.append_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch,
+                                          self.leader_epoch)
+        self._maybe_advance_high_watermark()
+        self._wake_waiters()
+        return info
+
     # -- leader: followers ------------------------------------------------------------------
     def record_follower_fetch(self, follower: int, fetch_offset: int) -> None:
         """A follower's fetch offset is its log end offset (Kafka's updateFollowerFetchState)."""
@@ -209,11 +220,25 @@ class Partition:
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
 
     # -- reads ------------------------------------------------------------------------------
-    def read(self, offset: int, max_bytes: int, for_follower: bool = False) -> bytes | memoryview:
+    @property
+    def last_stable_offset(self) -> int:
+        """Where read_committed consumers stop: the high watermark, or the first offset of the
+        earliest open transaction if that is lower."""
+        first_unstable = self.log.first_unstable_offset
+        if first_unstable is None:
+            return self.high_watermark
+        return min(self.high_watermark, first_unstable)
+
+    def read(self, offset: int, max_bytes: int, for_follower: bool = False,
+             read_committed: bool = False, min_one_message: bool = True) -> bytes | memoryview:
         """Whole batches from the one holding ``offset``: up to the high watermark for
-        consumers, up to the log end for followers."""
-        bound = None if for_follower else self.high_watermark
-        return self.log.read(offset, max_bytes, upper_bound_offset=bound)
+        consumers (the last stable offset for read_committed ones), up to the log end for
+        followers."""
+        if for_follower:
+            bound = None
+        else:
+            bound = self.last_stable_offset if read_committed else self.high_watermark
+        return self.log.read(offset, max_bytes, upper_bound_offset=bound, min_one_message=min_one_message)
 
     # -- waiting for change (long-poll fetches, acks=all) -----------------------------------
     async def wait_for_change(self, timeout_s: float) -> None:
@@ -236,6 +261,8 @@ class Partition:
         return {"log_start_offset": self.log.log_start_offset,
                 "log_end_offset": self.log.log_end_offset,
                 "high_watermark": self.high_watermark,
+                "last_stable_offset": self.last_stable_offset,
+                "open_transactions": self.log.open_transactions(),
                 "leader_epoch": self.leader_epoch}
 
 

@@ -1,10 +1,11 @@
 """Storage layer of brokerd: partition logs on disk in Apache Kafka's layout.
 
 A partition is a directory of segments (``.log`` + ``.index`` +
-``.timeindex``) holding record batches exactly as they travel on the wire;
-see ``partition_log`` for the entry point.
+``.timeindex`` + ``.txnindex``) holding record batches exactly as they
+travel on the wire; see ``partition_log`` for the entry point.
 """
 
+from brokerd.storage.control_batch import ABORT, COMMIT, build_end_txn_marker, control_record_type
 from brokerd.storage.log_config import ConfigEntry, LogConfig
 from brokerd.storage.log_validator import stamp_batch, validate_client_batch
 from brokerd.storage.partition_log import AppendInfo, PartitionLog
@@ -13,21 +14,30 @@ from brokerd.storage.record_batch import (
     crc_matches,
     iter_batch_headers,
     iter_batch_spans,
+    last_offset_in,
     read_header,
 )
 from brokerd.storage.time_index import TimestampOffset
+from brokerd.storage.transaction_index import AbortedTxn, TransactionIndex
 from brokerd.storage.topic_name import parse_partition_dir_name, partition_dir_name, validate_topic_name
 
 __all__ = [
+    "ABORT",
+    "COMMIT",
+    "AbortedTxn",
     "AppendInfo",
     "BatchHeader",
     "ConfigEntry",
     "LogConfig",
     "PartitionLog",
     "TimestampOffset",
+    "TransactionIndex",
+    "build_end_txn_marker",
+    "control_record_type",
     "crc_matches",
     "iter_batch_headers",
     "iter_batch_spans",
+    "last_offset_in",
     "parse_partition_dir_name",
     "partition_dir_name",
     "read_header",

@@ -15,14 +15,13 @@ from pathlib import Path
 
 from brokerd.storage.checkpoint import TEMP_SUFFIX, CheckpointFile, fsync_directory
 from brokerd.storage.log_config import LogConfig
-from brokerd.storage.log_segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from brokerd.storage.log_segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 _LEFTOVER_SUFFIXES = (".deleted", ".cleaned", TEMP_SUFFIX)
-_SEGMENT_FILE = re.compile(
-    r"(\d{20})(" + "|".join(re.escape(s) for s in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)) + ")"
-)
+_SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+_SEGMENT_FILE = re.compile(r"(\d{20})(" + "|".join(re.escape(s) for s in _SEGMENT_SUFFIXES) + ")")
 
 
 def recovery_point_checkpoint(directory: Path) -> CheckpointFile:

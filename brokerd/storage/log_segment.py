@@ -1,9 +1,11 @@
-"""A log segment: one ``.log`` file of record batches and its two indexes.
+"""A log segment: one ``.log`` file of record batches and its indexes.
 
 Files are named by the segment's base offset, zero-padded to 20 digits, as in
 Kafka. The ``.log`` holds batches exactly as they go out on the wire; while
 the segment is active the file is preallocated (sparse) to ``segment.bytes``
 and batches are copied into its mmap, and reads are memoryview slices of it.
+Beside the sparse ``.index`` and ``.timeindex``, a ``.txnindex`` lists the
+transactions aborted by markers in the segment.
 """
 
 from __future__ import annotations
@@ -28,10 +30,12 @@ from brokerd.storage.record_batch import (
     read_header,
 )
 from brokerd.storage.time_index import TimeIndex, TimestampOffset
+from brokerd.storage.transaction_index import TransactionIndex
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
+TXN_INDEX_SUFFIX = ".txnindex"
 
 
 def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
@@ -72,6 +76,7 @@ class LogSegment:
         self._log = MappedFile(segment_path(directory, base_offset, LOG_SUFFIX))
         self.offset_index = OffsetIndex(index_path, base_offset, config.segment_index_bytes)
         self.time_index = TimeIndex(time_index_path, base_offset, config.segment_index_bytes)
+        self.txn_index = TransactionIndex(segment_path(directory, base_offset, TXN_INDEX_SUFFIX), base_offset)
         self._index_interval_bytes = config.index_interval_bytes
         self._created_ms = now_ms
         self.size = 0
@@ -89,6 +94,7 @@ class LogSegment:
         segment._log.resize(0)
         segment.offset_index.reset()
         segment.time_index.reset()
+        segment.txn_index.replace([])
         segment.activate(capacity)
         return segment
 
@@ -198,6 +204,7 @@ class LogSegment:
         position, base_offset, _, _ = found
         self.offset_index.truncate_to(base_offset)
         self.time_index.truncate_to(base_offset)
+        self.txn_index.truncate_to(base_offset)
         removed = self.size - position
         self._log.discard_from(position)
         self._scan_tail(position)
@@ -207,6 +214,7 @@ class LogSegment:
         self._log.flush()
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         self.on_become_inactive()
@@ -218,8 +226,14 @@ class LogSegment:
         self._log.delete()
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
 
     # -- reading --------------------------------------------------------------
+
+    @property
+    def buffer(self):
+        """The mapped ``.log`` bytes, for the rare reads past a batch header (control records)."""
+        return self._log.buffer
 
     def batch_headers(self, start_position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
         return iter_batch_headers(self._log.buffer, start_position, self.size)
@@ -232,20 +246,21 @@ class LogSegment:
                 return span
         return None
 
-    def read(self, start_offset: int, max_bytes: int, max_offset: int) -> memoryview | None:
+    def read(self, start_offset: int, max_bytes: int, max_offset: int,
+             min_one_message: bool = True) -> memoryview | None:
         """Whole batches from the one containing ``start_offset``.
 
         Stops before a batch whose base offset is >= ``max_offset`` or that
-        would take the total past ``max_bytes``, but always returns the first
-        batch whatever its size (Kafka's minOneMessage), so a consumer can
-        never get stuck behind a batch larger than its fetch size. None when
-        the segment holds nothing at or after ``start_offset``.
+        would take the total past ``max_bytes``, but with ``min_one_message``
+        returns the first batch whatever its size (Kafka's minOneMessage), so
+        a consumer can never get stuck behind a batch larger than its fetch
+        size. None when the segment holds nothing at or after ``start_offset``.
         """
         found = self.translate_offset(start_offset)
         if found is None:
             return None
         start, base_offset, _, size = found
-        if base_offset >= max_offset:
+        if base_offset >= max_offset or (size > max_bytes and not min_one_message):
             return self._log.view(start, start)
         end = start + size
         for position, base_offset, _, size in iter_batch_spans(self._log.buffer, end, self.size):

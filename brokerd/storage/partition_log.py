@@ -1,8 +1,9 @@
 """The log of one partition replica, Kafka's ``UnifiedLog``: ``<data dir>/<topic>-<partition>/``.
 
 Holds the ordered segments and the state derived from them (leader epoch
-cache, idempotent producer state, recovery point) and keeps them consistent
-through appends, reads, rolls, truncation and retention.
+cache, producer state with open transactions, aborted-transaction indexes,
+recovery point) and keeps them consistent through appends, reads, rolls,
+truncation and retention.
 
 Not thread-safe, on purpose: the broker drives every partition from its one
 asyncio thread, so no call here ever overlaps another, and memoryviews
@@ -27,6 +28,7 @@ from kafka.errors import (
 )
 
 from brokerd.storage.checkpoint import fsync_directory, write_atomically
+from brokerd.storage.control_batch import ABORT, build_end_txn_marker, control_record_type
 from brokerd.storage.leader_epoch_cache import LeaderEpochFileCache
 from brokerd.storage.log_config import LogConfig
 from brokerd.storage.log_loader import CLEAN_SHUTDOWN_FILE, load_segments, recovery_point_checkpoint
@@ -36,6 +38,7 @@ from brokerd.storage.log_validator import stamp_batch, validate_client_batch
 from brokerd.storage.producer_state import ProducerStateManager
 from brokerd.storage.record_batch import CURRENT_MAGIC, BatchHeader, crc_matches, iter_batch_headers
 from brokerd.storage.time_index import TimestampOffset
+from brokerd.storage.transaction_index import AbortedTxn
 
 _EMPTY = memoryview(b"")
 
@@ -121,13 +124,30 @@ class PartitionLog:
         """
         now_ms = self._now_ms() if now_ms is None else now_ms
         header = validate_client_batch(batch, self._config.max_message_bytes)
-        append_time = now_ms if self._config.log_append_time else None
         if header.producer_id >= 0:
             original = self._producer_state.check(header)
             if original is not None:
-                log_append_time = original.timestamp if append_time is not None else -1
+                log_append_time = original.timestamp if self._config.log_append_time else -1
                 return AppendInfo(original.first_offset, original.last_offset, original.timestamp,
                                   log_append_time, duplicate=True)
+        return self._stamp_and_append(batch, leader_epoch, now_ms)
+
+    def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                          leader_epoch: int) -> AppendInfo:
+        """Append the coordinator's marker ending ``producer_id``'s transaction here.
+
+        An abort is also recorded in the active segment's ``.txnindex``. A
+        marker from an older producer epoch is refused with
+        InvalidProducerEpochError; a newer epoch becomes the producer's, which
+        fences batches a zombie still sends with the old one.
+        """
+        self._producer_state.check_marker(producer_id, producer_epoch)
+        now_ms = self._now_ms()
+        marker = build_end_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
+        return self._stamp_and_append(marker, leader_epoch, now_ms)
+
+    def _stamp_and_append(self, batch, leader_epoch: int, now_ms: int) -> AppendInfo:
+        append_time = now_ms if self._config.log_append_time else None
         stamped, header = stamp_batch(batch, self.log_end_offset, leader_epoch, append_time)
         self._append(stamped, header, now_ms)
         return AppendInfo(header.base_offset, header.last_offset, header.max_timestamp,
@@ -168,30 +188,49 @@ class PartitionLog:
     def _append(self, batch, header: BatchHeader, now_ms: int) -> None:
         if self._segments[-1].should_roll(self._config, header, now_ms):
             self._roll(header.size, now_ms)
-        self._segments[-1].append(batch, header)
-        self._note_batch(header)
+        active = self._segments[-1]
+        active.append(batch, header)
+        aborted = self._note_batch(header, batch, 0)
+        if aborted is not None:
+            active.txn_index.append(aborted)
         self.maybe_flush(now_ms)
 
-    def _note_batch(self, header: BatchHeader) -> None:
-        """Update the state derived from batch headers: epoch starts and producer sequences."""
+    def _note_batch(self, header: BatchHeader, buf, position: int) -> AbortedTxn | None:
+        """Update the state derived from batch headers: epoch starts, producer sequences and
+        transactions. Returns the transaction an abort marker (at ``position`` in ``buf``) ends."""
         self.maybe_assign_epoch_start_offset(header.partition_leader_epoch, header.base_offset)
-        if header.producer_id >= 0:
+        if header.producer_id < 0:
+            return None
+        if not header.is_control:
             self._producer_state.update(header)
+            return None
+        first_offset, last_stable_offset = self._producer_state.complete_txn(header)
+        if control_record_type(buf, position) != ABORT:
+            return None
+        return AbortedTxn(header.producer_id, first_offset, header.base_offset, last_stable_offset)
 
     def _replay_batch_headers(self) -> None:
+        """Rebuild producer state and every segment's ``.txnindex`` from the log (after a load
+        or a truncation); an index file that disagrees with the log is rewritten."""
         self._producer_state.clear()
         for segment in self._segments:
-            for _, header in segment.batch_headers():
-                self._note_batch(header)
+            aborted = []
+            for position, header in segment.batch_headers():
+                txn = self._note_batch(header, segment.buffer, position)
+                if txn is not None:
+                    aborted.append(txn)
+            segment.txn_index.replace(aborted)
 
     # -- reads ------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, upper_bound_offset: int | None = None) -> memoryview:
+    def read(self, offset: int, max_bytes: int, upper_bound_offset: int | None = None,
+             min_one_message: bool = True) -> memoryview:
         """Whole batches from the one containing ``offset``, zero-copy out of the mmap.
 
-        At most ``max_bytes`` unless the first batch alone is bigger (then just
-        it), never a batch starting at or after ``upper_bound_offset`` (the
-        high watermark, for consumers). Empty at the bound or log end.
+        At most ``max_bytes`` unless the first batch alone is bigger and
+        ``min_one_message`` allows it (then just it), never a batch starting
+        at or after ``upper_bound_offset`` (the high watermark or last stable
+        offset, for consumers). Empty at the bound or log end.
         Raises OffsetOutOfRangeError outside [log start, log end].
         """
         log_end = self.log_end_offset
@@ -203,10 +242,38 @@ class PartitionLog:
         if offset >= bound:
             return _EMPTY
         for segment in self._segments[self._segment_index(offset) :]:
-            data = segment.read(offset, max_bytes, bound)
+            data = segment.read(offset, max_bytes, bound, min_one_message)
             if data is not None:
                 return data
         return _EMPTY
+
+    def aborted_transactions(self, start_offset: int, end_offset: int) -> list[tuple[int, int]]:
+        """``(producer_id, first_offset)`` of every aborted transaction overlapping
+        ``[start_offset, end_offset)``: what a read_committed fetch of that range needs.
+
+        An abort is indexed in the segment of its marker, which is at or after
+        ``start_offset``; earlier segments are skipped, and the walk stops as
+        soon as an index proves no later marker can matter.
+        """
+        found: list[tuple[int, int]] = []
+        if start_offset >= end_offset:
+            return found
+        for segment in self._segments[self._segment_index(start_offset) :]:
+            txns, complete = segment.txn_index.collect(start_offset, end_offset)
+            found.extend((txn.producer_id, txn.first_offset) for txn in txns)
+            if complete:
+                break
+        return found
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the earliest open transaction (never below the log start), or None."""
+        first = self._producer_state.first_unstable_offset
+        return None if first is None else max(first, self.log_start_offset)
+
+    def open_transactions(self) -> list[dict]:
+        """``{"producer_id", "producer_epoch", "first_offset"}`` of each open transaction, earliest first."""
+        return self._producer_state.open_transactions()
 
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
         """ListOffsets by time: the first record stamped at or after ``timestamp_ms``."""

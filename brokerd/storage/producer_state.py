@@ -1,11 +1,15 @@
-"""Idempotent producer state of one partition: what each producer sent last.
+"""Producer state of one partition: what each producer sent last, and its open transaction.
 
 An idempotent producer numbers its batches per partition. Remembering the
 last five batches of each producer (the most a client keeps in flight) lets
 the broker acknowledge a retried batch with its original offsets instead of
-writing it twice, and refuse a batch that would leave a gap. Everything here
-comes from batch headers, so the state is rebuilt by replaying headers when
-the log is loaded or truncated.
+writing it twice, and refuse a batch that would leave a gap. A transactional
+producer's first batch on the partition opens its transaction there, and the
+coordinator's end-transaction marker closes it; the earliest open
+transaction holds back the last stable offset (LSO) that read_committed
+consumers read up to. Everything here comes from batch headers (and the
+marker's type), so the state is rebuilt by replaying the log when it is
+loaded or truncated.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kafka.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
+from kafka.errors import InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceNumberError
 
 from brokerd.storage.record_batch import INT32_MAX, BatchHeader
 
@@ -35,18 +39,14 @@ class ProducerStateEntry:
     producer_id: int
     producer_epoch: int
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    current_txn_first_offset: int | None = None
+    last_offset: int = -1  # of its newest batch or marker
+    last_timestamp: int = -1
 
     @property
     def last_seq(self) -> int:
-        return self.batches[-1].last_seq
-
-    @property
-    def last_offset(self) -> int:
-        return self.batches[-1].last_offset
-
-    @property
-    def last_timestamp(self) -> int:
-        return self.batches[-1].timestamp
+        """-1 once a new epoch began (by a marker) and no batch followed: the next must be 0."""
+        return self.batches[-1].last_seq if self.batches else -1
 
     def find_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
         for batch in self.batches:
@@ -64,6 +64,9 @@ class ProducerStateManager:
 
     def __init__(self) -> None:
         self._producers: dict[int, ProducerStateEntry] = {}
+        # producer id -> first offset of its open transaction. Transactions open in log
+        # order, so the dict's order is first-offset order and the first item the earliest.
+        self._open_txns: dict[int, int] = {}
 
     def entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self._producers.get(producer_id)
@@ -80,10 +83,10 @@ class ProducerStateManager:
         entry = self._producers.get(header.producer_id)
         if entry is None:
             return None
-        if header.producer_epoch < entry.producer_epoch:
-            raise InvalidProducerEpochError(
-                f"Producer {header.producer_id} epoch {header.producer_epoch} is older than"
-                f" the current epoch {entry.producer_epoch}"
+        _check_epoch(entry, header.producer_epoch)
+        if not header.is_transactional and entry.current_txn_first_offset is not None:
+            raise InvalidTxnStateError(
+                f"Producer {header.producer_id} sent a non-transactional batch inside its open transaction"
             )
         if header.producer_epoch > entry.producer_epoch:
             if header.base_sequence != 0:
@@ -100,28 +103,84 @@ class ProducerStateManager:
             )
         return duplicate
 
+    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
+        """Refuse an end-transaction marker from a fenced (older) producer epoch."""
+        entry = self._producers.get(producer_id)
+        if entry is not None:
+            _check_epoch(entry, producer_epoch)
+
     def update(self, header: BatchHeader) -> None:
-        """Remember an appended batch (offsets already assigned) of an idempotent producer."""
-        entry = self._producers.get(header.producer_id)
-        if entry is None or header.producer_epoch != entry.producer_epoch:
-            entry = ProducerStateEntry(header.producer_id, header.producer_epoch)
-            self._producers[header.producer_id] = entry
+        """Remember an appended data batch (offsets already assigned); a transactional one
+        opens the producer's transaction unless one is open already."""
+        entry = self._updated_entry(header)
         entry.batches.append(
             BatchMetadata(header.base_sequence, header.last_sequence, header.base_offset,
                           header.last_offset, header.max_timestamp)
         )
+        if header.is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = header.base_offset
+            self._open_txns[header.producer_id] = header.base_offset
+
+    def complete_txn(self, header: BatchHeader) -> tuple[int, int]:
+        """Close the producer's transaction with the appended marker described by ``header``.
+
+        Returns the transaction's first offset (the marker's own offset when
+        no batch of it reached this partition, as in Kafka) and the last
+        stable offset once it is closed: the first offset of the earliest
+        other open transaction, else the offset after the marker.
+        """
+        entry = self._updated_entry(header)
+        first_offset = entry.current_txn_first_offset
+        entry.current_txn_first_offset = None
+        self._open_txns.pop(header.producer_id, None)
+        last_stable_offset = next(iter(self._open_txns.values()), header.base_offset + 1)
+        return (header.base_offset if first_offset is None else first_offset), last_stable_offset
+
+    @property
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the earliest open transaction, None when none is open."""
+        return next(iter(self._open_txns.values()), None)
+
+    def open_transactions(self) -> list[dict]:
+        return [{"producer_id": pid, "producer_epoch": self._producers[pid].producer_epoch,
+                 "first_offset": first_offset} for pid, first_offset in self._open_txns.items()]
+
+    def _updated_entry(self, header: BatchHeader) -> ProducerStateEntry:
+        """The producer's entry after a batch or marker at ``header``'s epoch (a newer epoch
+        forgets the old epoch's sequences but not the open transaction)."""
+        entry = self._producers.get(header.producer_id)
+        if entry is None:
+            entry = self._producers[header.producer_id] = ProducerStateEntry(header.producer_id,
+                                                                             header.producer_epoch)
+        elif header.producer_epoch != entry.producer_epoch:
+            entry.producer_epoch = header.producer_epoch
+            entry.batches.clear()
+        entry.last_offset = header.last_offset
+        entry.last_timestamp = header.max_timestamp
+        return entry
 
     def truncate_head(self, log_start_offset: int) -> None:
-        """Forget producers whose batches are all gone, as a reload of the log would."""
-        self._producers = {
-            pid: entry for pid, entry in self._producers.items() if entry.last_offset >= log_start_offset
-        }
+        """Forget producers whose batches are all gone, as a reload of the log would, except
+        those with an open transaction: it holds the LSO until its marker comes."""
+        self._retain(lambda entry: entry.last_offset >= log_start_offset)
 
     def remove_expired(self, now_ms: int, expiration_ms: int = PRODUCER_ID_EXPIRATION_MS) -> None:
-        """Forget producers silent for longer than ``producer.id.expiration.ms``."""
-        self._producers = {
-            pid: entry for pid, entry in self._producers.items() if now_ms - entry.last_timestamp < expiration_ms
-        }
+        """Forget producers silent for longer than ``producer.id.expiration.ms``; never one
+        with an open transaction (the coordinator's timeout ends it, not this)."""
+        self._retain(lambda entry: now_ms - entry.last_timestamp < expiration_ms)
+
+    def _retain(self, keep) -> None:
+        self._producers = {pid: entry for pid, entry in self._producers.items()
+                           if entry.current_txn_first_offset is not None or keep(entry)}
 
     def clear(self) -> None:
         self._producers.clear()
+        self._open_txns.clear()
+
+
+def _check_epoch(entry: ProducerStateEntry, producer_epoch: int) -> None:
+    if producer_epoch < entry.producer_epoch:
+        raise InvalidProducerEpochError(
+            f"Producer {entry.producer_id} epoch {producer_epoch} is older than"
+            f" the current epoch {entry.producer_epoch}"
+        )

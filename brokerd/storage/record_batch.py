@@ -125,6 +125,14 @@ def iter_batch_headers(buf, start: int, end: int) -> Iterator[tuple[int, BatchHe
         yield position, read_header(buf, position)
 
 
+def last_offset_in(buf) -> int | None:
+    """Last offset of the last complete batch in ``buf``, None if it holds none."""
+    last = None
+    for _, _, last_offset, _ in iter_batch_spans(buf, 0, len(buf)):
+        last = last_offset
+    return last
+
+
 def set_base_offset_and_epoch(batch: bytearray, base_offset: int, leader_epoch: int) -> None:
     """Stamp the broker-owned fields. Neither is under the CRC, so it stays valid."""
     _BASE_OFFSET.pack_into(batch, 0, base_offset)

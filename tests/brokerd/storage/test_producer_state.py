@@ -1,6 +1,7 @@
 import pytest
-from kafka.errors import InvalidProducerEpochError, OutOfOrderSequenceNumberError
+from kafka.errors import InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceNumberError
 
+from brokerd.storage.control_batch import build_end_txn_marker
 from brokerd.storage.log_validator import stamp_batch
 from brokerd.storage.producer_state import ProducerStateManager
 from brokerd.storage.record_batch import INT32_MAX
@@ -67,3 +68,69 @@ def test_sequences_wrap_after_int32_max():
 def test_producers_whose_batches_are_gone_are_forgotten(state):
     state.truncate_head(112)
     assert state.entry(PID) is None
+
+
+def txn_header(sequence, offset, pid=PID, epoch=0, count=2):
+    batch = make_batch(count, producer_id=pid, producer_epoch=epoch, base_sequence=sequence, transactional=True)
+    return stamp_batch(batch, offset, 0)[1]
+
+
+def marker_header(offset, pid=PID, epoch=0):
+    return stamp_batch(build_end_txn_marker(pid, epoch, False, 0, 1_000_000), offset, 0)[1]
+
+
+def test_a_transactional_batch_opens_a_transaction_that_later_batches_continue():
+    manager = ProducerStateManager()
+    manager.update(txn_header(0, 10))
+    manager.update(txn_header(0, 12, pid=PID + 1))
+    manager.update(txn_header(2, 14))
+    assert manager.first_unstable_offset == 10
+    assert manager.open_transactions() == [
+        {"producer_id": PID, "producer_epoch": 0, "first_offset": 10},
+        {"producer_id": PID + 1, "producer_epoch": 0, "first_offset": 12},
+    ]
+
+
+def test_a_marker_closes_the_transaction_and_reports_the_next_stable_offset():
+    manager = ProducerStateManager()
+    manager.update(txn_header(0, 10))
+    manager.update(txn_header(0, 12, pid=PID + 1))
+    assert manager.complete_txn(marker_header(14)) == (10, 12)
+    assert manager.first_unstable_offset == 12
+    assert manager.complete_txn(marker_header(15, pid=PID + 1)) == (12, 16)
+    assert manager.first_unstable_offset is None and manager.open_transactions() == []
+
+
+def test_a_marker_without_a_transaction_covers_only_itself():
+    assert ProducerStateManager().complete_txn(marker_header(30)) == (30, 31)
+
+
+def test_a_marker_with_a_newer_epoch_fences_the_old_one_but_not_its_sequences():
+    manager = ProducerStateManager()
+    manager.update(txn_header(0, 10))
+    manager.complete_txn(marker_header(12, epoch=1))
+    with pytest.raises(InvalidProducerEpochError):
+        manager.check(txn_header(2, 0))
+    with pytest.raises(InvalidProducerEpochError):
+        manager.check_marker(PID, 0)
+    with pytest.raises(OutOfOrderSequenceNumberError):
+        manager.check(txn_header(2, 0, epoch=1))
+    assert manager.check(txn_header(0, 0, epoch=1)) is None
+
+
+def test_a_non_transactional_batch_inside_a_transaction_is_refused():
+    manager = ProducerStateManager()
+    manager.update(txn_header(0, 10))
+    with pytest.raises(InvalidTxnStateError):
+        manager.check(header(2))
+
+
+def test_expiry_and_head_truncation_keep_producers_with_open_transactions():
+    manager = ProducerStateManager()
+    manager.update(txn_header(0, 10))
+    manager.update(txn_header(0, 14, pid=PID + 1))
+    manager.complete_txn(marker_header(16, pid=PID + 1))
+    manager.truncate_head(100)
+    manager.remove_expired(10**12)
+    assert manager.entry(PID) is not None and manager.first_unstable_offset == 10
+    assert manager.entry(PID + 1) is None
