@@ -13,6 +13,8 @@ from brokerd.config import BrokerConfig
 from brokerd.controller import Controller
 from brokerd.coordinator.group_coordinator import GroupCoordinator
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
+from brokerd.coordinator.transaction_coordinator import TransactionCoordinator
+from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 from brokerd.partition import Partition
 from brokerd.producer_ids import ProducerIdManager
 from brokerd.replica_manager import ReplicaManager
@@ -42,6 +44,7 @@ class Broker:
                                        self._alter_isr)
         self.fetchers = ReplicaFetcherManager(self)
         self.coordinator = GroupCoordinator(self)
+        self.transactions = TransactionCoordinator(self)
         self.producer_ids = ProducerIdManager(self.state)
         self.topics: dict[str, TopicRecord] = {}
         self.registrations: list[BrokerRegistration] = []
@@ -66,6 +69,8 @@ class Broker:
             (self.config.get("replica.lag.time.max.ms") / 2000, self._shrink_isrs),
             (self.config.get("log.retention.check.interval.ms") / 1000, self._enforce_retention),
             (self.config.get("log.flush.scheduler.interval.ms") / 1000, self._flush_due),
+            (self.config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000,
+             self.transactions.abort_timed_out),
         ]
         self._tasks = [asyncio.create_task(self._every(interval, action))
                        for interval, action in periodic]
@@ -84,6 +89,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.transactions.close()
         await self.server.stop()
         self.replicas.close()
         self._publish_status()
@@ -124,6 +130,7 @@ class Broker:
             fresh = self.replicas.apply_metadata(self.topics)
             self.fetchers.update(self.replicas.partitions, fresh)
             self.coordinator.on_metadata_change()
+            self.transactions.on_metadata_change()
 
     def auto_create_topic(self, name: str) -> TopicRecord | None:
         """Create a topic a client asked for by name (auto.create.topics.enable).
@@ -134,23 +141,31 @@ class Broker:
             self.state.request_topic_creation(name)
             return None
         live = self.refresh_registrations()
-        partitions, replication, configs = self._auto_create_settings(name)
+        partitions, replication, configs = self._auto_create_settings(name, len(live))
         try:
-            self.controller.create_topic(name, partitions, min(replication, len(live)), configs,
-                                         live)
+            self.controller.create_topic(name, partitions, replication, configs, live)
         except TopicAlreadyExistsError:
             pass  # created a moment ago by another request; our cache had not caught up yet
         self.refresh_metadata()
         return self.topics.get(name)
 
-    def _auto_create_settings(self, name: str) -> tuple[int, int, dict[str, str]]:
-        """Partitions, replication factor and configs of an auto-created topic."""
+    def _auto_create_settings(self, name: str, live: int) -> tuple[int, int, dict[str, str]]:
+        """Partitions, replication factor (at most the live brokers) and configs of an
+        auto-created topic. The internal topics are compacted; writes to
+        __transaction_state need transaction.state.log.min.isr replicas, at most all."""
         if name == OFFSETS_TOPIC:
             return (self.config.get("offsets.topic.num.partitions"),
-                    self.config.get("offsets.topic.replication.factor"),
+                    min(self.config.get("offsets.topic.replication.factor"), live),
                     {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
+        if name == TRANSACTION_STATE_TOPIC:
+            replication = min(self.config.get("transaction.state.log.replication.factor"), live)
+            min_isr = min(self.config.get("transaction.state.log.min.isr"), replication)
+            return (self.config.get("transaction.state.log.num.partitions"), replication,
+                    {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024),
+                     "min.insync.replicas": str(min_isr),
+                     "unclean.leader.election.enable": "false"})
         return (self.config.get("num.partitions"),
-                self.config.get("default.replication.factor"), {})
+                min(self.config.get("default.replication.factor"), live), {})
 
     def _alter_isr(self, partition: Partition, isr: list[int]) -> PartitionRecord | None:
         record = self.state.alter_isr(partition.topic, partition.index, partition.leader_epoch,

@@ -23,6 +23,13 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     "offsets.topic.num.partitions": ("10", int),
     "offsets.topic.replication.factor": ("3", int),
     "group.initial.rebalance.delay.ms": ("300", int),
+    # Kafka: 50 partitions and a check every 10 s; a timed-out transaction is aborted within
+    # about a second here. min.isr is capped by the replication factor on small clusters.
+    "transaction.state.log.num.partitions": ("10", int),
+    "transaction.state.log.replication.factor": ("3", int),
+    "transaction.state.log.min.isr": ("2", int),
+    "transaction.max.timeout.ms": ("900000", int),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": ("1000", int),
 }
 
 

@@ -12,6 +12,7 @@ from kafka.protocol.api_key import ApiKey
 from brokerd.api import (
     api_versions, configs, elect_leaders, fetch, find_coordinator, groups, list_offsets, log_dirs,
     metadata, offset_for_leader_epoch, offsets, produce, producer_id, reassignments, topics,
+    transactions,
 )
 
 
@@ -46,5 +47,10 @@ def build_handlers(broker) -> dict:
         ApiKey.OffsetCommit: offsets.handle_commit,
         ApiKey.OffsetFetch: offsets.handle_fetch,
         ApiKey.OffsetDelete: offsets.handle_delete,
+        ApiKey.AddPartitionsToTxn: transactions.handle_add_partitions,
+        ApiKey.AddOffsetsToTxn: transactions.handle_add_offsets,
+        ApiKey.EndTxn: transactions.handle_end_txn,
+        ApiKey.TxnOffsetCommit: offsets.handle_txn_commit,
+        ApiKey.WriteTxnMarkers: transactions.handle_write_markers,
     }
     return {key: partial(handler, broker) for key, handler in table.items()}

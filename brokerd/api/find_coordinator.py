@@ -1,22 +1,21 @@
-"""FindCoordinator: a group's coordinator is the leader of its __consumer_offsets partition.
+"""FindCoordinator: a group's coordinator is the leader of its __consumer_offsets partition, a
+transactional id's the leader of its __transaction_state partition. Both topics are created
+on first use."""
 
-The offsets topic is created on first use. Transactions are not offered.
-"""
-
-from kafka.errors import CoordinatorNotAvailableError
+from kafka.errors import CoordinatorNotAvailableError, InvalidRequestError
 
 from brokerd.api.errors import error_code, error_message
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
+from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 
 KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
 
 
 async def handle(broker, request) -> dict:
     body = request.body
     try:
-        if body.key_type != KEY_TYPE_GROUP:
-            raise CoordinatorNotAvailableError("brokerd has no transaction coordinator")
-        coordinator = _coordinator(broker, body.key)
+        coordinator = _coordinator(broker, body.key_type, body.key)
     except Exception as exc:
         return {"throttle_time_ms": 0, "error_code": error_code(exc),
                 "error_message": error_message(exc), "node_id": -1, "host": "", "port": -1}
@@ -24,10 +23,18 @@ async def handle(broker, request) -> dict:
             "node_id": coordinator.broker_id, "host": coordinator.host, "port": coordinator.port}
 
 
-def _coordinator(broker, group_id: str):
-    topic = broker.topics.get(OFFSETS_TOPIC) or broker.auto_create_topic(OFFSETS_TOPIC)
-    record = topic and topic.partitions.get(broker.coordinator.partition_of(group_id))
+def _coordinator(broker, key_type: int, key: str):
+    if key_type == KEY_TYPE_GROUP:
+        topic_name, partition = OFFSETS_TOPIC, broker.coordinator.partition_of(key)
+    elif key_type == KEY_TYPE_TRANSACTION:
+        if not key:
+            raise InvalidRequestError("the transactional id must not be empty")
+        topic_name, partition = TRANSACTION_STATE_TOPIC, broker.transactions.partition_of(key)
+    else:
+        raise InvalidRequestError(f"unknown coordinator key type {key_type}")
+    topic = broker.topics.get(topic_name) or broker.auto_create_topic(topic_name)
+    record = topic and topic.partitions.get(partition)
     live = {b.broker_id: b for b in broker.live_brokers}
     if record is None or record.leader not in live:
-        raise CoordinatorNotAvailableError(f"the coordinator of {group_id!r} is not available")
+        raise CoordinatorNotAvailableError(f"the coordinator of {key!r} is not available")
     return live[record.leader]

@@ -7,23 +7,41 @@ import time
 from kafka.errors import UnknownTopicOrPartitionError
 
 from brokerd.api.errors import error_code
-from brokerd.coordinator.offsets_topic import CommittedOffset
+from brokerd.coordinator.offsets_topic import NO_LEADER_EPOCH, CommittedOffset
 
 
 async def handle_commit(broker, request) -> dict:
     """Commit the partitions of known topics; unknown ones get UNKNOWN_TOPIC_OR_PARTITION each,
     as in Kafka, so a typo in one topic name does not lose the other commits."""
     body = request.body
-    now = int(time.time() * 1000)
-    requested = [(t.name, p) for t in body.topics for p in t.partitions]
-    codes = {(name, p.partition_index): _unknown_partition_code(broker, name, p.partition_index)
-             for name, p in requested}
-    offsets = {(name, p.partition_index): CommittedOffset(
-        p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now)
-        for name, p in requested if not codes[(name, p.partition_index)]}
-    try:
+
+    async def commit(offsets):
         await broker.coordinator.commit(body.group_id, body.generation_id_or_member_epoch,
                                         body.member_id, offsets)
+    return await _commit_known(broker, body.topics, commit)
+
+
+async def handle_txn_commit(broker, request) -> dict:
+    """TxnOffsetCommit: offsets that take effect when the producer's transaction commits."""
+    body = request.body
+
+    async def commit(offsets):
+        await broker.coordinator.commit_transactional(body.group_id, body.producer_id,
+                                                      body.producer_epoch, offsets)
+    return await _commit_known(broker, body.topics, commit)
+
+
+async def _commit_known(broker, topics, commit) -> dict:
+    now = int(time.time() * 1000)
+    requested = [(t.name, p) for t in topics for p in t.partitions]
+    codes = {(name, p.partition_index): 0 if partition_exists(broker, name, p.partition_index)
+             else UnknownTopicOrPartitionError.errno for name, p in requested}
+    offsets = {(name, p.partition_index): CommittedOffset(
+        p.committed_offset, getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH),
+        p.committed_metadata or "", now)
+        for name, p in requested if not codes[(name, p.partition_index)]}
+    try:
+        await commit(offsets)
     except Exception as exc:
         code = error_code(exc)
         codes = {tp: c or code for tp, c in codes.items()}
@@ -31,15 +49,13 @@ async def handle_commit(broker, request) -> dict:
         {"name": t.name, "partitions": [
             {"partition_index": p.partition_index, "error_code": codes[(t.name, p.partition_index)]}
             for p in t.partitions]}
-        for t in body.topics]}
+        for t in topics]}
 
 
-def _unknown_partition_code(broker, topic: str, partition: int) -> int:
+def partition_exists(broker, topic: str, partition: int) -> bool:
     if not _is_known(broker, topic, partition):
         broker.refresh_metadata()  # the topic may be a moment old; our cache polls for it
-        if not _is_known(broker, topic, partition):
-            return UnknownTopicOrPartitionError.errno
-    return 0
+    return _is_known(broker, topic, partition)
 
 
 def _is_known(broker, topic: str, partition: int) -> bool:

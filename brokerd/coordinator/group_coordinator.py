@@ -21,18 +21,17 @@ from kafka.errors import (
 )
 
 from brokerd.coordinator.group import Group, GroupState, Member
-from brokerd.storage import iter_batch_spans
 from brokerd.coordinator.offsets_topic import (
-    OFFSETS_TOPIC, CommittedOffset, build_batch, offset_key, offset_value, partition_for,
-    read_offset_commits,
+    OFFSETS_TOPIC, CommittedOffset, OffsetsBatch, offset_key, offset_value, partition_for,
+    read_offsets_batches,
 )
+from brokerd.coordinator.records import build_batch, read_whole_log
 
 log = logging.getLogger(__name__)
 
 MIN_SESSION_TIMEOUT_MS = 1000
 MAX_SESSION_TIMEOUT_MS = 1_800_000
 COMMIT_TIMEOUT_S = 5.0
-READ_CHUNK_BYTES = 4 * 1024 * 1024
 NO_GENERATION = -1
 
 TopicPartition = tuple[str, int]
@@ -43,6 +42,10 @@ class GroupCoordinator:
         self.broker = broker
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        # group -> producer id -> offsets committed in that producer's open transaction
+        self.pending_txn_offsets: dict[str, dict[int, dict[TopicPartition, CommittedOffset]]] = {}
+        # (offsets partition, producer id) -> (epoch, next sequence) of its transactional batches
+        self._txn_sequences: dict[tuple[int, int], tuple[int, int]] = {}
         self.loaded: set[int] = set()
 
     @property
@@ -74,29 +77,40 @@ class GroupCoordinator:
             self._unload(partition)
 
     def _load(self, partition: int) -> None:
-        log_ = self.broker.replicas.get(OFFSETS_TOPIC, partition).log
-        offset, count = log_.log_start_offset, 0
-        while offset < log_.log_end_offset:
-            chunk = bytes(log_.read(offset, READ_CHUNK_BYTES))
-            if not chunk:
-                break
-            for group, topic, part, committed in read_offset_commits(chunk):
-                self._cache(group, (topic, part), committed)
-                count += 1
-            offset, previous = _next_offset(chunk), offset
-            if offset <= previous:
-                break
+        """Replay the partition: plain commits count at once, transactional ones stay pending
+        until their producer's marker follows (commit applies them, abort drops them)."""
+        count = 0
+        for chunk in read_whole_log(self.broker.replicas.get(OFFSETS_TOPIC, partition).log):
+            for batch in read_offsets_batches(chunk):
+                self._replay(partition, batch)
+                count += len(batch.commits)
         self.loaded.add(partition)
         log.info("loaded %d offset commit record(s) from %s-%d", count, OFFSETS_TOPIC, partition)
 
+    def _replay(self, partition: int, batch: OffsetsBatch) -> None:
+        key = (partition, batch.producer_id)
+        if batch.marker is not None:
+            if self._txn_sequences.get(key, (None,))[0] != batch.producer_epoch:
+                self._txn_sequences[key] = (batch.producer_epoch, 0)  # a fencing marker
+            self.on_txn_marker(partition, batch.producer_id, batch.marker)
+        elif batch.transactional:
+            self._txn_sequences[key] = (batch.producer_epoch, batch.next_sequence)
+            for group, topic, part, committed in batch.commits:
+                self._pending(group, batch.producer_id)[(topic, part)] = committed
+        else:
+            for group, topic, part, committed in batch.commits:
+                self._cache(group, (topic, part), committed)
+
     def _unload(self, partition: int) -> None:
         self.loaded.discard(partition)
-        for group_id in [g for g in set(self.groups) | set(self.offsets)
-                         if self.partition_of(g) == partition]:
+        known = set(self.groups) | set(self.offsets) | set(self.pending_txn_offsets)
+        for group_id in [g for g in known if self.partition_of(g) == partition]:
             group = self.groups.pop(group_id, None)
             if group is not None:
                 _fail_waiters(group, NotCoordinatorError())
             self.offsets.pop(group_id, None)
+            self.pending_txn_offsets.pop(group_id, None)
+        self._txn_sequences = {k: v for k, v in self._txn_sequences.items() if k[0] != partition}
 
     def _cache(self, group_id: str, tp: TopicPartition, committed: CommittedOffset | None):
         if committed is None:
@@ -275,15 +289,47 @@ class GroupCoordinator:
         for tp, committed in offsets.items():
             self._cache(group_id, tp, committed)
 
+    async def commit_transactional(self, group_id: str, producer_id: int, producer_epoch: int,
+                                   offsets: dict[TopicPartition, CommittedOffset]) -> None:
+        """TxnOffsetCommit: the offsets join the producer's transaction. They are appended as
+        a transactional batch and stay pending until the transaction's marker reaches this
+        offsets partition (``on_txn_marker``)."""
+        self._owned(group_id)
+        index = self.partition_of(group_id)
+        epoch, sequence = self._txn_sequences.get((index, producer_id), (producer_epoch, 0))
+        if epoch != producer_epoch:
+            sequence = 0  # a new epoch numbers its batches from 0 again
+        records = [(offset_key(group_id, t, p), offset_value(c)) for (t, p), c in offsets.items()]
+        partition, info = self._append_batch(
+            group_id, build_batch(records, producer_id, producer_epoch, sequence))
+        self._txn_sequences[(index, producer_id)] = (producer_epoch, sequence + len(records))
+        self._pending(group_id, producer_id).update(offsets)
+        await partition.wait_for_ack(info.last_offset, COMMIT_TIMEOUT_S)
+
+    def _pending(self, group_id: str, producer_id: int) -> dict[TopicPartition, CommittedOffset]:
+        return self.pending_txn_offsets.setdefault(group_id, {}).setdefault(producer_id, {})
+
+    def on_txn_marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker landed on an offsets partition led here: the producer's pending
+        offsets of every group of that partition become committed, or are dropped."""
+        for group_id in [g for g in self.pending_txn_offsets if self.partition_of(g) == partition]:
+            offsets = self.pending_txn_offsets[group_id].pop(producer_id, {})
+            if not self.pending_txn_offsets[group_id]:
+                del self.pending_txn_offsets[group_id]
+            for tp, committed in offsets.items() if commit else ():
+                self._cache(group_id, tp, committed)
+
     async def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
-        if not records:
-            return
+        if records:
+            partition, info = self._append_batch(group_id, build_batch(records))
+            await partition.wait_for_ack(info.last_offset, COMMIT_TIMEOUT_S)
+
+    def _append_batch(self, group_id: str, batch: bytes):
         try:
             partition = self.broker.replicas.get_leader(OFFSETS_TOPIC, self.partition_of(group_id))
         except Exception as exc:
             raise NotCoordinatorError(str(exc)) from exc
-        info = partition.append_as_leader(build_batch(records), acks=-1)
-        await partition.wait_for_ack(info.last_offset, COMMIT_TIMEOUT_S)
+        return partition, partition.append_as_leader(batch, acks=-1)
 
     def committed(self, group_id: str, partitions: list[TopicPartition] | None
                   ) -> dict[TopicPartition, CommittedOffset | None]:
@@ -329,14 +375,6 @@ class GroupCoordinator:
         await self._append(group_id, [(offset_key(group_id, t, p), None) for t, p in partitions])
         for tp in partitions:
             self._cache(group_id, tp, None)
-
-
-def _next_offset(chunk: bytes) -> int:
-    """The offset after the last whole batch of a read."""
-    last = -1
-    for _, _, last, _ in iter_batch_spans(chunk, 0, len(chunk)):
-        pass
-    return last + 1
 
 
 def _fail_sync_waiters(group: Group, exc: Exception) -> None:

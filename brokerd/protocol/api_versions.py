@@ -39,6 +39,11 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.DescribeGroups: (0, 4),
     ApiKey.DeleteGroups: (0, 1),
     ApiKey.OffsetDelete: (0, 0),
+    ApiKey.AddPartitionsToTxn: (0, 2),  # flexible from 3
+    ApiKey.AddOffsetsToTxn: (0, 2),
+    ApiKey.EndTxn: (0, 2),
+    ApiKey.TxnOffsetCommit: (0, 2),
+    ApiKey.WriteTxnMarkers: (0, 0),  # broker to broker; flexible from 1
 }
 
 # Produce v0–2 carry legacy message sets (magic 0/1). They are advertised only so old

@@ -38,7 +38,10 @@ from kafka.protocol.metadata import (
     MetadataRequest, MetadataResponse,
 )
 from kafka.protocol.producer import (
-    InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse,
+    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
+    InitProducerIdResponse, ProduceRequest, ProduceResponse, TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 )
 
 from brokerd.protocol.api_versions import ADVERTISED, is_supported
@@ -77,6 +80,11 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.DescribeGroups: (DescribeGroupsRequest, DescribeGroupsResponse),
     ApiKey.DeleteGroups: (DeleteGroupsRequest, DeleteGroupsResponse),
     ApiKey.OffsetDelete: (OffsetDeleteRequest, OffsetDeleteResponse),
+    ApiKey.AddPartitionsToTxn: (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
+    ApiKey.AddOffsetsToTxn: (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
+    ApiKey.EndTxn: (EndTxnRequest, EndTxnResponse),
+    ApiKey.TxnOffsetCommit: (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
+    ApiKey.WriteTxnMarkers: (WriteTxnMarkersRequest, WriteTxnMarkersResponse),
 }
 
 _HEADER_PREFIX = struct.Struct(">hhi")
@@ -147,7 +155,8 @@ def encode_api_versions_unsupported(correlation_id: int) -> bytes:
 
 
 def encode_request(header: RequestHeader, fields: dict) -> bytes:
-    """Encode a request, framed, for brokerd's own broker-to-broker client (replica fetchers)."""
+    """Encode a request, framed, for brokerd's own broker-to-broker client (replica fetchers,
+    transaction markers)."""
     request = _build(MESSAGES[header.api_key][0], fields, header.api_version)
     request.with_header(correlation_id=header.correlation_id, client_id=header.client_id)
     return request.encode(header=True, framed=True)

@@ -11,7 +11,8 @@ _SIZE = struct.Struct(">i")
 
 
 class BrokerClient:
-    """One connection to one broker; requests are sent one at a time."""
+    """One connection to one broker; requests are sent one at a time, in the order callers
+    ask (a transaction coordinator may have several markers in flight to one leader)."""
 
     def __init__(self, host: str, port: int, client_id: str, timeout_s: float):
         self.host = host
@@ -21,16 +22,18 @@ class BrokerClient:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._correlation_id = 0
+        self._lock = asyncio.Lock()
 
     async def request(self, api_key: int, api_version: int, fields: dict,
                       extra_timeout_s: float = 0.0):
         """Send a request and return the decoded response; any failure closes the connection."""
-        try:
-            return await asyncio.wait_for(self._round_trip(api_key, api_version, fields),
-                                          self.timeout_s + extra_timeout_s)
-        except BaseException:
-            self.close()
-            raise
+        async with self._lock:
+            try:
+                return await asyncio.wait_for(self._round_trip(api_key, api_version, fields),
+                                              self.timeout_s + extra_timeout_s)
+            except BaseException:
+                self.close()
+                raise
 
     async def _round_trip(self, api_key: int, api_version: int, fields: dict):
         if self._writer is None:

@@ -1,0 +1,75 @@
+"""What the group and transaction coordinators share about their internal topics: which
+partition a key hashes to, Kafka's int16-length strings, building the record batches they
+append, and reading a whole partition back when they become its leader."""
+
+from __future__ import annotations
+
+import struct
+import time
+from typing import Iterator
+
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from brokerd.storage import iter_batch_spans
+
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+NO_PRODUCER_ID = -1
+
+
+def partition_for(key: str, num_partitions: int) -> int:
+    """Kafka's ``Utils.abs(key.hashCode) % partitions``, with Java's String.hashCode, so a
+    group or transactional id lands on the same partition number as on Apache Kafka."""
+    h = 0
+    for (unit,) in struct.iter_unpack(">H", key.encode("utf-16-be")):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return (h & 0x7FFFFFFF) % num_partitions
+
+
+def write_string(value: str) -> bytes:
+    raw = value.encode()
+    return struct.pack(">h", len(raw)) + raw
+
+
+def read_string(buf: bytes, pos: int) -> tuple[str, int]:
+    """A nullable int16-length string at ``pos`` (null reads as ""); returns it and the end."""
+    (length,) = struct.unpack_from(">h", buf, pos)
+    pos += 2
+    if length < 0:
+        return "", pos
+    return buf[pos:pos + length].decode(), pos + length
+
+
+def build_batch(entries: list[tuple[bytes, bytes | None]], producer_id: int = NO_PRODUCER_ID,
+                producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
+    """One record batch of (key, value) records; a None value is a tombstone. With a
+    producer id the batch is transactional: it belongs to that producer's open transaction."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=int(producer_id != NO_PRODUCER_ID),
+        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+        batch_size=2**31 - 1)
+    now = int(time.time() * 1000)
+    for offset, (key, value) in enumerate(entries):
+        builder.append(offset, timestamp=now, key=key, value=value, headers=[])
+    return bytes(builder.build())
+
+
+def read_whole_log(log) -> Iterator[bytes]:
+    """The partition log from its start to its end, in chunks of whole batches; a new leader
+    of an internal topic rebuilds its cache from this."""
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:
+        chunk = bytes(log.read(offset, READ_CHUNK_BYTES))
+        if not chunk:
+            return
+        yield chunk
+        previous, offset = offset, _next_offset(chunk)
+        if offset <= previous:
+            return
+
+
+def _next_offset(chunk: bytes) -> int:
+    """The offset after the last whole batch of a read."""
+    last = -1
+    for _, _, last, _ in iter_batch_spans(chunk, 0, len(chunk)):
+        pass
+    return last + 1
