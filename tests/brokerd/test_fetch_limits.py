@@ -1,0 +1,188 @@
+"""Fetch size limits over many partitions: max_bytes caps the whole response, only its very first
+batch may be larger, partition_max_bytes caps each partition, and long polls still wait for data."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from kafka.protocol.api_key import ApiKey
+from kafka.protocol.consumer import FetchResponse
+
+from brokerd.protocol.codec import RequestHeader, encode_request
+from tests.brokerd.storage.conftest import records
+from tests.brokerd.test_wire_interop import create_topic
+from tests.cluster_harness import LocalCluster, wait_until
+
+pytestmark = pytest.mark.interop
+
+TOPIC = "wide"
+PARTITIONS = 12
+PER_PARTITION = 60
+VALUE_SIZE = 10_000
+BATCH_BYTES = 200_000
+FETCH_VERSION = 11
+
+
+@pytest.fixture(scope="module")
+def loaded(tmp_path_factory):
+    """One broker with PARTITIONS partitions of ~600 kB each, in batches of ~200 kB."""
+    cluster = LocalCluster(tmp_path_factory.mktemp("fetch-limits"), 1)
+    cluster.start()
+    try:
+        create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 200,
+                             "batch.size": BATCH_BYTES, "compression.type": "none"})
+        for p in range(PARTITIONS):
+            for i in range(PER_PARTITION):
+                producer.produce(TOPIC, value=f"{p}-{i}-".encode().ljust(VALUE_SIZE, b"x"), partition=p)
+        assert producer.flush(30) == 0
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+class RawClient:
+    """Fetch requests over a plain socket; responses measured as they come off the wire."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), 10)
+        self.correlation_id = 0
+
+    def fetch(self, offsets: dict[int, int], max_bytes: int, partition_max_bytes: int,
+              max_wait_ms: int = 0, topic: str = TOPIC) -> tuple[int, dict[int, bytes]]:
+        """Send one Fetch; returns the response's size in bytes and each partition's records."""
+        self.correlation_id += 1
+        header = RequestHeader(ApiKey.Fetch, FETCH_VERSION, self.correlation_id, "fetch-limits")
+        partitions = [{"partition": p, "current_leader_epoch": -1, "fetch_offset": offset,
+                       "log_start_offset": -1, "partition_max_bytes": partition_max_bytes}
+                      for p, offset in offsets.items()]
+        self.sock.sendall(encode_request(header, {
+            "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
+            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "topics": [{"topic": topic, "partitions": partitions}], "forgotten_topics_data": [],
+            "rack_id": ""}))
+        (size,) = struct.unpack(">i", self._read(4))
+        response = FetchResponse.decode(self._read(size), version=FETCH_VERSION, header=True)
+        assert response.header.correlation_id == self.correlation_id
+        found = {}
+        for topic in response.responses:
+            for p in topic.partitions:
+                assert p.error_code == 0
+                found[p.partition_index] = bytes(p.records or b"")
+        return size, found
+
+    def _read(self, count: int) -> bytes:
+        data = b""
+        while len(data) < count:
+            chunk = self.sock.recv(count - len(data))
+            assert chunk, "broker closed the connection"
+            data += chunk
+        return data
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def raw(loaded):
+    client = RawClient(loaded.ports[1])
+    yield client
+    client.close()
+
+
+def batch_sizes(data: bytes) -> list[int]:
+    sizes, position = [], 0
+    while position + 12 <= len(data):
+        size = struct.unpack_from(">i", data, position + 8)[0] + 12
+        sizes.append(size)
+        position += size
+    return sizes
+
+
+def test_consuming_everything_never_gets_a_response_above_max_bytes(raw):
+    max_bytes = 500_000
+    offsets = {p: 0 for p in range(PARTITIONS)}
+    seen = {p: [] for p in range(PARTITIONS)}
+    while any(offset < PER_PARTITION for offset in offsets.values()):
+        size, found = raw.fetch(offsets, max_bytes, 1 << 20)
+        assert sum(len(data) for data in found.values()) <= max_bytes
+        assert size <= max_bytes + 100 * PARTITIONS  # per-partition fields around the records
+        for p, data in found.items():
+            fetched = [(offset, value) for offset, _, value in records(data) if offset >= offsets[p]]
+            seen[p] += fetched
+            if fetched:
+                offsets[p] = fetched[-1][0] + 1
+    for p, got in seen.items():
+        assert [offset for offset, _ in got] == list(range(PER_PARTITION))
+        assert [value[:8] for _, value in got] == [f"{p}-{i}-".encode().ljust(8, b"x")[:8]
+                                                   for i in range(PER_PARTITION)]
+
+
+def test_only_the_first_batch_of_the_response_may_exceed_max_bytes(raw):
+    size, found = raw.fetch({p: 0 for p in range(PARTITIONS)}, 1000, 1 << 20)
+    assert [len(batch_sizes(data)) for data in found.values()] == [1] + [0] * (PARTITIONS - 1)
+    assert len(found[0]) > 1000 and size < len(found[0]) + 100 * PARTITIONS
+
+
+def test_a_batch_that_does_not_fit_the_rest_of_the_budget_is_left_for_the_next_fetch(raw):
+    # the first partition fills most of the budget; no later partition may add a whole batch
+    first = raw.fetch({0: 0}, 1 << 30, 1 << 30)[1][0]
+    two_batches = sum(batch_sizes(first)[:2])
+    size, found = raw.fetch({p: 0 for p in range(PARTITIONS)}, two_batches + 1000, 1 << 20)
+    assert len(found[0]) == two_batches
+    assert all(not data for p, data in found.items() if p != 0)
+
+
+def test_partition_max_bytes_caps_each_partition(raw):
+    first_batch = batch_sizes(raw.fetch({0: 0}, 1 << 30, 1 << 30)[1][0])[0]
+    size, found = raw.fetch({p: 0 for p in range(PARTITIONS)}, 1 << 30, first_batch + 10)
+    assert [len(batch_sizes(data)) for data in found.values()] == [1] * PARTITIONS
+    size, found = raw.fetch({p: 0 for p in range(PARTITIONS)}, 1 << 30, first_batch - 10)
+    assert [len(batch_sizes(data)) for data in found.values()] == [1] + [0] * (PARTITIONS - 1)
+
+
+def test_a_long_poll_waits_for_data_and_returns_by_max_wait(loaded, raw):
+    create_topic(loaded.bootstrap, "late", 3)
+    empty = {p: 0 for p in range(3)}
+    started = time.monotonic()
+    _, found = raw.fetch(empty, 1 << 20, 1 << 20, max_wait_ms=300, topic="late")
+    assert not any(found.values()) and 0.25 <= time.monotonic() - started < 3
+
+    def produce_later():
+        time.sleep(0.3)
+        producer = Producer({"bootstrap.servers": loaded.bootstrap})
+        producer.produce("late", b"late", partition=2)
+        producer.flush(10)
+    thread = threading.Thread(target=produce_later)
+    thread.start()
+    started = time.monotonic()
+    _, found = raw.fetch(empty, 1 << 20, 1 << 20, max_wait_ms=10_000, topic="late")
+    thread.join()
+    assert time.monotonic() - started < 5
+    assert [value for _, _, value in records(found[2])] == [b"late"]
+
+
+def test_librdkafka_with_a_1mb_fetch_limit_consumes_every_partition_in_order(loaded):
+    fetch_max = 1 << 20
+    consumer = Consumer({"bootstrap.servers": loaded.bootstrap, "group.id": "fetch-limits",
+                         "enable.auto.commit": False, "fetch.max.bytes": fetch_max,
+                         # librdkafka's floor; a bigger response makes it drop the connection
+                         "receive.message.max.bytes": fetch_max + 512,
+                         "fetch.wait.max.ms": 100})
+    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
+    seen = {p: [] for p in range(PARTITIONS)}
+    try:
+        def caught_up():
+            for msg in consumer.consume(500, 0.2):
+                assert msg.error() is None, msg.error()
+                seen[msg.partition()].append(msg.offset())
+            return all(len(offsets) >= PER_PARTITION for offsets in seen.values())
+        wait_until(caught_up, 30, "every record through librdkafka")
+    finally:
+        consumer.close()
+    assert all(offsets == list(range(PER_PARTITION)) for offsets in seen.values())
