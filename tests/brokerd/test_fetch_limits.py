@@ -56,6 +56,12 @@ class RawClient:
     def fetch(self, offsets: dict[int, int], max_bytes: int, partition_max_bytes: int,
               max_wait_ms: int = 0, topic: str = TOPIC) -> tuple[int, dict[int, bytes]]:
         """Send one Fetch; returns the response's size in bytes and each partition's records."""
+        size, partitions = self.fetch_partitions(offsets, max_bytes, partition_max_bytes, max_wait_ms, topic)
+        return size, {index: bytes(p.records or b"") for index, p in partitions.items()}
+
+    def fetch_partitions(self, offsets: dict[int, int], max_bytes: int, partition_max_bytes: int,
+                         max_wait_ms: int = 0, topic: str = TOPIC, isolation_level: int = 0):
+        """Send one Fetch; returns the response's size and each partition's decoded response."""
         self.correlation_id += 1
         header = RequestHeader(ApiKey.Fetch, FETCH_VERSION, self.correlation_id, "fetch-limits")
         partitions = [{"partition": p, "current_leader_epoch": -1, "fetch_offset": offset,
@@ -63,17 +69,17 @@ class RawClient:
                       for p, offset in offsets.items()]
         self.sock.sendall(encode_request(header, {
             "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
-            "isolation_level": 0, "session_id": 0, "session_epoch": -1,
+            "isolation_level": isolation_level, "session_id": 0, "session_epoch": -1,
             "topics": [{"topic": topic, "partitions": partitions}], "forgotten_topics_data": [],
             "rack_id": ""}))
         (size,) = struct.unpack(">i", self._read(4))
         response = FetchResponse.decode(self._read(size), version=FETCH_VERSION, header=True)
         assert response.header.correlation_id == self.correlation_id
         found = {}
-        for topic in response.responses:
-            for p in topic.partitions:
+        for topic_response in response.responses:
+            for p in topic_response.partitions:
                 assert p.error_code == 0
-                found[p.partition_index] = bytes(p.records or b"")
+                found[p.partition_index] = p
         return size, found
 
     def _read(self, count: int) -> bytes:

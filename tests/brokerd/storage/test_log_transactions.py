@@ -68,13 +68,19 @@ def test_an_abort_is_indexed_in_kafkas_txnindex_format(open_log, log_dir):
     assert log.aborted_transactions(0, 8) == [(A, 0)]
 
 
+def abort_a_then_end_b(log, b_commits):
+    """A aborts offsets 0-2 with its marker at 3, then B ends offsets 4-6 with its marker at 7."""
+    a, b = Producer(log, A), Producer(log, B)
+    a.send()
+    a.end(commit=False)
+    b.send()
+    b.end(commit=b_commits)
+    return a, b
+
+
 def test_aborted_transactions_are_those_overlapping_the_range(open_log):
     log = open_log()
-    a, b = Producer(log, A), Producer(log, B)
-    a.send()  # 0-2
-    a.end(commit=False)  # 3
-    b.send()  # 4-6
-    b.end(commit=True)  # 7
+    a, b = abort_a_then_end_b(log, b_commits=True)
     a.send()  # 8-10
     b.send()  # 11-13
     a.end(commit=False)  # 14
@@ -134,11 +140,7 @@ def test_a_non_transactional_batch_in_an_open_transaction_is_refused(open_log):
 
 def test_truncation_removes_aborts_after_it_and_reopens_their_transactions(open_log, log_dir):
     log = open_log()
-    a, b = Producer(log, A), Producer(log, B)
-    a.send()  # 0-2
-    a.end(commit=False)  # 3
-    b.send()  # 4-6
-    b.end(commit=False)  # 7
+    abort_a_then_end_b(log, b_commits=False)
     log.truncate_to(7)
     path = log_dir / "00000000000000000000.txnindex"
     assert txnindex_entries(path) == [AbortedTxn(A, 0, 3, 4)]
