@@ -7,12 +7,13 @@ they can override anything.
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec, TopicMetadata
 
 from kctl.bootstrap import Bootstrap, resolve_bootstrap, resolve_cluster_dir
@@ -21,6 +22,10 @@ from kctl.exit_codes import ExitCode
 from kctl.keyvalue import parse_pairs
 
 Client = AdminClient | Producer | Consumer
+
+_SILENT = logging.getLogger("kctl.librdkafka")
+_SILENT.addHandler(logging.NullHandler())
+_SILENT.propagate = False
 
 
 @dataclass(frozen=True)
@@ -33,9 +38,12 @@ class Connection:
         conf: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap.servers,
             "client.id": "kctl",
-            "log_level": 7 if "debug" in self.settings else 0,
             "socket.connection.setup.timeout.ms": max(1000, int(self.timeout * 1000)),
         }
+        if "debug" in self.settings:
+            conf["log_level"] = 7
+        else:  # level 0 still logs fatal errors (a fenced producer), which kctl reports itself
+            conf.update({"log_level": 0, "logger": _SILENT})
         conf.update(defaults or {})
         conf.update(self.settings)
         return conf
@@ -104,13 +112,15 @@ def find_topic(metadata: ClusterMetadata, topic: str) -> TopicMetadata:
 
 
 def list_offsets(admin: AdminClient, conn: Connection, partitions: list[tuple[str, int]],
-                 spec: OffsetSpec) -> dict[tuple[str, int], int | None]:
+                 spec: OffsetSpec, isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
+                 ) -> dict[tuple[str, int], int | None]:
     """One ListOffsets round for many partitions; a partition that fails shows as None,
-    so one offline partition does not hide the others."""
+    so one offline partition does not hide the others. The latest offset is the high
+    watermark, or with READ_COMMITTED the last stable offset."""
     if not partitions:
         return {}
     futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in partitions},
-                                 request_timeout=conn.timeout)
+                                 isolation_level=isolation, request_timeout=conn.timeout)
     offsets: dict[tuple[str, int], int | None] = {}
     for tp, future in futures.items():
         try:

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
 
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 
 class DeliveryTally:
     """librdkafka's delivery callback for `kctl produce`: counts and the first failure."""
 
-    def __init__(self, topic: str, json_reports: bool):
+    def __init__(self, topic: str, json_reports: bool, stop_at_rejection: bool = False):
         self._lock = threading.Lock()  # failures are counted from the poller and the reader
         self.topic = topic
         self.delivered = 0
         self.failed = 0
         self.first_error: KafkaError | None = None
         self.json_reports = json_reports
+        self.stop_at_rejection = stop_at_rejection
 
     def __call__(self, error: KafkaError | None, message: Message) -> None:
         if error is None:
@@ -29,10 +31,15 @@ class DeliveryTally:
             self._report(message.partition(), None if error else message.offset(), error)
 
     def rejected(self, error: KafkaError) -> None:
-        """A record librdkafka refused before sending (e.g. too large): it gets no callback."""
+        """A record librdkafka refused before sending (e.g. too large): it gets no callback.
+
+        With `stop_at_rejection` (a transaction, which cannot commit without the record) it
+        raises the error, ending the run."""
         self._fail(error)
         if self.json_reports:
             self._report(None, None, error)
+        if self.stop_at_rejection:
+            raise KafkaException(error)
 
     def _fail(self, error: KafkaError) -> None:
         with self._lock:
@@ -56,7 +63,9 @@ class DeliveryPoller:
 
     Reading stdin blocks for as long as the writer pauses (a person typing, a slow pipe);
     polling only between records would hold every delivery report back until more input came.
-    An exception in a callback (e.g. stdout closed) stops the thread and is re-raised on exit.
+    An exception in a callback (e.g. stdout closed) or a fatal producer error (e.g. fenced by
+    a newer transactional producer) stops the thread, interrupts the main thread with SIGINT
+    (which may be blocked reading input) and is re-raised on exit in place of that interrupt.
     """
 
     def __init__(self, producer: Producer):
@@ -71,6 +80,8 @@ class DeliveryPoller:
                 self._producer.poll(0.1)
         except BaseException as exc:  # handed to the main thread in __exit__
             self._error = exc
+            if not self._stop.is_set():
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
     def __enter__(self) -> "DeliveryPoller":
         self._thread.start()
@@ -79,5 +90,5 @@ class DeliveryPoller:
     def __exit__(self, *exc_info) -> None:
         self._stop.set()
         self._thread.join()
-        if self._error is not None and exc_info[0] is None:
+        if self._error is not None and exc_info[0] in (None, KeyboardInterrupt):
             raise self._error

@@ -26,8 +26,9 @@ _INVALID_INPUT = {
     KafkaError.INVALID_CONFIG, KafkaError.POLICY_VIOLATION, KafkaError._INVALID_ARG,
     KafkaError.INVALID_REQUIRED_ACKS,
 }
+FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 _CONFLICT = {KafkaError.NON_EMPTY_GROUP, KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS,
-             KafkaError.GROUP_SUBSCRIBED_TO_TOPIC}
+             KafkaError.GROUP_SUBSCRIBED_TO_TOPIC, *FENCED}
 
 
 class KctlError(Exception):

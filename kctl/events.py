@@ -2,7 +2,8 @@
 
 The dashboard shows the state; these lines narrate the transitions a teacher points at,
 with the moment they were seen: a broker paused, the controller moved, a leader was elected
-with a higher epoch, the ISR shrank or grew, a group started rebalancing.
+with a higher epoch, the ISR shrank or grew, a transaction opened or ended, a group started
+rebalancing.
 """
 
 from __future__ import annotations
@@ -49,6 +50,19 @@ def _partition_change(name: str, old: dict, new: dict) -> list[str]:
     if shrunk or grown:
         how = "shrank" if shrunk and not grown else "grew" if grown and not shrunk else "changed"
         lines.append(f"{name}: ISR {how} to [{','.join(map(str, new['isr']))}]")
+    return lines + _transaction_changes(name, old, new)
+
+
+def _transaction_changes(name: str, old: dict, new: dict) -> list[str]:
+    """Transactions that opened or ended. The leader publishes only the open ones, so an end
+    is seen, not whether it was a commit or an abort; a short one may never be seen at all."""
+    was = {(t["producer_id"], t["first_offset"]): t for t in old.get("open_transactions") or []}
+    now = {(t["producer_id"], t["first_offset"]): t for t in new.get("open_transactions") or []}
+    lines = [f"{name}: transaction opened by producer {t['producer_id']} (epoch {t['producer_epoch']}) "
+             f"at offset {t['first_offset']}" for key, t in now.items() if key not in was]
+    lines += [f"{name}: transaction of producer {t['producer_id']} from offset {t['first_offset']} "
+              f"ended (committed or aborted), last stable offset {new.get('last_stable_offset')}"
+              for key, t in was.items() if key not in now]
     return lines
 
 

@@ -52,3 +52,14 @@ AcksOption = Annotated[Acks, typer.Option(
 
 CompressionOption = Annotated[Compression, typer.Option(
     "--compression", "-z", help="Compression codec of produced batches.")]
+
+TransactionalId = Annotated[Optional[str], typer.Option(
+    "--transactional-id", metavar="ID", show_default=False,
+    help="Produce in transactions under this transactional.id: read_committed consumers see a "
+         "transaction's records all at once, or never if it aborts. A newer producer with the "
+         "same ID fences this one (exit 6).")]
+
+
+class Isolation(str, Enum):
+    READ_COMMITTED = "read_committed"
+    READ_UNCOMMITTED = "read_uncommitted"

@@ -33,13 +33,16 @@ def brokers(views: list[BrokerView], controller: tuple[int, int] | None,
 
 
 def partitions(title: str, docs: list[dict]) -> Section:
-    """Per partition: leader, epoch, replicas, ISR, log start, high watermark, replica log ends."""
-    return Section(title, ["partition", "leader", "epoch", "replicas", "isr", "log-start", "hwm", "log-end"],
+    """Per partition: leader, epoch, replicas, ISR, log start, last stable offset, high
+    watermark, replica log ends and open transactions."""
+    return Section(title, ["partition", "leader", "epoch", "replicas", "isr", "log-start", "lso", "hwm",
+                           "log-end", "open-txns"],
                    [_partition_row(p) for p in docs])
 
 
 def _partition_row(p: dict) -> list[Cell]:
-    """Out-of-sync replicas in red, replicas whose log end is below the high watermark in yellow."""
+    """Out-of-sync replicas in red, replicas whose log end is below the high watermark in yellow,
+    and the last stable offset in yellow while an open transaction holds it below the watermark."""
     hwm = p["high_watermark"]
     replicas = Text()
     ends = Text()
@@ -51,7 +54,18 @@ def _partition_row(p: dict) -> list[Cell]:
             _append(ends, f"{broker}:{'-' if end is None else end}", "yellow" if lagging else None)
     leader = p["leader"] if p["leader"] >= 0 else Text("none", style="bold red")
     isr = ",".join(map(str, p["isr"]))
-    return [p["partition"], leader, p["leader_epoch"], replicas, isr, p["log_start_offset"], hwm, ends]
+    stable = p.get("last_stable_offset")
+    if stable is not None and hwm is not None and stable < hwm:
+        stable = Text(str(stable), style="yellow")
+    return [p["partition"], leader, p["leader_epoch"], replicas, isr, p["log_start_offset"], stable, hwm,
+            ends, _transactions(p.get("open_transactions"))]
+
+
+def _transactions(open_txns: list[dict] | None) -> str | None:
+    """Open transactions as PRODUCER-ID:EPOCH@FIRST-OFFSET; none (or unknown) shows as '-'."""
+    if not open_txns:
+        return None
+    return ",".join(f"{t['producer_id']}:{t['producer_epoch']}@{t['first_offset']}" for t in open_txns)
 
 
 def _append(cells: Text, item: str, style: str | None) -> None:

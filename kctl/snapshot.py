@@ -3,8 +3,9 @@
 No Kafka request is made: the brokers, the controller, every partition's leader, epochs and
 ISR, and each replica's log end come from files, so the picture stays complete while brokers
 are dead or paused (when a protocol client would wait or fail). The high watermark and log
-start are those the partition's leader publishes; a replica's log end is what its own broker
-last published (a dead broker's is the last it knew).
+start, the last stable offset and the open transactions are those the partition's leader
+publishes; a replica's log end is what its own broker last published (a dead broker's is the
+last it knew).
 """
 
 from __future__ import annotations
@@ -41,13 +42,15 @@ def take(state: ClusterState, topic: str | None = None) -> dict:
 
 def _partition(topic: str, record: PartitionRecord, status: Status) -> dict:
     p = record.partition
-    led = status.get(record.leader, {}).get((topic, p)) if record.leader >= 0 else None
+    led = (status.get(record.leader, {}).get((topic, p)) if record.leader >= 0 else None) or {}
     return {
         "partition": p, "leader": record.leader, "leader_epoch": record.leader_epoch,
         "partition_epoch": record.partition_epoch,
         "replicas": list(record.replicas), "isr": list(record.isr),
-        "log_start_offset": None if led is None else led["log_start_offset"],
-        "high_watermark": None if led is None else led["high_watermark"],
+        "log_start_offset": led.get("log_start_offset"),
+        "last_stable_offset": led.get("last_stable_offset"),  # absent: brokers without transactions
+        "high_watermark": led.get("high_watermark"),
         "log_end_offsets": {str(b): status.get(b, {}).get((topic, p), {}).get("log_end_offset")
                             for b in record.replicas},
+        "open_transactions": led.get("open_transactions"),
     }

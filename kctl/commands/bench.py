@@ -13,16 +13,18 @@ from typing import Annotated, Optional
 import typer
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from kctl import console, topics
+from kctl import console, topics, transactions
 from kctl.assignment import plan
 from kctl.client import Connection, connect, produce_waiting
 from kctl.errors import KctlError, exit_code_for, from_kafka
 from kctl.offsets import END, START, OffsetRange
 from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, Compression,
-                          CompressionOption, Json, Settings, Timeout)
+                          CompressionOption, Json, Settings, Timeout, TransactionalId)
+from kctl.transactions import Transactions
 
 MIB = 1024 * 1024
 BATCH = 10_000
+TXN_SIZE = 10_000
 
 app = typer.Typer(help="Measure produce and consume throughput and latency.", no_args_is_help=True)
 
@@ -42,20 +44,35 @@ def bench_produce(
     compression: CompressionOption = Compression.NONE,
     partitions: Annotated[int, typer.Option(
         "--partitions", "-p", help="Partitions if the topic must be created; -1: broker default.")] = -1,
+    transactional_id: TransactionalId = None,
+    txn_size: Annotated[Optional[int], typer.Option(
+        "--txn-size", metavar="N", show_default=False,
+        help=f"With --transactional-id: records per transaction. Default: {TXN_SIZE}.")] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
 ) -> None:
-    """Send records as fast as possible; report records/s, MB/s and send-to-ack latency."""
+    """Send records as fast as possible; report records/s, MB/s and send-to-ack latency.
+
+    With --transactional-id the records go in transactions of --txn-size records, each
+    committed before the next begins; the time includes the commits, and the figures add
+    the number of transactions. Compare with `-X enable.idempotence=true` to see what
+    transactions cost over idempotence alone.
+    """
+    transactions.check_options(transactional_id, txn_size, acks)
     conn = connect(bootstrap, cluster_dir, timeout, settings)
     if topics.ensure(conn, topics.validate_name(topic), partitions, -1):
         console.info(f"Created topic {topic}.")
     recorder = LatencyRecorder()
-    config = {"acks": acks.value, "compression.type": compression.value, "on_delivery": recorder}
+    txns = None if transactional_id is None else Transactions(transactional_id, conn.timeout)
+    config = {"acks": acks.value, "compression.type": compression.value, "on_delivery": recorder,
+              **transactions.producer_config(txns)}
     config.update({k: v for k, v in (("batch.size", batch_size), ("linger.ms", linger_ms)) if v is not None})
-    elapsed = _timed_send(conn.producer(config), topic, record_size, records)
+    elapsed = _timed_send(conn.producer(config), topic, record_size, records, txns, txn_size or TXN_SIZE)
     sent = len(recorder.latencies)
     figures = {"records": sent, "failed": len(recorder.errors), "record_size": record_size,
                **rates(sent, sent * record_size, elapsed), "latency_ms": latency_summary(recorder.latencies)}
+    if txns is not None:
+        figures["transactions"] = txns.committed
     _report(figures, json_output, _produce_line(figures))
     if recorder.errors:
         first = recorder.errors[0]
@@ -76,15 +93,25 @@ class LatencyRecorder:
             self.errors.append(error)
 
 
-def _timed_send(producer: Producer, topic: str, record_size: int, records: int) -> float:
-    """Seconds from the first send to the last acknowledgement; one payload, reused."""
+def _timed_send(producer: Producer, topic: str, record_size: int, records: int,
+                txns: Transactions | None, txn_size: int) -> float:
+    """Seconds from the first send to the last acknowledgement (and commit); one payload, reused."""
     payload = bytes(random.Random(0).choices(range(65, 91), k=record_size))
-    started = time.perf_counter()
-    try:
-        for i in range(records):
+
+    def send(batch: range) -> int:
+        for i in batch:
             produce_waiting(producer, topic, payload)
             if not i & 1023:
                 producer.poll(0)
+        return len(batch)
+
+    started = time.perf_counter()
+    try:
+        if txns is None:
+            send(range(records))
+        else:
+            txns.run(producer, (range(start, min(start + txn_size, records))
+                                for start in range(0, records, txn_size)), send)
     except KafkaException as exc:
         raise from_kafka(exc, "send a record") from None
     while producer.flush(0.5) > 0:
@@ -165,11 +192,13 @@ def latency_summary(latencies_s: list[float]) -> dict:
 def _produce_line(f: dict) -> str:
     lat = f["latency_ms"]
     line = f"{f['records']} records sent, {f['records_per_s']:.1f} records/sec ({f['mb_per_s']:.2f} MB/sec)"
-    if lat["avg"] is None:
-        return line + "."
-    return (f"{line}, {lat['avg']:.2f} ms avg latency, {lat['max']:.2f} ms max latency, "
-            f"{lat['p50']:.1f} ms 50th, {lat['p95']:.1f} ms 95th, {lat['p99']:.1f} ms 99th, "
-            f"{lat['p999']:.1f} ms 99.9th.")
+    if lat["avg"] is not None:
+        line += (f", {lat['avg']:.2f} ms avg latency, {lat['max']:.2f} ms max latency, "
+                 f"{lat['p50']:.1f} ms 50th, {lat['p95']:.1f} ms 95th, {lat['p99']:.1f} ms 99th, "
+                 f"{lat['p999']:.1f} ms 99.9th")
+    if "transactions" in f:
+        line += f", {f['transactions']} transactions committed"
+    return line + "."
 
 
 def _report(figures: dict, json_output: bool, line: str) -> None:

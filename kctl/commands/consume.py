@@ -15,7 +15,7 @@ from kctl.exit_codes import ExitCode
 from kctl.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
 from kctl.membership import GROUP_DEFAULTS, Membership, reset_policy
 from kctl.offsets import OffsetRange, OffsetSyntaxError, parse
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, Settings, Timeout
+from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, Isolation, Settings, Timeout
 from kctl.reader import ClusterWatch, Commit, Reader, Render
 
 
@@ -54,6 +54,13 @@ def consume(
         help="With -g: 'after' (the default) commits records once written and flushed "
              "(at-least-once), 'before' commits before writing (at-most-once), 'never' leaves "
              "the group's offsets alone.")] = None,
+    isolation: Annotated[Isolation, typer.Option(
+        "--isolation",
+        help="read_committed (the default, as in librdkafka and kcat) shows records of "
+             "transactions once committed and never those of aborted ones, and stops at the "
+             "last stable offset (the first record of a still open transaction); "
+             "read_uncommitted shows every record as soon as it is written.")
+    ] = Isolation.READ_COMMITTED,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
 ) -> None:
@@ -61,7 +68,8 @@ def consume(
 
     With -g, a clean exit (Ctrl-C, or -n reached) leaves the group at once, so the other
     members take over its partitions; a killed member's partitions move after the session
-    timeout (10 s; -X session.timeout.ms=...). Ends with "Processed a total of N messages"
+    timeout (10 s; -X session.timeout.ms=...). With read_committed (the default), -e and
+    offsets relative to the end mean the last stable offset. Ends with "Processed a total of N messages"
     on stderr (unless -q).
     """
     spec, render = _compile(offset, fmt, json_output)
@@ -71,13 +79,12 @@ def consume(
     reset = None if group is None else reset_policy(spec, partitions, exit_at_end)
     conn = connect(bootstrap, cluster_dir, timeout, settings)
     watch = ClusterWatch(conn)
+    common = {"isolation.level": isolation.value, "error_cb": watch}
     if group is None:
-        consumer = conn.consumer({"enable.partition.eof": exit_at_end or spec.stop is not None,
-                                  "error_cb": watch})
+        consumer = conn.consumer({"enable.partition.eof": exit_at_end or spec.stop is not None, **common})
         reader = Reader(consumer, topic, render)
     else:
-        consumer = conn.consumer({**GROUP_DEFAULTS, "group.id": group, "auto.offset.reset": reset,
-                                  "error_cb": watch})
+        consumer = conn.consumer({**GROUP_DEFAULTS, "group.id": group, "auto.offset.reset": reset, **common})
         reader = Reader(consumer, topic, render, commit or Commit.AFTER, bounded=False)
     started = False
     try:

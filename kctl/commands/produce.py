@@ -1,24 +1,27 @@
-"""`kctl produce TOPIC`: one record per input line, from a shell pipe or a file."""
+"""`kctl produce TOPIC`: one record per input line, from a shell pipe or a file, optionally in
+transactions."""
 
 from __future__ import annotations
 
 import sys
 from contextlib import ExitStack
+from functools import partial
 from pathlib import Path
-from typing import Annotated, BinaryIO, Callable, Optional
+from typing import Annotated, BinaryIO, Callable, Iterable, Optional
 
 import typer
 from confluent_kafka import KafkaException, Producer
 from rich.progress import Progress
 
-from kctl import console
+from kctl import console, linebatches, transactions
 from kctl.client import Connection, connect, fetch_metadata, find_topic, produce_waiting
 from kctl.delivery import DeliveryPoller, DeliveryTally
-from kctl.errors import KctlError, exit_code_for
+from kctl.errors import KctlError, exit_code_for, from_kafka
 from kctl.exit_codes import ExitCode
 from kctl.keyvalue import parse_pairs
 from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, Compression,
-                          CompressionOption, Settings, Timeout)
+                          CompressionOption, Settings, Timeout, TransactionalId)
+from kctl.transactions import Transactions
 
 INTERRUPT_FLUSH_S = 5.0
 TICK_EVERY = 1024  # records between progress bar updates; a power of two for the mask
@@ -46,6 +49,14 @@ def produce(
         help="Read records from this file instead of stdin (with a progress bar on a terminal).")] = None,
     json_output: Annotated[bool, typer.Option(
         "--json", help="Print one JSON delivery report per record: topic, partition, offset, error.")] = False,
+    transactional_id: TransactionalId = None,
+    txn_size: Annotated[Optional[int], typer.Option(
+        "--txn-size", metavar="N", show_default=False,
+        help="With --transactional-id: commit every N records, and the rest at the end of the "
+             "input. Default: one transaction per batch of input ready at once (what one read "
+             "of the pipe or file returns plus whatever is already waiting, up to 1 MiB), so "
+             "a fast pipe gives large transactions and each typed line is its own. An open "
+             "transaction must commit within transaction.timeout.ms (60 s; -X to change).")] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
 ) -> None:
@@ -53,22 +64,35 @@ def produce(
 
     Keyed records always land on the partition Kafka's Java client would pick. Ends with
     "N records produced to TOPIC, M failed" on stderr and exits non-zero if any failed.
+
+    With --transactional-id the records go in transactions (see --txn-size), and the summary
+    adds "T transactions committed (R records), A aborted". A refused record, a failed
+    delivery or Ctrl-C aborts the open transaction: none of its records become visible to
+    read_committed consumers (`kctl consume`'s default), while committed ones stay.
     """
     if key is not None and key_delimiter is not None:
         raise KctlError("use either --key or --key-delimiter, not both", ExitCode.USAGE)
     if key_delimiter == "":
         raise KctlError("--key-delimiter must not be empty", ExitCode.INVALID_INPUT)
+    transactions.check_options(transactional_id, txn_size, acks)
     split = _splitter(key, key_delimiter)
     extra = _record_extras(partition, parse_pairs(header, "--header"))
-    tally = DeliveryTally(topic, json_output)
+    txns = None if transactional_id is None else Transactions(transactional_id, timeout)
+    tally = DeliveryTally(topic, json_output, stop_at_rejection=txns is not None)
     with ExitStack() as stack:
         stream, tick = _open_input(stack, file)
         conn = connect(bootstrap, cluster_dir, timeout, settings)
-        producer = conn.producer(PRODUCER_DEFAULTS | {
+        producer = conn.producer(PRODUCER_DEFAULTS | transactions.producer_config(txns) | {
             "acks": acks.value, "compression.type": compression.value, "on_delivery": tally})
         _check_target(producer, conn, topic, partition)
-        _produce_stream(producer, stream, topic, split, extra, tally, tick)
-    console.info(tally.summary())
+        send = partial(_send_lines, producer=producer, topic=topic, split=split, extra=extra,
+                       tally=tally, tick=tick)
+        if txns is None:
+            _produce_stream(producer, lambda: send(stream), tally, txns)
+        else:
+            batches = linebatches.batches(stream, txn_size)
+            _produce_stream(producer, lambda: txns.run(producer, batches, send), tally, txns)
+    console.info(_summary(tally, txns))
     if tally.first_error is not None:
         raise KctlError(f"delivery failed: {tally.first_error.str()}", exit_code_for(tally.first_error))
 
@@ -109,45 +133,59 @@ def _check_target(producer: Producer, conn: Connection, topic: str, partition: i
                         f"(it has 0..{len(meta.partitions) - 1})", ExitCode.NOT_FOUND)
 
 
-def _open_input(stack: ExitStack, file: Path | None) -> tuple[BinaryIO, Callable[[BinaryIO], None]]:
+def _open_input(stack: ExitStack, file: Path | None) -> tuple[BinaryIO, Callable[[], None]]:
     """The byte stream to read, and a progress callback (a no-op unless it can show a bar)."""
     if file is None:
         if sys.stdin.isatty():
             console.info("Reading records from the terminal, one per line; Ctrl-D to finish.")
-        return sys.stdin.buffer, lambda stream: None
+        return sys.stdin.buffer, lambda: None
     try:
         stream = stack.enter_context(open(file, "rb"))
     except OSError as exc:
         raise KctlError(f"cannot read {file}: {exc.strerror}", ExitCode.INVALID_INPUT) from None
     if not console.stderr().is_terminal:
-        return stream, lambda stream: None
+        return stream, lambda: None
     progress = stack.enter_context(Progress(console=console.stderr(), transient=True))
     task = progress.add_task(f"producing {file.name}", total=file.stat().st_size)
-    return stream, lambda s: progress.update(task, completed=s.tell())
+    return stream, lambda: progress.update(task, completed=stream.tell())
 
 
-def _produce_stream(producer: Producer, stream: BinaryIO, topic: str, split: Splitter,
-                    extra: dict, tally: DeliveryTally, tick: Callable[[BinaryIO], None]) -> None:
-    """Send every line and wait for every report; on Ctrl-C give records in flight a bounded
-    time, drop the rest, report what happened and exit 130."""
+def _produce_stream(producer: Producer, send: Callable[[], object], tally: DeliveryTally,
+                    txns: Transactions | None) -> None:
+    """Send every line and wait for every report. On Ctrl-C without transactions, give records
+    in flight a bounded time and drop the rest; with them, the open transaction has been
+    aborted by then. Either way report what happened and exit 130."""
     try:
         with DeliveryPoller(producer):
-            _send_lines(producer, stream, topic, split, extra, tally, tick)
+            send()
         _drain(producer)
     except KeyboardInterrupt:
-        console.info(f"Interrupted: waiting up to {INTERRUPT_FLUSH_S:g}s for records in flight.")
-        producer.flush(INTERRUPT_FLUSH_S)
-        producer.purge()
-        producer.flush(0)
-        console.info(tally.summary())
+        if txns is None:
+            console.info(f"Interrupted: waiting up to {INTERRUPT_FLUSH_S:g}s for records in flight.")
+            producer.flush(INTERRUPT_FLUSH_S)
+            producer.purge()
+        producer.flush(0)  # the reports of purged (or aborted) records
+        console.info(_summary(tally, txns))
         raise typer.Exit(ExitCode.INTERRUPTED) from None
+    except KctlError:  # a transaction failed and was aborted
+        console.info(_summary(tally, txns))
+        raise
+    except KafkaException as exc:  # fatal, from the poller: e.g. fenced by a newer producer
+        console.info(_summary(tally, txns))
+        doing = "produce"
+        raise (from_kafka(exc, doing) if txns is None else txns.failure(exc.args[0], doing)) from None
 
 
-def _send_lines(producer: Producer, stream: BinaryIO, topic: str, split: Splitter,
-                extra: dict, tally: DeliveryTally, tick: Callable[[BinaryIO], None]) -> None:
-    """The hot loop: as little Python per record as possible (callbacks run in the poller)."""
+def _summary(tally: DeliveryTally, txns: Transactions | None) -> str:
+    return tally.summary() if txns is None else f"{tally.summary()}; {txns.summary()}"
+
+
+def _send_lines(lines: Iterable[bytes], producer: Producer, topic: str, split: Splitter,
+                extra: dict, tally: DeliveryTally, tick: Callable[[], None]) -> int:
+    """The hot loop: as little Python per record as possible (callbacks run in the poller).
+    Returns how many records it sent."""
     count = 0
-    for line in stream:
+    for line in lines:
         if line.endswith(b"\n"):
             line = line[:-1]
         key, value = split(line)
@@ -157,8 +195,9 @@ def _send_lines(producer: Producer, stream: BinaryIO, topic: str, split: Splitte
             tally.rejected(exc.args[0])
         count += 1
         if not count & (TICK_EVERY - 1):
-            tick(stream)
-    tick(stream)
+            tick()
+    tick()
+    return count
 
 
 def _drain(producer: Producer) -> None:

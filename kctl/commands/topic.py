@@ -79,12 +79,15 @@ def describe(
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
 ) -> None:
-    """Show each partition's leader, epoch, replicas, ISR, watermarks and replica log ends.
+    """Show each partition's leader, epoch, replicas, ISR, offsets and open transactions.
 
+    Offsets: log start, last stable offset (LSO: where read_committed consumers stop; below
+    the high watermark while a transaction is open), high watermark, each replica's log end.
     Replicas outside the ISR are red, replicas whose log end is below the high watermark are
     yellow, and a partition without a leader (offline) shows leader "none".
-    Per-replica log end offsets and leader epochs come from the local cluster's state
-    directory; against another cluster only the leader's end (its high watermark) is known.
+    Per-replica log end offsets, leader epochs and open transactions (producer id:epoch@first
+    offset) come from the local cluster's state directory; against another cluster only the
+    leader's end (its high watermark) is known, and open transactions show as "-" (null).
     """
     conn = connect(bootstrap, cluster_dir, timeout, settings)
     doc = topicinfo.describe(conn, name)

@@ -38,10 +38,12 @@ def watch(
     """Watch brokers, partitions and consumer groups change while you break things.
 
     Brokers (alive, paused, dead; the controller and its epoch), then per partition the
-    leader, leader epoch, replicas (out-of-sync ones in red), ISR, log start, high watermark
-    and each replica's log end (yellow below the high watermark), then each group's state,
-    members, committed offsets and lag, and a log of recent changes: leaders moving, epochs
-    rising, the ISR shrinking and growing. Brokers and partitions come from the local
+    leader, leader epoch, replicas (out-of-sync ones in red), ISR, log start, last stable
+    offset (yellow while an open transaction holds it below the high watermark), high
+    watermark, each replica's log end (yellow below the high watermark) and the open
+    transactions (producer id:epoch@first offset), then each group's state, members,
+    committed offsets and lag, and a log of recent changes: leaders moving, epochs rising,
+    the ISR shrinking and growing, transactions opening and ending. Brokers and partitions come from the local
     cluster's state directory, so they stay visible while brokers are dead or paused; groups
     are asked of the cluster. Kill and pause brokers with `kctl broker` in another terminal.
     """

@@ -22,12 +22,13 @@ def kctl_json(directory, *args, expect=0):
 
 
 class KctlProcess:
-    """A long-running kctl (e.g. a group consumer) whose stdout and stderr lines are
-    collected by reader threads, so a test can poll them without blocking."""
+    """A long-running kctl (e.g. a group consumer, or a producer fed line by line with
+    `write`) whose stdout and stderr lines are collected by reader threads, so a test can
+    poll them without blocking."""
 
     def __init__(self, directory, *args):
-        self.proc = subprocess.Popen(kctl_command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=kctl_env({"KCTL_HOME": str(directory)}))
+        self.proc = subprocess.Popen(kctl_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, env=kctl_env({"KCTL_HOME": str(directory)}))
         self.out: list[str] = []
         self.err: list[str] = []
         self._readers = [threading.Thread(target=self._collect, args=(stream, lines), daemon=True)
@@ -39,6 +40,10 @@ class KctlProcess:
     def _collect(stream, lines: list[str]) -> None:
         for raw in stream:
             lines.append(raw.decode(errors="replace").rstrip("\n"))
+
+    def write(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
 
     def wait_for(self, predicate, what: str, timeout: float = 20):
         def check():

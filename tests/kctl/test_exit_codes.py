@@ -30,6 +30,11 @@ def invoke(args, env, input=None):
     (["produce", "t", "-b", NOWHERE, "-K", ""], ExitCode.INVALID_INPUT),
     (["produce", "t", "-b", NOWHERE, "-H", "noequals"], ExitCode.INVALID_INPUT),
     (["produce", "t", "-b", NOWHERE, "--file", "/nonexistent/records.txt"], ExitCode.INVALID_INPUT),
+    (["produce", "t", "-b", NOWHERE, "--txn-size", "10"], ExitCode.USAGE),
+    (["produce", "t", "-b", NOWHERE, "--transactional-id", "x", "--txn-size", "0"], ExitCode.INVALID_INPUT),
+    (["produce", "t", "-b", NOWHERE, "--transactional-id", ""], ExitCode.INVALID_INPUT),
+    (["produce", "t", "-b", NOWHERE, "--transactional-id", "x", "--acks", "1"], ExitCode.USAGE),
+    (["bench", "produce", "-t", "t", "-b", NOWHERE, "--txn-size", "10"], ExitCode.USAGE),
     (["topic", "create", "bad/name", "-b", NOWHERE], ExitCode.INVALID_INPUT),
     (["topic", "create", "t", "-p", "0", "-b", NOWHERE], ExitCode.INVALID_INPUT),
     (["topic", "create", "t", "-c", "retention.ms", "-b", NOWHERE], ExitCode.INVALID_INPUT),
@@ -60,7 +65,8 @@ def test_bad_input_is_one_line_and_a_documented_code(args, code, isolated_env):
 
 
 @pytest.mark.parametrize("args", [["consume"], ["consume", "t", "--bogus"], ["bench", "produce"],
-                                  ["bench", "produce", "-t", "x", "--records", "0"]])
+                                  ["bench", "produce", "-t", "x", "--records", "0"],
+                                  ["consume", "t", "--isolation", "dirty"]])
 def test_usage_errors_exit_2(args, isolated_env):
     result = invoke(args, isolated_env)
     assert result.exit_code == ExitCode.USAGE

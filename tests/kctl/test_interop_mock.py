@@ -151,10 +151,11 @@ def test_topic_describe_against_a_foreign_cluster(kctl, mock_bootstrap, topic):
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     part = doc["partitions"][2]
-    assert set(part) == {"partition", "leader", "leader_epoch", "replicas", "isr",
-                         "log_start_offset", "high_watermark", "log_end_offsets"}
-    assert (part["log_start_offset"], part["high_watermark"]) == (0, 2)
+    assert set(part) == {"partition", "leader", "leader_epoch", "replicas", "isr", "log_start_offset",
+                         "last_stable_offset", "high_watermark", "log_end_offsets", "open_transactions"}
+    assert (part["log_start_offset"], part["last_stable_offset"], part["high_watermark"]) == (0, 2, 2)
     assert part["log_end_offsets"] == {str(part["leader"]): 2}  # only the leader's end is known
+    assert part["open_transactions"] is None                   # unknown outside the local cluster
     assert doc["configs"] is None and "configs of" in result.stderr  # the mock has no controller
 
 

@@ -43,3 +43,16 @@ def test_a_rebalancing_group():
         "group g: Stable -> PreparingRebalance", "group g: 2 -> 3 member(s)"]
     unreadable = {"group": "g", "error": "coordinator not available"}
     assert changes(snap(groups=[stable]), snap(groups=[unreadable])) == []
+
+
+def test_transactions_opening_and_ending():
+    def with_txns(txns, lso):
+        doc = snap()
+        doc["topics"][0]["partitions"][0].update(open_transactions=txns, last_stable_offset=lso)
+        return doc
+    txn = {"producer_id": 1000, "producer_epoch": 2, "first_offset": 40}
+    assert changes(with_txns([], 40), with_txns([txn], 40)) == [
+        "demo/0: transaction opened by producer 1000 (epoch 2) at offset 40"]
+    assert changes(with_txns([txn], 40), with_txns([], 52)) == [
+        "demo/0: transaction of producer 1000 from offset 40 ended (committed or aborted), last stable offset 52"]
+    assert changes(with_txns(None, None), with_txns(None, None)) == []   # brokers without transactions
