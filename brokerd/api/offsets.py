@@ -7,7 +7,7 @@ import time
 from kafka.errors import UnknownTopicOrPartitionError
 
 from brokerd.api.errors import error_code
-from brokerd.coordinator.offsets_topic import NO_LEADER_EPOCH, CommittedOffset
+from brokerd.coordinator.offsets_topic import CommittedOffset
 
 
 async def handle_commit(broker, request) -> dict:
@@ -37,8 +37,7 @@ async def _commit_known(broker, topics, commit) -> dict:
     codes = {(name, p.partition_index): 0 if partition_exists(broker, name, p.partition_index)
              else UnknownTopicOrPartitionError.errno for name, p in requested}
     offsets = {(name, p.partition_index): CommittedOffset(
-        p.committed_offset, getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH),
-        p.committed_metadata or "", now)
+        p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now)
         for name, p in requested if not codes[(name, p.partition_index)]}
     try:
         await commit(offsets)

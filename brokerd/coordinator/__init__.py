@@ -1,1 +1,2 @@
-"""The group coordinator: consumer groups and their committed offsets in __consumer_offsets."""
+"""The coordinators: consumer groups and their committed offsets in __consumer_offsets, and
+transactions in __transaction_state."""

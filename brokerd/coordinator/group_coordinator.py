@@ -22,10 +22,9 @@ from kafka.errors import (
 
 from brokerd.coordinator.group import Group, GroupState, Member
 from brokerd.coordinator.offsets_topic import (
-    OFFSETS_TOPIC, CommittedOffset, OffsetsBatch, offset_key, offset_value, partition_for,
-    read_offsets_batches,
+    OFFSETS_TOPIC, CommittedOffset, OffsetsBatch, offset_key, offset_value, read_offsets_batches,
 )
-from brokerd.coordinator.records import build_batch, read_whole_log
+from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, read_whole_log
 
 log = logging.getLogger(__name__)
 
@@ -37,34 +36,24 @@ NO_GENERATION = -1
 TopicPartition = tuple[str, int]
 
 
-class GroupCoordinator:
+class GroupCoordinator(InternalTopicCoordinator):
+    topic = OFFSETS_TOPIC
+    partitions_setting = "offsets.topic.num.partitions"
+
     def __init__(self, broker):
-        self.broker = broker
+        super().__init__(broker)
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         # group -> producer id -> offsets committed in that producer's open transaction
         self.pending_txn_offsets: dict[str, dict[int, dict[TopicPartition, CommittedOffset]]] = {}
         # (offsets partition, producer id) -> (epoch, next sequence) of its transactional batches
         self._txn_sequences: dict[tuple[int, int], tuple[int, int]] = {}
-        self.loaded: set[int] = set()
-
-    @property
-    def num_partitions(self) -> int:
-        return self.broker.config.get("offsets.topic.num.partitions")
-
-    def partition_of(self, group_id: str) -> int:
-        return partition_for(group_id, self.num_partitions)
 
     def _owned(self, group_id: str) -> None:
         """Raise unless this broker currently coordinates ``group_id``."""
         if not group_id:
             raise InvalidGroupIdError("the group id must not be empty")
-        partition = self.partition_of(group_id)
-        if partition not in self.loaded:
-            self.broker.refresh_metadata()  # a client may know of a leader change before us
-        if partition not in self.loaded:
-            raise NotCoordinatorError(f"broker {self.broker.broker_id} does not coordinate "
-                                      f"{group_id!r} ({OFFSETS_TOPIC}-{partition})")
+        self.require_loaded(group_id)
 
     # -- ownership: loading and unloading offsets partitions --------------------------------
     def on_metadata_change(self) -> None:

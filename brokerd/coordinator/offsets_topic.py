@@ -1,4 +1,4 @@
-"""The ``__consumer_offsets`` topic: which partition holds a group, and its record format.
+"""The ``__consumer_offsets`` topic's record format (a group's partition: records.partition_for).
 
 Records use Kafka's own key and value layouts (offset commit key v1, value v3), so the topic
 can be read with the same tools as a real cluster's: ``kctl consume __consumer_offsets``.
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from kafka.record.memory_records import MemoryRecords
 
-from brokerd.coordinator.records import partition_for, read_string, write_string  # noqa: F401
+from brokerd.coordinator.records import read_string, write_string
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSET_KEY_VERSION = 1

@@ -8,6 +8,7 @@ import struct
 import time
 from typing import Iterator
 
+from kafka.errors import NotCoordinatorError
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from brokerd.storage import iter_batch_spans
@@ -18,11 +19,41 @@ NO_PRODUCER_ID = -1
 
 def partition_for(key: str, num_partitions: int) -> int:
     """Kafka's ``Utils.abs(key.hashCode) % partitions``, with Java's String.hashCode, so a
-    group or transactional id lands on the same partition number as on Apache Kafka."""
+    group or transactional id lands on the same partition number as on Apache Kafka.
+    Utils.abs is Math.abs, except that Integer.MIN_VALUE becomes 0."""
     h = 0
     for (unit,) in struct.iter_unpack(">H", key.encode("utf-16-be")):
         h = (31 * h + unit) & 0xFFFFFFFF
-    return (h & 0x7FFFFFFF) % num_partitions
+    signed = h - (1 << 32) if h & 0x80000000 else h
+    return (abs(signed) if signed != -(1 << 31) else 0) % num_partitions
+
+
+class InternalTopicCoordinator:
+    """A coordinator of ids (groups, transactional ids) hashed onto the partitions of an
+    internal topic: it coordinates the ids of the partitions it leads and has loaded."""
+    topic: str
+    partitions_setting: str
+
+    def __init__(self, broker):
+        self.broker = broker
+        self.loaded: set[int] | dict[int, int] = set()
+
+    @property
+    def num_partitions(self) -> int:
+        return self.broker.config.get(self.partitions_setting)
+
+    def partition_of(self, key: str) -> int:
+        return partition_for(key, self.num_partitions)
+
+    def require_loaded(self, key: str) -> int:
+        """The partition of ``key``; NOT_COORDINATOR unless this broker has loaded it."""
+        partition = self.partition_of(key)
+        if partition not in self.loaded:
+            self.broker.refresh_metadata()  # a client may know of a leader change before us
+        if partition not in self.loaded:
+            raise NotCoordinatorError(f"broker {self.broker.broker_id} does not coordinate "
+                                      f"{key!r} ({self.topic}-{partition})")
+        return partition
 
 
 def write_string(value: str) -> bytes:

@@ -24,7 +24,7 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
-from brokerd.coordinator.records import build_batch, partition_for, read_whole_log
+from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, read_whole_log
 from brokerd.coordinator.transaction_log import (
     TRANSACTION_STATE_TOPIC, read_transaction_records, transaction_key, transaction_value,
 )
@@ -46,34 +46,23 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(InternalTopicCoordinator):
+    topic = TRANSACTION_STATE_TOPIC
+    partitions_setting = "transaction.state.log.num.partitions"
+
     def __init__(self, broker):
-        self.broker = broker
+        super().__init__(broker)
         self.transactions: dict[str, TransactionMetadata] = {}
         self.loaded: dict[int, int] = {}  # __transaction_state partition -> coordinator epoch
         self.markers = TransactionMarkerWriter(broker)
         self._completions: dict[str, asyncio.Task] = {}
         self._aborts: set[asyncio.Task] = set()
 
-    @property
-    def num_partitions(self) -> int:
-        return self.broker.config.get("transaction.state.log.num.partitions")
-
-    def partition_of(self, transactional_id: str) -> int:
-        return partition_for(transactional_id, self.num_partitions)
-
     def _owned(self, transactional_id: str) -> int:
         """The coordinator epoch, if this broker coordinates ``transactional_id``."""
         if not transactional_id:
             raise InvalidRequestError("the transactional id must not be empty")
-        partition = self.partition_of(transactional_id)
-        if partition not in self.loaded:
-            self.broker.refresh_metadata()  # a client may know of a leader change before us
-        if partition not in self.loaded:
-            raise NotCoordinatorError(f"broker {self.broker.broker_id} does not coordinate "
-                                      f"{transactional_id!r} ({TRANSACTION_STATE_TOPIC}-"
-                                      f"{partition})")
-        return self.loaded[partition]
+        return self.loaded[self.require_loaded(transactional_id)]
 
     def _still_owned(self, transactional_id: str, coordinator_epoch: int) -> bool:
         return self.loaded.get(self.partition_of(transactional_id)) == coordinator_epoch
