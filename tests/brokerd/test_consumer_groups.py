@@ -177,7 +177,8 @@ def test_committed_offsets_survive_losing_the_coordinators_broker(cluster_factor
     cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500"})
     create(cluster.bootstrap, "kept", 3, 3)
     commit(cluster.bootstrap, "keeper", "kept", [1, 2, 3])
-    from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+    from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
+    from brokerd.coordinator.records import partition_for
     partition = partition_for("keeper", 10)
     coordinator = cluster.state.topics()[OFFSETS_TOPIC].partitions[partition].leader
     cluster.kill(coordinator)
@@ -188,20 +189,24 @@ def test_committed_offsets_survive_losing_the_coordinators_broker(cluster_factor
     assert committed_offsets(cluster.bootstrap, "keeper", "kept", 3) == [4, 5, 6]
 
 
-def test_offsets_topic_records_use_kafkas_format(cluster):
-    from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC, partition_for
+# Partitions Kafka picks with 10 offsets partitions: abs(String.hashCode) % 10. The hash of
+# "orders-consumer" is negative (-1204742690), where abs and a sign-bit mask disagree.
+@pytest.mark.parametrize("group,partition", [("fmt", 7), ("orders-consumer", 0)])
+def test_offsets_topic_records_use_kafkas_format_and_partitioning(cluster, group, partition):
+    from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
     create(cluster.bootstrap, "anything", 1)
-    commit(cluster.bootstrap, "fmt", "anything", [42])
+    commit(cluster.bootstrap, group, "anything", [42])
     metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10)
     assert len(metadata.topics[OFFSETS_TOPIC].partitions) == 10
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "reader"})
-    consumer.assign([TopicPartition(OFFSETS_TOPIC, partition_for("fmt", 10), 0)])
+    consumer.assign([TopicPartition(OFFSETS_TOPIC, partition, 0)])
     try:
         msgs = wait_until(lambda: consumer.consume(10, 0.2), 15, "the offset commit record")
     finally:
         consumer.close()
     # Offset commit key v1: version, group, topic, partition; value v3 starts version, offset.
-    assert msgs[0].key() == b"\x00\x01" b"\x00\x03fmt" b"\x00\x08anything" b"\x00\x00\x00\x00"
+    assert msgs[0].key() == (b"\x00\x01" + len(group).to_bytes(2, "big") + group.encode()
+                             + b"\x00\x08anything" b"\x00\x00\x00\x00")
     assert msgs[0].value()[:10] == b"\x00\x03" + (42).to_bytes(8, "big")
 
 
