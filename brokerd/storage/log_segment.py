@@ -85,6 +85,10 @@ class LogSegment:
         self._offset_of_max_timestamp = base_offset
         self._bytes_since_last_index_entry = 0
         self.rolling_based_timestamp: int | None = None
+        # Set by the log: the first offset of the earliest transaction still open where this
+        # segment begins (its base offset if none). No transaction that started before it
+        # has its abort marker here or later. -1 until known: nothing may be skipped.
+        self.unstable_offset_at_start = -1
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, config: LogConfig, capacity: int,

@@ -214,12 +214,17 @@ class PartitionLog:
         or a truncation); an index file that disagrees with the log is rewritten."""
         self._producer_state.clear()
         for segment in self._segments:
+            self._note_segment_start(segment)
             aborted = []
             for position, header in segment.batch_headers():
                 txn = self._note_batch(header, segment.buffer, position)
                 if txn is not None:
                     aborted.append(txn)
             segment.txn_index.replace(aborted)
+
+    def _note_segment_start(self, segment: LogSegment) -> None:
+        first_unstable = self._producer_state.first_unstable_offset
+        segment.unstable_offset_at_start = segment.base_offset if first_unstable is None else first_unstable
 
     # -- reads ------------------------------------------------------------------
 
@@ -252,13 +257,16 @@ class PartitionLog:
         ``[start_offset, end_offset)``: what a read_committed fetch of that range needs.
 
         An abort is indexed in the segment of its marker, which is at or after
-        ``start_offset``; earlier segments are skipped, and the walk stops as
-        soon as an index proves no later marker can matter.
+        ``start_offset``; earlier segments are skipped, and the walk stops at
+        the first segment that began with no transaction open from before
+        ``end_offset``, or as soon as an index proves no later marker matters.
         """
         found: list[tuple[int, int]] = []
         if start_offset >= end_offset:
             return found
         for segment in self._segments[self._segment_index(start_offset) :]:
+            if segment.unstable_offset_at_start >= end_offset:
+                break
             txns, complete = segment.txn_index.collect(start_offset, end_offset)
             found.extend((txn.producer_id, txn.first_offset) for txn in txns)
             if complete:
@@ -357,7 +365,9 @@ class PartitionLog:
             active.delete()
             self._segments.pop()
         capacity = max(self._config.segment_bytes, incoming_size)
-        self._segments.append(LogSegment.create(self.directory, base_offset, self._config, capacity, now_ms))
+        segment = LogSegment.create(self.directory, base_offset, self._config, capacity, now_ms)
+        self._note_segment_start(segment)
+        self._segments.append(segment)
         self._write_recovery_point()
 
     def maybe_roll_on_time(self, now_ms: int | None = None) -> bool:

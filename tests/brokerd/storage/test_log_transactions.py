@@ -106,6 +106,10 @@ def test_an_abort_is_indexed_where_its_marker_lands_and_found_from_earlier_offse
     assert [p.name for p in log_dir.glob("*.txnindex")] == [marker_segment.txn_index.path.name]
     assert log.aborted_transactions(first, first + 1) == [(A, first)]
     assert log.aborted_transactions(marker + 1, marker + 2) == []
+    log.close()
+    reopened = open_log(SMALL)
+    assert reopened.aborted_transactions(first + 1, first + 2) == [(A, first)]
+    assert reopened.aborted_transactions(marker, marker + 1) == [(A, first)]
 
 
 def test_an_aborted_transaction_without_records_here_covers_its_marker(open_log):
