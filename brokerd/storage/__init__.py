@@ -5,7 +5,7 @@ A partition is a directory of segments (``.log`` + ``.index`` +
 travel on the wire; see ``partition_log`` for the entry point.
 """
 
-from brokerd.storage.control_batch import ABORT, COMMIT, build_end_txn_marker, control_record_type
+from brokerd.storage.control_batch import ABORT, COMMIT, EndTxnMarker, build_end_txn_marker, read_end_txn_marker
 from brokerd.storage.log_config import ConfigEntry, LogConfig
 from brokerd.storage.log_validator import stamp_batch, validate_client_batch
 from brokerd.storage.partition_log import AppendInfo, PartitionLog
@@ -26,6 +26,7 @@ __all__ = [
     "COMMIT",
     "AbortedTxn",
     "AppendInfo",
+    "EndTxnMarker",
     "BatchHeader",
     "ConfigEntry",
     "LogConfig",
@@ -33,13 +34,13 @@ __all__ = [
     "TimestampOffset",
     "TransactionIndex",
     "build_end_txn_marker",
-    "control_record_type",
     "crc_matches",
     "iter_batch_headers",
     "iter_batch_spans",
     "last_offset_in",
     "parse_partition_dir_name",
     "partition_dir_name",
+    "read_end_txn_marker",
     "read_header",
     "stamp_batch",
     "validate_client_batch",

@@ -4,13 +4,14 @@ A transaction coordinator ends a producer's transaction on a partition by
 appending a control batch (attributes transactional|control) holding one
 record: key = version 0 + type (ABORT 0, COMMIT 1), value = version 0 +
 coordinator epoch. Such a batch is never compressed and holds exactly one
-record, so its type is found by a few varint reads at a fixed place; no
-other record is ever decoded by the broker.
+record, so its type and coordinator epoch are found by a few varint reads
+at a fixed place; no other record is ever decoded by the broker.
 """
 
 from __future__ import annotations
 
 import struct
+from typing import NamedTuple
 
 import crc32c
 
@@ -33,6 +34,13 @@ CONTROL_ATTRIBUTES = TRANSACTIONAL_MASK | CONTROL_MASK
 _MARKER_RECORD = struct.Struct(">bbbbbhhbhib")
 _RECORD_LENGTH = _MARKER_RECORD.size - 1
 _KEY_LENGTH, _VALUE_LENGTH = 4, 6
+_TYPE = struct.Struct(">h")  # after the key's version
+_COORDINATOR_EPOCH = struct.Struct(">i")  # after the value's version
+
+
+class EndTxnMarker(NamedTuple):
+    commit: bool
+    coordinator_epoch: int
 
 
 def build_end_txn_marker(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
@@ -51,17 +59,23 @@ def build_end_txn_marker(producer_id: int, producer_epoch: int, commit: bool, co
     return bytes(batch)
 
 
-def control_record_type(buf, position: int) -> int:
-    """Type of the control record in the batch at ``position`` (ABORT, COMMIT, ...), -1 if unreadable."""
+def read_end_txn_marker(buf, position: int) -> EndTxnMarker | None:
+    """The end-transaction marker in the control batch at ``position``; None when its record
+    is of another control type or unreadable."""
     try:
         cursor = _skip_varint(buf, position + HEADER_SIZE) + 1  # length, attributes
         cursor = _skip_varint(buf, _skip_varint(buf, cursor))  # timestampDelta, offsetDelta
         key_length, cursor = _read_varint(buf, cursor)
         if key_length < _KEY_LENGTH:
-            return -1
-        return struct.unpack_from(">h", buf, cursor + 2)[0]
+            return None
+        (record_type,) = _TYPE.unpack_from(buf, cursor + 2)
+        value_length, cursor = _read_varint(buf, cursor + key_length)
+        if record_type not in (ABORT, COMMIT) or value_length < _VALUE_LENGTH:
+            return None
+        (coordinator_epoch,) = _COORDINATOR_EPOCH.unpack_from(buf, cursor + 2)
+        return EndTxnMarker(record_type == COMMIT, coordinator_epoch)
     except (IndexError, struct.error):
-        return -1
+        return None
 
 
 def _read_varint(buf, position: int) -> tuple[int, int]:

@@ -28,7 +28,7 @@ from kafka.errors import (
 )
 
 from brokerd.storage.checkpoint import fsync_directory, write_atomically
-from brokerd.storage.control_batch import ABORT, build_end_txn_marker, control_record_type
+from brokerd.storage.control_batch import build_end_txn_marker, read_end_txn_marker
 from brokerd.storage.leader_epoch_cache import LeaderEpochFileCache
 from brokerd.storage.log_config import LogConfig
 from brokerd.storage.log_loader import CLEAN_SHUTDOWN_FILE, load_segments, recovery_point_checkpoint
@@ -139,9 +139,11 @@ class PartitionLog:
         An abort is also recorded in the active segment's ``.txnindex``. A
         marker from an older producer epoch is refused with
         InvalidProducerEpochError; a newer epoch becomes the producer's, which
-        fences batches a zombie still sends with the old one.
+        fences batches a zombie still sends with the old one. A marker from an
+        older coordinator epoch than the producer's last one (a coordinator
+        that lost its partition) is refused with TransactionCoordinatorFencedError.
         """
-        self._producer_state.check_marker(producer_id, producer_epoch)
+        self._producer_state.check_marker(producer_id, producer_epoch, coordinator_epoch)
         now_ms = self._now_ms()
         marker = build_end_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
         return self._stamp_and_append(marker, leader_epoch, now_ms)
@@ -204,8 +206,10 @@ class PartitionLog:
         if not header.is_control:
             self._producer_state.update(header)
             return None
-        first_offset, last_stable_offset = self._producer_state.complete_txn(header)
-        if control_record_type(buf, position) != ABORT:
+        marker = read_end_txn_marker(buf, position)
+        coordinator_epoch = -1 if marker is None else marker.coordinator_epoch
+        first_offset, last_stable_offset = self._producer_state.complete_txn(header, coordinator_epoch)
+        if marker is None or marker.commit:
             return None
         return AbortedTxn(header.producer_id, first_offset, header.base_offset, last_stable_offset)
 

@@ -18,7 +18,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kafka.errors import InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceNumberError
+from kafka.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceNumberError,
+    TransactionCoordinatorFencedError,
+)
 
 from brokerd.storage.record_batch import INT32_MAX, BatchHeader
 
@@ -40,6 +45,7 @@ class ProducerStateEntry:
     producer_epoch: int
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     current_txn_first_offset: int | None = None
+    coordinator_epoch: int = -1  # of the last marker
     last_offset: int = -1  # of its newest batch or marker
     last_timestamp: int = -1
 
@@ -103,11 +109,18 @@ class ProducerStateManager:
             )
         return duplicate
 
-    def check_marker(self, producer_id: int, producer_epoch: int) -> None:
-        """Refuse an end-transaction marker from a fenced (older) producer epoch."""
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """Refuse an end-transaction marker from a fenced (older) producer epoch, or from a
+        coordinator older than the one that wrote the producer's last marker."""
         entry = self._producers.get(producer_id)
-        if entry is not None:
-            _check_epoch(entry, producer_epoch)
+        if entry is None:
+            return
+        _check_epoch(entry, producer_epoch)
+        if coordinator_epoch < entry.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"Producer {producer_id}'s last marker came from coordinator epoch"
+                f" {entry.coordinator_epoch}, this one from {coordinator_epoch}"
+            )
 
     def update(self, header: BatchHeader) -> None:
         """Remember an appended data batch (offsets already assigned); a transactional one
@@ -121,7 +134,7 @@ class ProducerStateManager:
             entry.current_txn_first_offset = header.base_offset
             self._open_txns[header.producer_id] = header.base_offset
 
-    def complete_txn(self, header: BatchHeader) -> tuple[int, int]:
+    def complete_txn(self, header: BatchHeader, coordinator_epoch: int) -> tuple[int, int]:
         """Close the producer's transaction with the appended marker described by ``header``.
 
         Returns the transaction's first offset (the marker's own offset when
@@ -130,6 +143,7 @@ class ProducerStateManager:
         other open transaction, else the offset after the marker.
         """
         entry = self._updated_entry(header)
+        entry.coordinator_epoch = coordinator_epoch
         first_offset = entry.current_txn_first_offset
         entry.current_txn_first_offset = None
         self._open_txns.pop(header.producer_id, None)

@@ -1,6 +1,6 @@
 from kafka.record.default_records import DefaultRecordBatch
 
-from brokerd.storage import ABORT, COMMIT, build_end_txn_marker, control_record_type, read_header
+from brokerd.storage import COMMIT, EndTxnMarker, build_end_txn_marker, read_end_txn_marker, read_header
 from tests.brokerd.storage.conftest import make_batch
 
 
@@ -21,13 +21,13 @@ def test_the_marker_value_is_version_0_and_the_coordinator_epoch():
     assert marker[-8:] == bytes([12, 0, 0, 1, 2, 3, 4, 0])
 
 
-def test_the_control_record_type_is_read_from_the_key():
-    assert control_record_type(build_end_txn_marker(1, 0, True, 0, 0), 0) == COMMIT
-    commit_then_abort = build_end_txn_marker(1, 0, True, 0, 0) + build_end_txn_marker(1, 0, False, 0, 0)
-    assert control_record_type(commit_then_abort, len(commit_then_abort) // 2) == ABORT
+def test_the_marker_type_and_coordinator_epoch_are_read_back():
+    assert read_end_txn_marker(build_end_txn_marker(1, 0, True, 9, 0), 0) == EndTxnMarker(True, 9)
+    commit_then_abort = build_end_txn_marker(1, 0, True, 0, 0) + build_end_txn_marker(1, 0, False, 70000, 0)
+    assert read_end_txn_marker(commit_then_abort, len(commit_then_abort) // 2) == EndTxnMarker(False, 70000)
 
 
-def test_an_unreadable_control_record_has_no_type():
+def test_an_unreadable_control_record_is_no_marker():
     marker = build_end_txn_marker(1, 0, True, 0, 0)
-    assert control_record_type(marker[:65], 0) == -1
-    assert control_record_type(make_batch(1, value_size=0, prefix=""), 0) == -1
+    assert read_end_txn_marker(marker[:65], 0) is None
+    assert read_end_txn_marker(make_batch(1, value_size=0, prefix=""), 0) is None

@@ -3,7 +3,7 @@
 import struct
 
 import pytest
-from kafka.errors import InvalidProducerEpochError, InvalidTxnStateError
+from kafka.errors import InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError
 
 from brokerd.partition import Partition
 from brokerd.state import PartitionRecord
@@ -27,8 +27,9 @@ class Producer:
         self.sequence += count
         return self.log.append_as_leader(batch, 0)
 
-    def end(self, commit, epoch=None):
-        return self.log.append_txn_marker(self.pid, self.epoch if epoch is None else epoch, commit, 0, 0)
+    def end(self, commit, epoch=None, coordinator_epoch=0):
+        return self.log.append_txn_marker(self.pid, self.epoch if epoch is None else epoch, commit,
+                                          coordinator_epoch, 0)
 
 
 def plain(log, count=2, value_size=0):
@@ -133,6 +134,23 @@ def test_an_older_marker_epoch_is_refused_and_a_newer_one_fences_the_producer(op
     assert log.log_end_offset == end
     successor = Producer(log, A, epoch=3)
     assert successor.send().first_offset == end
+
+
+def test_a_marker_from_a_deposed_coordinator_is_refused_also_after_a_restart(open_log):
+    log = open_log()
+    producer = Producer(log, A)
+    producer.send()
+    producer.end(commit=True, coordinator_epoch=3)
+    producer.send()
+    log.close()
+    log = open_log()
+    producer.log = log
+    end = log.log_end_offset
+    with pytest.raises(TransactionCoordinatorFencedError):
+        producer.end(commit=True, coordinator_epoch=2)
+    assert log.log_end_offset == end and log.first_unstable_offset == 4
+    producer.end(commit=False, coordinator_epoch=4)
+    assert log.first_unstable_offset is None
 
 
 def test_a_non_transactional_batch_in_an_open_transaction_is_refused(open_log):

@@ -1,5 +1,10 @@
 import pytest
-from kafka.errors import InvalidProducerEpochError, InvalidTxnStateError, OutOfOrderSequenceNumberError
+from kafka.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceNumberError,
+    TransactionCoordinatorFencedError,
+)
 
 from brokerd.storage.control_batch import build_end_txn_marker
 from brokerd.storage.log_validator import stamp_batch
@@ -95,24 +100,24 @@ def test_a_marker_closes_the_transaction_and_reports_the_next_stable_offset():
     manager = ProducerStateManager()
     manager.update(txn_header(0, 10))
     manager.update(txn_header(0, 12, pid=PID + 1))
-    assert manager.complete_txn(marker_header(14)) == (10, 12)
+    assert manager.complete_txn(marker_header(14), 0) == (10, 12)
     assert manager.first_unstable_offset == 12
-    assert manager.complete_txn(marker_header(15, pid=PID + 1)) == (12, 16)
+    assert manager.complete_txn(marker_header(15, pid=PID + 1), 0) == (12, 16)
     assert manager.first_unstable_offset is None and manager.open_transactions() == []
 
 
 def test_a_marker_without_a_transaction_covers_only_itself():
-    assert ProducerStateManager().complete_txn(marker_header(30)) == (30, 31)
+    assert ProducerStateManager().complete_txn(marker_header(30), 0) == (30, 31)
 
 
 def test_a_marker_with_a_newer_epoch_fences_the_old_one_but_not_its_sequences():
     manager = ProducerStateManager()
     manager.update(txn_header(0, 10))
-    manager.complete_txn(marker_header(12, epoch=1))
+    manager.complete_txn(marker_header(12, epoch=1), 0)
     with pytest.raises(InvalidProducerEpochError):
         manager.check(txn_header(2, 0))
     with pytest.raises(InvalidProducerEpochError):
-        manager.check_marker(PID, 0)
+        manager.check_marker(PID, 0, 0)
     with pytest.raises(OutOfOrderSequenceNumberError):
         manager.check(txn_header(2, 0, epoch=1))
     assert manager.check(txn_header(0, 0, epoch=1)) is None
@@ -129,8 +134,18 @@ def test_expiry_and_head_truncation_keep_producers_with_open_transactions():
     manager = ProducerStateManager()
     manager.update(txn_header(0, 10))
     manager.update(txn_header(0, 14, pid=PID + 1))
-    manager.complete_txn(marker_header(16, pid=PID + 1))
+    manager.complete_txn(marker_header(16, pid=PID + 1), 0)
     manager.truncate_head(100)
     manager.remove_expired(10**12)
     assert manager.entry(PID) is not None and manager.first_unstable_offset == 10
     assert manager.entry(PID + 1) is None
+
+
+def test_a_marker_from_an_older_coordinator_epoch_is_fenced():
+    manager = ProducerStateManager()
+    manager.update(txn_header(0, 10))
+    manager.complete_txn(marker_header(12), 5)
+    with pytest.raises(TransactionCoordinatorFencedError):
+        manager.check_marker(PID, 0, 4)
+    manager.check_marker(PID, 0, 5)
+    manager.check_marker(PID, 0, 6)
