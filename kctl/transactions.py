@@ -37,8 +37,9 @@ def check_options(transactional_id: str | None, txn_size: int | None, acks: Acks
 
 
 def producer_config(txns: Transactions | None) -> dict:
-    """Settings for a producer that runs `txns` (none without transactions)."""
-    return {} if txns is None else txns.producer_config()
+    """Settings for a producer that runs `txns` (none without transactions); librdkafka turns
+    on idempotence (and requires acks=all) with a transactional.id."""
+    return {} if txns is None else {"transactional.id": txns.transactional_id}
 
 
 class Transactions:
@@ -53,13 +54,9 @@ class Transactions:
         self.aborted = 0
         self._open = False
 
-    def producer_config(self) -> dict:
-        """librdkafka turns on idempotence (and requires acks=all) with a transactional.id."""
-        return {"transactional.id": self.transactional_id}
-
     def run(self, producer: Producer, batches: Iterable[Batch], send: Callable[[Batch], int]) -> None:
         """One transaction per batch: `send` produces a batch's records and returns how many.
-        `producer` was made with producer_config().
+        `producer` was made with producer_config(self).
 
         A failure (a record refused, a delivery failed, the producer fenced) aborts the open
         transaction and raises KctlError; Ctrl-C aborts it and is re-raised.
@@ -84,9 +81,8 @@ class Transactions:
             raise
 
     def summary(self) -> str:
-        plural = "" if self.committed == 1 else "s"
-        return (f"{self.committed} transaction{plural} committed "
-                f"({self.committed_records} records), {self.aborted} aborted")
+        return (f"{_count(self.committed, 'transaction')} committed "
+                f"({_count(self.committed_records, 'record')}), {self.aborted} aborted")
 
     def _commit(self) -> None:
         """Flush the transaction's records and commit it; retry what librdkafka calls retriable."""
@@ -136,3 +132,7 @@ class Transactions:
             return KctlError(f"producer fenced: another producer registered transactional id "
                              f"{self.transactional_id!r}", ExitCode.CONFLICT)
         return from_kafka(error, doing)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
