@@ -3,7 +3,8 @@
 With --txn-size N a transaction is every N lines. Without it, a transaction is the input
 that is ready at once: what one wait for input returns, plus whatever more is already
 waiting, up to READY_LIMIT bytes. A fast pipe (`seq 1000000 | ...`) thus gives transactions
-of READY_LIMIT, a person typing gets one per line (or per paste), and kctl never holds
+of about a pipe buffer (64 KiB on Linux: the writer refills it while a commit runs), a file
+gives READY_LIMIT, a person typing gets one per line (or per paste), and kctl never holds
 records back waiting for more input. Cutting happens per chunk, not per line, so the
 per-record loop stays as cheap as without transactions.
 """
