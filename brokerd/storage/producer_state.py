@@ -66,7 +66,7 @@ def _in_sequence(last_seq: int, next_seq: int) -> bool:
 
 
 class ProducerStateManager:
-    """Per-producer epoch and recent sequence ranges for one partition."""
+    """Per-producer epoch, recent sequence ranges and open transaction, for one partition."""
 
     def __init__(self) -> None:
         self._producers: dict[int, ProducerStateEntry] = {}
@@ -81,8 +81,9 @@ class ProducerStateManager:
         """Validate an idempotent client batch before it is appended.
 
         Returns the original batch when this one is a retry of it; raises
-        InvalidProducerEpochError for a fenced (older) epoch and
-        OutOfOrderSequenceNumberError for a gap. A producer we know nothing
+        InvalidProducerEpochError for a fenced (older) epoch,
+        InvalidTxnStateError for a non-transactional batch inside the
+        producer's open transaction and OutOfOrderSequenceNumberError for a gap. A producer we know nothing
         about (new, or its batches were deleted by retention) may start at
         any sequence, as in Kafka.
         """
