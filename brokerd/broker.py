@@ -69,6 +69,7 @@ class Broker:
             (self.config.get("replica.lag.time.max.ms") / 2000, self._shrink_isrs),
             (self.config.get("log.retention.check.interval.ms") / 1000, self._enforce_retention),
             (self.config.get("log.flush.scheduler.interval.ms") / 1000, self._flush_due),
+            (self.config.get("log.cleaner.backoff.ms") / 1000, self._clean_logs),
             (self.config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000,
              self.transactions.abort_timed_out),
         ]
@@ -182,6 +183,9 @@ class Broker:
 
     def _enforce_retention(self) -> None:
         self.replicas.enforce_retention(int(time.time() * 1000))
+
+    def _clean_logs(self) -> None:
+        self.replicas.clean_logs(int(time.time() * 1000))
 
     def _flush_due(self) -> None:
         self.replicas.flush_due(int(time.time() * 1000))

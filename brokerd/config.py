@@ -14,6 +14,8 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     # Kafka checks every 5 minutes; a local cluster shows retention within seconds.
     "log.retention.check.interval.ms": ("5000", int),
     "log.flush.scheduler.interval.ms": ("1000", int),
+    # Kafka's cleaner threads wait 15 s between passes; compaction shows within seconds here.
+    "log.cleaner.backoff.ms": ("2000", int),
     # Kafka: 9 s and 30 s. Shorter, so a class sees a paused broker leave within seconds.
     "broker.session.timeout.ms": ("3000", int),
     "replica.lag.time.max.ms": ("5000", int),

@@ -11,6 +11,7 @@ from kafka.errors import UnknownTopicOrPartitionError
 from brokerd.partition import AlterIsr, Partition
 from brokerd.state import TopicRecord
 from brokerd.storage import LogConfig, PartitionLog
+from brokerd.storage.log_cleaner import LogCleaner
 
 log = logging.getLogger(__name__)
 
@@ -23,6 +24,7 @@ class ReplicaManager:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._topic_ids: dict[str, str] = {}
+        self._cleaner = LogCleaner()
 
     def apply_metadata(self, topics: dict[str, TopicRecord]) -> set[tuple[str, int]]:
         """Bring the hosted replicas in line with the cluster metadata; returns the partitions
@@ -102,6 +104,13 @@ class ReplicaManager:
         for partition in self.partitions.values():
             partition.log.maybe_roll_on_time(now_ms)
             partition.log.delete_retained_segments(now_ms, partition.high_watermark)
+
+    def clean_logs(self, now_ms: int) -> None:
+        """Compact the logs of compacted topics that have enough new data, never past what
+        consumers may read (the last stable offset, at most the high watermark)."""
+        for partition in self.partitions.values():
+            if "compact" in partition.log.config.cleanup_policy:
+                self._cleaner.maybe_clean(partition.log, partition.last_stable_offset, now_ms)
 
     def flush_due(self, now_ms: int) -> None:
         """The flush.ms half of the flush policy (flush.messages is applied on append)."""

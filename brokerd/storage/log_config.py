@@ -45,6 +45,13 @@ def _cleanup_policy(text: str) -> tuple[str, ...]:
     return policies
 
 
+def _ratio(text: str) -> float:
+    value = float(text.strip())
+    if not 0.0 <= value <= 1.0:
+        raise ValueError("must be between 0 and 1")
+    return value
+
+
 def _boolean(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered not in ("true", "false"):
@@ -91,7 +98,11 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("flush.ms", "LONG", str(INT64_MAX), _integer(0, INT64_MAX),
               "Force an fsync when the oldest unflushed data is this old."),
     ConfigKey("cleanup.policy", "LIST", "delete", _cleanup_policy,
-              "delete (retention) and/or compact; compaction is accepted but not performed."),
+              "delete (retention) and/or compact (keep the latest record of every key)."),
+    ConfigKey("delete.retention.ms", "LONG", str(24 * 3600 * 1000), _integer(0, INT64_MAX),
+              "How long a compacted topic keeps tombstones, so consumers see deletions."),
+    ConfigKey("min.cleanable.dirty.ratio", "DOUBLE", "0.5", _ratio,
+              "Share of a compacted log written since its last cleaning that starts the next."),
     ConfigKey("unclean.leader.election.enable", "BOOLEAN", "false", _boolean,
               "Allow an out-of-sync replica to become leader, losing data."),
     ConfigKey("compression.type", "STRING", "producer", _one_of("producer"),
@@ -136,6 +147,8 @@ class LogConfig:
     flush_messages: int
     flush_ms: int
     cleanup_policy: tuple[str, ...]
+    delete_retention_ms: int
+    min_cleanable_dirty_ratio: float
     unclean_leader_election_enable: bool
     compression_type: str
     overrides: Mapping[str, str] = field(default_factory=dict)

@@ -30,6 +30,7 @@ from kafka.errors import (
 from brokerd.storage.checkpoint import fsync_directory, write_atomically
 from brokerd.storage.control_batch import build_end_txn_marker, read_end_txn_marker
 from brokerd.storage.leader_epoch_cache import LeaderEpochFileCache
+from brokerd.storage.log_cleaner import swap_in
 from brokerd.storage.log_config import LogConfig
 from brokerd.storage.log_loader import CLEAN_SHUTDOWN_FILE, load_segments, recovery_point_checkpoint
 from brokerd.storage.log_retention import deletable_segment_count
@@ -347,6 +348,17 @@ class PartitionLog:
         self._epoch_cache.truncate_from_end(self.log_end_offset)
         self._replay_batch_headers()
         self._write_recovery_point()
+
+    def replace_segment(self, segment: LogSegment, cleaned: Path) -> None:
+        """Swap in a cleaned copy of a closed segment (log compaction). Offsets, epochs and
+        producer fields are unchanged by cleaning, so only the segment's indexes are rebuilt."""
+        index = self._segments.index(segment)
+        segment.close()
+        swap_in(self.directory, segment.base_offset, cleaned)
+        fresh = LogSegment(self.directory, segment.base_offset, self._config, self._now_ms())
+        fresh.recover()
+        fresh.on_become_inactive()
+        self._segments[index] = fresh
 
     # -- rolling, retention, flushing --------------------------------------------------
 
