@@ -52,5 +52,7 @@ def build_handlers(broker) -> dict:
         ApiKey.EndTxn: transactions.handle_end_txn,
         ApiKey.TxnOffsetCommit: offsets.handle_txn_commit,
         ApiKey.WriteTxnMarkers: transactions.handle_write_markers,
+        ApiKey.DescribeTransactions: transactions.handle_describe,
+        ApiKey.ListTransactions: transactions.handle_list,
     }
     return {key: partial(handler, broker) for key, handler in table.items()}

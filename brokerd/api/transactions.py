@@ -1,6 +1,7 @@
 """The transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn and EndTxn from producers to their
-transaction coordinator, and WriteTxnMarkers from a coordinator to partition leaders. The
-state machine is in brokerd.coordinator."""
+transaction coordinator, WriteTxnMarkers from a coordinator (or an admin aborting a hanging
+transaction) to partition leaders, and the admin APIs DescribeTransactions and
+ListTransactions. The state machine is in brokerd.coordinator."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from kafka.errors import (
 from brokerd.api.errors import error_code
 from brokerd.api.offsets import partition_exists
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
+from brokerd.coordinator.transaction_state import TransactionState
 from brokerd.coordinator.txn_marker_writer import MARKER_ACK_TIMEOUT_S, TxnMarker, append_markers
 
 FIRST_PRODUCER_FENCED_VERSION = 2  # of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
@@ -93,3 +95,41 @@ async def handle_write_markers(broker, request) -> dict:
 
 def _code(exc: Exception | None) -> int:
     return 0 if exc is None else error_code(exc)
+
+
+async def handle_describe(broker, request) -> dict:
+    return {"throttle_time_ms": 0, "transaction_states": [
+        _description(broker, t) for t in request.body.transactional_ids]}
+
+
+def _description(broker, transactional_id: str) -> dict:
+    try:
+        meta = broker.transactions.describe(transactional_id)
+    except Exception as exc:
+        return {"error_code": error_code(exc), "transactional_id": transactional_id,
+                "transaction_state": "", "transaction_timeout_ms": 0,
+                "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1,
+                "topics": []}
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in sorted(meta.partitions):
+        by_topic.setdefault(topic, []).append(index)
+    return {"error_code": 0, "transactional_id": transactional_id,
+            "transaction_state": meta.state.label, "transaction_timeout_ms": meta.timeout_ms,
+            "transaction_start_time_ms": meta.start_ms, "producer_id": meta.producer_id,
+            "producer_epoch": meta.producer_epoch,
+            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+
+
+async def handle_list(broker, request) -> dict:
+    """Transactions coordinated by this broker; unknown state names are reported back."""
+    body = request.body
+    known = {state.label for state in TransactionState}
+    states = set(body.state_filters or ())
+    listed = broker.transactions.list_transactions(
+        states & known, set(body.producer_id_filters or ()),
+        body.duration_filter)
+    return {"throttle_time_ms": 0, "error_code": 0,
+            "unknown_state_filters": sorted(states - known),
+            "transaction_states": [{"transactional_id": m.transactional_id,
+                                    "producer_id": m.producer_id,
+                                    "transaction_state": m.state.label} for m in listed]}

@@ -21,7 +21,7 @@ from kafka.errors import (
     InvalidRequestError, InvalidTransactionTimeoutError, InvalidTxnStateError,
     NotCoordinatorError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
     NotLeaderForPartitionError, ProducerFencedError, RequestTimedOutError,
-    UnknownTopicOrPartitionError,
+    TransactionalIdNotFoundError, UnknownTopicOrPartitionError,
 )
 
 from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, read_whole_log
@@ -171,6 +171,24 @@ class TransactionCoordinator(InternalTopicCoordinator):
             raise ProducerFencedError(f"epoch {producer_epoch} of {transactional_id!r} was "
                                       f"fenced by epoch {meta.producer_epoch}")
         return meta, coordinator_epoch
+
+    # -- administration ---------------------------------------------------------------------
+    def describe(self, transactional_id: str) -> TransactionMetadata:
+        self._owned(transactional_id)
+        meta = self.transactions.get(transactional_id)
+        if meta is None:
+            raise TransactionalIdNotFoundError(f"no transactional id {transactional_id!r}")
+        return meta
+
+    def list_transactions(self, states: set[str], producer_ids: set[int],
+                          min_duration_ms: int) -> list[TransactionMetadata]:
+        """The transactions coordinated here, filtered as ListTransactions asks: by state
+        name, producer id and (min_duration_ms >= 0) time since the transaction started."""
+        now = _now_ms()
+        return [meta for meta in self.transactions.values()
+                if (not states or meta.state.label in states)
+                and (not producer_ids or meta.producer_id in producer_ids)
+                and (min_duration_ms < 0 or now - meta.start_ms >= min_duration_ms)]
 
     # -- aborting on the producer's behalf --------------------------------------------------
     def abort_timed_out(self) -> None:

@@ -20,9 +20,10 @@ from kafka.protocol.admin import (
     DescribeClusterRequest, DescribeClusterResponse, DescribeLogDirsRequest,
     DescribeLogDirsResponse,
     DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest,
-    DescribeGroupsResponse, IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
-    ListGroupsRequest, ListGroupsResponse, ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
+    DescribeGroupsResponse, DescribeTransactionsRequest, DescribeTransactionsResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ListGroupsRequest,
+    ListGroupsResponse, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+    ListTransactionsRequest, ListTransactionsResponse,
 )
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
@@ -85,6 +86,8 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.EndTxn: (EndTxnRequest, EndTxnResponse),
     ApiKey.TxnOffsetCommit: (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     ApiKey.WriteTxnMarkers: (WriteTxnMarkersRequest, WriteTxnMarkersResponse),
+    ApiKey.DescribeTransactions: (DescribeTransactionsRequest, DescribeTransactionsResponse),
+    ApiKey.ListTransactions: (ListTransactionsRequest, ListTransactionsResponse),
 }
 
 _HEADER_PREFIX = struct.Struct(">hhi")

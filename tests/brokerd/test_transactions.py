@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
+from kafka.admin import KafkaAdminClient
 from kafka.errors import InvalidTransactionTimeoutError
 from kafka.protocol.api_key import ApiKey
 
@@ -174,6 +175,28 @@ def test_kcat_transactional_producer_commits_at_the_end_of_input(cluster):
     subprocess.run(["kcat", "-P", "-b", cluster.bootstrap, "-t", "kc", "-X",
                     "transactional.id=kcat-app"], input=b"a\nb\nc\n", check=True, timeout=30)
     assert read_all(cluster.bootstrap, "kc", 1) == [b"a", b"b", b"c"]
+
+
+def test_admin_clients_describe_and_list_transactions(cluster):
+    create(cluster.bootstrap, "out", 2)
+    producer = txn_producer(cluster.bootstrap, "described", **{"transaction.timeout.ms": 30000})
+    producer.begin_transaction()
+    producer.produce("out", b"x", partition=1)
+    producer.flush(10)
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        ongoing = admin.describe_transactions(["described"])["described"]
+        assert (ongoing.state.value, ongoing.transaction_timeout_ms) == ("Ongoing", 30000)
+        assert {(tp.topic, tp.partition) for tp in ongoing.topic_partitions} == {("out", 1)}
+        listed = admin.list_transactions(state_filters=["Ongoing"])
+        assert [t.transactional_id for ts in listed.values() for t in ts] == ["described"]
+        producer.commit_transaction(20)
+        wait_until(lambda: admin.describe_transactions(["described"])["described"].state.value
+                   == "CompleteCommit", 10, "the commit to complete")
+        assert not [t for ts in admin.list_transactions(state_filters=["Ongoing"]).values()
+                    for t in ts]
+    finally:
+        admin.close()
 
 
 def committed(bootstrap: str, group: str, topic: str) -> int:
