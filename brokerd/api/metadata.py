@@ -15,7 +15,7 @@ from kafka.errors import (
 )
 
 from brokerd.api.errors import error_code, error_message
-from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
+from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.state import TopicRecord
 from brokerd.storage import validate_topic_name
 
@@ -83,7 +83,7 @@ def _describe_topic(broker, name: str | uuid.UUID, allow_create: bool) -> dict:
     live = {b.broker_id for b in broker.live_brokers}
     return {
         "error_code": 0, "name": name, "topic_id": uuid.UUID(hex=topic.topic_id),
-        "is_internal": name == OFFSETS_TOPIC,
+        "is_internal": name in INTERNAL_TOPICS,
         "partitions": [_describe_partition(p, live) for p in topic.partitions.values()],
     }
 

@@ -9,7 +9,7 @@ from kafka.errors import (
 )
 
 from brokerd.api.errors import error_code, error_message
-from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
+from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.protocol.api_versions import MIN_ACCEPTED_PRODUCE_VERSION
 
 ACKS = (0, 1, -1)
@@ -53,8 +53,8 @@ def _append(broker, topic: str, index: int, records, version: int, acks: int):
             raise InvalidRequiredAcksError(f"acks must be 0, 1 or -1, got {acks}")
         if not records:
             raise InvalidRecordError("produce request without a record batch")
-        if topic == OFFSETS_TOPIC:
-            raise InvalidTopicError(f"{OFFSETS_TOPIC} is written by the group coordinator only")
+        if topic in INTERNAL_TOPICS:
+            raise InvalidTopicError(f"{topic} is written by its coordinator only")
         partition = broker.replicas.get_leader(topic, index)
         info = partition.append_as_leader(records, acks)
     except Exception as exc:

@@ -8,7 +8,7 @@ import sys
 import textwrap
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cluster_harness import wait_until
@@ -210,12 +210,20 @@ def test_offsets_topic_records_use_kafkas_format_and_partitioning(cluster, group
     assert msgs[0].value()[:10] == b"\x00\x03" + (42).to_bytes(8, "big")
 
 
-def test_clients_cannot_write_to_the_offsets_topic(cluster):
+def test_clients_cannot_write_to_the_internal_topics(cluster):
     create(cluster.bootstrap, "t", 1)
     commit(cluster.bootstrap, "g", "t", [1])
+    transactional = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "t"})
+    transactional.init_transactions(15)  # creates __transaction_state
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "retries": 0})
-    errors = []
-    producer.produce("__consumer_offsets", b"forged", partition=0,
-                     on_delivery=lambda err, msg: errors.append(err))
-    producer.flush(10)
-    assert errors[0] is not None and errors[0].name() == "TOPIC_EXCEPTION"
+    metadata = producer.list_topics(timeout=10)
+    for internal in ("__consumer_offsets", "__transaction_state"):
+        errors = []
+        producer.produce(internal, b"forged", partition=0,
+                         on_delivery=lambda err, msg: errors.append(err))
+        producer.flush(10)
+        assert errors[0] is not None and errors[0].name() == "TOPIC_EXCEPTION", internal
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    described = admin.describe_topics(TopicCollection(["__consumer_offsets", "__transaction_state"]))
+    assert all(f.result(10).is_internal for f in described.values())
+    assert "__transaction_state" in metadata.topics
