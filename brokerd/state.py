@@ -167,6 +167,27 @@ class ClusterState:
         doc = _read_json(self.dir / "cluster.json", {"brokers": {}})
         return {int(b): int(p) for b, p in doc["brokers"].items()}
 
+    def plan_broker(self, port: int) -> int:
+        """Add a broker to the plan (the next free id, on ``port``) and return its id.
+
+        Under the write lock, so two `kctl cluster add-broker` never pick the same id.
+        """
+        with self.write_lock():
+            doc = _read_json(self.dir / "cluster.json")
+            ids = [int(b) for b in doc["brokers"]]
+            broker_id = max(ids, default=0) + 1
+            doc["brokers"][str(broker_id)] = port
+            _write_json(self.dir / "cluster.json", doc)
+        self.broker_dir(broker_id).mkdir(parents=True, exist_ok=True)
+        return broker_id
+
+    def unplan_broker(self, broker_id: int) -> None:
+        """Remove a (stopped, drained) broker from the plan, so `cluster up` no longer starts it."""
+        with self.write_lock():
+            doc = _read_json(self.dir / "cluster.json")
+            doc["brokers"].pop(str(broker_id), None)
+            _write_json(self.dir / "cluster.json", doc)
+
     # -- broker registrations and liveness --------------------------------------------------
     def register_broker(self, broker_id: int, host: str, port: int,
                         session_timeout_ms: int) -> FileLock:

@@ -1,4 +1,4 @@
-"""`kctl cluster up|down|status`: the local cluster's daemons."""
+"""`kctl cluster up|down|status|add-broker|remove-broker`: the local cluster's daemons."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from brokerd.state import ClusterState
 
-from kctl import brokerconfig, brokerview, console, localcluster, sections
+from kctl import brokerconfig, brokerview, console, localcluster, scaling, sections
 from kctl.bootstrap import resolve_cluster_dir
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
@@ -116,3 +116,47 @@ def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
         console.print_section(sections.brokers(views, controller))
     if problems:
         raise KctlError("cluster unhealthy: " + ", ".join(problems), ExitCode.UNHEALTHY)
+
+
+WaitTimeout = Annotated[float, typer.Option(
+    "--wait-timeout", metavar="SECONDS", min=0.1,
+    help="Give up (exit 3) when moving replicas takes longer than this.")]
+
+
+@app.command("add-broker")
+def add_broker(
+    rebalance: Annotated[bool, typer.Option(
+        "--rebalance", help="Then move replicas so they spread evenly over all brokers, "
+                            "keeping each partition's replication factor; waits until done.")] = False,
+    wait_timeout: WaitTimeout = 300.0,
+    cluster_dir: ClusterDir = None,
+) -> None:
+    """Add a broker to the local cluster (the next free id, on a free port) and start it.
+
+    A new broker holds no replicas: existing partitions stay where they are until moved,
+    which --rebalance does by partition reassignment (internal `__` topics stay put).
+    """
+    state = localcluster.existing(cluster_dir)
+    broker_id = scaling.add_broker(state)
+    port = state.planned_brokers()[broker_id]
+    console.info(f"Started broker {broker_id} on port {port}.")
+    if rebalance:
+        moved = scaling.move(scaling.local_connection(state), sorted(state.planned_brokers()), wait_timeout)
+        console.info(f"Rebalanced: {moved} partition(s) moved." if moved else "Already balanced.")
+
+
+@app.command("remove-broker")
+def remove_broker(
+    broker_id: Annotated[int, typer.Argument(metavar="ID", help="Broker id, as in `kctl broker list`.",
+                                             show_default=False)],
+    wait_timeout: WaitTimeout = 300.0,
+    cluster_dir: ClusterDir = None,
+) -> None:
+    """Drain a broker: move every replica it holds onto the others, then stop it and forget it.
+
+    Each partition keeps its replication factor, so this is refused (exit 6) when the other
+    brokers are fewer than some topic's replication factor. Its data directory stays.
+    """
+    state = localcluster.existing(cluster_dir)
+    moved = scaling.remove_broker(state, broker_id, wait_timeout, localcluster.STOP_TIMEOUT_S)
+    console.info(f"Removed broker {broker_id} after moving {moved} partition(s) off it.")

@@ -1,16 +1,18 @@
-"""`kctl topic create|list|describe|delete|alter-config`."""
+"""`kctl topic create|list|describe|delete|alter-config|add-partitions|reassign|elect-leaders|segments`."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+from confluent_kafka import ElectionType, KafkaError, TopicPartition
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, ResourceType
 from rich.text import Text
 
-from kctl import console, sections, topicinfo, topics
-from kctl.client import connect, fetch_metadata, result
-from kctl.errors import KctlError
+from kctl import console, localcluster, reassign as reassignment, sections, segments as segfiles, topicinfo, topics
+from kctl.client import connect, fetch_metadata, find_topic, result
+from kctl.errors import KctlError, exit_code_for
 from kctl.exit_codes import ExitCode
 from kctl.keyvalue import parse_pairs
 from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, Json, Settings, Timeout
@@ -147,3 +149,187 @@ def alter_config(
            f"alter configs of topic {name!r}")
     summary = [f"{c.name}={c.value}" if c.value is not None else f"-{c.name}" for c in changes]
     console.info(f"Updated configs of {name}: {' '.join(summary)}")
+
+
+@app.command("add-partitions")
+def add_partitions(
+    name: Name,
+    partitions: Annotated[int, typer.Option(
+        "--partitions", "-p", show_default=False,
+        help="The new total number of partitions; must be larger than the current one.")],
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+) -> None:
+    """Grow a topic to N partitions in total; Kafka never shrinks a topic.
+
+    Keyed records hash over the new count from now on, so a key may land in another
+    partition than before: order per key holds only within each partition.
+    """
+    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    admin = conn.admin()
+    current = len(find_topic(fetch_metadata(admin, conn), topics.validate_name(name)).partitions)
+    if partitions <= current:
+        raise KctlError(f"topic {name!r} already has {current} partition(s); -p must be larger "
+                        "(partitions can only be added)", ExitCode.INVALID_INPUT)
+    future = admin.create_partitions([NewPartitions(name, partitions)], request_timeout=timeout,
+                                     operation_timeout=timeout)[name]
+    result(future, f"add partitions to topic {name!r}")
+    console.info(f"Topic {name} now has {partitions} partitions (was {current}).")
+
+
+@app.command()
+def reassign(
+    name: Annotated[Optional[str], typer.Argument(
+        metavar="[NAME]", help="Topic name (with --partition and --replicas).", show_default=False)] = None,
+    partition: Annotated[Optional[int], typer.Option(
+        "--partition", min=0, show_default=False, help="The partition to move.")] = None,
+    replicas: Annotated[Optional[str], typer.Option(
+        "--replicas", metavar="ID,ID,...", show_default=False,
+        help="The new replica set; the first broker is the preferred leader.")] = None,
+    plan: Annotated[Optional[Path], typer.Option(
+        "--plan", metavar="FILE", show_default=False,
+        help='A kafka-reassign-partitions.sh plan: {"version":1,"partitions":[{"topic":..,'
+             '"partition":..,"replicas":[..]}]}.')] = None,
+    cancel: Annotated[bool, typer.Option(
+        "--cancel", help="Cancel the ongoing reassignment(s): back to the original replicas.")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="List ongoing reassignments.")] = False,
+    wait: Annotated[bool, typer.Option(
+        "--wait", help="Wait until the reassignment is done, showing replicas being added and removed.")] = False,
+    wait_timeout: Annotated[float, typer.Option(
+        "--wait-timeout", metavar="SECONDS", min=0.1, help="Give up waiting (exit 3) after this long.")] = 300.0,
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+) -> None:
+    """Move partition replicas to other brokers (KIP-455), or list or cancel such moves.
+
+    New replicas are added and catch up from the leader while the old ones keep serving;
+    once every new replica is in the ISR the removed ones are dropped, so no acknowledged
+    record is lost. Examples: `kctl topic reassign orders --partition 0 --replicas 3,1 --wait`,
+    `kctl topic reassign --plan plan.json`, `kctl topic reassign orders --cancel`,
+    `kctl topic reassign --list`.
+    """
+    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    if list_:
+        if any(x is not None for x in (name, partition, replicas, plan)) or cancel:
+            raise KctlError("--list takes no topic, --partition, --replicas, --plan or --cancel", ExitCode.USAGE)
+        _print_ongoing(reassignment.ongoing(conn), json_output)
+        return
+    moves = _requested_moves(conn, name, partition, replicas, plan, cancel)
+    reassignment.alter(conn, moves)
+    what = "Cancelled" if cancel else "Started"
+    console.info(f"{what} reassignment of {len(moves)} partition(s): "
+                 + ", ".join(f"{t}/{p}" + (f" -> {','.join(map(str, r))}" if r else "")
+                             for (t, p), r in sorted(moves.items())))
+    if wait:
+        reassignment.wait(conn, set(moves), wait_timeout, _show_progress)
+        console.info("Reassignment complete.")
+
+
+def _requested_moves(conn, name: str | None, partition: int | None, replicas: str | None,
+                     plan: Path | None, cancel: bool) -> reassignment.Plan:
+    """The partitions to move (or, with --cancel, to put back) from the command line."""
+    if plan is not None:
+        if name or partition is not None or replicas:
+            raise KctlError("--plan replaces NAME, --partition and --replicas", ExitCode.USAGE)
+        moves = reassignment.read_plan(plan)
+        return {k: None for k in moves} if cancel else moves
+    if name is None:
+        raise KctlError("give a topic with --partition and --replicas, --plan FILE, or --list", ExitCode.USAGE)
+    if cancel:
+        if replicas:
+            raise KctlError("--cancel takes no --replicas", ExitCode.USAGE)
+        keys = [k for k in reassignment.ongoing(conn) if k[0] == name
+                and (partition is None or k[1] == partition)]
+        if not keys:
+            raise KctlError(f"no reassignment in progress for {name}"
+                            + ("" if partition is None else f"/{partition}"), ExitCode.CONFLICT)
+        return {k: None for k in keys}
+    if partition is None or not replicas:
+        raise KctlError("moving a partition needs --partition P and --replicas ID,ID,...", ExitCode.USAGE)
+    return {(name, partition): reassignment.parse_replicas(replicas)}
+
+
+def _show_progress(pending: dict) -> None:
+    """One line per partition still moving: what is being added and removed."""
+    for (t, p), doc in sorted(pending.items()):
+        console.info(f"  {t}/{p}: replicas {doc['replicas']}, adding {doc['adding_replicas']}, "
+                     f"removing {doc['removing_replicas']}")
+
+
+def _print_ongoing(listed: dict, json_output: bool) -> None:
+    rows = [{"topic": t, "partition": p, **doc} for (t, p), doc in sorted(listed.items())]
+    if json_output:
+        console.print_json(rows)
+    else:
+        console.print_table(["topic", "partition", "replicas", "adding", "removing"],
+                            [[r["topic"], r["partition"], ",".join(map(str, r["replicas"])),
+                              ",".join(map(str, r["adding_replicas"])),
+                              ",".join(map(str, r["removing_replicas"]))] for r in rows])
+
+
+@app.command("elect-leaders")
+def elect_leaders(
+    name: Annotated[Optional[str], typer.Argument(
+        metavar="[NAME]", help="Topic name; default: every partition of the cluster.", show_default=False)] = None,
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+) -> None:
+    """Give each partition back to its preferred leader (the first replica), if it is in the ISR.
+
+    After a broker restart or a reassignment, leadership piles up on the brokers that stayed;
+    a preferred election spreads it again as the replica lists intend.
+    """
+    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    admin = conn.admin()
+    partitions = None
+    if name is not None:
+        meta = find_topic(fetch_metadata(admin, conn), topics.validate_name(name))
+        partitions = [TopicPartition(name, p) for p in sorted(meta.partitions)]
+    # request_timeout is not passed: confluent-kafka's elect_leaders rejects its own keyword.
+    outcome = result(admin.elect_leaders(ElectionType.PREFERRED, partitions),
+                     "elect preferred leaders")
+    rows, failed = [], []
+    for tp, error in sorted(outcome.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
+        if error is None:
+            status = "elected"
+        elif error.code() == KafkaError.ELECTION_NOT_NEEDED:
+            status = "already led by its preferred leader"
+        else:
+            status = error.str()
+            failed.append(error)
+        rows.append([tp.topic, tp.partition, status])
+    console.print_table(["topic", "partition", "result"], rows)
+    if failed:
+        raise KctlError(f"{len(failed)} partition(s) could not get their preferred leader "
+                        "(is it alive and in the ISR?)", exit_code_for(failed[0]))
+
+
+@app.command()
+def segments(
+    name: Name,
+    partition: Annotated[Optional[int], typer.Option(
+        "--partition", "-p", min=0, show_default=False, help="Only this partition.")] = None,
+    cluster_dir: ClusterDir = None, json_output: Json = False,
+) -> None:
+    """List the segment files behind each replica of a topic in the local cluster.
+
+    Kafka keeps a partition as segments named by their base offset (the first offset they
+    hold): NNNN.log with the record batches, NNNN.index (offset -> file position),
+    NNNN.timeindex (timestamp -> offset) and NNNN.txnindex (aborted transactions). Only the
+    last, active segment takes appends; older ones are deleted or compacted whole. The
+    active segment's files are preallocated for mmap, so "log bytes" (the record batches
+    it holds) is smaller than its file sizes (in bytes; "-" for a file that does not exist).
+    """
+    state = localcluster.existing(cluster_dir)
+    rows = segfiles.list_segments(state, topics.validate_name(name), partition)
+    if not rows:
+        raise KctlError(f"no replica of topic {name!r}" + ("" if partition is None else f" partition {partition}")
+                        + f" in {state.cluster_dir}", ExitCode.NOT_FOUND)
+    if json_output:
+        console.print_json(rows)
+        return
+    console.print_table(["partition", "broker", "base offset", "next offset", "log bytes", "log file",
+                         "index file", "timeindex file", "txnindex file"],
+                        [[r["partition"], r["broker"], r["base_offset"], r["next_offset"], r["log_bytes"],
+                          r["log_file_bytes"], r["index_file_bytes"], r["timeindex_file_bytes"],
+                          r["txnindex_file_bytes"]] for r in rows])
