@@ -10,7 +10,7 @@ from typing import Callable
 
 from kafka.errors import (
     FencedLeaderEpochError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-    NotLeaderForPartitionError,
+    NotLeaderForPartitionError, OffsetOutOfRangeError,
     RequestTimedOutError, UnknownLeaderEpochError,
 )
 
@@ -33,6 +33,7 @@ def _now_ms() -> int:
 class FollowerState:
     """What the leader knows of one follower, from the Fetch requests it sends."""
     log_end_offset: int = -1
+    log_start_offset: int = -1
     last_caught_up_ms: int = 0
     leader_end_at_last_fetch: int = 0
 
@@ -150,11 +151,46 @@ class Partition:
         self._wake_waiters()
         return info
 
+    # -- leader: DeleteRecords --------------------------------------------------------------
+    def delete_records_before(self, offset: int) -> int:
+        """Move the log start up to ``offset`` (-1: the high watermark) and return the new
+        log start. Only committed records can be deleted: beyond the high watermark is
+        OFFSET_OUT_OF_RANGE, as in Kafka."""
+        self.require_leader()
+        target = self.high_watermark if offset == -1 else offset
+        if not 0 <= target <= self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"{self}: cannot delete records before {offset}, the high watermark is "
+                f"{self.high_watermark}")
+        self.log.maybe_increment_log_start_offset(target)
+        self._wake_waiters()
+        return self.log.log_start_offset
+
+    async def wait_for_log_start(self, offset: int, timeout_s: float) -> None:
+        """DeleteRecords answers once every in-sync follower has reported (in its fetches) a
+        log start at or past ``offset``, Kafka's DelayedDeleteRecords."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while not self._followers_have_log_start(offset):
+            self.require_leader()
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise RequestTimedOutError(f"{self}: followers did not move their log start in time")
+            await self.wait_for_change(remaining)
+
+    def _followers_have_log_start(self, offset: int) -> bool:
+        return all(self.followers.get(r, FollowerState()).log_start_offset >= offset
+                   for r in self.isr if r != self.broker_id)
+
     # -- leader: followers ------------------------------------------------------------------
-    def record_follower_fetch(self, follower: int, fetch_offset: int) -> None:
-        """A follower's fetch offset is its log end offset (Kafka's updateFollowerFetchState)."""
+    def record_follower_fetch(self, follower: int, fetch_offset: int, log_start_offset: int = -1) -> None:
+        """A follower's fetch offset is its log end offset (Kafka's updateFollowerFetchState);
+        its log start tells DeleteRecords when the follower has deleted too."""
         self.require_leader()
         state = self.followers.setdefault(follower, FollowerState())
+        if log_start_offset != state.log_start_offset:
+            state.log_start_offset = log_start_offset
+            self._wake_waiters()
         now = _now_ms()
         leader_end = self.log.log_end_offset
         if fetch_offset >= leader_end or fetch_offset >= state.leader_end_at_last_fetch:
@@ -206,9 +242,13 @@ class Partition:
             self._wake_waiters()
 
     # -- follower ---------------------------------------------------------------------------
-    def append_as_follower(self, records, leader_high_watermark: int) -> None:
+    def append_as_follower(self, records, leader_high_watermark: int,
+                           leader_log_start_offset: int = -1) -> None:
+        """Copy the leader's batches, then follow its high watermark and its log start
+        (moved by DeleteRecords), both capped at what this replica has."""
         if records:
             self.log.append_as_follower(records)
+        self.log.maybe_increment_log_start_offset(min(leader_log_start_offset, self.log.log_end_offset))
         self.high_watermark = max(self.high_watermark,
                                   min(leader_high_watermark, self.log.log_end_offset))
 

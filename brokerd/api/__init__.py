@@ -14,6 +14,7 @@ from brokerd.api import (
     metadata, offset_for_leader_epoch, offsets, produce, producer_id, reassignments, topics,
     transactions,
 )
+from brokerd.api import delete_records
 
 
 def build_handlers(broker) -> dict:
@@ -54,5 +55,6 @@ def build_handlers(broker) -> dict:
         ApiKey.WriteTxnMarkers: transactions.handle_write_markers,
         ApiKey.DescribeTransactions: transactions.handle_describe,
         ApiKey.ListTransactions: transactions.handle_list,
+        ApiKey.DeleteRecords: delete_records.handle,
     }
     return {key: partial(handler, broker) for key, handler in table.items()}

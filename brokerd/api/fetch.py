@@ -66,7 +66,8 @@ def _read_partition(broker, body, topic: str, request, max_bytes: int, min_one_m
         partition = broker.replicas.get_leader(topic, index)
         partition.check_leader_epoch(request.current_leader_epoch)
         if follower:
-            partition.record_follower_fetch(body.replica_id, request.fetch_offset)
+            partition.record_follower_fetch(body.replica_id, request.fetch_offset,
+                                             request.log_start_offset)
         records = (partition.read(request.fetch_offset, max_bytes, for_follower=follower,
                                   read_committed=read_committed, min_one_message=min_one_message)
                    if max_bytes > 0 else b"")

@@ -46,6 +46,7 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.WriteTxnMarkers: (0, 0),  # broker to broker; flexible from 1
     ApiKey.DescribeTransactions: (0, 0),  # flexible from v0
     ApiKey.ListTransactions: (0, 1),  # flexible from v0; v1: duration filter
+    ApiKey.DeleteRecords: (0, 1),  # flexible from 2
 }
 
 # Produce v0–2 carry legacy message sets (magic 0/1). They are advertised only so old

@@ -16,6 +16,7 @@ from kafka.protocol.admin import (
     AlterConfigsRequest, AlterConfigsResponse, AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse, CreatePartitionsRequest, CreatePartitionsResponse,
     CreateTopicsRequest, CreateTopicsResponse, ElectLeadersRequest, ElectLeadersResponse,
+    DeleteRecordsRequest, DeleteRecordsResponse,
     DeleteGroupsRequest, DeleteGroupsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
     DescribeClusterRequest, DescribeClusterResponse, DescribeLogDirsRequest,
     DescribeLogDirsResponse,
@@ -88,6 +89,7 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.WriteTxnMarkers: (WriteTxnMarkersRequest, WriteTxnMarkersResponse),
     ApiKey.DescribeTransactions: (DescribeTransactionsRequest, DescribeTransactionsResponse),
     ApiKey.ListTransactions: (ListTransactionsRequest, ListTransactionsResponse),
+    ApiKey.DeleteRecords: (DeleteRecordsRequest, DeleteRecordsResponse),
 }
 
 _HEADER_PREFIX = struct.Struct(">hhi")

@@ -154,7 +154,7 @@ class ReplicaFetcher:
             return True
         if data.error_code != 0:
             return False  # not the leader any more, or not yet: metadata will tell
-        partition.append_as_follower(data.records, data.high_watermark)
+        partition.append_as_follower(data.records, data.high_watermark, data.log_start_offset)
         return True
 
 

@@ -27,7 +27,7 @@ from kafka.errors import (
     UnsupportedForMessageFormatError,
 )
 
-from brokerd.storage.checkpoint import fsync_directory, write_atomically
+from brokerd.storage.checkpoint import CheckpointFile, fsync_directory, write_atomically
 from brokerd.storage.control_batch import build_end_txn_marker, read_end_txn_marker
 from brokerd.storage.leader_epoch_cache import LeaderEpochFileCache
 from brokerd.storage.log_cleaner import swap_in
@@ -42,6 +42,13 @@ from brokerd.storage.time_index import TimestampOffset
 from brokerd.storage.transaction_index import AbortedTxn
 
 _EMPTY = memoryview(b"")
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+
+
+def log_start_offset_checkpoint(directory: Path) -> CheckpointFile:
+    """Where DeleteRecords' log start offset survives restarts (Kafka keeps one such file per
+    data directory; one per partition keeps every partition's state inside its own directory)."""
+    return CheckpointFile(directory / LOG_START_OFFSET_CHECKPOINT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,12 +75,15 @@ class PartitionLog:
         self._last_flush_ms = self._now_ms()
         self._epoch_cache = LeaderEpochFileCache(directory)
         self._producer_state = ProducerStateManager()
+        self._log_start_offset = segments[0].base_offset
 
     @classmethod
     def open(cls, directory: Path, config: LogConfig, time: Callable[[], float] = time.time) -> PartitionLog:
         """Load (and after a crash, recover) the partition in ``directory``, creating it if new."""
         segments, recovery_point = load_segments(directory, config, int(time() * 1000))
         log = cls(directory, config, time, segments, recovery_point)
+        log._log_start_offset = min(max(log._read_log_start_offset(), segments[0].base_offset),
+                                    log.log_end_offset)
         log._epoch_cache.truncate_from_end(log.log_end_offset)
         log._epoch_cache.truncate_from_start(log.log_start_offset)
         log._replay_batch_headers()
@@ -91,7 +101,9 @@ class PartitionLog:
 
     @property
     def log_start_offset(self) -> int:
-        return self._segments[0].base_offset
+        """The first readable offset: DeleteRecords may have moved it past the first segment's
+        base offset (then the first segment still holds some unreadable records)."""
+        return max(self._log_start_offset, self._segments[0].base_offset)
 
     @property
     def log_end_offset(self) -> int:
@@ -311,6 +323,46 @@ class PartitionLog:
         if latest is None or leader_epoch > latest:
             self._epoch_cache.assign(leader_epoch, start_offset)
 
+    # -- log start ----------------------------------------------------------------
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Move the log start up to ``offset`` (DeleteRecords, or a follower following its
+        leader's start); False if it is already there or beyond.
+
+        The new start is checkpointed before any segment goes, so a crash in between only
+        leaves segments the next retention pass deletes. Segments wholly below it are deleted;
+        if that is all of them, the log rolls first so an empty active segment keeps the end.
+        """
+        if offset <= self.log_start_offset:
+            return False
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(f"Offset {offset} is beyond the log end {self.log_end_offset}")
+        self._log_start_offset = offset
+        self._write_log_start_offset()
+        count = sum(1 for segment in self._segments if segment.next_offset <= offset)
+        if count == len(self._segments) and self._segments[-1].size:
+            self.roll()
+        count = min(count, len(self._segments) - 1)
+        self._delete_oldest_segments(count)
+        return True
+
+    def _delete_oldest_segments(self, count: int) -> None:
+        for segment in self._segments[:count]:
+            segment.delete()
+        del self._segments[:count]
+        self._epoch_cache.truncate_from_start(self.log_start_offset)
+        self._producer_state.truncate_head(self.log_start_offset)
+
+    def _read_log_start_offset(self) -> int:
+        lines = log_start_offset_checkpoint(self.directory).read()
+        try:
+            return int(lines[0][0]) if lines else 0
+        except ValueError:
+            return 0
+
+    def _write_log_start_offset(self) -> None:
+        log_start_offset_checkpoint(self.directory).write([[self._log_start_offset]])
+
     # -- truncation ---------------------------------------------------------------
 
     def truncate_to(self, offset: int) -> bool:
@@ -341,6 +393,8 @@ class PartitionLog:
             LogSegment.create(self.directory, offset, self._config, self._config.segment_bytes, self._now_ms())
         ]
         self._epoch_cache.clear()
+        self._log_start_offset = offset
+        self._write_log_start_offset()
         self._after_truncation()
 
     def _after_truncation(self) -> None:
@@ -409,12 +463,8 @@ class PartitionLog:
         count = deletable_segment_count(self._segments, self._config, now_ms, bound)
         if count == len(self._segments):
             self.roll(now_ms)
-        for segment in self._segments[:count]:
-            segment.delete()
-        del self._segments[:count]
         if count:
-            self._epoch_cache.truncate_from_start(self.log_start_offset)
-            self._producer_state.truncate_head(self.log_start_offset)
+            self._delete_oldest_segments(count)
         return count
 
     def maybe_flush(self, now_ms: int | None = None) -> None:

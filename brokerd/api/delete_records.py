@@ -1,0 +1,47 @@
+"""DeleteRecords: the partition leader moves the log start offset up, as Kafka's does.
+
+Records below the new log start are unreadable at once and go from disk with the segments
+wholly below it. The answer waits until every in-sync follower has the new log start too
+(followers learn it from Fetch responses and report it in their next Fetch request), or
+until the request's timeout (REQUEST_TIMED_OUT).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from brokerd.api.errors import error_code
+
+
+async def handle(broker, request) -> dict:
+    body = request.body
+    timeout_s = max(body.timeout_ms, 0) / 1000
+    topics = []
+    pending = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            result, partition = _delete(broker, topic.name, p.partition_index, p.offset)
+            partitions.append(result)
+            if partition is not None:
+                pending.append(_await_followers(result, partition, timeout_s))
+        topics.append({"name": topic.name, "partitions": partitions})
+    await asyncio.gather(*pending)
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _delete(broker, topic: str, index: int, offset: int):
+    """Apply one partition's deletion on the leader; returns (response entry, partition)."""
+    try:
+        partition = broker.replicas.get_leader(topic, index)
+        low_watermark = partition.delete_records_before(offset)
+    except Exception as exc:
+        return {"partition_index": index, "low_watermark": -1, "error_code": error_code(exc)}, None
+    return {"partition_index": index, "low_watermark": low_watermark, "error_code": 0}, partition
+
+
+async def _await_followers(result: dict, partition, timeout_s: float) -> None:
+    try:
+        await partition.wait_for_log_start(result["low_watermark"], timeout_s)
+    except Exception as exc:
+        result.update(low_watermark=-1, error_code=error_code(exc))
