@@ -14,6 +14,8 @@ from typing import ClassVar, NamedTuple
 
 from kafka.errors import InvalidConfigurationError
 
+from brokerd.storage.recompression import CODEC_IDS, PRODUCER, codec_available
+
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
@@ -57,6 +59,16 @@ def _boolean(text: str) -> bool:
     if lowered not in ("true", "false"):
         raise ValueError("must be true or false")
     return lowered == "true"
+
+
+def _compression_type(text: str) -> str:
+    """Kafka's names; a codec whose Python module is missing here is refused up front rather
+    than failing every produce later."""
+    if text != PRODUCER and text not in CODEC_IDS:
+        raise ValueError(f"must be one of {PRODUCER}, {', '.join(CODEC_IDS)}")
+    if text != PRODUCER and not codec_available(text):
+        raise ValueError(f"this broker cannot write {text}: its Python compression module is not installed")
+    return text
 
 
 class ConfigKey(NamedTuple):
@@ -105,9 +117,9 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
               "Share of a compacted log written since its last cleaning that starts the next."),
     ConfigKey("unclean.leader.election.enable", "BOOLEAN", "false", _boolean,
               "Allow an out-of-sync replica to become leader, losing data."),
-    ConfigKey("compression.type", "STRING", "producer", _one_of("producer"),
-              "Batches are stored compressed as the producer sent them; brokerd never "
-              "recompresses, so producer is the only value."),
+    ConfigKey("compression.type", "STRING", "producer", _compression_type,
+              "producer keeps batches as sent; uncompressed, gzip, snappy, lz4 or zstd makes "
+              "the leader recompress batches sent with another codec."),
 )
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from kafka.errors import (
     CorruptRecordError,
     InvalidRecordError,
+    MessageSizeTooLargeError,
     OffsetOutOfRangeError,
     UnsupportedForMessageFormatError,
 )
@@ -37,6 +38,7 @@ from brokerd.storage.log_retention import deletable_segment_count
 from brokerd.storage.log_segment import LogSegment
 from brokerd.storage.log_validator import stamp_batch, validate_client_batch
 from brokerd.storage.producer_state import ProducerStateManager
+from brokerd.storage.recompression import recompress, target_codec
 from brokerd.storage.record_batch import CURRENT_MAGIC, BatchHeader, crc_matches, iter_batch_headers
 from brokerd.storage.time_index import TimestampOffset
 from brokerd.storage.transaction_index import AbortedTxn
@@ -143,7 +145,19 @@ class PartitionLog:
                 log_append_time = original.timestamp if self._config.log_append_time else -1
                 return AppendInfo(original.first_offset, original.last_offset, original.timestamp,
                                   log_append_time, duplicate=True)
+        codec_id = target_codec(self._config.compression_type, header.compression_type)
+        if codec_id is not None:
+            batch = self._recompressed(batch, codec_id)
         return self._stamp_and_append(batch, leader_epoch, now_ms)
+
+    def _recompressed(self, batch, codec_id: int) -> bytes:
+        """The batch in the topic's compression.type, still within max.message.bytes."""
+        rebuilt = recompress(batch, codec_id)
+        if len(rebuilt) > self._config.max_message_bytes:
+            raise MessageSizeTooLargeError(
+                f"Record batch recompressed to {len(rebuilt)} bytes is larger than "
+                f"max.message.bytes={self._config.max_message_bytes}")
+        return rebuilt
 
     def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                           leader_epoch: int) -> AppendInfo:

@@ -1,0 +1,53 @@
+"""compression.type other than producer: the leader rewrites batches in the topic's codec."""
+
+import pytest
+from kafka.errors import InvalidConfigurationError
+
+from brokerd.storage import LogConfig
+from brokerd.storage.recompression import codec_available
+from tests.brokerd.storage.conftest import GZIP, LZ4, NONE, make_batch, records
+
+
+def stored_codecs(log) -> list[int]:
+    return [header.compression_type for segment in log.segments for _, header in segment.batch_headers()]
+
+
+def test_an_lz4_batch_is_stored_gzip_with_the_same_records_and_producer_fields(open_log):
+    log = open_log({"compression.type": "gzip"})
+    batch = make_batch(5, compression=LZ4, value_size=200, producer_id=7, producer_epoch=2, base_sequence=0)
+    assert batch[22] & 0x07 == LZ4  # the low byte of the attributes
+    info = log.append_as_leader(batch, 0)
+    assert (info.first_offset, info.last_offset) == (0, 4)
+    assert stored_codecs(log) == [GZIP]
+    assert records(log.read(0, 1 << 20)) == records(batch)
+    header = next(log.segments[0].batch_headers())[1]
+    assert (header.producer_id, header.producer_epoch, header.base_sequence) == (7, 2, 0)
+    retry = log.append_as_leader(batch, 0)  # the producer's retry is still recognised
+    assert retry.duplicate and retry.first_offset == 0
+
+
+def test_uncompressed_topic_decompresses_and_matching_codecs_are_kept_as_sent(open_log):
+    log = open_log({"compression.type": "uncompressed"})
+    log.append_as_leader(make_batch(3, compression=GZIP, value_size=200), 0)
+    log.append_as_leader(make_batch(3, compression=NONE), 0)
+    assert stored_codecs(log) == [NONE, NONE]
+    values = [r[2].rstrip(b".") for r in records(log.read(0, 1 << 20))]
+    assert values == [b"v-0", b"v-1", b"v-2"] * 2
+
+
+def test_producer_keeps_every_codec(open_log):
+    log = open_log()
+    log.append_as_leader(make_batch(2, compression=LZ4, value_size=200), 0)
+    log.append_as_leader(make_batch(2, compression=GZIP, value_size=200), 0)
+    assert stored_codecs(log) == [LZ4, GZIP]
+
+
+def test_unknown_and_unavailable_codecs_are_invalid_configs():
+    with pytest.raises(InvalidConfigurationError, match="must be one of producer, uncompressed"):
+        LogConfig.from_configs({"compression.type": "brotli"})
+    for name in ("snappy", "zstd"):
+        if codec_available(name):
+            assert LogConfig.from_configs({"compression.type": name}).compression_type == name
+        else:
+            with pytest.raises(InvalidConfigurationError, match="not installed"):
+                LogConfig.from_configs({"compression.type": name})
