@@ -60,7 +60,14 @@ def _append(broker, topic: str, index: int, records, version: int, acks: int):
     except Exception as exc:
         return {"index": index, "error_code": error_code(exc), "base_offset": -1,
                 "log_append_time_ms": -1, "log_start_offset": -1,
+                "record_errors": _record_errors(exc),
                 "error_message": error_message(exc)}, None, None
     return {"index": index, "error_code": 0, "base_offset": info.first_offset,
             "log_append_time_ms": info.log_append_time, "log_start_offset":
             partition.log.log_start_offset, "error_message": None}, partition, info
+
+
+def _record_errors(exc: Exception) -> list[dict]:
+    """Produce v8+: which records of the batch were refused (INVALID_RECORD), and why."""
+    return [{"batch_index": index, "batch_index_error_message": message}
+            for index, message in getattr(exc, "record_errors", ())]

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from brokerd.storage.log_cleaner import CLEANED_SUFFIX, LogCleaner, compact
+from brokerd.storage.log_validator import RecordErrorsError
 
 from tests.brokerd.storage.conftest import LZ4, NONE, crash
 
@@ -132,3 +134,19 @@ def test_a_pass_starts_once_half_the_cleanable_bytes_are_new(open_log, clock):
     fill(log, clock, updates=1000, keys=1000)
     log.roll()
     assert cleaner.maybe_clean(log, log.log_end_offset, clock.now_ms) is not None
+
+
+def test_a_compacted_topic_refuses_a_batch_with_keyless_records(open_log):
+    log = open_log({"cleanup.policy": "compact"})
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                        batch_size=1 << 20)
+    for i, key in enumerate([b"a", None, b"c", None]):
+        builder.append(i, timestamp=1_000, key=key, value=b"v", headers=[])
+    with pytest.raises(RecordErrorsError) as refused:
+        log.append_as_leader(bytes(builder.build()), 0)
+    assert refused.value.errno == 87
+    assert [index for index, _ in refused.value.record_errors] == [1, 3]
+    assert "Compacted topic cannot accept message without key in topic partition topic-0" in \
+        refused.value.record_errors[0][1]
+    assert log.log_end_offset == 0
