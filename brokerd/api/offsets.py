@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from kafka.errors import UnknownTopicOrPartitionError
+from kafka.errors import UnknownTopicOrPartitionError, UnstableOffsetCommitError
 
 from brokerd.api.errors import error_code
 from brokerd.coordinator.offsets_topic import CommittedOffset
@@ -63,19 +63,25 @@ def _is_known(broker, topic: str, partition: int) -> bool:
 
 
 async def handle_fetch(broker, request) -> dict:
+    """Committed offsets; with require_stable (v7) a partition an open transaction is
+    committing offsets for answers UNSTABLE_OFFSET_COMMIT, and the client asks again."""
     body = request.body
     wanted = None if body.topics is None else [
         (t.name, p) for t in body.topics for p in t.partition_indexes]
     try:
         committed = broker.coordinator.committed(body.group_id, wanted)
+        unstable = (broker.coordinator.unstable(body.group_id)
+                    if getattr(body, "require_stable", False) else set())
     except Exception as exc:
         return {"throttle_time_ms": 0, "topics": [], "error_code": error_code(exc)}
     by_topic: dict[str, list] = {}
     for (topic, partition), c in sorted(committed.items()):
+        code = UnstableOffsetCommitError.errno if (topic, partition) in unstable else 0
+        c = None if code else c
         by_topic.setdefault(topic, []).append({
             "partition_index": partition, "committed_offset": c.offset if c else -1,
             "committed_leader_epoch": c.leader_epoch if c else -1,
-            "metadata": c.metadata if c else "", "error_code": 0})
+            "metadata": c.metadata if c else "", "error_code": code})
     return {"throttle_time_ms": 0, "error_code": 0,
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
 

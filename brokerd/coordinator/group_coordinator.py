@@ -295,6 +295,12 @@ class GroupCoordinator(InternalTopicCoordinator):
         self._pending(group_id, producer_id).update(offsets)
         await partition.wait_for_ack(info.last_offset, COMMIT_TIMEOUT_S)
 
+    def unstable(self, group_id: str) -> set[TopicPartition]:
+        """Partitions whose offsets an open transaction of ``group_id`` is committing (KIP-447:
+        an OffsetFetch that requires stable offsets waits until their markers are written)."""
+        return {tp for offsets in self.pending_txn_offsets.get(group_id, {}).values()
+                for tp in offsets}
+
     def _pending(self, group_id: str, producer_id: int) -> dict[TopicPartition, CommittedOffset]:
         return self.pending_txn_offsets.setdefault(group_id, {}).setdefault(producer_id, {})
 

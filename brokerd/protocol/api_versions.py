@@ -34,7 +34,7 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.Heartbeat: (0, 3),
     ApiKey.LeaveGroup: (0, 2),
     ApiKey.OffsetCommit: (2, 7),
-    ApiKey.OffsetFetch: (1, 5),
+    ApiKey.OffsetFetch: (1, 7),  # v7: require_stable (KIP-447)
     ApiKey.ListGroups: (0, 5),  # v4: state filter, v5: type filter
     ApiKey.DescribeGroups: (0, 4),
     ApiKey.DeleteGroups: (0, 1),

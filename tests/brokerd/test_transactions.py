@@ -199,10 +199,13 @@ def test_admin_clients_describe_and_list_transactions(cluster):
         admin.close()
 
 
-def committed(bootstrap: str, group: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+def committed(bootstrap: str, group: str, topic: str, isolation: str = "read_committed",
+              timeout_s: float = 15) -> int:
+    """The group's committed offset; read_committed asks for stable offsets only (KIP-447)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "isolation.level": isolation})
     try:
-        return consumer.committed([TopicPartition(topic, 0)], 15)[0].offset
+        return consumer.committed([TopicPartition(topic, 0)], timeout_s)[0].offset
     finally:
         consumer.close()
 
@@ -233,7 +236,9 @@ def test_offsets_sent_to_a_transaction_count_only_when_it_commits(cluster):
     send_offset(producer, cluster.bootstrap, "g", 7)
     cluster.stop()
     cluster.start()
-    assert committed(cluster.bootstrap, "g", "in") == 5
+    assert committed(cluster.bootstrap, "g", "in", "read_uncommitted") == 5
+    with pytest.raises(KafkaException):  # UNSTABLE_OFFSET_COMMIT until the transaction ends
+        committed(cluster.bootstrap, "g", "in", timeout_s=2)
     producer.commit_transaction(30)
     assert committed(cluster.bootstrap, "g", "in") == 7
     assert read_all(cluster.bootstrap, "out", 1) == [b"5", b"7"]
