@@ -1,4 +1,5 @@
-"""ListOffsets: earliest (-2), latest (-1) or the first offset at a time.
+"""ListOffsets: earliest (-2), latest (-1), the record with the largest timestamp (-3, v7+,
+KIP-734) or the first offset at a time.
 
 "Latest" and the newest offset found by time stop at the high watermark, or at the last
 stable offset for read_committed clients (isolation level 1), as in Kafka.
@@ -6,26 +7,33 @@ stable offset for read_committed clients (isolation level 1), as in Kafka.
 
 from __future__ import annotations
 
+from kafka.errors import UnsupportedVersionError
+
 from brokerd.api.errors import error_code
 
 LATEST = -1
 EARLIEST = -2
+MAX_TIMESTAMP = -3
+MAX_TIMESTAMP_VERSION = 7
 READ_COMMITTED = 1
 
 
 async def handle(broker, request) -> dict:
     read_committed = request.body.isolation_level == READ_COMMITTED
+    version = request.header.api_version
     topics = []
     for topic in request.body.topics:
         partitions = [_lookup(broker, topic.name, p.partition_index, p.timestamp,
-                              p.current_leader_epoch, read_committed) for p in topic.partitions]
+                              p.current_leader_epoch, read_committed, version) for p in topic.partitions]
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 
 
 def _lookup(broker, topic: str, index: int, timestamp: int, current_leader_epoch: int,
-            read_committed: bool) -> dict:
+            read_committed: bool, version: int) -> dict:
     try:
+        if timestamp == MAX_TIMESTAMP and version < MAX_TIMESTAMP_VERSION:
+            raise UnsupportedVersionError(f"MAX_TIMESTAMP (-3) needs ListOffsets v{MAX_TIMESTAMP_VERSION}")
         partition = broker.replicas.get_leader(topic, index)
         partition.check_leader_epoch(current_leader_epoch)
         offset, found_ts = _resolve(partition, timestamp, read_committed)
@@ -42,7 +50,10 @@ def _resolve(partition, timestamp: int, read_committed: bool) -> tuple[int, int]
         return fetchable, -1
     if timestamp == EARLIEST:
         return partition.log.log_start_offset, -1
-    found = partition.log.offset_for_timestamp(timestamp)
+    if timestamp == MAX_TIMESTAMP:
+        found = partition.log.offset_of_max_timestamp()
+    else:
+        found = partition.log.offset_for_timestamp(timestamp)
     if found is None or found.offset >= fetchable:
         return -1, -1  # Kafka's answer when no record is that recent
     return found.offset, found.timestamp

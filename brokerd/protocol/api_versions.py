@@ -12,7 +12,7 @@ from kafka.protocol.api_key import ApiKey
 ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.Produce: (0, 8),
     ApiKey.Fetch: (4, 11),
-    ApiKey.ListOffsets: (1, 5),
+    ApiKey.ListOffsets: (1, 7),  # v6: flexible, v7: MAX_TIMESTAMP (KIP-734)
     ApiKey.Metadata: (0, 12),  # v10+: topic ids
     ApiKey.FindCoordinator: (0, 2),
     ApiKey.ApiVersions: (0, 3),

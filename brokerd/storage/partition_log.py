@@ -325,6 +325,14 @@ class PartitionLog:
                     return found
         return None
 
+    def offset_of_max_timestamp(self) -> TimestampOffset | None:
+        """ListOffsets MAX_TIMESTAMP (KIP-734): the first record stamped with the log's largest
+        timestamp, found by time in the segment that holds it. None for an empty log."""
+        newest = max(self._segments, key=lambda segment: segment.max_timestamp)
+        if newest.max_timestamp < 0:
+            return None
+        return newest.find_offset_for_timestamp(newest.max_timestamp)
+
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: ``(epoch, end offset)``, see ``LeaderEpochFileCache.end_offset_for``."""
         return self._epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)

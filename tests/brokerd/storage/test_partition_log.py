@@ -294,3 +294,15 @@ def test_read_views_stay_valid_while_segments_are_rolled_and_deleted(open_log):
     assert log.delete_retained_segments() > 0 and log.log_start_offset > 0
     log.close()
     assert bytes(held) == expected
+
+
+def test_offset_of_max_timestamp_is_the_first_record_with_the_largest_timestamp(open_log):
+    log = open_log(SMALL)
+    assert log.offset_of_max_timestamp() is None
+    log.append_as_leader(make_batch(5, timestamp=5_000), 0)  # 5000..5004 at offsets 0-4
+    log.append_as_leader(make_batch(3, timestamp=9_000), 0)  # 9000..9002 at offsets 5-7
+    log.roll()
+    log.append_as_leader(make_batch(4, timestamp=7_000, value_size=40), 0)
+    assert log.offset_of_max_timestamp() == TimestampOffset(9_002, 7)
+    log.append_as_leader(make_batch(1, timestamp=9_002), 0)  # a tie later keeps the first
+    assert log.offset_of_max_timestamp() == TimestampOffset(9_002, 7)
