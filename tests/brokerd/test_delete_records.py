@@ -30,6 +30,16 @@ def watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
         consumer.close()
 
 
+def settled_watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
+    """Watermarks once a leader serves them (after restarts brokers learn leaders in turn)."""
+    def ask():
+        try:
+            return watermarks(bootstrap, topic)
+        except KafkaException:
+            return None
+    return wait_until(ask, 15, f"watermarks of {topic}")
+
+
 def first_consumed_offsets(bootstrap: str, topic: str, end: int) -> list[int]:
     """Every offset a consumer starting at the earliest offset reads up to ``end``."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "delete-records-check",
@@ -68,7 +78,7 @@ def test_deleted_records_are_gone_for_consumers_and_after_a_restart(cluster):
     assert first_consumed_offsets(cluster.bootstrap, "trimmed", 300) == list(range(120, 300))
     cluster.stop()
     cluster.start()
-    assert watermarks(cluster.bootstrap, "trimmed") == (120, 300)
+    assert settled_watermarks(cluster.bootstrap, "trimmed") == (120, 300)
     assert delete_records(cluster.bootstrap, "trimmed", -1).low_watermark == 300  # -1: the high watermark
     assert watermarks(cluster.bootstrap, "trimmed") == (300, 300)
 
@@ -99,10 +109,10 @@ def test_followers_follow_the_start_and_a_new_leader_keeps_it(cluster_factory):
     three.stop(old_leader)
     wait_until(lambda: partition_record(three, "replicated").leader not in (-1, old_leader), 15,
                "a follower to take over")
-    assert watermarks(three.bootstrap, "replicated") == (150, 300)
+    assert settled_watermarks(three.bootstrap, "replicated") == (150, 300)
     three.start(old_leader)
     three.stop()
     three.start()
     wait_until(lambda: partition_record(three, "replicated").leader > 0, 15, "a leader")
-    assert watermarks(three.bootstrap, "replicated") == (150, 300)
+    assert settled_watermarks(three.bootstrap, "replicated") == (150, 300)
     assert first_consumed_offsets(three.bootstrap, "replicated", 300) == list(range(150, 300))
