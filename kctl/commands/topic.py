@@ -180,7 +180,7 @@ def add_partitions(
 @app.command()
 def reassign(
     name: Annotated[Optional[str], typer.Argument(
-        metavar="[NAME]", help="Topic name (with --partition and --replicas).", show_default=False)] = None,
+        metavar="NAME", help="Topic name (with --partition and --replicas).", show_default=False)] = None,
     partition: Annotated[Optional[int], typer.Option(
         "--partition", min=0, show_default=False, help="The partition to move.")] = None,
     replicas: Annotated[Optional[str], typer.Option(
@@ -270,7 +270,7 @@ def _print_ongoing(listed: dict, json_output: bool) -> None:
 @app.command("elect-leaders")
 def elect_leaders(
     name: Annotated[Optional[str], typer.Argument(
-        metavar="[NAME]", help="Topic name; default: every partition of the cluster.", show_default=False)] = None,
+        metavar="NAME", help="Topic name; default: every partition of the cluster.", show_default=False)] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
 ) -> None:
