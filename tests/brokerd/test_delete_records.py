@@ -12,7 +12,7 @@ from confluent_kafka.admin import AdminClient
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.protocol.codec import RequestHeader, decode_response, encode_request
-from tests.brokerd.test_replication import FAST, create, partition_record, produce_sync
+from tests.brokerd.test_replication import create, partition_record, produce_sync
 from tests.cluster_harness import wait_until
 
 
@@ -84,7 +84,7 @@ def test_deleted_records_are_gone_for_consumers_and_after_a_restart(cluster):
 
 
 def test_errors_out_of_range_unknown_partition_and_not_leader(cluster_factory):
-    three = cluster_factory(3, FAST)
+    three = cluster_factory(3)
     create(three, "errors", 1, 3)
     produce_sync(three.bootstrap, "errors", [b"x"] * 10)
     with pytest.raises(KafkaException) as raised:
@@ -101,7 +101,7 @@ def test_errors_out_of_range_unknown_partition_and_not_leader(cluster_factory):
 
 
 def test_followers_follow_the_start_and_a_new_leader_keeps_it(cluster_factory):
-    three = cluster_factory(3, FAST)
+    three = cluster_factory(3)
     create(three, "replicated", 1, 3, **{"segment.bytes": "4096"})
     produce_sync(three.bootstrap, "replicated", [b"r%d" % i for i in range(300)], acks="all")
     assert delete_records(three.bootstrap, "replicated", 150).low_watermark == 150
