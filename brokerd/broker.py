@@ -84,6 +84,7 @@ class Broker:
         without a leader adding it back while it goes."""
         self.state.mark_shutting_down(self.broker_id)
         await self.fetchers.stop()
+        self.refresh_metadata()  # leaderships granted since the last tick must be handed over too
         deadline = time.monotonic() + self.config.get("controlled.shutdown.timeout.ms") / 1000
         while not self.replicas.leads_alone() and time.monotonic() < deadline:
             await asyncio.sleep(TICK_S)
