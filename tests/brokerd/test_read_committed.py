@@ -215,4 +215,6 @@ def test_a_new_leader_knows_the_open_transaction_and_holds_the_same_last_stable_
     txn.commit_transaction(30)
     [got] = consume(survivors, topic, 1, "read_committed", lambda got: len(got[0]) >= 5).values()
     assert got == [(0, b"before"), (1, b"open-0"), (2, b"open-1"), (3, b"open-2"), (4, b"after")]
-    assert latest_offsets(survivors, topic, 0) == (6, 6)
+    # The commit marker (offset 5) counts once the in-sync followers have it too.
+    wait_until(lambda: latest_offsets(survivors, topic, 0) == (6, 6), 15,
+               "the high watermark and LSO to pass the commit marker")
