@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kafka.errors import InvalidRequestError
 
-from brokerd.api.errors import error_code, error_message
+from brokerd.api.errors import error_code, partition_results
 
 PREFERRED = 0
 
@@ -23,11 +23,6 @@ async def handle(broker, request) -> dict:
         return {"throttle_time_ms": 0, "error_code": error_code(exc),
                 "replica_election_results": []}
     broker.refresh_metadata()
-    by_topic: dict[str, list[dict]] = {}
-    for (topic, partition), error in results.items():
-        by_topic.setdefault(topic, []).append({
-            "partition_id": partition,
-            "error_code": 0 if error is None else error_code(error),
-            "error_message": None if error is None else error_message(error)})
+    by_topic = partition_results(results, "partition_id")
     return {"throttle_time_ms": 0, "error_code": 0, "replica_election_results": [
         {"topic": topic, "partition_result": parts} for topic, parts in by_topic.items()]}

@@ -4,7 +4,7 @@ brokers. The procedure itself is brokerd.reassignment, carried out by the contro
 from __future__ import annotations
 
 from brokerd import reassignment
-from brokerd.api.errors import error_code, error_message
+from brokerd.api.errors import error_code, error_message, partition_results
 
 
 async def handle_alter(broker, request) -> dict:
@@ -17,12 +17,7 @@ async def handle_alter(broker, request) -> dict:
         return {"throttle_time_ms": 0, "error_code": error_code(exc),
                 "error_message": error_message(exc), "responses": []}
     broker.refresh_metadata()
-    by_topic: dict[str, list[dict]] = {}
-    for (topic, partition), error in results.items():
-        by_topic.setdefault(topic, []).append({
-            "partition_index": partition,
-            "error_code": 0 if error is None else error_code(error),
-            "error_message": None if error is None else error_message(error)})
+    by_topic = partition_results(results, "partition_index")
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
             "responses": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
 
