@@ -381,8 +381,8 @@ def test_a_new_coordinator_completes_a_commit_its_predecessor_died_in(cluster_fa
     producer.produce("out", b"decided")
     producer.flush(10)
     coordinator = transaction_coordinator(cluster, transactional_id)
-    wait_until(lambda: cluster.state.replica_status()[leader][("out", 0)]["open_transactions"],
-               5, "the leader of out-0 to publish the open transaction")
+    wait_until(lambda: cluster.state.replica_status().get(leader, {}).get(("out", 0), {})
+               .get("open_transactions"), 5, "the leader of out-0 to publish the open transaction")
     cluster.signal(leader, signal.SIGSTOP)
     try:
         producer.commit_transaction(20)  # answered once PrepareCommit is in the log
