@@ -1,16 +1,19 @@
-"""`kctl topic create|list|describe|delete|alter-config|add-partitions|reassign|elect-leaders|segments`."""
+"""`kctl topic create|list|describe|delete|delete-records|alter-config|add-partitions|reassign|elect-leaders|
+segments`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional
 
 import typer
 from confluent_kafka import ElectionType, KafkaError, TopicPartition
-from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, ResourceType
+from confluent_kafka.admin import (AlterConfigOpType, ClusterMetadata, ConfigEntry, ConfigResource, NewPartitions,
+                                  ResourceType)
 from rich.text import Text
 
-from kctl import console, localcluster, reassign as reassignment, sections, segments as segfiles, topicinfo, topics
+from kctl import (console, deleterecords, localcluster, reassign as reassignment, sections, segments as segfiles,
+                  topicinfo, topics)
 from kctl.client import connect, fetch_metadata, find_topic, result
 from kctl.errors import KctlError, exit_code_for
 from kctl.exit_codes import ExitCode
@@ -121,6 +124,61 @@ def delete(
                                  operation_timeout=timeout)[name]
     result(future, f"delete topic {name!r}")
     console.info(f"Deleted topic {name}.")
+
+
+@app.command("delete-records")
+def delete_records(
+    name: Annotated[Optional[str], typer.Argument(
+        metavar="NAME", help="Topic name (not with --offset-json-file).", show_default=False)] = None,
+    partition: Annotated[Optional[list[int]], typer.Option(
+        "--partition", "-p", metavar="N", min=0, show_default=False,
+        help="Only this partition (repeatable). Default: every partition of the topic.")] = None,
+    offset: Annotated[Optional[str], typer.Option(
+        "--offset", metavar="N", show_default=False,
+        help="Delete the records before offset N; -1 or end: every record (up to the high watermark).")] = None,
+    offset_json_file: Annotated[Optional[Path], typer.Option(
+        "--offset-json-file", metavar="FILE", show_default=False, dir_okay=False,
+        help="kafka-delete-records.sh's offsets file instead of NAME, --partition and --offset: "
+             + deleterecords.FILE_FORMAT + ".")] = None,
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+) -> None:
+    """Delete the records before an offset: the log start offset (low watermark) moves up to it.
+
+    Consumers can no longer read below the new log start, and segments wholly below it are
+    removed; the replicas follow their leader. Prints each partition's new low watermark.
+    An offset past the high watermark is refused (OFFSET_OUT_OF_RANGE, exit 5).
+    Examples: `kctl topic delete-records orders --offset 100 -p 0`,
+    `kctl topic delete-records orders --offset end`, `kctl topic delete-records --offset-json-file offsets.json`.
+    """
+    requested = _records_to_delete(name, partition, offset, offset_json_file)
+    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    admin = conn.admin()
+    metadata = fetch_metadata(admin, conn)
+    low, failure = deleterecords.delete(admin, conn, metadata, requested(metadata))
+    rows = [{"topic": t, "partition": p, "low_watermark": o} for (t, p), o in sorted(low.items())]
+    if json_output:
+        console.print_json(rows)
+    elif rows:
+        console.print_table(["topic", "partition", "low-watermark"],
+                            [[r["topic"], r["partition"], r["low_watermark"]] for r in rows])
+    if failure is not None:
+        raise failure
+
+
+def _records_to_delete(name: str | None, partition: list[int] | None, offset: str | None,
+                       offset_file: Path | None) -> Callable[[ClusterMetadata], deleterecords.Cuts]:
+    """Check the command line before connecting; the partitions to cut at which offset then
+    come from the cluster's metadata (every partition of the topic unless --partition)."""
+    if offset_file is not None:
+        if name is not None or partition or offset is not None:
+            raise KctlError("--offset-json-file replaces NAME, --partition and --offset", ExitCode.USAGE)
+        cuts = deleterecords.read_offsets_file(offset_file)
+        return lambda _metadata: cuts
+    if name is None or offset is None:
+        raise KctlError("give a topic and --offset N, or --offset-json-file FILE", ExitCode.USAGE)
+    cut_at = deleterecords.parse_offset(offset)
+    return lambda metadata: deleterecords.for_topic(metadata, name, partition, cut_at)
 
 
 @app.command("alter-config")
