@@ -32,6 +32,10 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     "transaction.state.log.min.isr": ("2", int),
     "transaction.max.timeout.ms": ("900000", int),
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": ("1000", int),
+    # Incremental fetch sessions (KIP-227): how many a broker keeps, and how long one must sit
+    # unused (or have existed) before a new session may push it out. Kafka's defaults.
+    "max.incremental.fetch.session.cache.slots": ("1000", int),
+    "min.incremental.fetch.session.eviction.ms": ("120000", int),
 }
 
 

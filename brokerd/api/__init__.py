@@ -15,14 +15,18 @@ from brokerd.api import (
     transactions,
 )
 from brokerd.api import delete_records
+from brokerd.fetch_session import FetchManager, FetchSessionCache
 
 
 def build_handlers(broker) -> dict:
+    fetch_manager = FetchManager(FetchSessionCache(
+        broker.config.get("max.incremental.fetch.session.cache.slots"),
+        broker.config.get("min.incremental.fetch.session.eviction.ms")))
     table = {
         ApiKey.ApiVersions: api_versions.handle,
         ApiKey.Metadata: metadata.handle,
         ApiKey.Produce: produce.handle,
-        ApiKey.Fetch: fetch.handle,
+        ApiKey.Fetch: partial(fetch.handle, fetch_manager=fetch_manager),
         ApiKey.ListOffsets: list_offsets.handle,
         ApiKey.CreateTopics: topics.handle_create,
         ApiKey.DeleteTopics: topics.handle_delete,

@@ -1,7 +1,9 @@
 """Fetch: whole batches from the one holding the fetch offset, long-polled up to MaxWaitMs.
 
-No fetch sessions (session id 0, every requested partition in every response), records never
-null (librdkafka treats a null record set as a parse failure). read_committed consumers
+Fetch sessions (KIP-227, v7+, ``brokerd/fetch_session.py``) decide which partitions are read
+and which are answered: an incremental fetch reads every partition of its session, so a long
+poll waits on all of them, but answers only those that changed. Records are never null
+(librdkafka treats a null record set as a parse failure). read_committed consumers
 (isolation level 1) read up to the last stable offset and get the aborted transactions of
 the range returned; read_uncommitted ones get a null list, as from Kafka.
 """
@@ -11,27 +13,42 @@ from __future__ import annotations
 import asyncio
 
 from brokerd.api.errors import error_code
+from brokerd.fetch_session import FetchData, FetchManager
 from brokerd.partition import wait_any
 from brokerd.storage import last_offset_in
 
 READ_COMMITTED = 1
 
 
-async def handle(broker, request) -> dict:
+async def handle(broker, request, fetch_manager: FetchManager) -> dict:
     body = request.body
+    context = fetch_manager.new_context(body)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
     while True:
-        responses, total_bytes, partitions = _read_all(broker, body)
+        responses, total_bytes, partitions = _read_all(broker, body, context.fetch_data)
         remaining = deadline - loop.time()
         if total_bytes >= body.min_bytes or remaining <= 0 or not partitions:
             break
         await wait_any(partitions, remaining)
-    return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": responses}
+    result = context.respond(responses)
+    return {"throttle_time_ms": 0, "error_code": result.error_code,
+            "session_id": result.session_id, "responses": _by_topic(result.responses)}
 
 
-def _read_all(broker, body) -> tuple[list[dict], int, list]:
-    """One pass over the requested partitions.
+def _by_topic(responses: list[tuple[str, dict]]) -> list[dict]:
+    """Consecutive partitions of one topic share a topic entry, as in Kafka's FetchResponse;
+    a session's rotation may name a topic again further on."""
+    topics: list[dict] = []
+    for topic, response in responses:
+        if not topics or topics[-1]["topic"] != topic:
+            topics.append({"topic": topic, "partitions": []})
+        topics[-1]["partitions"].append(response)
+    return topics
+
+
+def _read_all(broker, body, fetch_data: FetchData) -> tuple[list[dict], int, list]:
+    """One pass over the partitions to read (the request's, or all of its session's).
 
     The whole response stays within the request's max_bytes and each partition within its
     partition_max_bytes; only the response's very first batch may exceed them (Kafka's
@@ -41,17 +58,14 @@ def _read_all(broker, body) -> tuple[list[dict], int, list]:
     total = 0
     watched = []
     responses = []
-    for topic in body.topics:
-        partitions = []
-        for p in topic.partitions:
-            limit = max(min(p.partition_max_bytes, body.max_bytes - total), 0)
-            result, partition = _read_partition(broker, body, topic.topic, p, limit, total == 0)
-            size = len(result["records"])
-            total += size
-            if partition is not None and size == 0:
-                watched.append(partition)
-            partitions.append(result)
-        responses.append({"topic": topic.topic, "partitions": partitions})
+    for topic, p in fetch_data:
+        limit = max(min(p.partition_max_bytes, body.max_bytes - total), 0)
+        result, partition = _read_partition(broker, body, topic, p, limit, total == 0)
+        size = len(result["records"])
+        total += size
+        if partition is not None and size == 0:
+            watched.append(partition)
+        responses.append(result)
     return responses, total, watched
 
 

@@ -11,7 +11,7 @@ from kafka.protocol.api_key import ApiKey
 
 ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.Produce: (0, 8),
-    ApiKey.Fetch: (4, 11),
+    ApiKey.Fetch: (4, 11),  # v7+: incremental fetch sessions (KIP-227)
     ApiKey.ListOffsets: (1, 7),  # v6: flexible, v7: MAX_TIMESTAMP (KIP-734)
     ApiKey.Metadata: (0, 12),  # v10+: topic ids
     ApiKey.FindCoordinator: (0, 2),

@@ -61,26 +61,36 @@ class RawClient:
 
     def fetch_partitions(self, offsets: dict[int, int], max_bytes: int, partition_max_bytes: int,
                          max_wait_ms: int = 0, topic: str = TOPIC, isolation_level: int = 0):
-        """Send one Fetch; returns the response's size and each partition's decoded response."""
-        self.correlation_id += 1
-        header = RequestHeader(ApiKey.Fetch, FETCH_VERSION, self.correlation_id, "fetch-limits")
-        partitions = [{"partition": p, "current_leader_epoch": -1, "fetch_offset": offset,
-                       "log_start_offset": -1, "partition_max_bytes": partition_max_bytes}
-                      for p, offset in offsets.items()]
-        self.sock.sendall(encode_request(header, {
-            "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
-            "isolation_level": isolation_level, "session_id": 0, "session_epoch": -1,
-            "topics": [{"topic": topic, "partitions": partitions}], "forgotten_topics_data": [],
-            "rack_id": ""}))
-        (size,) = struct.unpack(">i", self._read(4))
-        response = FetchResponse.decode(self._read(size), version=FETCH_VERSION, header=True)
-        assert response.header.correlation_id == self.correlation_id
+        """Send one sessionless Fetch; returns the response's size and each partition's
+        decoded response."""
+        size, response = self.send_fetch({topic: request_partitions(offsets, partition_max_bytes)},
+                                         max_bytes, max_wait_ms, isolation_level)
         found = {}
         for topic_response in response.responses:
             for p in topic_response.partitions:
                 assert p.error_code == 0
                 found[p.partition_index] = p
         return size, found
+
+    def send_fetch(self, topics: dict[str, list[dict]], max_bytes: int = 1 << 20,
+                   max_wait_ms: int = 0, isolation_level: int = 0, session_id: int = 0,
+                   session_epoch: int = -1, forgotten: dict[str, list[int]] | None = None):
+        """Send one Fetch of ``topics`` (name -> request partitions) in or out of a fetch
+        session; returns the response's size and the decoded response."""
+        self.correlation_id += 1
+        header = RequestHeader(ApiKey.Fetch, FETCH_VERSION, self.correlation_id, "fetch-limits")
+        self.sock.sendall(encode_request(header, {
+            "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
+            "isolation_level": isolation_level, "session_id": session_id,
+            "session_epoch": session_epoch,
+            "topics": [{"topic": name, "partitions": partitions} for name, partitions in topics.items()],
+            "forgotten_topics_data": [{"topic": name, "partitions": indexes}
+                                      for name, indexes in (forgotten or {}).items()],
+            "rack_id": ""}))
+        (size,) = struct.unpack(">i", self._read(4))
+        response = FetchResponse.decode(self._read(size), version=FETCH_VERSION, header=True)
+        assert response.header.correlation_id == self.correlation_id
+        return size, response
 
     def _read(self, count: int) -> bytes:
         data = b""
@@ -92,6 +102,13 @@ class RawClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def request_partitions(offsets: dict[int, int], partition_max_bytes: int = 1 << 20) -> list[dict]:
+    """The request partitions fetching each of ``offsets`` (partition -> fetch offset)."""
+    return [{"partition": p, "current_leader_epoch": -1, "fetch_offset": offset,
+             "log_start_offset": -1, "partition_max_bytes": partition_max_bytes}
+            for p, offset in offsets.items()]
 
 
 @pytest.fixture
