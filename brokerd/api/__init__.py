@@ -10,9 +10,9 @@ from functools import partial
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.api import (
-    api_versions, configs, elect_leaders, fetch, find_coordinator, groups, list_offsets, log_dirs,
-    metadata, offset_for_leader_epoch, offsets, produce, producer_id, reassignments, topics,
-    transactions,
+    api_versions, configs, describe_producers, elect_leaders, fetch, find_coordinator, groups,
+    list_offsets, log_dirs, metadata, offset_for_leader_epoch, offsets, produce, producer_id,
+    reassignments, topics, transactions,
 )
 from brokerd.api import delete_records
 from brokerd.fetch_session import FetchManager, FetchSessionCache
@@ -60,5 +60,6 @@ def build_handlers(broker) -> dict:
         ApiKey.DescribeTransactions: transactions.handle_describe,
         ApiKey.ListTransactions: transactions.handle_list,
         ApiKey.DeleteRecords: delete_records.handle,
+        ApiKey.DescribeProducers: describe_producers.handle,
     }
     return {key: partial(handler, broker) for key, handler in table.items()}

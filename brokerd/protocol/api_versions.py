@@ -47,6 +47,7 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.DescribeTransactions: (0, 0),  # flexible from v0
     ApiKey.ListTransactions: (0, 1),  # flexible from v0; v1: duration filter
     ApiKey.DeleteRecords: (0, 1),  # flexible from 2
+    ApiKey.DescribeProducers: (0, 0),  # flexible from v0
 }
 
 # Produce v0–2 carry legacy message sets (magic 0/1). They are advertised only so old

@@ -19,7 +19,7 @@ from kafka.protocol.admin import (
     DeleteRecordsRequest, DeleteRecordsResponse,
     DeleteGroupsRequest, DeleteGroupsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
     DescribeClusterRequest, DescribeClusterResponse, DescribeLogDirsRequest,
-    DescribeLogDirsResponse,
+    DescribeLogDirsResponse, DescribeProducersRequest, DescribeProducersResponse,
     DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest,
     DescribeGroupsResponse, DescribeTransactionsRequest, DescribeTransactionsResponse,
     IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ListGroupsRequest,
@@ -90,6 +90,7 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.DescribeTransactions: (DescribeTransactionsRequest, DescribeTransactionsResponse),
     ApiKey.ListTransactions: (ListTransactionsRequest, ListTransactionsResponse),
     ApiKey.DeleteRecords: (DeleteRecordsRequest, DeleteRecordsResponse),
+    ApiKey.DescribeProducers: (DescribeProducersRequest, DescribeProducersResponse),
 }
 
 _HEADER_PREFIX = struct.Struct(">hhi")

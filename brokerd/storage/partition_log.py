@@ -37,7 +37,7 @@ from brokerd.storage.log_loader import CLEAN_SHUTDOWN_FILE, load_segments, recov
 from brokerd.storage.log_retention import deletable_segment_count
 from brokerd.storage.log_segment import LogSegment
 from brokerd.storage.log_validator import stamp_batch, validate_client_batch, validate_keys_for_compaction
-from brokerd.storage.producer_state import ProducerStateManager
+from brokerd.storage.producer_state import ProducerStateEntry, ProducerStateManager
 from brokerd.storage.recompression import recompress, target_codec
 from brokerd.storage.record_batch import CURRENT_MAGIC, BatchHeader, crc_matches, iter_batch_headers
 from brokerd.storage.time_index import TimestampOffset
@@ -315,6 +315,10 @@ class PartitionLog:
     def open_transactions(self) -> list[dict]:
         """``{"producer_id", "producer_epoch", "first_offset"}`` of each open transaction, earliest first."""
         return self._producer_state.open_transactions()
+
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """The producer state of every producer this log remembers, for DescribeProducers."""
+        return self._producer_state.active_producers()
 
     def offset_for_timestamp(self, timestamp_ms: int) -> TimestampOffset | None:
         """ListOffsets by time: the first record stamped at or after ``timestamp_ms``."""

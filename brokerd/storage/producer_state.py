@@ -156,6 +156,10 @@ class ProducerStateManager:
         """First offset of the earliest open transaction, None when none is open."""
         return next(iter(self._open_txns.values()), None)
 
+    def active_producers(self) -> list[ProducerStateEntry]:
+        """Every producer this partition remembers (DescribeProducers shows them)."""
+        return list(self._producers.values())
+
     def open_transactions(self) -> list[dict]:
         return [{"producer_id": pid, "producer_epoch": self._producers[pid].producer_epoch,
                  "first_offset": first_offset} for pid, first_offset in self._open_txns.items()]

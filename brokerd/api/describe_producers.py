@@ -1,0 +1,54 @@
+"""DescribeProducers (KIP-664): the producer state a replica keeps for each partition.
+
+Admin tools use it to find hanging transactions: each producer's epoch, last sequence and
+timestamp, the coordinator epoch of its last marker and the first offset of its open
+transaction (-1 when none). As in Kafka any replica answers from its own log, whose producer
+state is rebuilt from the same batch headers as the leader's; clients ask the leader unless
+told otherwise. A partition this broker does not host is NOT_LEADER_OR_FOLLOWER, one that
+does not exist UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+from kafka.errors import NotLeaderForPartitionError, UnknownTopicOrPartitionError
+
+from brokerd.api.errors import error_code, error_message
+
+NO_TXN = -1
+
+
+async def handle(broker, request) -> dict:
+    return {"throttle_time_ms": 0, "topics": [
+        {"name": topic.name,
+         "partitions": [_describe(broker, topic.name, index) for index in topic.partition_indexes]}
+        for topic in request.body.topics]}
+
+
+def _describe(broker, topic: str, index: int) -> dict:
+    try:
+        partition = _hosted(broker, topic, index)
+    except Exception as exc:
+        return {"partition_index": index, "error_code": error_code(exc),
+                "error_message": error_message(exc), "active_producers": []}
+    return {"partition_index": index, "error_code": 0, "error_message": None,
+            "active_producers": [_producer_state(entry) for entry in partition.log.active_producers()]}
+
+
+def _hosted(broker, topic: str, index: int):
+    """The local replica, or Kafka's error: a partition that exists elsewhere tells the client
+    to refresh its metadata, one that does not exist is unknown."""
+    partition = broker.replicas.partitions.get((topic, index))
+    if partition is not None:
+        return partition
+    record = broker.topics.get(topic)
+    if record is not None and index in record.partitions:
+        raise NotLeaderForPartitionError(f"broker {broker.broker_id} hosts no replica of {topic}-{index}")
+    raise UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
+
+
+def _producer_state(entry) -> dict:
+    return {"producer_id": entry.producer_id, "producer_epoch": entry.producer_epoch,
+            "last_sequence": entry.last_seq, "last_timestamp": entry.last_timestamp,
+            "coordinator_epoch": entry.coordinator_epoch,
+            "current_txn_start_offset": (NO_TXN if entry.current_txn_first_offset is None
+                                         else entry.current_txn_first_offset)}
