@@ -56,18 +56,40 @@ class InternalTopicCoordinator:
         return partition
 
 
-def write_string(value: str) -> bytes:
+def write_string(value: str | None) -> bytes:
+    """An int16-length string; None is written as the null string (length -1)."""
+    if value is None:
+        return struct.pack(">h", -1)
     raw = value.encode()
     return struct.pack(">h", len(raw)) + raw
 
 
-def read_string(buf: bytes, pos: int) -> tuple[str, int]:
-    """A nullable int16-length string at ``pos`` (null reads as ""); returns it and the end."""
+def read_nullable_string(buf: bytes, pos: int) -> tuple[str | None, int]:
+    """A nullable int16-length string at ``pos``; returns it (None if null) and the end."""
     (length,) = struct.unpack_from(">h", buf, pos)
     pos += 2
     if length < 0:
-        return "", pos
+        return None, pos
     return buf[pos:pos + length].decode(), pos + length
+
+
+def read_string(buf: bytes, pos: int) -> tuple[str, int]:
+    """A nullable int16-length string at ``pos`` (null reads as ""); returns it and the end."""
+    value, pos = read_nullable_string(buf, pos)
+    return value or "", pos
+
+
+def write_bytes(value: bytes) -> bytes:
+    return struct.pack(">i", len(value)) + value
+
+
+def read_bytes(buf: bytes, pos: int) -> tuple[bytes, int]:
+    """An int32-length byte string at ``pos`` (null reads as b""); returns it and the end."""
+    (length,) = struct.unpack_from(">i", buf, pos)
+    pos += 4
+    if length < 0:
+        return b"", pos
+    return bytes(buf[pos:pos + length]), pos + length
 
 
 def build_batch(entries: list[tuple[bytes, bytes | None]], producer_id: int = NO_PRODUCER_ID,
