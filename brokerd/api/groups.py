@@ -4,27 +4,38 @@ APIs ListGroups, DescribeGroups and DeleteGroups. The state machine is in broker
 from __future__ import annotations
 
 from brokerd.api.errors import error_code
+from brokerd.coordinator.group import Member
+from brokerd.coordinator.group_coordinator import MemberIdRequired
 
 CLASSIC = "classic"
+# KIP-394: from JoinGroup v4 a new dynamic member must come back with a member id
+FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID = 4
+# KIP-345: from LeaveGroup v3 a request lists members (member id, group instance id)
+FIRST_LEAVE_VERSION_WITH_MEMBERS = 3
 
 
 async def handle_join(broker, request) -> dict:
     body = request.body
+    candidate = Member(
+        body.member_id, body.group_instance_id, request.header.client_id or "",
+        request.client_host, body.session_timeout_ms,
+        body.rebalance_timeout_ms if body.rebalance_timeout_ms > 0 else body.session_timeout_ms,
+        body.protocol_type, [(p.name, p.metadata) for p in body.protocols])
     try:
         return await broker.coordinator.join(
-            body.group_id, body.member_id, body.group_instance_id, request.header.client_id or "",
-            request.client_host, body.session_timeout_ms, body.rebalance_timeout_ms,
-            body.protocol_type, [(p.name, p.metadata) for p in body.protocols])
+            body.group_id, candidate,
+            request.header.api_version >= FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID)
     except Exception as exc:
+        member_id = exc.member_id if isinstance(exc, MemberIdRequired) else body.member_id
         return {"error_code": error_code(exc), "generation_id": -1, "protocol_name": "",
-                "leader": "", "member_id": body.member_id, "members": []}
+                "leader": "", "member_id": member_id, "members": []}
 
 
 async def handle_sync(broker, request) -> dict:
     body = request.body
     try:
         assignment = await broker.coordinator.sync(
-            body.group_id, body.member_id, body.generation_id,
+            body.group_id, body.member_id, body.group_instance_id, body.generation_id,
             {a.member_id: a.assignment for a in body.assignments})
     except Exception as exc:
         return {"error_code": error_code(exc), "assignment": b""}
@@ -34,19 +45,30 @@ async def handle_sync(broker, request) -> dict:
 async def handle_heartbeat(broker, request) -> dict:
     body = request.body
     try:
-        broker.coordinator.heartbeat(body.group_id, body.member_id, body.generation_id)
+        broker.coordinator.heartbeat(body.group_id, body.member_id, body.group_instance_id,
+                                     body.generation_id)
     except Exception as exc:
         return {"error_code": error_code(exc)}
     return {"error_code": 0}
 
 
 async def handle_leave(broker, request) -> dict:
+    """v0-2 name one member and answer with its error; v3+ name several (by member id, or
+    by group instance id alone) and answer each."""
     body = request.body
+    batched = request.header.api_version >= FIRST_LEAVE_VERSION_WITH_MEMBERS
+    members = ([(m.member_id, m.group_instance_id) for m in body.members] if batched
+               else [(body.member_id, None)])
     try:
-        broker.coordinator.leave(body.group_id, body.member_id)
+        outcomes = broker.coordinator.leave(body.group_id, members)
     except Exception as exc:
-        return {"error_code": error_code(exc)}
-    return {"error_code": 0}
+        return {"error_code": error_code(exc), "members": []}
+    codes = [0 if error is None else error_code(error) for error in outcomes]
+    if not batched:
+        return {"error_code": codes[0]}
+    return {"error_code": 0, "members": [
+        {"member_id": member_id, "group_instance_id": instance_id, "error_code": code}
+        for (member_id, instance_id), code in zip(members, codes)]}
 
 
 async def handle_list(broker, request) -> dict:

@@ -17,7 +17,7 @@ async def handle_commit(broker, request) -> dict:
 
     async def commit(offsets):
         await broker.coordinator.commit(body.group_id, body.generation_id_or_member_epoch,
-                                        body.member_id, offsets)
+                                        body.member_id, body.group_instance_id, offsets)
     return await _commit_known(broker, body.topics, commit)
 
 

@@ -8,9 +8,14 @@ the assignment: it picks a protocol every member supports and passes the leader'
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
+
+from kafka.errors import FencedInstanceIdError, UnknownMemberIdError
+
+from brokerd.coordinator.offsets_topic import GroupMetadata, MemberMetadata
 
 
 class GroupState(str, Enum):
@@ -39,6 +44,14 @@ class Member:
     def metadata_for(self, protocol: str) -> bytes:
         return next(meta for name, meta in self.protocols if name == protocol)
 
+    @property
+    def is_static(self) -> bool:
+        """KIP-345: a member with a group.instance.id keeps its place across restarts."""
+        return self.group_instance_id is not None
+
+    def restart_session(self, now: float) -> None:
+        self.session_deadline = now + self.session_timeout_ms / 1000
+
 
 @dataclass
 class Group:
@@ -49,8 +62,15 @@ class Group:
     protocol_name: str | None = None
     leader_id: str | None = None
     members: dict[str, Member] = field(default_factory=dict)
+    # KIP-394: member ids handed out with MEMBER_ID_REQUIRED -> when they expire unused
+    pending_members: dict[str, float] = field(default_factory=dict)
     rebalance_task: asyncio.Task | None = None
     join_delay_until: float = 0.0
+    state_timestamp_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    def transition_to(self, state: GroupState) -> None:
+        self.state = state
+        self.state_timestamp_ms = int(time.time() * 1000)
 
     def supports(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
         """A joining member must speak the group's type and share a protocol with everyone."""
@@ -72,4 +92,58 @@ class Group:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0) / 1000
 
     def all_members_joined(self) -> bool:
-        return all(m.join_waiter is not None for m in self.members.values())
+        """Every member rejoined and no member id handed out with MEMBER_ID_REQUIRED is
+        still on its way back."""
+        return (not self.pending_members
+                and all(m.join_waiter is not None for m in self.members.values()))
+
+    def static_member_id(self, group_instance_id: str) -> str | None:
+        return next((m.member_id for m in self.members.values()
+                     if m.group_instance_id == group_instance_id), None)
+
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> Member:
+        """Kafka's validateMember: a request naming an instance id must come from the member
+        id that instance currently has; an older one was replaced by a restart and is fenced."""
+        if group_instance_id is not None:
+            current = self.static_member_id(group_instance_id)
+            if current is None:
+                raise UnknownMemberIdError(f"no member of {self.group_id} has instance id "
+                                           f"{group_instance_id!r}")
+            if current != member_id:
+                raise FencedInstanceIdError(f"{member_id} was replaced by {current} as "
+                                            f"instance {group_instance_id!r} of {self.group_id}")
+        member = self.members.get(member_id)
+        if member is None:
+            raise UnknownMemberIdError(f"{member_id!r} is not a member of {self.group_id!r}")
+        return member
+
+    def metadata(self, assignments: dict[str, bytes] | None = None) -> GroupMetadata:
+        """The record of this generation; ``assignments`` replaces the members' own when
+        the leader's assignment is stored before it takes effect."""
+        if assignments is None:
+            assignments = {mid: m.assignment for mid, m in self.members.items()}
+        return GroupMetadata(
+            self.protocol_type or "", self.generation, self.protocol_name, self.leader_id,
+            self.state_timestamp_ms,
+            [MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                            m.rebalance_timeout_ms, m.session_timeout_ms,
+                            m.metadata_for(self.protocol_name) if self.protocol_name else b"",
+                            assignments.get(m.member_id, b""))
+             for m in self.members.values()])
+
+    @classmethod
+    def restore(cls, group_id: str, metadata: GroupMetadata, now: float) -> Group:
+        """A group loaded from its last record: Stable with its members, whose sessions start
+        now (so they keep their assignment if they heartbeat in time), or Empty."""
+        group = cls(group_id, GroupState.STABLE if metadata.members else GroupState.EMPTY,
+                    metadata.generation, metadata.protocol_type or None, metadata.protocol,
+                    metadata.leader)
+        if metadata.current_state_timestamp >= 0:
+            group.state_timestamp_ms = metadata.current_state_timestamp
+        for m in metadata.members:
+            member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                            m.session_timeout_ms, m.rebalance_timeout_ms, metadata.protocol_type,
+                            [(metadata.protocol or "", m.subscription)], m.assignment)
+            member.restart_session(now)
+            group.members[m.member_id] = member
+        return group

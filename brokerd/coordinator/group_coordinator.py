@@ -2,8 +2,11 @@
 
 The coordinator of a group is the leader of its ``__consumer_offsets`` partition. Commits are
 appended there and answered once the in-sync replicas have them, so they survive a restart
-of every broker and the loss of the coordinator's broker; a broker that becomes leader of an
-offsets partition rebuilds its cache by reading that partition.
+of every broker and the loss of the coordinator's broker. So does each completed generation
+(group metadata: members, leader, assignment), written when the leader's assignment arrives
+and when the group becomes empty. A broker that becomes leader of an offsets partition
+rebuilds offsets and groups by reading that partition; members of a Stable group keep their
+assignment if they heartbeat within their session timeout.
 """
 
 from __future__ import annotations
@@ -14,15 +17,18 @@ import time
 import uuid
 
 from kafka.errors import (
-    GroupIdNotFoundError, GroupSubscribedToTopicError,
-    IllegalGenerationError, InconsistentGroupProtocolError, InvalidGroupIdError,
-    InvalidSessionTimeoutError, NonEmptyGroupError, NotCoordinatorError,
-    RebalanceInProgressError, UnknownMemberIdError,
+    CoordinatorNotAvailableError, FencedInstanceIdError, GroupIdNotFoundError,
+    GroupSubscribedToTopicError, IllegalGenerationError, InconsistentGroupProtocolError,
+    InvalidGroupIdError, InvalidSessionTimeoutError, KafkaError, MemberIdRequiredError,
+    NonEmptyGroupError, NotCoordinatorError, NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError, NotLeaderForPartitionError, RebalanceInProgressError,
+    RequestTimedOutError, UnknownMemberIdError, UnknownTopicOrPartitionError,
 )
 
 from brokerd.coordinator.group import Group, GroupState, Member
 from brokerd.coordinator.offsets_topic import (
-    OFFSETS_TOPIC, CommittedOffset, OffsetsBatch, offset_key, offset_value, read_offsets_batches,
+    OFFSETS_TOPIC, CommittedOffset, GroupMetadata, OffsetsBatch, group_metadata_key,
+    group_metadata_value, offset_key, offset_value, read_offsets_batches,
 )
 from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, read_whole_log
 
@@ -31,9 +37,23 @@ log = logging.getLogger(__name__)
 MIN_SESSION_TIMEOUT_MS = 1000
 MAX_SESSION_TIMEOUT_MS = 1_800_000
 COMMIT_TIMEOUT_S = 5.0
-NO_GENERATION = -1
 
 TopicPartition = tuple[str, int]
+
+# Kafka's appendGroupMetadataErrorToResponseError: why a write to the offsets partition
+# failed, as the group's clients understand it (find the coordinator again, or retry).
+_UNAVAILABLE = (UnknownTopicOrPartitionError, NotEnoughReplicasError,
+                NotEnoughReplicasAfterAppendError, RequestTimedOutError)
+
+
+class MemberIdRequired(MemberIdRequiredError):
+    """KIP-394: the answer to a dynamic member's first JoinGroup (v4+). It carries the member
+    id to rejoin with, so a client that gives up after one request leaves only a pending id
+    behind, expired after its session timeout, not a member the group must wait for."""
+
+    def __init__(self, member_id: str):
+        super().__init__(f"rejoin with member id {member_id}")
+        self.member_id = member_id
 
 
 class GroupCoordinator(InternalTopicCoordinator):
@@ -67,14 +87,23 @@ class GroupCoordinator(InternalTopicCoordinator):
 
     def _load(self, partition: int) -> None:
         """Replay the partition: plain commits count at once, transactional ones stay pending
-        until their producer's marker follows (commit applies them, abort drops them)."""
+        until their producer's marker follows (commit applies them, abort drops them). Each
+        group comes back as its last metadata record left it, its members' sessions
+        starting now."""
         count = 0
+        stored: dict[str, GroupMetadata | None] = {}
         for chunk in read_whole_log(self.broker.replicas.get(OFFSETS_TOPIC, partition).log):
             for batch in read_offsets_batches(chunk):
                 self._replay(partition, batch)
+                stored.update(batch.groups)
                 count += len(batch.commits)
+        now = time.monotonic()
+        for group_id, metadata in stored.items():
+            if metadata is not None:
+                self.groups[group_id] = Group.restore(group_id, metadata, now)
         self.loaded.add(partition)
-        log.info("loaded %d offset commit record(s) from %s-%d", count, OFFSETS_TOPIC, partition)
+        log.info("loaded %d offset commit record(s) and %d group(s) from %s-%d", count,
+                 sum(m is not None for m in stored.values()), OFFSETS_TOPIC, partition)
 
     def _replay(self, partition: int, batch: OffsetsBatch) -> None:
         key = (partition, batch.producer_id)
@@ -108,32 +137,117 @@ class GroupCoordinator(InternalTopicCoordinator):
             self.offsets.setdefault(group_id, {})[tp] = committed
 
     # -- membership -------------------------------------------------------------------------
-    async def join(self, group_id: str, member_id: str, group_instance_id: str | None,
-                   client_id: str, client_host: str, session_timeout_ms: int,
-                   rebalance_timeout_ms: int, protocol_type: str,
-                   protocols: list[tuple[str, bytes]]) -> dict:
+    async def join(self, group_id: str, candidate: Member, requires_known_member_id: bool) -> dict:
+        """Kafka's classic JoinGroup. ``candidate`` carries the request's fields; an empty
+        member id is a new member: a static one (group.instance.id) takes over its instance's
+        place, a dynamic one on JoinGroup v4+ is first sent back for a member id (KIP-394)."""
         self._owned(group_id)
-        if not MIN_SESSION_TIMEOUT_MS <= session_timeout_ms <= MAX_SESSION_TIMEOUT_MS:
-            raise InvalidSessionTimeoutError(f"session timeout {session_timeout_ms} ms")
-        group = self.groups.setdefault(group_id, Group(group_id))
-        if member_id and member_id not in group.members:
-            raise UnknownMemberIdError(f"{member_id} is not a member of {group_id}")
-        if not protocols or not group.supports(protocol_type, protocols):
+        if not MIN_SESSION_TIMEOUT_MS <= candidate.session_timeout_ms <= MAX_SESSION_TIMEOUT_MS:
+            raise InvalidSessionTimeoutError(f"session timeout {candidate.session_timeout_ms} ms")
+        group = self.groups.get(group_id)
+        if group is None:
+            if candidate.member_id:
+                raise UnknownMemberIdError(f"group {group_id} does not exist")
+            group = self.groups[group_id] = Group(group_id)
+        if not candidate.protocols or not group.supports(candidate.protocol_type,
+                                                         candidate.protocols):
             raise InconsistentGroupProtocolError(f"no protocol in common with {group_id}")
-        if not member_id:
-            member_id = f"{client_id}-{uuid.uuid4()}"
-        member = group.members.get(member_id) or Member(
-            member_id, group_instance_id, client_id, client_host, session_timeout_ms,
-            rebalance_timeout_ms if rebalance_timeout_ms > 0 else session_timeout_ms,
-            protocol_type, protocols)
-        member.protocols = protocols
-        group.members[member_id] = member
-        group.protocol_type = protocol_type
+        if not candidate.member_id:
+            return await self._join_new_member(group, candidate, requires_known_member_id)
+        if group.pending_members.pop(candidate.member_id, None) is not None:
+            return await self._add_member(group, candidate)
+        member = group.validate_member(candidate.member_id, candidate.group_instance_id)
+        return await self._join_existing_member(group, member, candidate)
+
+    async def _join_new_member(self, group: Group, candidate: Member,
+                               requires_known_member_id: bool) -> dict:
+        prefix = candidate.group_instance_id if candidate.is_static else candidate.client_id
+        candidate.member_id = f"{prefix}-{uuid.uuid4()}"
+        if candidate.is_static:
+            previous = group.static_member_id(candidate.group_instance_id)
+            if previous is not None:
+                return await self._replace_static_member(group, previous, candidate)
+        elif requires_known_member_id:
+            group.pending_members[candidate.member_id] = (
+                time.monotonic() + candidate.session_timeout_ms / 1000)
+            raise MemberIdRequired(candidate.member_id)
+        return await self._add_member(group, candidate)
+
+    async def _add_member(self, group: Group, member: Member) -> dict:
+        group.members[member.member_id] = member
+        group.protocol_type = member.protocol_type
+        return await self._await_join(group, member, f"{member.member_id} joined")
+
+    async def _join_existing_member(self, group: Group, member: Member, candidate: Member
+                                    ) -> dict:
+        """A member that rejoins with unchanged metadata while the group is CompletingRebalance
+        (it lost the JoinGroup response) or Stable (a follower) gets the current generation;
+        anything else, and the leader rejoining a Stable group, starts a rebalance."""
+        unchanged = candidate.protocols == member.protocols
+        if unchanged and (group.state == GroupState.COMPLETING_REBALANCE
+                          or group.state == GroupState.STABLE
+                          and member.member_id != group.leader_id):
+            return self._join_response(group, member.member_id)
+        _update_member(member, candidate)
+        return await self._await_join(group, member, f"{member.member_id} rejoined")
+
+    async def _replace_static_member(self, group: Group, previous_id: str, candidate: Member
+                                     ) -> dict:
+        """KIP-345: a restarted static member takes over its instance's member (assignment
+        included) under a new member id; the old id is fenced. In a Stable group whose
+        selected protocol stays the same there is no rebalance: the new id is stored and the
+        member gets the current generation. As in Kafka, the response names the leader as it
+        was, so a restarted leader acts as a follower and SyncGroup returns its assignment."""
+        previous = group.members.pop(previous_id)
+        _fail_member_waiters(previous, FencedInstanceIdError(
+            f"{previous_id} was replaced by {candidate.member_id} as instance "
+            f"{candidate.group_instance_id!r}"))
+        member = Member(candidate.member_id, previous.group_instance_id, previous.client_id,
+                        previous.client_host, previous.session_timeout_ms,
+                        previous.rebalance_timeout_ms, previous.protocol_type,
+                        previous.protocols, previous.assignment)
+        group.members[member.member_id] = member
+        previous_leader = group.leader_id
+        if previous_leader == previous_id:
+            group.leader_id = member.member_id
+        member.restart_session(time.monotonic())
+        _update_member(member, candidate)
+        log.info("group %s: static member %r rejoined as %s, replacing %s", group.group_id,
+                 member.group_instance_id, member.member_id, previous_id)
+        if (group.state != GroupState.STABLE
+                or group.select_protocol() != group.protocol_name):
+            return await self._await_join(group, member, f"static member {member.member_id} "
+                                          f"replaced {previous_id}")
+        try:
+            await self._store(group)
+        except KafkaError:
+            if group.members.get(member.member_id) is member:  # revert, as Kafka does
+                del group.members[member.member_id]
+                group.members[previous_id] = previous
+                group.leader_id = previous_leader
+            raise
+        return {**self._join_response(group, member.member_id), "leader": previous_leader,
+                "members": []}
+
+    async def _await_join(self, group: Group, member: Member, reason: str) -> dict:
+        """Park the member's JoinGroup until the join phase completes: start a rebalance
+        unless one is under way, then see whether everyone is in."""
         waiter = member.join_waiter = asyncio.get_running_loop().create_future()
         if group.state != GroupState.PREPARING_REBALANCE:
-            self._prepare_rebalance(group, f"{member_id} joined")
+            self._prepare_rebalance(group, reason)
         self._maybe_complete_join(group)
         return await waiter
+
+    def _join_response(self, group: Group, member_id: str) -> dict:
+        """The current generation as JoinGroup answers it; only the leader gets the members."""
+        members = []
+        if member_id == group.leader_id:
+            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+                        "metadata": m.metadata_for(group.protocol_name)}
+                       for m in group.members.values()]
+        return {"error_code": 0, "generation_id": group.generation,
+                "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
+                "leader": group.leader_id, "member_id": member_id, "members": members}
 
     def _prepare_rebalance(self, group: Group, reason: str) -> None:
         """Ask every member to rejoin: heartbeats now answer REBALANCE_IN_PROGRESS."""
@@ -142,16 +256,19 @@ class GroupCoordinator(InternalTopicCoordinator):
         delay = 0.0
         if group.state == GroupState.EMPTY:  # let a starting group's members arrive together
             delay = self.broker.config.get("group.initial.rebalance.delay.ms") / 1000
-        group.state = GroupState.PREPARING_REBALANCE
+        group.transition_to(GroupState.PREPARING_REBALANCE)
         group.join_delay_until = time.monotonic() + delay
         log.info("group %s rebalancing: %s", group.group_id, reason)
+        self._schedule_join_deadline(group, delay)
+
+    def _schedule_join_deadline(self, group: Group, delay_s: float) -> None:
         if group.rebalance_task is not None:
             group.rebalance_task.cancel()
-        group.rebalance_task = asyncio.create_task(self._rebalance_deadline(group, delay))
+        group.rebalance_task = asyncio.create_task(self._rebalance_deadline(group, delay_s))
 
     async def _rebalance_deadline(self, group: Group, delay_s: float) -> None:
         """Complete the join once the initial delay is over and everyone rejoined, or at the
-        rebalance timeout, dropping the members that did not rejoin."""
+        rebalance timeout, dropping the dynamic members that did not rejoin."""
         await asyncio.sleep(delay_s)
         if self._maybe_complete_join(group):
             return
@@ -167,99 +284,164 @@ class GroupCoordinator(InternalTopicCoordinator):
         return False
 
     def _complete_join(self, group: Group) -> None:
+        """Start the next generation with the members that rejoined. Static members that did
+        not rejoin stay (they leave only by LeaveGroup or their session timeout); if only
+        they are left, the join phase waits another rebalance timeout."""
         task, group.rebalance_task = group.rebalance_task, None
         if task is not None and task is not asyncio.current_task():
             task.cancel()
-        for member_id in [m for m, member in group.members.items() if member.join_waiter is None]:
+        for member_id in [m for m, member in group.members.items()
+                          if member.join_waiter is None and not member.is_static]:
             del group.members[member_id]
+        joined = [m.member_id for m in group.members.values() if m.join_waiter is not None]
+        if group.members and not joined:
+            log.info("group %s: no member rejoined; waiting for its static members",
+                     group.group_id)
+            self._schedule_join_deadline(group, 0.0)
+            return
         group.generation += 1
         if not group.members:
-            group.state, group.leader_id, group.protocol_name = GroupState.EMPTY, None, None
+            self._become_empty(group)
             return
         group.protocol_name = group.select_protocol()
-        if group.leader_id not in group.members:
-            group.leader_id = next(iter(group.members))
-        group.state = GroupState.COMPLETING_REBALANCE
+        if group.leader_id not in joined:
+            group.leader_id = joined[0]
+        group.transition_to(GroupState.COMPLETING_REBALANCE)
         log.info("group %s generation %d: %d member(s), protocol %s", group.group_id,
                  group.generation, len(group.members), group.protocol_name)
-        everyone = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                     "metadata": m.metadata_for(group.protocol_name)}
-                    for m in group.members.values()]
         now = time.monotonic()
         for member in group.members.values():
-            member.session_deadline = now + member.session_timeout_ms / 1000
+            member.restart_session(now)
             waiter, member.join_waiter = member.join_waiter, None
-            if not waiter.done():
-                waiter.set_result({
-                    "error_code": 0, "generation_id": group.generation,
-                    "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
-                    "leader": group.leader_id, "member_id": member.member_id,
-                    "members": everyone if member.member_id == group.leader_id else []})
+            if waiter is not None and not waiter.done():
+                waiter.set_result(self._join_response(group, member.member_id))
 
-    def _member(self, group_id: str, member_id: str, generation: int) -> tuple[Group, Member]:
+    def _become_empty(self, group: Group) -> None:
+        """The last member is gone. The empty generation is stored without waiting, as Kafka
+        does: if that write is lost, a new coordinator sees the previous generation, whose
+        members then time out."""
+        group.transition_to(GroupState.EMPTY)
+        group.leader_id = group.protocol_name = None
+        try:
+            self._append_batch(group.group_id, build_batch([self._group_record(group)]))
+        except KafkaError as exc:
+            log.warning("group %s: could not store its empty generation: %s", group.group_id, exc)
+
+    def _member(self, group_id: str, member_id: str, group_instance_id: str | None,
+                generation: int) -> tuple[Group, Member]:
+        """The member a request comes from, which proves it is alive (its session restarts);
+        UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID or ILLEGAL_GENERATION otherwise."""
         self._owned(group_id)
         group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group else None
-        if member is None:
-            raise UnknownMemberIdError(f"{member_id!r} is not a member of {group_id!r}")
+        if group is None:
+            raise UnknownMemberIdError(f"group {group_id!r} does not exist")
+        member = group.validate_member(member_id, group_instance_id)
         if generation != group.generation:
             raise IllegalGenerationError(f"generation {generation} is not {group.generation}")
-        member.session_deadline = time.monotonic() + member.session_timeout_ms / 1000
+        member.restart_session(time.monotonic())
         return group, member
 
-    async def sync(self, group_id: str, member_id: str, generation: int,
-                   assignments: dict[str, bytes]) -> bytes:
-        group, member = self._member(group_id, member_id, generation)
+    async def sync(self, group_id: str, member_id: str, group_instance_id: str | None,
+                   generation: int, assignments: dict[str, bytes]) -> bytes:
+        group, member = self._member(group_id, member_id, group_instance_id, generation)
         if group.state == GroupState.PREPARING_REBALANCE:
             raise RebalanceInProgressError(f"group {group_id} is rebalancing")
         if group.state == GroupState.STABLE:
             return member.assignment
         waiter = member.sync_waiter = asyncio.get_running_loop().create_future()
         if member_id == group.leader_id:
-            for mid, m in group.members.items():
-                m.assignment = assignments.get(mid, b"")
-            group.state = GroupState.STABLE
-            for m in group.members.values():
-                m_waiter, m.sync_waiter = m.sync_waiter, None
-                if m_waiter is not None and not m_waiter.done():
-                    m_waiter.set_result(m.assignment)
+            await self._store_assignment(group, {mid: assignments.get(mid, b"")
+                                                 for mid in group.members})
         return await waiter
 
-    def heartbeat(self, group_id: str, member_id: str, generation: int) -> None:
-        group, _ = self._member(group_id, member_id, generation)
+    async def _store_assignment(self, group: Group, assignment: dict[str, bytes]) -> None:
+        """The leader's assignment is stored with the generation before any member gets its
+        share, so a new coordinator knows the group as Stable. A rebalance that started
+        meanwhile has already sent everyone back to JoinGroup; a failed write does too."""
+        generation = group.generation
+
+        def still_completing() -> bool:
+            return (self.groups.get(group.group_id) is group and group.generation == generation
+                    and group.state == GroupState.COMPLETING_REBALANCE)
+        try:
+            await self._store(group, assignment)
+        except KafkaError as exc:
+            if still_completing():
+                _fail_sync_waiters(group, exc)
+                self._prepare_rebalance(group, f"could not store the assignment: {exc}")
+            return
+        if still_completing():
+            group.transition_to(GroupState.STABLE)
+            for member_id, member in group.members.items():
+                member.assignment = assignment[member_id]
+                waiter, member.sync_waiter = member.sync_waiter, None
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(member.assignment)
+
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
+                  generation: int) -> None:
+        group, _ = self._member(group_id, member_id, group_instance_id, generation)
         if group.state == GroupState.PREPARING_REBALANCE:
             raise RebalanceInProgressError(f"group {group_id} is rebalancing")
 
-    def leave(self, group_id: str, member_id: str) -> None:
+    def leave(self, group_id: str, members: list[tuple[str, str | None]]
+              ) -> list[KafkaError | None]:
+        """LeaveGroup for (member id, group instance id) pairs; each gets its own outcome.
+        An empty member id with an instance id removes that static member (v3+, how admin
+        tools remove a static member that will not come back)."""
         self._owned(group_id)
         group = self.groups.get(group_id)
-        if group is None or member_id not in group.members:
-            raise UnknownMemberIdError(f"{member_id!r} is not a member of {group_id!r}")
+        if group is None:
+            raise UnknownMemberIdError(f"group {group_id!r} does not exist")
+        return [self._leave_one(group, member_id, instance_id)
+                for member_id, instance_id in members]
+
+    def _leave_one(self, group: Group, member_id: str, group_instance_id: str | None
+                   ) -> KafkaError | None:
+        try:
+            if not member_id and group_instance_id is not None:
+                member_id = group.static_member_id(group_instance_id)
+                if member_id is None:
+                    raise UnknownMemberIdError(f"no member of {group.group_id} has instance id "
+                                               f"{group_instance_id!r}")
+            elif group.pending_members.pop(member_id, None) is not None:
+                self._maybe_complete_join(group)
+                return None
+            else:
+                group.validate_member(member_id, group_instance_id)
+        except (UnknownMemberIdError, FencedInstanceIdError) as exc:
+            return exc
         self._remove_member(group, member_id, "left the group")
+        return None
 
     def _remove_member(self, group: Group, member_id: str, why: str) -> None:
         member = group.members.pop(member_id)
-        for waiter in (member.join_waiter, member.sync_waiter):
-            if waiter is not None and not waiter.done():
-                waiter.set_exception(UnknownMemberIdError(f"{member_id} {why}"))
+        _fail_member_waiters(member, UnknownMemberIdError(f"{member_id} {why}"))
         if group.state == GroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(group)
         elif group.members:
             self._prepare_rebalance(group, f"{member_id} {why}")
         else:
-            group.state, group.leader_id, group.protocol_name = GroupState.EMPTY, None, None
             group.generation += 1
+            self._become_empty(group)
 
     def expire_sessions(self) -> None:
-        """Members that stopped heartbeating for their session timeout are removed."""
+        """Members that stopped heartbeating for their session timeout are removed, and so
+        are member ids handed out with MEMBER_ID_REQUIRED that never came back."""
         now = time.monotonic()
         for group in list(self.groups.values()):
+            expired = [m for m, deadline in group.pending_members.items() if now > deadline]
+            for member_id in expired:
+                del group.pending_members[member_id]
+            if expired:
+                self._maybe_complete_join(group)
             for member_id, member in list(group.members.items()):
                 if member.join_waiter is None and now > member.session_deadline:
                     self._remove_member(group, member_id, "session timed out")
 
     # -- committed offsets ------------------------------------------------------------------
     async def commit(self, group_id: str, generation: int, member_id: str,
+                     group_instance_id: str | None,
                      offsets: dict[TopicPartition, CommittedOffset]) -> None:
         """Append the commit to the group's offsets partition; return once it is replicated.
 
@@ -267,16 +449,24 @@ class GroupCoordinator(InternalTopicCoordinator):
         their current records before rejoining); only CompletingRebalance, when the new
         assignment is not yet known, refuses with REBALANCE_IN_PROGRESS.
         """
-        self._owned(group_id)
-        group = self.groups.get(group_id)
-        if generation != NO_GENERATION or member_id or (group and group.members):
-            group, _ = self._member(group_id, member_id, generation)
-            if group.state == GroupState.COMPLETING_REBALANCE:
-                raise RebalanceInProgressError(f"group {group_id} is completing a rebalance")
+        self._validate_commit(group_id, generation, member_id, group_instance_id)
         await self._append(group_id, [(offset_key(group_id, t, p), offset_value(c))
                                       for (t, p), c in offsets.items()])
         for tp, committed in offsets.items():
             self._cache(group_id, tp, committed)
+
+    def _validate_commit(self, group_id: str, generation: int, member_id: str,
+                         group_instance_id: str | None) -> None:
+        """Kafka's validateOffsetCommit: without a generation (admin clients, consumers that
+        assign partitions themselves) only an empty group takes commits; with one, the
+        committer must be the current member (a replaced static member is fenced)."""
+        self._owned(group_id)
+        group = self.groups.get(group_id)
+        if generation < 0 and (group is None or group.state == GroupState.EMPTY):
+            return
+        group, _ = self._member(group_id, member_id, group_instance_id, generation)
+        if group.state == GroupState.COMPLETING_REBALANCE:
+            raise RebalanceInProgressError(f"group {group_id} is completing a rebalance")
 
     async def commit_transactional(self, group_id: str, producer_id: int, producer_epoch: int,
                                    offsets: dict[TopicPartition, CommittedOffset]) -> None:
@@ -315,9 +505,26 @@ class GroupCoordinator(InternalTopicCoordinator):
                 self._cache(group_id, tp, committed)
 
     async def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
-        if records:
+        """Append to the group's offsets partition and wait for the in-sync replicas; a
+        failure is reported as Kafka's coordinator reports it."""
+        if not records:
+            return
+        try:
             partition, info = self._append_batch(group_id, build_batch(records))
             await partition.wait_for_ack(info.last_offset, COMMIT_TIMEOUT_S)
+        except _UNAVAILABLE as exc:
+            raise CoordinatorNotAvailableError(str(exc)) from exc
+        except NotLeaderForPartitionError as exc:
+            raise NotCoordinatorError(str(exc)) from exc
+
+    async def _store(self, group: Group, assignments: dict[str, bytes] | None = None) -> None:
+        await self._append(group.group_id, [self._group_record(group, assignments)])
+
+    @staticmethod
+    def _group_record(group: Group, assignments: dict[str, bytes] | None = None
+                      ) -> tuple[bytes, bytes]:
+        return (group_metadata_key(group.group_id),
+                group_metadata_value(group.metadata(assignments)))
 
     def _append_batch(self, group_id: str, batch: bytes):
         try:
@@ -352,13 +559,17 @@ class GroupCoordinator(InternalTopicCoordinator):
         return Group(group_id, state=state)
 
     async def delete_group(self, group_id: str) -> None:
+        """DeleteGroups: tombstones for the group's offsets and its metadata, so neither comes
+        back when the partition is loaded again (and compaction drops them)."""
         self._owned(group_id)
         group = self.groups.get(group_id)
         if group is not None and group.members:
             raise NonEmptyGroupError(f"group {group_id} has active members")
-        if group is None and not self.offsets.get(group_id):
+        offsets = list(self.offsets.get(group_id, {}))
+        if group is None and not offsets:
             raise GroupIdNotFoundError(f"group {group_id} does not exist")
-        await self.delete_offsets(group_id, list(self.offsets.get(group_id, {})))
+        await self._append(group_id, [(offset_key(group_id, t, p), None) for t, p in offsets]
+                           + [(group_metadata_key(group_id), None)])
         self.groups.pop(group_id, None)
         self.offsets.pop(group_id, None)
 
@@ -372,6 +583,13 @@ class GroupCoordinator(InternalTopicCoordinator):
             self._cache(group_id, tp, None)
 
 
+def _update_member(member: Member, candidate: Member) -> None:
+    """A rejoining member may bring new protocols (subscription) and timeouts."""
+    member.protocols = candidate.protocols
+    member.session_timeout_ms = candidate.session_timeout_ms
+    member.rebalance_timeout_ms = candidate.rebalance_timeout_ms
+
+
 def _fail_sync_waiters(group: Group, exc: Exception) -> None:
     for member in group.members.values():
         waiter, member.sync_waiter = member.sync_waiter, None
@@ -379,9 +597,14 @@ def _fail_sync_waiters(group: Group, exc: Exception) -> None:
             waiter.set_exception(exc)
 
 
-def _fail_waiters(group: Group, exc: Exception) -> None:
-    _fail_sync_waiters(group, exc)
-    for member in group.members.values():
-        waiter, member.join_waiter = member.join_waiter, None
+def _fail_member_waiters(member: Member, exc: Exception) -> None:
+    """Answer the member's parked JoinGroup and SyncGroup, if any, with ``exc``."""
+    for waiter in (member.join_waiter, member.sync_waiter):
         if waiter is not None and not waiter.done():
             waiter.set_exception(exc)
+    member.join_waiter = member.sync_waiter = None
+
+
+def _fail_waiters(group: Group, exc: Exception) -> None:
+    for member in group.members.values():
+        _fail_member_waiters(member, exc)

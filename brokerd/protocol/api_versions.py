@@ -32,7 +32,7 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.JoinGroup: (0, 5),
     ApiKey.SyncGroup: (0, 3),
     ApiKey.Heartbeat: (0, 3),
-    ApiKey.LeaveGroup: (0, 2),
+    ApiKey.LeaveGroup: (0, 3),  # v3: members by group instance id (KIP-345); flexible from 4
     ApiKey.OffsetCommit: (2, 7),
     ApiKey.OffsetFetch: (1, 7),  # v7: require_stable (KIP-447)
     ApiKey.ListGroups: (0, 5),  # v4: state filter, v5: type filter

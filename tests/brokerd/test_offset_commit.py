@@ -13,6 +13,7 @@ GROUP = "billing"
 TIMEOUT_S = 15.0
 REBALANCE_IN_PROGRESS = 27
 UNKNOWN_TOPIC_OR_PARTITION = 3
+MEMBER_ID_REQUIRED = 79
 
 
 def _join(member_id: str = "") -> dict:
@@ -45,11 +46,19 @@ async def _until(make_request, accept, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+async def _member_id(client: BrokerClient) -> str:
+    """JoinGroup v4+ first hands a new member its id (KIP-394)."""
+    joined = await client.request(ApiKey.JoinGroup, 5, _join())
+    assert joined.error_code == MEMBER_ID_REQUIRED
+    return joined.member_id
+
+
 async def _stable_member(client: BrokerClient) -> tuple[str, int]:
     """Join as the only member and finish the rebalance: (member id, generation)."""
     await _until(lambda: client.request(ApiKey.FindCoordinator, 1, {"key": GROUP, "key_type": 0}),
                  lambda r: r.error_code == 0, "the group coordinator")
-    joined = await client.request(ApiKey.JoinGroup, 5, _join(), extra_timeout_s=TIMEOUT_S)
+    joined = await client.request(ApiKey.JoinGroup, 5, _join(await _member_id(client)),
+                                  extra_timeout_s=TIMEOUT_S)
     assert joined.error_code == 0
     synced = await client.request(ApiKey.SyncGroup, 3, {
         "group_id": GROUP, "generation_id": joined.generation_id, "member_id": joined.member_id,
@@ -78,8 +87,9 @@ def test_members_commit_while_the_group_prepares_a_rebalance_and_unknown_topics_
                 "timeout_ms": 5000, "validate_only": False})
             member, generation = await _stable_member(first)
             # A second member joins: the group waits in PreparingRebalance for the first to rejoin.
+            second_id = await _member_id(second)
             joining = asyncio.create_task(
-                second.request(ApiKey.JoinGroup, 5, _join(), extra_timeout_s=TIMEOUT_S))
+                second.request(ApiKey.JoinGroup, 5, _join(second_id), extra_timeout_s=TIMEOUT_S))
             await _until(lambda: _group_state(admin), lambda s: s == "PreparingRebalance",
                          "the rebalance to start")
             committed = await first.request(ApiKey.OffsetCommit, 7, _commit(
