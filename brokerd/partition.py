@@ -62,6 +62,9 @@ class Partition:
         self.isr: list[int] = []
         self.high_watermark = 0
         self.followers: dict[int, FollowerState] = {}
+        self._high_watermark_waiting_since_ms: int | None = None
+        self.last_truncation: dict | None = None
+        self.log_start_moved_by: str | None = None
         self._waiters: list[asyncio.Future] = []
 
     def __repr__(self) -> str:
@@ -99,6 +102,7 @@ class Partition:
         now = _now_ms()
         self.followers = {r: FollowerState(last_caught_up_ms=now) for r in self.replicas
                           if r != self.broker_id}
+        self._high_watermark_waiting_since_ms = None
         log.info("%s: leader at epoch %d, ISR %s", self, self.leader_epoch, self.isr)
 
     # -- leader: produce --------------------------------------------------------------------
@@ -162,7 +166,8 @@ class Partition:
             raise OffsetOutOfRangeError(
                 f"{self}: cannot delete records before {offset}, the high watermark is "
                 f"{self.high_watermark}")
-        self.log.maybe_increment_log_start_offset(target)
+        if self.log.maybe_increment_log_start_offset(target):
+            self.log_start_moved_by = "DeleteRecords"
         self._wake_waiters()
         return self.log.log_start_offset
 
@@ -187,12 +192,15 @@ class Partition:
         """A follower's fetch offset is its log end offset (Kafka's updateFollowerFetchState);
         its log start tells DeleteRecords when the follower has deleted too."""
         self.require_leader()
+        leader_end = self.log.log_end_offset
+        if fetch_offset > leader_end:
+            raise OffsetOutOfRangeError(f"{self}: replica {follower} fetches from {fetch_offset}, "
+                                        f"beyond the log end {leader_end}")
         state = self.followers.setdefault(follower, FollowerState())
         if log_start_offset != state.log_start_offset:
             state.log_start_offset = log_start_offset
             self._wake_waiters()
         now = _now_ms()
-        leader_end = self.log.log_end_offset
         if fetch_offset >= leader_end or fetch_offset >= state.leader_end_at_last_fetch:
             state.last_caught_up_ms = now
         state.log_end_offset = fetch_offset
@@ -239,7 +247,10 @@ class Partition:
         candidate = min(ends)
         if candidate > self.high_watermark:
             self.high_watermark = candidate
+            self._high_watermark_waiting_since_ms = None
             self._wake_waiters()
+        if self.log.log_end_offset > self.high_watermark and self._high_watermark_waiting_since_ms is None:
+            self._high_watermark_waiting_since_ms = _now_ms()
 
     # -- follower ---------------------------------------------------------------------------
     def append_as_follower(self, records, leader_high_watermark: int,
@@ -256,6 +267,8 @@ class Partition:
         if offset < self.log.log_end_offset:
             log.info("%s: truncating divergent log from %d to %d", self,
                      self.log.log_end_offset, offset)
+            self.last_truncation = {"from": self.log.log_end_offset, "to": offset,
+                                    "leader_epoch": self.leader_epoch, "time_ms": _now_ms()}
             self.log.truncate_to(offset)
         self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
 
@@ -297,13 +310,46 @@ class Partition:
             if not waiter.done():
                 waiter.set_result(None)
 
+    # -- housekeeping -----------------------------------------------------------------------
+    def enforce_retention(self, now_ms: int) -> None:
+        """segment.ms rolls and retention.ms/bytes deletion, never beyond the high watermark."""
+        self.log.maybe_roll_on_time(now_ms)
+        if self.log.delete_retained_segments(now_ms, self.high_watermark):
+            self.log_start_moved_by = "retention"
+
+    # -- what the broker publishes ----------------------------------------------------------
     def status(self) -> dict:
-        return {"log_start_offset": self.log.log_start_offset,
-                "log_end_offset": self.log.log_end_offset,
-                "high_watermark": self.high_watermark,
-                "last_stable_offset": self.last_stable_offset,
-                "open_transactions": self.log.open_transactions(),
-                "leader_epoch": self.leader_epoch}
+        """This replica at one moment; a leader adds what it knows of its followers, so
+        views built from it never show a follower ahead of its leader or a high watermark
+        above an in-sync replica's log end (each broker's own file is written at another
+        moment)."""
+        doc = {"log_start_offset": self.log.log_start_offset,
+               "log_end_offset": self.log.log_end_offset,
+               "high_watermark": self.high_watermark,
+               "last_stable_offset": self.last_stable_offset,
+               "open_transactions": self.log.open_transactions(),
+               "leader_epoch": self.leader_epoch,
+               "last_truncation": self.last_truncation}
+        if self.is_leader:
+            doc["leader_view"] = self._leader_view()
+        return doc
+
+    def _leader_view(self) -> dict:
+        """The ISR and every replica's log end as the leader knows them (a follower's is its
+        last fetch offset; None before its first fetch in this leader epoch), how long
+        records have waited for the high watermark, and why the log start last moved."""
+        ends = {str(r): self.log.log_end_offset if r == self.broker_id
+                else _known(self.followers.get(r, FollowerState()).log_end_offset)
+                for r in self.replicas}
+        since = self._high_watermark_waiting_since_ms
+        return {"isr": list(self.isr), "log_end_offsets": ends,
+                "min_insync_replicas": self.log.config.min_insync_replicas,
+                "high_watermark_waiting_ms": 0 if since is None else _now_ms() - since,
+                "log_start_moved_by": self.log_start_moved_by}
+
+
+def _known(offset: int) -> int | None:
+    return None if offset < 0 else offset
 
 
 async def wait_any(partitions: list[Partition], timeout_s: float) -> None:

@@ -102,8 +102,7 @@ class ReplicaManager:
     def enforce_retention(self, now_ms: int) -> None:
         """segment.ms rolls and retention.ms/bytes deletion; never beyond the high watermark."""
         for partition in self.partitions.values():
-            partition.log.maybe_roll_on_time(now_ms)
-            partition.log.delete_retained_segments(now_ms, partition.high_watermark)
+            partition.enforce_retention(now_ms)
 
     def clean_logs(self, now_ms: int) -> None:
         """Compact the logs of compacted topics that have enough new data, never past what

@@ -208,6 +208,10 @@ def test_resumed_stale_leader_truncates_its_divergent_tail(cluster_factory):
     assert values == [b"c%d" % i for i in range(10)] + [b"new%d" % i for i in range(5)]
     assert "truncating divergent log" in cluster.log_tail(old_leader, 300)
     assert b"lost0" not in log_bytes(cluster, old_leader, "diverge")
+    published = wait_until(
+        lambda: cluster.state.replica_status().get(old_leader, {}).get(("diverge", 0), {})
+        .get("last_truncation"), 5, "the old leader to publish its truncation")
+    assert (published["from"], published["to"]) == (15, 10)  # what `kctl watch` narrates
 
 
 def log_bytes(cluster, broker: int, topic: str, partition: int = 0) -> bytes:
