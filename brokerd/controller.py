@@ -127,7 +127,7 @@ class Controller:
                 log.info("broker %d is controller at epoch %d", self.broker_id, self.epoch)
             return
         if self.state.controller() != (self.broker_id, self.epoch):
-            self.resign("another broker holds a newer controller epoch")
+            self._fenced("another broker holds a newer controller epoch")
             return
         eligible = live - {r.broker_id for r in registrations if r.shutting_down}
         try:
@@ -139,7 +139,12 @@ class Controller:
             for name in self.state.take_topic_requests():
                 auto_create(name)
         except StaleControllerEpoch as exc:
-            self.resign(str(exc))
+            self._fenced(str(exc))
+
+    def _fenced(self, why: str) -> None:
+        """A zombie controller: its epoch has been superseded while it was not looking."""
+        self.state.record_fenced_controller(self.broker_id, self.epoch)
+        self.resign(why)
 
     def resign(self, why: str = "stopping") -> None:
         if self.is_active:

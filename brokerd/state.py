@@ -6,6 +6,7 @@ module is the only code that opens these files. Layout of ``<cluster>/state/``:
     cluster.json          cluster id and the planned brokers (id -> port)
     metadata.json         topics, their configs and partition assignment (leader, epochs, ISR)
     controller.json       the active controller's broker id and controller epoch
+    fenced-controller.json  the last controller that found its epoch superseded (a zombie)
     brokers/<id>.json     a broker's registration (host, port, pid)
     brokers/<id>.lock     held (flock) by the live broker process: the OS releases it when it dies
     brokers/<id>.heartbeat  touched by the broker several times per session timeout (its lease)
@@ -272,6 +273,19 @@ class ClusterState:
             epoch = doc["epoch"] + 1
             _write_json(self.dir / "controller.json", {"broker_id": broker_id, "epoch": epoch})
         return epoch
+
+    def record_fenced_controller(self, broker_id: int, stale_epoch: int) -> None:
+        """A controller that wakes up (after a pause, say) to a newer controller epoch has been
+        fenced: it resigns, and this record lets `kctl watch` show the moment."""
+        with self.write_lock():
+            current = self.controller()
+            _write_json(self.dir / "fenced-controller.json", {
+                "broker_id": broker_id, "epoch": stale_epoch,
+                "current_epoch": None if current is None else current[1],
+                "time": round(time.time(), 3)})
+
+    def fenced_controller(self) -> dict | None:
+        return _read_json(self.dir / "fenced-controller.json")
 
     # -- topics -----------------------------------------------------------------------------
     def metadata_version(self) -> tuple[int, int]:
