@@ -1,18 +1,26 @@
 """What changed between two `kctl watch` snapshots, in words a class can follow.
 
 The dashboard shows the state; these lines narrate the transitions a teacher points at,
-with the moment they were seen: a broker paused, the controller moved, a leader was elected
-with a higher epoch, the ISR shrank or grew, a transaction opened or ended, a group started
+with the moment they were seen: a broker paused, the controller moved (and a paused one
+woke up fenced), a leader was elected with a higher epoch, the ISR shrank or grew, fell below
+min.insync.replicas, the high watermark stalled, a replica truncated a divergent tail,
+retention or DeleteRecords moved the log start, a transaction opened or ended, a group started
 rebalancing.
 """
 
 from __future__ import annotations
 
+HIGH_WATERMARK_STALL_MS = 1000  # records waiting this long for in-sync replicas: a stall
+
+LOG_START_REASONS = {"retention": "retention.ms/retention.bytes deleted old segments",
+                     "DeleteRecords": "DeleteRecords"}
+
 
 def changes(before: dict, after: dict) -> list[str]:
     """One line per change from `before` to `after` (snapshots of kctl.snapshot plus groups)."""
     return (_broker_changes(before, after) + _controller_change(before, after)
-            + _partition_changes(before, after) + _group_changes(before, after))
+            + _controller_fencing(before, after) + _partition_changes(before, after)
+            + _group_changes(before, after))
 
 
 def _broker_changes(before: dict, after: dict) -> list[str]:
@@ -27,6 +35,14 @@ def _controller_change(before: dict, after: dict) -> list[str]:
         return []
     return [f"controller: broker {new['broker_id']} (epoch {new['epoch']})"
             + ("" if old is None else f", was broker {old['broker_id']} (epoch {old['epoch']})")]
+
+
+def _controller_fencing(before: dict, after: dict) -> list[str]:
+    fenced = after.get("fenced_controller")
+    if fenced is None or fenced == before.get("fenced_controller"):
+        return []
+    return [f"controller: broker {fenced['broker_id']} woke up with controller epoch "
+            f"{fenced['epoch']}, superseded by epoch {fenced['current_epoch']}: fenced, it resigned"]
 
 
 def _partition_changes(before: dict, after: dict) -> list[str]:
@@ -50,7 +66,55 @@ def _partition_change(name: str, old: dict, new: dict) -> list[str]:
     if shrunk or grown:
         how = "shrank" if shrunk and not grown else "grew" if grown and not shrunk else "changed"
         lines.append(f"{name}: ISR {how} to [{','.join(map(str, new['isr']))}]")
-    return lines + _transaction_changes(name, old, new)
+    return (lines + _min_isr_change(name, old, new) + _high_watermark_stall(name, old, new)
+            + _truncations(name, old, new) + _log_start_move(name, old, new)
+            + _transaction_changes(name, old, new))
+
+
+def _min_isr_change(name: str, old: dict, new: dict) -> list[str]:
+    """Crossing min.insync.replicas: below it the leader refuses acks=all produce."""
+    need, was_need = new.get("min_insync_replicas"), old.get("min_insync_replicas")
+    if need is None or was_need is None:
+        return []
+    under, was_under = len(new["isr"]) < need, len(old["isr"]) < was_need
+    if under and not was_under:
+        return [f"{name}: ISR of {len(new['isr'])} < min.insync.replicas={need}: acks=all "
+                "produce refused (NOT_ENOUGH_REPLICAS)"]
+    if was_under and not under:
+        return [f"{name}: ISR back to min.insync.replicas={need}: acks=all accepted again"]
+    return []
+
+
+def _high_watermark_stall(name: str, old: dict, new: dict) -> list[str]:
+    """Records the leader has but in-sync replicas have not copied for a while: acks=all
+    producers wait, consumers see nothing new, until those replicas fetch or leave the ISR."""
+    stalled = (new.get("high_watermark_waiting_ms") or 0) >= HIGH_WATERMARK_STALL_MS
+    was_stalled = (old.get("high_watermark_waiting_ms") or 0) >= HIGH_WATERMARK_STALL_MS
+    hwm = new.get("high_watermark")
+    if stalled and not was_stalled:
+        holding = [b for b in new["isr"] if b != new["leader"]
+                   and (new["log_end_offsets"].get(str(b)) or 0) <= hwm] or ["?"]
+        return [f"{name}: high watermark stalled at {hwm} for "
+                f"{new['high_watermark_waiting_ms'] / 1000:.1f}s: in-sync replica(s) "
+                f"{','.join(map(str, holding))} not fetching"]
+    if was_stalled and not stalled and hwm is not None:
+        return [f"{name}: high watermark moving again, {old['high_watermark']} -> {hwm}"]
+    return []
+
+
+def _truncations(name: str, old: dict, new: dict) -> list[str]:
+    was = old.get("truncations") or {}
+    return [f"{name}: replica {b} truncated its log from {t['from']} to {t['to']}: records "
+            f"the leader of epoch {t['leader_epoch']} does not have"
+            for b, t in (new.get("truncations") or {}).items() if t is not None and t != was.get(b)]
+
+
+def _log_start_move(name: str, old: dict, new: dict) -> list[str]:
+    start, was = new.get("log_start_offset"), old.get("log_start_offset")
+    if start is None or was is None or start <= was:
+        return []
+    why = LOG_START_REASONS.get(new.get("log_start_moved_by"), "records deleted")
+    return [f"{name}: log start {was} -> {start}: {why}"]
 
 
 def _transaction_changes(name: str, old: dict, new: dict) -> list[str]:

@@ -1,11 +1,14 @@
 """One moment of a local cluster, read from what its brokers publish in the state directory.
 
-No Kafka request is made: the brokers, the controller, every partition's leader, epochs and
-ISR, and each replica's log end come from files, so the picture stays complete while brokers
-are dead or paused (when a protocol client would wait or fail). The high watermark and log
-start, the last stable offset and the open transactions are those the partition's leader
-publishes; a replica's log end is what its own broker last published (a dead broker's is the
-last it knew).
+No Kafka request is made: the brokers, the controller and every partition's leader and
+replicas come from files, so the picture stays complete while brokers are dead or paused
+(when a protocol client would wait or fail). Everything else about a partition is the one
+moment its leader last published (every half second): the ISR, log start, last stable offset,
+high watermark, open transactions and every replica's log end as the leader knows it (a
+follower's last fetch offset). Taken from one moment, these never contradict each other: no
+follower ahead of its leader, no high watermark above an in-sync replica's log end. Until the
+leader of the current leader epoch has published, they are unknown (null). Truncations are the
+last each replica's own broker made.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def take(state: ClusterState, topic: str | None = None) -> dict:
         "time": round(time.time(), 3),
         "cluster_id": state.cluster_id(),
         "controller": brokerview.controller_json(state.controller()),
+        "fenced_controller": state.fenced_controller(),
         "brokers": [b.to_json() for b in brokerview.view(state)],
         "topics": [{"topic": name,
                     "partitions": [_partition(name, record, status)
@@ -40,17 +44,41 @@ def take(state: ClusterState, topic: str | None = None) -> dict:
     }
 
 
+def partitions(state: ClusterState, topic: str) -> list[dict]:
+    """The partitions of `topic` as their leaders last published them ([] if unknown)."""
+    record = state.topics().get(topic)
+    if record is None:
+        return []
+    status = state.replica_status()
+    return [_partition(topic, r, status) for _, r in sorted(record.partitions.items())]
+
+
 def _partition(topic: str, record: PartitionRecord, status: Status) -> dict:
     p = record.partition
-    led = (status.get(record.leader, {}).get((topic, p)) if record.leader >= 0 else None) or {}
+    led = _leader_status(topic, record, status)
+    view = led.get("leader_view", {})
+    ends = view.get("log_end_offsets", {})
     return {
         "partition": p, "leader": record.leader, "leader_epoch": record.leader_epoch,
         "partition_epoch": record.partition_epoch,
-        "replicas": list(record.replicas), "isr": list(record.isr),
+        "replicas": list(record.replicas), "isr": view.get("isr", list(record.isr)),
         "log_start_offset": led.get("log_start_offset"),
-        "last_stable_offset": led.get("last_stable_offset"),  # absent: brokers without transactions
+        "last_stable_offset": led.get("last_stable_offset"),
         "high_watermark": led.get("high_watermark"),
-        "log_end_offsets": {str(b): status.get(b, {}).get((topic, p), {}).get("log_end_offset")
-                            for b in record.replicas},
+        "log_end_offsets": {str(b): ends.get(str(b)) for b in record.replicas},
         "open_transactions": led.get("open_transactions"),
+        "min_insync_replicas": view.get("min_insync_replicas"),
+        "high_watermark_waiting_ms": view.get("high_watermark_waiting_ms"),
+        "log_start_moved_by": view.get("log_start_moved_by"),
+        "truncations": {str(b): status.get(b, {}).get((topic, p), {}).get("last_truncation")
+                        for b in record.replicas},
     }
+
+
+def _leader_status(topic: str, record: PartitionRecord, status: Status) -> dict:
+    """The leader's status, only if published while leading the current leader epoch: any
+    other is a moment from before the last election."""
+    led = status.get(record.leader, {}).get((topic, record.partition)) if record.leader >= 0 else None
+    if not led or "leader_view" not in led or led.get("leader_epoch") != record.leader_epoch:
+        return {}
+    return led

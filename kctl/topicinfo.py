@@ -2,28 +2,26 @@
 
 Leaders, replicas, ISR and watermarks come over the Kafka protocol, so they are right for any
 cluster, and so does the last stable offset (the latest offset for read_committed readers).
-When the cluster answering is the local one (same cluster id), the state directory adds what
-no Kafka client can see: each replica's log end offset, the leader epoch and the open
-transactions (producer id, epoch, first offset) the leader knows of.
+When the cluster answering is the local one (same cluster id), each partition is instead the
+moment its leader last published in the state directory (kctl.snapshot), once that moment is
+at least as recent as the protocol's answer: it adds what no Kafka client can see (each
+replica's log end offset, the leader epoch, the open transactions) and keeps every number
+from the same moment.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+import time
 
-from brokerd.state import ClusterState, TopicRecord
+from brokerd.state import ClusterState
 from confluent_kafka import IsolationLevel, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec, ResourceType, TopicMetadata
 
-from kctl import console
+from kctl import console, snapshot
 from kctl.client import Connection, fetch_metadata, find_topic, list_offsets
 
-
-@dataclass(frozen=True)
-class LocalView:
-    topic: TopicRecord | None
-    replica_status: dict[int, dict[tuple[str, int], dict]]
+LEADER_MOMENT_WAIT_S = 2.0  # brokers publish every 0.5 s; a leader just elected takes a little longer
+POLL_S = 0.1
 
 
 def describe(conn: Connection, name: str) -> dict:
@@ -36,46 +34,64 @@ def describe(conn: Connection, name: str) -> dict:
     # The last stable offset first: it never passes the high watermark, which only grows.
     stable = list_offsets(admin, conn, parts, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
     high = list_offsets(admin, conn, parts, OffsetSpec.latest())
-    local = local_view(conn.bootstrap.cluster_dir, metadata.cluster_id, name)
+    answered = [_partition(topic, p, (low[tp], stable[tp], high[tp])) for p, tp in zip(ids, parts)]
+    state = _local_state(conn, metadata.cluster_id)
     return {
         "topic": name,
-        "partitions": [_partition(topic, p, (low[tp], stable[tp], high[tp]), local)
-                       for p, tp in zip(ids, parts)],
+        "partitions": answered if state is None else _leader_moments(state, name, answered),
         "configs": _configs(admin, conn, name),
     }
 
 
-def local_view(cluster_dir: Path, cluster_id: str | None, name: str) -> LocalView | None:
-    """The local state directory's view, only if it belongs to the cluster that answered."""
-    state = ClusterState(cluster_dir)
+def _local_state(conn: Connection, cluster_id: str | None) -> ClusterState | None:
+    """The local state directory, only if it belongs to the cluster that answered."""
+    state = ClusterState(conn.bootstrap.cluster_dir)
     if cluster_id is None or not state.exists() or state.cluster_id() != cluster_id:
         return None
-    return LocalView(state.topics().get(name), state.replica_status())
+    return state
 
 
-def _partition(topic: TopicMetadata, p: int, offsets: tuple[int | None, int | None, int | None],
-               local: LocalView | None) -> dict:
-    """`offsets`: log start, last stable offset, high watermark, as the leader answered."""
+def _partition(topic: TopicMetadata, p: int, offsets: tuple[int | None, int | None, int | None]) -> dict:
+    """`offsets`: log start, last stable offset, high watermark, as the leader answered; of
+    the log ends, only the leader's is known, and only as far as its high watermark."""
     meta = topic.partitions[p]
     low, stable, high = offsets
-    doc = {
+    return {
         "partition": p, "leader": meta.leader, "leader_epoch": None,
         "replicas": list(meta.replicas), "isr": list(meta.isrs),
         "log_start_offset": low, "last_stable_offset": stable, "high_watermark": high,
-        "log_end_offsets": {}, "open_transactions": None,
+        "log_end_offsets": {str(meta.leader): high} if meta.leader >= 0 and high is not None else {},
+        "open_transactions": None,
     }
-    if local is None:
-        if meta.leader >= 0 and high is not None:
-            doc["log_end_offsets"] = {str(meta.leader): high}
-        return doc
-    if local.topic is not None and p in local.topic.partitions:
-        doc["leader_epoch"] = local.topic.partitions[p].leader_epoch
-    for broker in meta.replicas:
-        status = local.replica_status.get(broker, {}).get((topic.topic, p))
-        doc["log_end_offsets"][str(broker)] = None if status is None else status["log_end_offset"]
-    led = local.replica_status.get(meta.leader, {}).get((topic.topic, p), {})
-    doc["open_transactions"] = led.get("open_transactions")  # absent: a broker without transactions
-    return doc
+
+
+def _leader_moments(state: ClusterState, name: str, answered: list[dict]) -> list[dict]:
+    """Each partition as its leader published it, waiting (briefly) for a moment no older than
+    the protocol's answer; a partition whose leader has not published one keeps the answer,
+    without log ends."""
+    deadline = time.monotonic() + LEADER_MOMENT_WAIT_S
+    while True:
+        published = {p["partition"]: p for p in snapshot.partitions(state, name)}
+        if all(_recent(published.get(a["partition"]), a) for a in answered) or time.monotonic() > deadline:
+            break
+        time.sleep(POLL_S)
+    out = []
+    for a in answered:
+        p = published.get(a["partition"])
+        if p is not None and p["high_watermark"] is not None:
+            out.append({k: p[k] for k in a})
+        else:
+            out.append({**a, "leader_epoch": None if p is None else p["leader_epoch"],
+                        "log_end_offsets": {str(b): None for b in a["replicas"]}})
+    return out
+
+
+def _recent(published: dict | None, answered: dict) -> bool:
+    if answered["high_watermark"] is None:
+        return True
+    return (published is not None and published["high_watermark"] is not None
+            and published["high_watermark"] >= answered["high_watermark"]
+            and published["log_start_offset"] >= (answered["log_start_offset"] or 0))
 
 
 def _configs(admin: AdminClient, conn: Connection, name: str) -> dict[str, dict] | None:

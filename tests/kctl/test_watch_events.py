@@ -56,3 +56,42 @@ def test_transactions_opening_and_ending():
     assert changes(with_txns([txn], 40), with_txns([], 52)) == [
         "demo/0: transaction of producer 1000 from offset 40 ended (committed or aborted), last stable offset 52"]
     assert changes(with_txns(None, None), with_txns(None, None)) == []   # brokers without transactions
+
+
+def with_partition(**fields):
+    doc = snap()
+    doc["topics"][0]["partitions"][0].update(
+        {"high_watermark": 100, "log_end_offsets": {"1": 120, "2": 100, "3": 120},
+         "min_insync_replicas": 2, "high_watermark_waiting_ms": 0, **fields})
+    return doc
+
+
+def test_the_isr_crossing_min_insync_replicas():
+    under = with_partition(isr=[1])
+    assert changes(with_partition(isr=[1, 2]), under) == [
+        "demo/0: ISR shrank to [1]",
+        "demo/0: ISR of 1 < min.insync.replicas=2: acks=all produce refused (NOT_ENOUGH_REPLICAS)"]
+    assert changes(under, with_partition(isr=[1, 3])) == [
+        "demo/0: ISR grew to [1,3]", "demo/0: ISR back to min.insync.replicas=2: acks=all accepted again"]
+
+
+def test_a_stalled_high_watermark_names_the_replicas_holding_it():
+    stalled = with_partition(high_watermark_waiting_ms=2500)
+    assert changes(with_partition(high_watermark_waiting_ms=600), stalled) == [
+        "demo/0: high watermark stalled at 100 for 2.5s: in-sync replica(s) 2 not fetching"]
+    assert changes(stalled, stalled) == []
+    assert changes(stalled, with_partition(high_watermark=120)) == [
+        "demo/0: high watermark moving again, 100 -> 120"]
+
+
+def test_truncations_log_start_moves_and_a_fenced_controller():
+    cut = {"from": 15, "to": 10, "leader_epoch": 4, "time_ms": 1}
+    assert changes(with_partition(truncations={"1": None}), with_partition(truncations={"1": cut})) == [
+        "demo/0: replica 1 truncated its log from 15 to 10: records the leader of epoch 4 does not have"]
+    assert changes(with_partition(log_start_offset=0),
+                   with_partition(log_start_offset=40, log_start_moved_by="retention")) == [
+        "demo/0: log start 0 -> 40: retention.ms/retention.bytes deleted old segments"]
+    fenced = dict(snap(), fenced_controller={"broker_id": 1, "epoch": 1, "current_epoch": 2, "time": 5})
+    assert changes(snap(), fenced) == [
+        "controller: broker 1 woke up with controller epoch 1, superseded by epoch 2: fenced, it resigned"]
+    assert changes(fenced, fenced) == []
