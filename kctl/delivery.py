@@ -1,4 +1,5 @@
-"""Counting delivery reports, and printing them as JSON lines when asked."""
+"""Counting delivery reports, printing them as JSON lines when asked, and stopping a run
+the cluster has stopped acknowledging."""
 
 from __future__ import annotations
 
@@ -10,8 +11,27 @@ import threading
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 
+# Failures that say the cluster is not taking records: a record that waited out
+# message.timeout.ms (librdkafka retries NOT_ENOUGH_REPLICAS until then), or the refusal
+# itself when retries are off (-X retries=0).
+STALLED = {KafkaError._MSG_TIMED_OUT, KafkaError.NOT_ENOUGH_REPLICAS,
+           KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND}
+
+
+class DeliveryStopped(KafkaException):
+    """The first stalled delivery: records queued behind it would only wait out the same
+    timeout, so the run stops here. `partition` is where the record was going."""
+
+    def __init__(self, error: KafkaError, partition: int | None):
+        super().__init__(error)
+        self.partition = partition
+
+
 class DeliveryTally:
-    """librdkafka's delivery callback for `kctl produce`: counts and the first failure."""
+    """librdkafka's delivery callback for `kctl produce`: counts and the first failure.
+
+    The first stalled delivery (see STALLED) raises DeliveryStopped, once; through the
+    DeliveryPoller that ends the run even while it waits for input."""
 
     def __init__(self, topic: str, json_reports: bool, stop_at_rejection: bool = False):
         self._lock = threading.Lock()  # failures are counted from the poller and the reader
@@ -21,6 +41,7 @@ class DeliveryTally:
         self.first_error: KafkaError | None = None
         self.json_reports = json_reports
         self.stop_at_rejection = stop_at_rejection
+        self.stopped = False
 
     def __call__(self, error: KafkaError | None, message: Message) -> None:
         if error is None:
@@ -29,6 +50,9 @@ class DeliveryTally:
             self._fail(error)
         if self.json_reports:
             self._report(message.partition(), None if error else message.offset(), error)
+        if error is not None and error.code() in STALLED and not self.stopped:
+            self.stopped = True
+            raise DeliveryStopped(error, message.partition())
 
     def rejected(self, error: KafkaError) -> None:
         """A record librdkafka refused before sending (e.g. too large): it gets no callback.

@@ -28,7 +28,8 @@ _INVALID_INPUT = {
 }
 FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
 _CONFLICT = {KafkaError.NON_EMPTY_GROUP, KafkaError.UNKNOWN_MEMBER_ID, KafkaError.REBALANCE_IN_PROGRESS,
-             KafkaError.GROUP_SUBSCRIBED_TO_TOPIC, *FENCED}
+             KafkaError.GROUP_SUBSCRIBED_TO_TOPIC, KafkaError.NOT_ENOUGH_REPLICAS,
+             KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND, *FENCED}
 
 
 class KctlError(Exception):

@@ -24,6 +24,11 @@ Timeout = Annotated[float, typer.Option(
     "--timeout", metavar="SECONDS", envvar="KCTL_TIMEOUT", min=0.1,
     help="Give up (exit 3) when the cluster does not answer within this time.")]
 
+DeliveryTimeout = Annotated[float, typer.Option(
+    "--timeout", metavar="SECONDS", envvar="KCTL_TIMEOUT", min=0.1,
+    help="Give up (exit 3) when the cluster does not answer within this time, and fail records "
+         "it has not acknowledged within this time (message.timeout.ms).")]
+
 Settings = Annotated[Optional[list[str]], typer.Option(
     "-X", metavar="KEY=VALUE", show_default=False,
     help="Any librdkafka setting, e.g. -X debug=broker (repeatable).")]

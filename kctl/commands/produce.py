@@ -10,17 +10,17 @@ from pathlib import Path
 from typing import Annotated, BinaryIO, Callable, Iterable, Optional
 
 import typer
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from rich.progress import Progress
 
-from kctl import console, linebatches, transactions
+from kctl import console, insync, linebatches, transactions
 from kctl.client import Connection, connect, fetch_metadata, find_topic, produce_waiting
-from kctl.delivery import DeliveryPoller, DeliveryTally
+from kctl.delivery import STALLED, DeliveryPoller, DeliveryStopped, DeliveryTally
 from kctl.errors import KctlError, exit_code_for, from_kafka
 from kctl.exit_codes import ExitCode
 from kctl.keyvalue import parse_pairs
 from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, Compression,
-                          CompressionOption, Settings, Timeout, TransactionalId)
+                          CompressionOption, DeliveryTimeout, Settings, TransactionalId)
 from kctl.transactions import Transactions
 
 INTERRUPT_FLUSH_S = 5.0
@@ -58,12 +58,17 @@ def produce(
              "64 KiB from a fast pipe, 1 MiB from a file, each line typed on a terminal. An open "
              "transaction must commit within transaction.timeout.ms (60 s; -X to change).")] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    timeout: DeliveryTimeout = DEFAULT_TIMEOUT, settings: Settings = None,
 ) -> None:
     """Produce one record per line of stdin (or --file); the input is read as raw bytes.
 
     Keyed records always land on the partition Kafka's Java client would pick. Ends with
     "N records produced to TOPIC, M failed" on stderr and exits non-zero if any failed.
+
+    A record not acknowledged within --timeout ends the run: the records still in flight
+    count as failed. With --acks all (the default) a partition whose ISR is below the
+    topic's min.insync.replicas is refused with NOT_ENOUGH_REPLICAS (exit 6), before
+    sending when it is so at the start.
 
     With --transactional-id the records go in transactions (see --txn-size), and the summary
     adds "T transactions committed (R records), A aborted". A refused record, a failed
@@ -83,18 +88,20 @@ def produce(
         stream, tick = _open_input(stack, file)
         conn = connect(bootstrap, cluster_dir, timeout, settings)
         producer = conn.producer(PRODUCER_DEFAULTS | transactions.producer_config(txns) | {
-            "acks": acks.value, "compression.type": compression.value, "on_delivery": tally})
-        _check_target(producer, conn, topic, partition)
+            "acks": acks.value, "compression.type": compression.value, "on_delivery": tally,
+            "message.timeout.ms": int(timeout * 1000)})
+        _check_target(producer, conn, topic, partition, acks)
+        explain = partial(_delivery_error, conn=conn, topic=topic, acks=acks)
         send = partial(_send_lines, producer=producer, topic=topic, split=split, extra=extra,
                        tally=tally, tick=tick)
         if txns is None:
-            _produce_stream(producer, lambda: send(stream), tally, txns)
+            _produce_stream(producer, lambda: send(stream), tally, txns, explain)
         else:
             batches = linebatches.batches(stream, txn_size)
-            _produce_stream(producer, lambda: txns.run(producer, batches, send), tally, txns)
+            _produce_stream(producer, lambda: txns.run(producer, batches, send), tally, txns, explain)
     console.info(_summary(tally, txns))
     if tally.first_error is not None:
-        raise KctlError(f"delivery failed: {tally.first_error.str()}", exit_code_for(tally.first_error))
+        raise explain(tally.first_error, None)
 
 
 # Keys are placed by Kafka's own (Java) partitioner, so kctl and other clients agree. Keyless
@@ -125,12 +132,35 @@ def _record_extras(partition: int | None, headers: list[tuple[str, str]]) -> dic
     return extra
 
 
-def _check_target(producer: Producer, conn: Connection, topic: str, partition: int | None) -> None:
-    """Fail fast (exit 3 or 4) instead of letting every record time out."""
+def _check_target(producer: Producer, conn: Connection, topic: str, partition: int | None,
+                  acks: Acks) -> None:
+    """Fail fast (exit 3, 4 or 6) instead of letting every record time out."""
     meta = find_topic(fetch_metadata(producer, conn, topic), topic)
     if partition is not None and partition not in meta.partitions:
         raise KctlError(f"topic {topic!r} has no partition {partition} "
                         f"(it has 0..{len(meta.partitions) - 1})", ExitCode.NOT_FOUND)
+    if acks is Acks.ALL:
+        refused = insync.refusal(conn, meta, None if partition is None else [partition])
+        if refused is not None:
+            raise refused
+
+
+def _delivery_error(error: KafkaError, partition: int | None, conn: Connection, topic: str,
+                    acks: Acks) -> KctlError:
+    """The one line for failed deliveries. A stalled acks=all delivery is explained by the ISR
+    when it is below min.insync.replicas (librdkafka only reports the timeout); if the
+    cluster cannot tell, the delivery error stands."""
+    if error.code() in STALLED and acks is Acks.ALL:
+        try:
+            meta = find_topic(fetch_metadata(conn.admin(), conn, topic), topic)
+            refused = insync.refusal(conn, meta, None if partition is None else [partition])
+        except KctlError:
+            refused = None
+        if refused is not None:
+            return refused
+    timed_out = error.code() == KafkaError._MSG_TIMED_OUT
+    within = f" (not acknowledged within {conn.timeout:g}s)" if timed_out else ""
+    return KctlError(f"delivery failed: {error.str()}{within}", exit_code_for(error))
 
 
 def _open_input(stack: ExitStack, file: Path | None) -> tuple[BinaryIO, Callable[[], None]]:
@@ -151,14 +181,21 @@ def _open_input(stack: ExitStack, file: Path | None) -> tuple[BinaryIO, Callable
 
 
 def _produce_stream(producer: Producer, send: Callable[[], object], tally: DeliveryTally,
-                    txns: Transactions | None) -> None:
+                    txns: Transactions | None, explain: Callable[[KafkaError, int | None], KctlError]
+                    ) -> None:
     """Send every line and wait for every report. On Ctrl-C without transactions, give records
     in flight a bounded time and drop the rest; with them, the open transaction has been
-    aborted by then. Either way report what happened and exit 130."""
+    aborted by then. Either way report what happened and exit 130. A stalled delivery drops
+    the records in flight at once (they count as failed) and explains the stall."""
     try:
         with DeliveryPoller(producer):
             send()
         _drain(producer)
+    except DeliveryStopped as stop:
+        producer.purge()
+        producer.flush(0)  # the reports of purged records
+        console.info(_summary(tally, txns))
+        raise explain(stop.args[0], stop.partition) from None
     except KeyboardInterrupt:
         if txns is None:
             console.info(f"Interrupted: waiting up to {INTERRUPT_FLUSH_S:g}s for records in flight.")
