@@ -13,7 +13,7 @@ import typer
 from confluent_kafka import KafkaError, KafkaException, Producer
 from rich.progress import Progress
 
-from kctl import console, insync, linebatches, transactions
+from kctl import console, insync, linebatches, throttle, transactions
 from kctl.client import Connection, connect, fetch_metadata, find_topic, produce_waiting
 from kctl.delivery import STALLED, DeliveryPoller, DeliveryStopped, DeliveryTally
 from kctl.errors import KctlError, exit_code_for, from_kafka
@@ -57,6 +57,9 @@ def produce(
              "of the pipe or file returns plus whatever is already waiting, up to 1 MiB): about "
              "64 KiB from a fast pipe, 1 MiB from a file, each line typed on a terminal. An open "
              "transaction must commit within transaction.timeout.ms (60 s; -X to change).")] = None,
+    rate: Annotated[Optional[str], typer.Option(
+        "--rate", metavar="N[/s]", show_default=False,
+        help="Send at most N records per second (on average over any second), e.g. --rate 100/s.")] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: DeliveryTimeout = DEFAULT_TIMEOUT, settings: Settings = None,
 ) -> None:
@@ -82,10 +85,12 @@ def produce(
     transactions.check_options(transactional_id, txn_size, acks)
     split = _splitter(key, key_delimiter)
     extra = _record_extras(partition, parse_pairs(header, "--header"))
+    per_second = None if rate is None else throttle.parse_rate(rate)
     txns = None if transactional_id is None else Transactions(transactional_id, timeout)
     tally = DeliveryTally(topic, json_output, stop_at_rejection=txns is not None)
     with ExitStack() as stack:
-        stream, tick = _open_input(stack, file)
+        stream, progress = _open_input(stack, file)
+        tick, every = _ticker(progress, per_second)
         conn = connect(bootstrap, cluster_dir, timeout, settings)
         producer = conn.producer(PRODUCER_DEFAULTS | transactions.producer_config(txns) | {
             "acks": acks.value, "compression.type": compression.value, "on_delivery": tally,
@@ -93,7 +98,7 @@ def produce(
         _check_target(producer, conn, topic, partition, acks)
         explain = partial(_delivery_error, conn=conn, topic=topic, acks=acks)
         send = partial(_send_lines, producer=producer, topic=topic, split=split, extra=extra,
-                       tally=tally, tick=tick)
+                       tally=tally, tick=tick, every=every)
         if txns is None:
             _produce_stream(producer, lambda: send(stream), tally, txns, explain)
         else:
@@ -163,6 +168,19 @@ def _delivery_error(error: KafkaError, partition: int | None, conn: Connection, 
     return KctlError(f"delivery failed: {error.str()}{within}", exit_code_for(error))
 
 
+def _ticker(progress: Callable[[], None], rate: float | None) -> tuple[Callable[[int], None], int]:
+    """What the send loop calls every `every` records with how many it sent: the progress
+    bar, and with --rate a token bucket that sleeps to hold the rate."""
+    if rate is None:
+        return lambda _sent: progress(), TICK_EVERY
+    bucket = throttle.TokenBucket(rate, throttle.batch_size(rate))
+
+    def tick(sent: int) -> None:
+        progress()
+        bucket.take(sent)
+    return tick, bucket.burst
+
+
 def _open_input(stack: ExitStack, file: Path | None) -> tuple[BinaryIO, Callable[[], None]]:
     """The byte stream to read, and a progress callback (a no-op unless it can show a bar)."""
     if file is None:
@@ -218,10 +236,12 @@ def _summary(tally: DeliveryTally, txns: Transactions | None) -> str:
 
 
 def _send_lines(lines: Iterable[bytes], producer: Producer, topic: str, split: Splitter,
-                extra: dict, tally: DeliveryTally, tick: Callable[[], None]) -> int:
+                extra: dict, tally: DeliveryTally, tick: Callable[[int], None], every: int) -> int:
     """The hot loop: as little Python per record as possible (callbacks run in the poller).
+    Calls tick(n) after every `every` records (a power of two) and for the rest at the end.
     Returns how many records it sent."""
     count = 0
+    mask = every - 1
     for line in lines:
         if line.endswith(b"\n"):
             line = line[:-1]
@@ -231,9 +251,9 @@ def _send_lines(lines: Iterable[bytes], producer: Producer, topic: str, split: S
         except KafkaException as exc:
             tally.rejected(exc.args[0])
         count += 1
-        if not count & (TICK_EVERY - 1):
-            tick()
-    tick()
+        if not count & mask:
+            tick(every)
+    tick(count & mask)
     return count
 
 
