@@ -3,12 +3,14 @@
 Everything comes over the Kafka protocol (ListGroups, DescribeGroups, OffsetFetch,
 ListOffsets), so it is right for any cluster. A group's partitions are those it has
 committed offsets for plus those assigned to its members; lag is the high watermark minus
-the committed offset, as in kafka-consumer-groups.sh and rpk.
+the committed offset, as in kafka-consumer-groups.sh and rpk. Each partition also carries
+its last stable offset: read_committed consumers (kctl's default) stop there while a
+transaction is open, so lag above it is records they cannot read yet, not records missed.
 """
 
 from __future__ import annotations
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, IsolationLevel
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, MemberDescription, OffsetSpec
 
 from kctl.client import Connection, list_offsets, result
@@ -51,8 +53,9 @@ def describe(admin: AdminClient, conn: Connection, group_id: str) -> dict:
     keys = sorted(set(committed) | set(owners))
     starts = list_offsets(admin, conn, keys, OffsetSpec.earliest())
     ends = list_offsets(admin, conn, keys, OffsetSpec.latest())
-    partitions = [_partition_row(key, committed.get(key), starts[key], ends[key], owners.get(key))
-                  for key in keys]
+    stables = list_offsets(admin, conn, keys, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+    partitions = [_partition_row(key, committed.get(key), starts[key], stables[key], ends[key],
+                                 owners.get(key)) for key in keys]
     return {
         "group": group_id, "coordinator": _coordinator(description),
         "state": STATE_NAMES[description.state], "protocol_type": _protocol_type(description),
@@ -88,11 +91,11 @@ def _describe_all(admin: AdminClient, conn: Connection,
             for group_id, future in futures.items()}
 
 
-def _partition_row(key: Partition, committed: int | None, start: int | None, end: int | None,
-                   owner: MemberDescription | None) -> dict:
+def _partition_row(key: Partition, committed: int | None, start: int | None, stable: int | None,
+                   end: int | None, owner: MemberDescription | None) -> dict:
     lag = None if committed is None or end is None else max(0, end - committed)
     return {"topic": key[0], "partition": key[1], "committed_offset": committed,
-            "log_start_offset": start, "high_watermark": end, "lag": lag,
+            "log_start_offset": start, "high_watermark": end, "lag": lag, "last_stable_offset": stable,
             "member_id": owner.member_id if owner else None,
             "client_id": owner.client_id if owner else None,
             "host": owner.host if owner else None}

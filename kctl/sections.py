@@ -54,11 +54,15 @@ def _partition_row(p: dict) -> list[Cell]:
             _append(ends, f"{broker}:{'-' if end is None else end}", "yellow" if lagging else None)
     leader = p["leader"] if p["leader"] >= 0 else Text("none", style="bold red")
     isr = ",".join(map(str, p["isr"]))
-    stable = p.get("last_stable_offset")
+    return [p["partition"], leader, p["leader_epoch"], replicas, isr, p["log_start_offset"],
+            _stable(p.get("last_stable_offset"), hwm), hwm, ends, _transactions(p.get("open_transactions"))]
+
+
+def _stable(stable: int | None, hwm: int | None) -> Cell:
+    """The last stable offset, yellow while an open transaction holds it below the watermark."""
     if stable is not None and hwm is not None and stable < hwm:
-        stable = Text(str(stable), style="yellow")
-    return [p["partition"], leader, p["leader_epoch"], replicas, isr, p["log_start_offset"], stable, hwm,
-            ends, _transactions(p.get("open_transactions"))]
+        return Text(str(stable), style="yellow")
+    return stable
 
 
 def _transactions(open_txns: list[dict] | None) -> str | None:
@@ -82,16 +86,24 @@ def group_summary(doc: dict) -> Section:
     return Section("SUMMARY", ["key", "value"], rows)
 
 
+_GROUP_COLUMNS = ["topic", "partition", "current-offset", "log-start-offset", "last-stable-offset",
+                  "log-end-offset", "lag", "member-id", "client-id", "host"]
+_WIDE_ONLY = {"last-stable-offset", "client-id", "host"}
+
+
 def group_partitions(doc: dict, title: str = "PARTITIONS", wide: bool = True) -> Section:
-    """rpk's columns; `wide=False` (the dashboard) leaves out client id and host."""
-    columns = ["topic", "partition", "current-offset", "log-start-offset", "log-end-offset", "lag",
-               "member-id"] + (["client-id", "host"] if wide else [])
+    """rpk's columns plus the last stable offset, where read_committed consumers stop (lag
+    above it is an open transaction); `wide=False` (the dashboard) leaves out the last stable
+    offset, client id and host."""
+    columns = [c for c in _GROUP_COLUMNS if wide or c not in _WIDE_ONLY]
     rows = []
     for p in doc["partitions"]:
         lag = Text(str(p["lag"]), style="yellow") if p["lag"] else p["lag"]
-        row = [p["topic"], p["partition"], p["committed_offset"], p["log_start_offset"],
-               p["high_watermark"], lag, p["member_id"]]
-        rows.append(row + ([p["client_id"], p["host"]] if wide else []))
+        cells = dict(zip(_GROUP_COLUMNS, [
+            p["topic"], p["partition"], p["committed_offset"], p["log_start_offset"],
+            _stable(p.get("last_stable_offset"), p["high_watermark"]), p["high_watermark"], lag,
+            p["member_id"], p["client_id"], p["host"]]))
+        rows.append([cells[c] for c in columns])
     return Section(title, columns, rows)
 
 

@@ -56,10 +56,14 @@ def describe(
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
 ) -> None:
     """Show a group's coordinator, state, members and total lag, then per partition the
-    committed offset, log start, high watermark (log end), lag and the member reading it.
+    committed offset, log start, last stable offset, high watermark (log end), lag and the
+    member reading it.
 
-    Lag is the high watermark minus the committed offset: the records the group has not
-    committed yet. Partitions with lag are yellow.
+    Lag is the high watermark minus the committed offset, as kafka-consumer-groups.sh counts
+    it: the records the group has not committed yet. Partitions with lag are yellow. The last
+    stable offset (LSO) is where read_committed consumers (kctl's default) stop; it is below
+    the high watermark, in yellow, while a transaction is open, and lag above it is records
+    the group cannot read until that transaction ends, not records it missed.
     """
     conn, admin = _admin(bootstrap, cluster_dir, timeout, settings)
     doc = groupinfo.describe(admin, conn, group)

@@ -170,3 +170,28 @@ def test_active_groups_cannot_be_reset_or_deleted(cluster, kctl_processes):
     names = {row["name"] for row in kctl_json(cluster.dir, "topic", "list")}
     assert "a" in names and "__consumer_offsets" not in names                 # internal: hidden
     assert "__consumer_offsets" in {row["name"] for row in kctl_json(cluster.dir, "topic", "list", "--internal")}
+
+
+def test_describe_shows_the_last_stable_offset_below_an_open_transaction(cluster, kctl_processes):
+    """Lag stays high watermark - committed (kafka-consumer-groups.sh's), and the last stable
+    offset shows that what the read_committed group has not read is an open transaction."""
+    kctl_in(cluster.dir, "topic", "create", "tx", "-p", "1")
+    kctl_in(cluster.dir, "produce", "tx", "--transactional-id", "done", input="c1\nc2\n")   # 0, 1, marker 2
+    open_txn = kctl_processes(cluster.dir, "produce", "tx", "--transactional-id", "open", "--txn-size", "100",
+                              "--json")
+    open_txn.write(b"u1\nu2\n")
+    open_txn.wait_for(lambda: len(open_txn.out) == 2, "the open transaction's records")   # 3, 4
+    assert kctl_in(cluster.dir, "consume", "tx", "-g", "reader", "-n", "2").stdout.split() == [b"c1", b"c2"]
+
+    part = kctl_json(cluster.dir, "group", "describe", "reader")["partitions"][0]
+    assert (part["last_stable_offset"], part["high_watermark"]) == (3, 5)
+    assert part["lag"] == 5 - part["committed_offset"] >= 2
+    text = kctl_in(cluster.dir, "group", "describe", "reader").stdout.decode().splitlines()
+    header = text.index(next(line for line in text if line.startswith("TOPIC")))
+    row = dict(zip(text[header].split(), text[header + 1].split()))
+    assert (row["LAST-STABLE-OFFSET"], row["LOG-END-OFFSET"]) == ("3", "5")
+
+    open_txn.proc.send_signal(signal.SIGINT)
+    assert open_txn.finish() == ExitCode.INTERRUPTED
+    part = kctl_json(cluster.dir, "group", "describe", "reader")["partitions"][0]
+    assert part["last_stable_offset"] == part["high_watermark"] == 6                   # abort marker at 5
