@@ -113,6 +113,7 @@ class Broker:
         self.controller.maintain(self.registrations, self.topics, self.auto_create_topic)
         self.refresh_metadata()
         self.coordinator.expire_sessions()
+        self.fetchers.throttle_bytes_per_s = self.state.replication_throttle(self.broker_id)
 
     def refresh_registrations(self) -> list[int]:
         """Re-read which brokers are live; returns their ids (for replica placement)."""

@@ -11,6 +11,7 @@ module is the only code that opens these files. Layout of ``<cluster>/state/``:
     brokers/<id>.lock     held (flock) by the live broker process: the OS releases it when it dies
     brokers/<id>.heartbeat  touched by the broker several times per session timeout (its lease)
     replicas/<id>.json    log start / log end / high watermark of every replica a broker hosts
+    faults/<id>.json      faults kctl injects into a running broker: a replication throttle
     .lock                 the write lock: every read-modify-write of a shared file holds it
 
 Writes are atomic (temp file, fsync, rename, fsync directory), so readers never see half a
@@ -286,6 +287,21 @@ class ClusterState:
 
     def fenced_controller(self) -> dict | None:
         return _read_json(self.dir / "fenced-controller.json")
+
+    # -- injected faults --------------------------------------------------------------------
+    def set_replication_throttle(self, broker_id: int, bytes_per_s: int | None) -> None:
+        """Slow (or, with None, stop slowing) what a broker copies as a follower. Only kctl
+        writes these files, one per broker, and the broker re-reads its own every tick."""
+        path = self.dir / "faults" / f"{broker_id}.json"
+        if bytes_per_s is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(exist_ok=True)
+            _write_json(path, {"replication_bytes_per_s": bytes_per_s})
+
+    def replication_throttle(self, broker_id: int) -> int | None:
+        doc = _read_json(self.dir / "faults" / f"{broker_id}.json", {})
+        return doc.get("replication_bytes_per_s")
 
     # -- topics -----------------------------------------------------------------------------
     def metadata_version(self) -> tuple[int, int]:

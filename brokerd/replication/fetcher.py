@@ -28,6 +28,7 @@ PARTITION_MAX_BYTES = 4 * 1024 * 1024
 REQUEST_TIMEOUT_S = 3.0
 RETRY_BACKOFF_S = 0.1
 UNDEFINED_EPOCH = -1
+THROTTLE_SLICE_S = 0.25  # a throttled fetcher asks for this many seconds' worth of bytes
 NETWORK_ERRORS = (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, MalformedRequest)
 
 
@@ -125,21 +126,27 @@ class ReplicaFetcher:
         wanted = {k: p for k, p in self.partitions.items() if k not in self._needs_truncation}
         if not wanted:
             return False
+        throttle = self.broker.fetchers.throttle_bytes_per_s
+        max_bytes = FETCH_MAX_BYTES if throttle is None else max(1, int(throttle * THROTTLE_SLICE_S))
         response = await client.request(ApiKey.Fetch, FETCH_VERSION, {
             "replica_id": self.broker.broker_id, "max_wait_ms": FETCH_MAX_WAIT_MS,
-            "min_bytes": 1, "max_bytes": FETCH_MAX_BYTES, "isolation_level": 0,
+            "min_bytes": 1, "max_bytes": max_bytes, "isolation_level": 0,
             "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
             "topics": _group_by_topic(wanted, lambda p: {
                 "partition": p.index, "current_leader_epoch": p.leader_epoch,
                 "fetch_offset": p.log.log_end_offset, "log_start_offset": p.log.log_start_offset,
-                "partition_max_bytes": PARTITION_MAX_BYTES}),
+                "partition_max_bytes": min(PARTITION_MAX_BYTES, max_bytes)}),
         }, extra_timeout_s=FETCH_MAX_WAIT_MS / 1000)
         progressed = False
+        copied = 0
         for topic in response.responses:
             for data in topic.partitions:
                 partition = wanted.get((topic.topic, data.partition_index))
                 if partition is not None and self._apply(partition, data):
                     progressed = True
+                    copied += len(data.records or b"")
+        if throttle is not None:
+            await asyncio.sleep(copied / throttle)  # at most `throttle` bytes a second, on average
         return progressed
 
     def _apply(self, partition: Partition, data) -> bool:

@@ -11,6 +11,7 @@ class ReplicaFetcherManager:
         self.broker = broker
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self.stopped = False
+        self.throttle_bytes_per_s: int | None = None  # `kctl broker throttle`: slow following
 
     def update(self, partitions: dict[tuple[str, int], Partition], fresh: set) -> None:
         """Point every followed partition at the fetcher of its current leader."""
