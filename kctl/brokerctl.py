@@ -1,4 +1,4 @@
-"""Fault injection on one broker of the local cluster: kill, stop, start, pause, resume.
+"""Fault injection on one broker of the local cluster: kill, stop, start, pause, resume, throttle.
 
 Each operation first looks the broker up in the state directory, so an unknown id or a broker
 in the wrong state (killing a dead one, starting a running one) is one clear line and an exit
@@ -7,6 +7,7 @@ code, and a signal only ever goes to the pid of a process that holds the broker'
 
 from __future__ import annotations
 
+import re
 import signal
 
 from brokerd.state import ClusterState
@@ -17,6 +18,8 @@ from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
 
 KILL_TIMEOUT_S = 5.0
+UNITS = {"": 1, "k": 1000, "m": 1000 ** 2, "g": 1000 ** 3, "ki": 1024, "mi": 1024 ** 2, "gi": 1024 ** 3}
+_BYTE_RATE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([kmg]i?)?b?\s*(?:/\s*s)?\s*", re.IGNORECASE)
 
 
 def lookup(state: ClusterState, broker_id: int) -> BrokerView:
@@ -68,6 +71,24 @@ def resume(state: ClusterState, broker_id: int) -> BrokerView:
     broker = running(state, broker_id)
     localcluster.send(broker.pid, signal.SIGCONT)
     return broker
+
+
+def throttle(state: ClusterState, broker_id: int, bytes_per_s: int | None) -> BrokerView:
+    """Slow what the broker copies from its leaders (None: full speed again). The broker
+    applies it within a tick; a stopped broker applies it when started."""
+    broker = lookup(state, broker_id)
+    state.set_replication_throttle(broker_id, bytes_per_s)
+    return broker
+
+
+def parse_byte_rate(text: str) -> int:
+    """'500', '64KB', '64KiB/s', '1.5M': bytes per second (k, M, G are 1000s; Ki, Mi, Gi 1024s)."""
+    found = _BYTE_RATE.fullmatch(text)
+    rate = int(float(found[1]) * UNITS[(found[2] or "").lower()]) if found else 0
+    if rate <= 0:
+        raise KctlError(f"invalid rate {text!r}: expected bytes per second, e.g. 64KB/s, 1MiB or 50000",
+                        ExitCode.INVALID_INPUT)
+    return rate
 
 
 def start(state: ClusterState, broker_id: int) -> BrokerView:

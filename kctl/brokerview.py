@@ -33,6 +33,7 @@ class BrokerView:
     pid: int | None
     state: str
     lease_age_s: float | None = None
+    replication_throttle_bytes_per_s: int | None = None  # set by `kctl broker throttle`
 
     @property
     def address(self) -> str:
@@ -41,7 +42,8 @@ class BrokerView:
     def to_json(self) -> dict:
         age = None if self.lease_age_s is None else round(self.lease_age_s, 1)
         return {"id": self.id, "host": self.host, "port": self.port, "pid": self.pid,
-                "state": self.state, "lease_age_s": age}
+                "state": self.state, "lease_age_s": age,
+                "replication_throttle_bytes_per_s": self.replication_throttle_bytes_per_s}
 
 
 def state_of(reg: BrokerRegistration | None, session_timeout_s: float, now: float) -> str:
@@ -67,7 +69,8 @@ def view(state: ClusterState) -> list[BrokerView]:
         running = status != DEAD
         views.append(BrokerView(broker_id, reg.host if reg else HOST, port,
                                 reg.pid if running else None, status,
-                                max(0.0, now - reg.heartbeat_at) if running else None))
+                                max(0.0, now - reg.heartbeat_at) if running else None,
+                                state.replication_throttle(broker_id)))
     return views
 
 

@@ -24,9 +24,15 @@ def changes(before: dict, after: dict) -> list[str]:
 
 
 def _broker_changes(before: dict, after: dict) -> list[str]:
-    was = {b["id"]: b["state"] for b in before["brokers"]}
-    return [f"broker {b['id']}: {was[b['id']]} -> {b['state']}"
-            for b in after["brokers"] if b["id"] in was and was[b["id"]] != b["state"]]
+    was = {b["id"]: b for b in before["brokers"]}
+    lines = [f"broker {b['id']}: {was[b['id']]['state']} -> {b['state']}"
+             for b in after["brokers"] if b["id"] in was and was[b["id"]]["state"] != b["state"]]
+    for b in after["brokers"]:
+        rate = b.get("replication_throttle_bytes_per_s")
+        if b["id"] in was and rate != was[b["id"]].get("replication_throttle_bytes_per_s"):
+            lines.append(f"broker {b['id']}: follows at full speed again" if rate is None else
+                         f"broker {b['id']}: follows at most {rate} bytes/s (throttled)")
+    return lines
 
 
 def _controller_change(before: dict, after: dict) -> list[str]:

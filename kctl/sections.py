@@ -27,9 +27,11 @@ def brokers(views: list[BrokerView], controller: tuple[int, int] | None,
     for b in views:
         marker = "*" if controller is not None and b.id == controller[0] else ""
         lease = None if b.lease_age_s is None else f"{b.lease_age_s:.1f}s"
+        throttle = None if b.replication_throttle_bytes_per_s is None else Text(
+            f"{b.replication_throttle_bytes_per_s}B/s", style="yellow")
         rows.append([f"{b.id}{marker}", b.address, b.pid,
-                     Text(b.state, style=_BROKER_STYLES.get(b.state, "green")), lease])
-    return Section(title, ["id", "address", "pid", "state", "lease-age"], rows)
+                     Text(b.state, style=_BROKER_STYLES.get(b.state, "green")), lease, throttle])
+    return Section(title, ["id", "address", "pid", "state", "lease-age", "throttle"], rows)
 
 
 def partitions(title: str, docs: list[dict]) -> Section:

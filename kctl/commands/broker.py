@@ -1,4 +1,4 @@
-"""`kctl broker list|kill|stop|start|pause|resume`: one broker of the local cluster at a time.
+"""`kctl broker list|kill|stop|start|pause|resume|throttle`: one broker of the local cluster at a time.
 
 These are real signals to the real daemons, for demos: kill a leader and watch the controller
 elect another (`kctl watch` in a second terminal), pause a follower and watch the ISR shrink.
@@ -6,15 +6,17 @@ elect another (`kctl watch` in a second terminal), pause a follower and watch th
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
 from kctl import brokerconfig, brokerctl, brokerview, console, localcluster, sections
+from kctl.errors import KctlError
+from kctl.exit_codes import ExitCode
 from kctl.options import ClusterDir, Json
 
 app = typer.Typer(
-    help="List the local cluster's brokers and inject faults: kill, stop, start, pause, resume.",
+    help="List the local cluster's brokers and inject faults: kill, stop, start, pause, resume, throttle.",
     no_args_is_help=True)
 
 BrokerId = Annotated[int, typer.Argument(metavar="ID", help="Broker id, as in `kctl broker list`.",
@@ -96,3 +98,32 @@ def resume(broker_id: BrokerId, cluster_dir: ClusterDir = None) -> None:
     """Continue a paused broker (SIGCONT): it renews its lease, catches up and rejoins the ISR."""
     broker = brokerctl.resume(localcluster.existing(cluster_dir), broker_id)
     console.info(f"Resumed broker {broker_id} (SIGCONT to pid {broker.pid}).")
+
+
+@app.command()
+def throttle(
+    broker_id: BrokerId,
+    rate: Annotated[Optional[str], typer.Option(
+        "--rate", metavar="BYTES/S", show_default=False,
+        help="Bytes per second the broker may copy from its leaders: 50000, 64KB/s, 1MiB "
+             "(k, M: 1000s; Ki, Mi: 1024s).")] = None,
+    off: Annotated[bool, typer.Option("--off", help="Copy at full speed again.")] = False,
+    cluster_dir: ClusterDir = None,
+) -> None:
+    """Slow one follower: the broker copies from its leaders at most --rate bytes a second.
+
+    It stays alive and keeps its leaderships (unlike pause, nothing moves), but its log ends
+    fall behind under load: the high watermark waits for it, and after replica.lag.time.max.ms
+    without catching up it leaves the ISR. `--off` lets it catch up and rejoin. Unlike Kafka's
+    replication quotas (follower.replication.throttled.rate), it slows in-sync replicas too:
+    that is the lesson it is for.
+    """
+    if (rate is None) != off:
+        raise KctlError("give either --rate BYTES/S or --off", ExitCode.USAGE)
+    bytes_per_s = None if off else brokerctl.parse_byte_rate(rate)
+    brokerctl.throttle(localcluster.existing(cluster_dir), broker_id, bytes_per_s)
+    if off:
+        console.info(f"Broker {broker_id} copies from its leaders at full speed again.")
+    else:
+        console.info(f"Broker {broker_id} copies from its leaders at most {bytes_per_s} bytes/s; "
+                     f"`kctl broker throttle {broker_id} --off` lifts it.")

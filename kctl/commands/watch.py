@@ -43,9 +43,14 @@ def watch(
     watermark, each replica's log end (yellow below the high watermark) and the open
     transactions (producer id:epoch@first offset), then each group's state, members,
     committed offsets and lag, and a log of recent changes: leaders moving, epochs rising,
-    the ISR shrinking and growing, transactions opening and ending. Brokers and partitions come from the local
-    cluster's state directory, so they stay visible while brokers are dead or paused; groups
-    are asked of the cluster. Kill and pause brokers with `kctl broker` in another terminal.
+    the ISR shrinking and growing, the ISR below min.insync.replicas (acks=all refused), the
+    high watermark stalled on an in-sync replica, a replica truncating a divergent tail,
+    retention or DeleteRecords moving the log start, a paused controller waking up fenced,
+    a broker throttled, transactions opening and ending. Each partition is one moment its
+    leader published (every 0.5 s), so its numbers never contradict each other. Brokers and
+    partitions come from the local cluster's state directory, so they stay visible while
+    brokers are dead or paused; groups are asked of the cluster. Kill, pause and throttle
+    brokers with `kctl broker` in another terminal.
     """
     state = localcluster.existing(cluster_dir)
     snapshot.take(state, topic)  # an unknown topic is exit 4 before anything is shown
