@@ -14,6 +14,7 @@ from kafka.errors import (
     UnsupportedEndpointTypeError,
 )
 
+from brokerd.api import authorized_operations as acl
 from brokerd.api.errors import error_code, error_message
 from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.state import TopicRecord
@@ -29,7 +30,11 @@ async def handle(broker, request) -> dict:
     names = _requested_names(body, version, broker)
     allow_create = broker.config.get("auto.create.topics.enable") and (
         version < 4 or body.allow_auto_topic_creation)
+    asks_topic_ops = getattr(body, "include_topic_authorized_operations", False)
     topics = [_describe_topic(broker, name, allow_create) for name in names]
+    for topic in topics:
+        topic["authorized_operations"] = acl.authorized_operations(
+            asks_topic_ops and topic["error_code"] == 0, acl.TOPIC)
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
@@ -37,6 +42,8 @@ async def handle(broker, request) -> dict:
         "cluster_id": broker.cluster_id,
         "controller_id": _controller_id(broker),
         "topics": topics,
+        "authorized_operations": acl.authorized_operations(
+            getattr(body, "include_cluster_authorized_operations", False), acl.CLUSTER),
     }
 
 
@@ -51,7 +58,9 @@ async def handle_describe_cluster(broker, request) -> dict:
             "endpoint_type": BROKER_ENDPOINTS, "cluster_id": broker.cluster_id,
             "controller_id": _controller_id(broker),
             "brokers": [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
-                        for b in broker.live_brokers]}
+                        for b in broker.live_brokers],
+            "authorized_operations": acl.authorized_operations(
+                request.body.include_cluster_authorized_operations, acl.CLUSTER)}
 
 
 def _controller_id(broker) -> int:

@@ -1,12 +1,13 @@
-"""What admin clients ask about the cluster itself: DescribeCluster, DescribeLogDirs and
-ListGroups with its filters."""
+"""What admin clients ask about the cluster itself: DescribeCluster, DescribeLogDirs,
+ListGroups with its filters, and the operations a client is authorized for."""
 
 from __future__ import annotations
 
 from confluent_kafka import (
-    Consumer, ConsumerGroupState, ConsumerGroupType, KafkaException, Producer, TopicPartition,
+    Consumer, ConsumerGroupState, ConsumerGroupType, KafkaException, Producer,
+    TopicCollection, TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AclOperation, AdminClient, NewTopic
 from kafka import KafkaAdminClient
 
 from tests.cluster_harness import wait_until
@@ -28,6 +29,21 @@ def test_describe_cluster_names_every_live_broker_and_the_controller(cluster_fac
     assert described.cluster_id == cluster.state.cluster_id()
     cluster.kill(3)
     wait_until(lambda: nodes([1, 2]), 15, "the killed broker to drop out")
+
+
+def test_without_an_authorizer_every_supported_operation_is_authorized(cluster):
+    """As Kafka answers without an authorizer (KIP-430): all the resource type supports."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("ops", 1, 1)])["ops"].result(10)
+    cluster_ops = admin.describe_cluster(include_authorized_operations=True).result(10)
+    assert set(cluster_ops.authorized_operations) == {
+        AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
+        AclOperation.DESCRIBE}
+    described = admin.describe_topics(TopicCollection(["ops"]),
+                                      include_authorized_operations=True)["ops"].result(10)
+    assert len(described.authorized_operations) == 8 and AclOperation.WRITE in described.authorized_operations
+    assert admin.describe_cluster().result(10).authorized_operations is None  # not asked
 
 
 def test_describe_log_dirs_reports_each_replica_and_its_size(cluster):
