@@ -1,8 +1,8 @@
 """Partition reassignment (KIP-455) through kafka-python, and the plans kctl makes for it.
 
-confluent-kafka has no AlterPartitionReassignments / ListPartitionReassignments, so this is
-the one place kctl talks to the cluster through kafka-python's KafkaAdminClient. Plans use
-kafka-reassign-partitions.sh's JSON format, so a plan written for Kafka works here too.
+confluent-kafka has no AlterPartitionReassignments / ListPartitionReassignments, so the
+requests go through kafka-python (kctl.pyadmin). Plans use kafka-reassign-partitions.sh's
+JSON format, so a plan written for Kafka works here too.
 """
 
 from __future__ import annotations
@@ -13,64 +13,37 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from kafka import KafkaAdminClient, TopicPartition
-from kafka.errors import (InvalidReplicationAssignmentError, KafkaConnectionError, KafkaError,
-                          KafkaTimeoutError, NoReassignmentInProgressError,
-                          RequestTimedOutError, UnknownTopicOrPartitionError)
+from kafka import TopicPartition
+from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 
 from kctl.client import Connection
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
+from kctl.pyadmin import call, exit_code
 
 Plan = dict[tuple[str, int], list[int] | None]
 POLL_S = 0.1
 
-_UNREACHABLE = (KafkaTimeoutError, RequestTimedOutError, KafkaConnectionError)
 _HINTS = {InvalidReplicationAssignmentError: " (a broker twice, or one that is unknown or not alive)",
           NoReassignmentInProgressError: " (no reassignment in progress)"}
-_CODES = {UnknownTopicOrPartitionError: ExitCode.NOT_FOUND,
-          InvalidReplicationAssignmentError: ExitCode.INVALID_INPUT,
-          NoReassignmentInProgressError: ExitCode.CONFLICT}
-
-
-def _call(conn: Connection, doing: str, request: Callable[[KafkaAdminClient, int], object]):
-    """One kafka-python admin request; its errors become one line and an exit code.
-
-    A cluster that does not answer (no broker, a timeout) is exit 3, like librdkafka's.
-    """
-    timeout_ms = int(conn.timeout * 1000)
-    try:
-        admin = KafkaAdminClient(bootstrap_servers=conn.bootstrap.servers.split(","), client_id="kctl",
-                                 request_timeout_ms=timeout_ms)
-        try:
-            return request(admin, timeout_ms)
-        finally:
-            admin.close()
-    except KafkaError as exc:
-        code = ExitCode.UNREACHABLE if isinstance(exc, _UNREACHABLE) else _code(type(exc))
-        raise KctlError(f"cannot {doing} at {conn.bootstrap.servers}: {exc}", code) from None
-
-
-def _code(error: type) -> ExitCode:
-    return next((c for cls, c in _CODES.items() if issubclass(error, cls)), ExitCode.ERROR)
 
 
 def alter(conn: Connection, plan: Plan) -> None:
     """Send the plan (replicas, or None to cancel) and fail on the first partition refused."""
-    outcome = _call(conn, "reassign partitions", lambda admin, timeout_ms: admin.alter_partition_reassignments(
+    outcome = call(conn, "reassign partitions", lambda admin, timeout_ms: admin.alter_partition_reassignments(
         {TopicPartition(t, p): r for (t, p), r in plan.items()}, timeout_ms=timeout_ms))
     for tp, error in sorted(outcome.items()):
         if error is not None:
             name = getattr(error, "__name__", str(error))
             hint = next((h for cls, h in _HINTS.items() if error is cls), "")
             raise KctlError(f"cannot reassign {tp.topic}/{tp.partition}: {name}{hint}",
-                            _code(error) if isinstance(error, type) else ExitCode.ERROR)
+                            exit_code(error) if isinstance(error, type) else ExitCode.ERROR)
 
 
 def ongoing(conn: Connection) -> dict[tuple[str, int], dict[str, list[int]]]:
     """Every ongoing reassignment: (topic, partition) -> replicas, adding and removing."""
-    listed = _call(conn, "list reassignments",
-                   lambda admin, timeout_ms: admin.list_partition_reassignments(timeout_ms=timeout_ms))
+    listed = call(conn, "list reassignments",
+                  lambda admin, timeout_ms: admin.list_partition_reassignments(timeout_ms=timeout_ms))
     return {(tp.topic, tp.partition): doc for tp, doc in sorted(listed.items())}
 
 
