@@ -1,5 +1,5 @@
-"""`kctl topic create|list|describe|delete|delete-records|alter-config|add-partitions|reassign|elect-leaders|
-segments`."""
+"""`kctl topic create|list|describe|producers|delete|delete-records|alter-config|add-partitions|reassign|
+elect-leaders|segments`."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from confluent_kafka.admin import (AlterConfigOpType, ClusterMetadata, ConfigEnt
                                   ResourceType)
 from rich.text import Text
 
-from kctl import (console, deleterecords, localcluster, reassign as reassignment, sections, segments as segfiles,
-                  topicinfo, topics)
+from kctl import (console, deleterecords, localcluster, producers as producerstate, reassign as reassignment,
+                  sections, segments as segfiles, topicinfo, topics)
 from kctl.client import connect, fetch_metadata, find_topic, result
 from kctl.errors import KctlError, exit_code_for
 from kctl.exit_codes import ExitCode
@@ -108,6 +108,36 @@ def describe(
                             [[k, c["value"], c["source"]] for k, c in doc["configs"].items()],
                             title="CONFIGS")
     console.print_section(sections.partitions("PARTITIONS", parts))
+
+
+@app.command()
+def producers(
+    name: Name,
+    partition: Annotated[Optional[list[int]], typer.Option(
+        "--partition", "-p", metavar="N", min=0, show_default=False,
+        help="Only this partition (repeatable). Default: every partition of the topic.")] = None,
+    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+) -> None:
+    """Show the idempotent and transactional producers each partition remembers (KIP-664).
+
+    An idempotent producer numbers its batches per partition; the leader remembers each
+    producer's last sequence, so a batch resent after a lost acknowledgement is dropped
+    instead of written twice. The producer epoch fences zombies: a producer restarted under
+    the same transactional.id gets a higher epoch, and writes from the old one are refused.
+    The same columns as `kafka-transactions.sh describe-producers`: the coordinator epoch of
+    the last transaction marker, the last write's time (UTC), and the first offset of an open
+    transaction, which holds the last stable offset back ("-" when none). Partitions without
+    a leader are left out, and the command then fails (exit 3).
+    """
+    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    rows, failure = producerstate.describe(conn, name, partition)
+    if json_output:
+        console.print_json(rows)
+    else:
+        console.print_table(producerstate.COLUMNS, [producerstate.cells(r) for r in rows])
+    if failure is not None:
+        raise failure
 
 
 @app.command()
