@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka.protocol.api_key import ApiKey
 
@@ -205,16 +205,21 @@ def test_groups_and_their_generations_survive_a_broker_restart(cluster):
     async def before_restart():
         stable = RawMember(port, "kept-stable", "instance-1")
         emptied = RawMember(port, "kept-empty")
+        deleted = RawMember(port, "deleted")
         try:
             await stable.stable(b"assignment")
-            await emptied.stable(b"")
-            left = await emptied.client.request(ApiKey.LeaveGroup, 1, {
-                "group_id": "kept-empty", "member_id": emptied.member_id})
-            assert left.error_code == 0
+            for member in (emptied, deleted):
+                await member.stable(b"")
+                left = await member.client.request(ApiKey.LeaveGroup, 1, {
+                    "group_id": member.group, "member_id": member.member_id})
+                assert left.error_code == 0
+            gone = await deleted.client.request(ApiKey.DeleteGroups, 1,
+                                                {"groups_names": ["deleted"]})
+            assert gone.results[0].error_code == 0
             return stable.member_id, stable.generation, emptied.generation
         finally:
-            stable.close()
-            emptied.close()
+            for member in (stable, emptied, deleted):
+                member.close()
 
     async def after_restart(member_id: str, generation: int, emptied_generation: int):
         stable = RawMember(port, "kept-stable", "instance-1")
@@ -230,6 +235,7 @@ def test_groups_and_their_generations_survive_a_broker_restart(cluster):
             assert [(m.member_id, m.group_instance_id, m.member_assignment)
                     for m in group.members] == [(member_id, "instance-1", b"assignment")]
             assert (await describe(admin, "kept-empty")).group_state == "Empty"
+            assert (await describe(admin, "deleted")).group_state == "Dead"  # its tombstone
             joined = await newcomer.join()
             assert joined.generation_id == emptied_generation + 2  # emptied, then this one
         finally:
@@ -253,8 +259,7 @@ def test_groups_and_their_generations_survive_a_broker_restart(cluster):
         consumer.close()
 
 
-def _offsets_partition(consumer: Consumer, group: str):
-    from confluent_kafka import TopicPartition
+def _offsets_partition(consumer: Consumer, group: str) -> TopicPartition:
     count = len(consumer.list_topics(OFFSETS_TOPIC, timeout=10).topics[OFFSETS_TOPIC].partitions)
     return TopicPartition(OFFSETS_TOPIC, partition_for(group, count), 0)
 
