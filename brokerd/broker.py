@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 
@@ -69,7 +70,7 @@ class Broker:
             (self.config.get("replica.lag.time.max.ms") / 2000, self._shrink_isrs),
             (self.config.get("log.retention.check.interval.ms") / 1000, self._enforce_retention),
             (self.config.get("log.flush.scheduler.interval.ms") / 1000, self._flush_due),
-            (self.config.get("log.cleaner.backoff.ms") / 1000, self._clean_logs),
+            (lambda: self.config.get("log.cleaner.backoff.ms") / 1000, self._clean_logs),
             (self.config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000,
              self.transactions.abort_timed_out),
         ]
@@ -100,9 +101,11 @@ class Broker:
             self._liveness.release()
         log.info("broker %d stopped", self.broker_id)
 
-    async def _every(self, interval_s: float, action) -> None:
+    async def _every(self, interval_s, action) -> None:
+        """Run ``action`` every ``interval_s`` seconds; a callable interval is re-read before
+        each wait, so a dynamic broker config (log.cleaner.backoff.ms) applies at once."""
         while True:
-            await asyncio.sleep(interval_s)
+            await asyncio.sleep(interval_s() if callable(interval_s) else interval_s)
             try:
                 action()
             except Exception:
@@ -130,10 +133,25 @@ class Broker:
         if version != self._metadata_version:
             self._metadata_version = version
             self.topics = self.state.topics()
-            fresh = self.replicas.apply_metadata(self.topics)
+            self._apply_dynamic_configs()
+            fresh = self.replicas.apply_metadata(self._with_broker_log_defaults(self.topics))
             self.fetchers.update(self.replicas.partitions, fresh)
             self.coordinator.on_metadata_change()
             self.transactions.on_metadata_change()
+
+    def _apply_dynamic_configs(self) -> None:
+        """Take up this broker's dynamic configs and the cluster-wide ones, which live beside
+        the topics (Kafka's DynamicBrokerConfig.updateBrokerConfig/updateDefaultConfig)."""
+        self.config.dynamic = self.state.dynamic_broker_configs(self.broker_id)
+        self.config.dynamic_default = self.state.dynamic_broker_configs(None)
+
+    def _with_broker_log_defaults(self, topics: dict[str, TopicRecord]) -> dict[str, TopicRecord]:
+        """The topics as this broker's logs see them: broker-level defaults (log.retention.ms,
+        message.max.bytes, ...) fill in what a topic does not set itself, as in Kafka's
+        LogConfig.fromProps(brokerDefaults, topicOverrides)."""
+        defaults = self.config.log_defaults()
+        return {name: dataclasses.replace(topic, configs={**defaults, **topic.configs})
+                for name, topic in topics.items()}
 
     def auto_create_topic(self, name: str) -> TopicRecord | None:
         """Create a topic a client asked for by name (auto.create.topics.enable).

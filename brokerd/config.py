@@ -1,9 +1,18 @@
-"""Broker-level settings, with Kafka's names and (demo-friendly where noted) defaults."""
+"""Broker-level settings, with Kafka's names and (demo-friendly where noted) defaults.
+
+As in Kafka, a setting takes its value from the first level that sets it: a dynamic config
+of this broker, the cluster-wide dynamic default (both only for the dynamically updatable
+configs of brokerd.dynamic_config, altered through the admin API), the static value given
+to `brokerd -o`, and last the default.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
+
+from brokerd import dynamic_config
 
 # name -> (default, parser). Values arrive as strings from `brokerd -o name=value`.
 BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
@@ -39,11 +48,34 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
 }
 
 
-def _parse(name: str, value: str):
-    if name not in BROKER_DEFAULTS:
+# DescribeConfigs' config sources of the broker levels, highest precedence first
+SOURCE_DYNAMIC_BROKER = 2
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+
+
+class ConfigValue(NamedTuple):
+    """A config's value at one level (Kafka's DescribeConfigs synonym)."""
+
+    name: str
+    value: str | None
+    source: int
+
+
+def _default(name: str) -> str | None:
+    """brokerd's own default where it has one (some are demo-friendly), else Kafka's."""
+    if name in BROKER_DEFAULTS:
+        return BROKER_DEFAULTS[name][0]
+    return dynamic_config.key(name).default
+
+
+def _parse(name: str, value: str | None):
+    if name not in BROKER_DEFAULTS and name not in dynamic_config.DYNAMIC_CONFIGS:
         raise ValueError(f"unknown broker config {name!r}")
+    parse = BROKER_DEFAULTS[name][1] if name in BROKER_DEFAULTS else dynamic_config.key(name).parse
     try:
-        return BROKER_DEFAULTS[name][1](value)
+        return None if value is None else parse(value)
     except ValueError as exc:
         raise ValueError(f"invalid value {value!r} for broker config {name!r}") from exc
 
@@ -54,17 +86,37 @@ class BrokerConfig:
     cluster_dir: Path
     port: int
     host: str = "127.0.0.1"
-    overrides: dict[str, str] = field(default_factory=dict)
+    overrides: dict[str, str] = field(default_factory=dict)  # static: `brokerd -o`
+    dynamic: dict[str, str] = field(default_factory=dict)  # this broker's dynamic configs
+    dynamic_default: dict[str, str] = field(default_factory=dict)  # the cluster-wide ones
 
     def __post_init__(self):
         for name, value in self.overrides.items():
             _parse(name, value)
 
     def get(self, name: str):
-        """A broker setting, typed: the override if given, else Kafka's default."""
-        return _parse(name, self.overrides.get(name, BROKER_DEFAULTS[name][0]))
+        """A broker setting, typed, from the first level that sets it."""
+        return _parse(name, self.synonyms(name)[0].value)
 
-    def describe(self) -> list[tuple[str, str, bool]]:
-        """(name, value, is_default) for every setting, as DescribeConfigs reports them."""
-        return [(name, self.overrides.get(name, default), name not in self.overrides)
-                for name, (default, _) in sorted(BROKER_DEFAULTS.items())]
+    def synonyms(self, name: str) -> list[ConfigValue]:
+        """Every level that gives ``name`` a value, highest precedence first, ending with the
+        default: the first is the value in effect, the rest are what DescribeConfigs lists as
+        its synonyms."""
+        levels = ((self.dynamic, SOURCE_DYNAMIC_BROKER),
+                  (self.dynamic_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
+                  (self.overrides, SOURCE_STATIC_BROKER))
+        return ([ConfigValue(name, level[name], source) for level, source in levels if name in level]
+                + [ConfigValue(name, _default(name), SOURCE_DEFAULT)])
+
+    def names(self) -> list[str]:
+        """Every setting this broker knows, with the listener-prefixed ones set dynamically."""
+        return sorted(BROKER_DEFAULTS.keys() | dynamic_config.DYNAMIC_CONFIGS.keys()
+                      | self.dynamic.keys() | self.dynamic_default.keys())
+
+    def log_defaults(self) -> dict[str, str]:
+        """Topic configs whose broker-level default is set (statically or dynamically), by
+        topic config name: what a topic without its own override uses."""
+        effective = {topic: self.synonyms(name)[0]
+                     for topic, name in dynamic_config.TOPIC_CONFIG_SYNONYMS.items()}
+        return {topic: value.value for topic, value in effective.items()
+                if value.source != SOURCE_DEFAULT}

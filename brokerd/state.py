@@ -4,7 +4,8 @@ Every broker of a local cluster and the `kctl` CLI read cluster metadata from he
 module is the only code that opens these files. Layout of ``<cluster>/state/``:
 
     cluster.json          cluster id and the planned brokers (id -> port)
-    metadata.json         topics, their configs and partition assignment (leader, epochs, ISR)
+    metadata.json         topics, their configs and partition assignment (leader, epochs, ISR);
+                          dynamic broker configs by broker id and "<default>" (cluster-wide)
     controller.json       the active controller's broker id and controller epoch
     fenced-controller.json  the last controller that found its epoch superseded (a zombie)
     brokers/<id>.json     a broker's registration (host, port, pid)
@@ -118,6 +119,11 @@ def _read_json(path: Path, default=None):
 
 def _write_json(path: Path, doc) -> None:
     atomic_write(path, json.dumps(doc, indent=1, sort_keys=True).encode())
+
+
+def _broker_entity(broker_id: int | None) -> str:
+    """How metadata.json names a broker's dynamic configs: its id, or <default> (as in ZooKeeper)."""
+    return "<default>" if broker_id is None else str(broker_id)
 
 
 class ClusterState:
@@ -350,6 +356,28 @@ class ClusterState:
             doc, topics = self._read_metadata()
             yield topics
             self._write_metadata(doc, topics)
+
+    def dynamic_broker_configs(self, broker_id: int | None) -> dict[str, str]:
+        """The dynamic configs of broker ``broker_id``, or with None the cluster-wide defaults
+        (Kafka's /config/brokers/<id> and /config/brokers/<default>)."""
+        doc = _read_json(self.dir / "metadata.json", {})
+        return dict(doc.get("broker_configs", {}).get(_broker_entity(broker_id), {}))
+
+    @contextmanager
+    def update_dynamic_broker_configs(self, broker_id: int | None) -> Iterator[dict[str, str]]:
+        """Read-modify-write one broker's (or, with None, the cluster-wide) dynamic configs under
+        the write lock. They live in metadata.json, so every broker's metadata polling picks a
+        change up; the file is rewritten only when the yielded dict was changed."""
+        entity = _broker_entity(broker_id)
+        with self.write_lock():
+            doc, topics = self._read_metadata()
+            section = dict(doc.get("broker_configs", {}))
+            configs = dict(section.get(entity, {}))
+            yield configs
+            if configs != section.get(entity, {}):
+                section[entity] = configs
+                kept = {e: c for e, c in section.items() if c}
+                self._write_metadata(dict(doc, broker_configs=kept), topics)
 
     def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
                   isr: list[int]) -> PartitionRecord | None:
