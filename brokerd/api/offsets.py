@@ -90,9 +90,12 @@ async def handle_delete(broker, request) -> dict:
     body = request.body
     partitions = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
     try:
-        await broker.coordinator.delete_offsets(body.group_id, partitions)
+        refused = await broker.coordinator.delete_offsets(body.group_id, partitions)
     except Exception as exc:
         return {"error_code": error_code(exc), "throttle_time_ms": 0, "topics": []}
     return {"error_code": 0, "throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [{"partition_index": p.partition_index, "error_code": 0}
-                                        for p in t.partitions]} for t in body.topics]}
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": error_code(refused[(t.name, p.partition_index)])
+             if (t.name, p.partition_index) in refused else 0}
+            for p in t.partitions]} for t in body.topics]}

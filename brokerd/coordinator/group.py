@@ -16,6 +16,7 @@ from enum import Enum
 from kafka.errors import FencedInstanceIdError, UnknownMemberIdError
 
 from brokerd.coordinator.offsets_topic import GroupMetadata, MemberMetadata
+from brokerd.protocol.codec import subscribed_topics
 
 
 class GroupState(str, Enum):
@@ -80,6 +81,15 @@ class Group:
             return False
         common = set.intersection(*({n for n, _ in m.protocols} for m in self.members.values()))
         return bool(common & {name for name, _ in protocols})
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """Whether a member of this consumer group subscribes to ``topic`` (Kafka's
+        isSubscribedToTopic); a subscription that cannot be read counts as subscribed."""
+        for member in self.members.values():
+            topics = subscribed_topics(member.metadata_for(self.protocol_name)) if self.protocol_name else None
+            if topics is None or topic in topics:
+                return True
+        return False
 
     def select_protocol(self) -> str:
         """Every member votes for its most preferred protocol that all members support."""

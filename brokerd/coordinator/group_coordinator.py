@@ -34,6 +34,8 @@ from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, r
 
 log = logging.getLogger(__name__)
 
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
 MIN_SESSION_TIMEOUT_MS = 1000
 MAX_SESSION_TIMEOUT_MS = 1_800_000
 COMMIT_TIMEOUT_S = 5.0
@@ -573,14 +575,27 @@ class GroupCoordinator(InternalTopicCoordinator):
         self.groups.pop(group_id, None)
         self.offsets.pop(group_id, None)
 
-    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> None:
+    async def delete_offsets(self, group_id: str,
+                             partitions: list[TopicPartition]) -> dict[TopicPartition, Exception]:
+        """OffsetDelete, by Kafka's rule: an empty group loses the offsets asked for; a
+        consumer group with members keeps those of topics it subscribes to (each answered
+        GROUP_SUBSCRIBED_TO_TOPIC) and loses the rest; another kind of group with members
+        refuses (NON_EMPTY_GROUP). Returns the partitions refused, with their errors."""
         self._owned(group_id)
         group = self.groups.get(group_id)
-        if group is not None and group.members and partitions:
-            raise GroupSubscribedToTopicError(f"group {group_id} has active members")
-        await self._append(group_id, [(offset_key(group_id, t, p), None) for t, p in partitions])
-        for tp in partitions:
+        if group is None and group_id not in self.offsets:
+            raise GroupIdNotFoundError(f"group {group_id} does not exist")
+        refused: dict[TopicPartition, Exception] = {}
+        if group is not None and group.members:
+            if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+                raise NonEmptyGroupError(f"group {group_id} has active members")
+            refused = {tp: GroupSubscribedToTopicError(f"group {group_id} subscribes to {tp[0]}")
+                       for tp in partitions if group.is_subscribed_to(tp[0])}
+        deleted = [tp for tp in partitions if tp not in refused]
+        await self._append(group_id, [(offset_key(group_id, t, p), None) for t, p in deleted])
+        for tp in deleted:
             self._cache(group_id, tp, None)
+        return refused
 
 
 def _update_member(member: Member, candidate: Member) -> None:

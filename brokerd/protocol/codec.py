@@ -46,6 +46,8 @@ from kafka.protocol.producer import (
     TxnOffsetCommitResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 )
 
+from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
 from brokerd.protocol.api_versions import ADVERTISED, is_supported
 
 UNSUPPORTED_VERSION = 35
@@ -193,3 +195,12 @@ def _build(container_class, fields: dict, version: int | None = None):
     if version is None:
         return container_class(**values)
     return container_class(version=version, **values)
+
+
+def subscribed_topics(member_metadata: bytes) -> set[str] | None:
+    """The topics in a consumer group member's subscription (the "consumer" protocol type's
+    member metadata); None when it cannot be read."""
+    try:
+        return set(ConsumerProtocolSubscription.decode(member_metadata).topics)
+    except Exception:
+        return None
