@@ -3,6 +3,7 @@ APIs ListGroups, DescribeGroups and DeleteGroups. The state machine is in broker
 
 from __future__ import annotations
 
+from brokerd.api import authorized_operations as acl
 from brokerd.api.errors import error_code
 from brokerd.coordinator.group import Member
 from brokerd.coordinator.group_coordinator import MemberIdRequired
@@ -85,7 +86,10 @@ async def handle_list(broker, request) -> dict:
 
 
 async def handle_describe(broker, request) -> dict:
-    return {"groups": [_describe(broker, g) for g in request.body.groups]}
+    operations = acl.authorized_operations(
+        getattr(request.body, "include_authorized_operations", False), acl.GROUP)
+    return {"groups": [{**_describe(broker, g), "authorized_operations": operations}
+                       for g in request.body.groups]}
 
 
 def _describe(broker, group_id: str) -> dict:
