@@ -1,28 +1,37 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics (and broker reads)."""
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
+
+Broker resources are Kafka's dynamic broker configs (brokerd.dynamic_config): resource name
+"<id>" for one broker, which must be the broker asked (clients send a broker's configs to that
+broker), and "" for the cluster-wide defaults.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
 
 from kafka.errors import (
     InvalidConfigurationError, InvalidRequestError, UnknownTopicOrPartitionError,
 )
 
+from brokerd import dynamic_config
 from brokerd.api.errors import error_code, error_message
+from brokerd.config import SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER, ConfigValue
 from brokerd.storage import LogConfig
 from brokerd.storage.log_config import KEYS_BY_NAME
 
 TOPIC = 2
 BROKER = 4
 SOURCE_DYNAMIC_TOPIC = 1
-SOURCE_STATIC_BROKER = 4
-SOURCE_DEFAULT = 5
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
 async def handle_describe(broker, request) -> dict:
+    include_synonyms = bool(getattr(request.body, "include_synonyms", False))
     results = []
     for resource in request.body.resources:
         try:
-            entries = _describe(broker, resource)
+            entries = [_entry(name, values, read_only, include_synonyms)
+                       for name, values, read_only in _describe(broker, resource)]
             keys = resource.configuration_keys
             configs = [e for e in entries if keys is None or e["name"] in keys]
             results.append(_result(resource, None, configs=configs))
@@ -31,31 +40,64 @@ async def handle_describe(broker, request) -> dict:
     return {"throttle_time_ms": 0, "results": results}
 
 
-def _describe(broker, resource) -> list[dict]:
+def _describe(broker, resource) -> list[tuple[str, list[ConfigValue], bool]]:
+    """Each config's name, its values by precedence (the first is in effect; a topic config's
+    broker-level ones carry the broker config's name) and its read-only flag."""
     if resource.resource_type == TOPIC:
         topic = broker.topics.get(resource.resource_name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {resource.resource_name!r} does not exist")
-        rows, dynamic = LogConfig.describe(topic.configs), SOURCE_DYNAMIC_TOPIC
-    elif resource.resource_type == BROKER:
-        rows, dynamic = broker.config.describe(), SOURCE_STATIC_BROKER
-    else:
+        return [(row.name, _topic_values(broker, topic.configs, row.name), False)
+                for row in LogConfig.describe(topic.configs)]
+    if resource.resource_type != BROKER:
         raise InvalidRequestError(f"resource type {resource.resource_type} is not supported")
-    return [{"name": name, "value": value, "read_only": resource.resource_type == BROKER,
-             "is_default": is_default, "config_source": SOURCE_DEFAULT if is_default else dynamic,
-             "is_sensitive": False, "synonyms": []}
-            for name, value, is_default in rows]
+    if not resource.resource_name:  # the cluster-wide defaults: only what is set there
+        return [(name, [ConfigValue(name, value, SOURCE_DYNAMIC_DEFAULT_BROKER)], False)
+                for name, value in sorted(broker.config.dynamic_default.items())]
+    _own_broker_id(broker, resource.resource_name, "Broker id",
+                   f"{broker.broker_id} or empty string")
+    return [(name, broker.config.synonyms(name), dynamic_config.key(name) is None)
+            for name in broker.config.names()]
+
+
+def _topic_values(broker, configs: Mapping[str, str], name: str) -> list[ConfigValue]:
+    """A topic config's own override, then its broker-level default's levels (Kafka lists the
+    broker config under its broker name, e.g. log.retention.ms for retention.ms)."""
+    own = [ConfigValue(name, configs[name], SOURCE_DYNAMIC_TOPIC)] if name in configs else []
+    return own + broker.config.synonyms(dynamic_config.TOPIC_CONFIG_SYNONYMS[name])
+
+
+def _entry(name: str, values: list[ConfigValue], read_only: bool, include_synonyms: bool) -> dict:
+    _, value, source = values[0]
+    sensitive = dynamic_config.is_sensitive(name)
+    synonyms = [{"name": v.name, "value": None if sensitive else v.value, "source": v.source}
+                for v in values] if include_synonyms else []
+    return {"name": name, "value": None if sensitive else value, "read_only": read_only,
+            "is_default": source == SOURCE_DEFAULT, "config_source": source,
+            "is_sensitive": sensitive, "synonyms": synonyms}
+
+
+def _own_broker_id(broker, name: str, what: str, expected: str) -> int:
+    """A broker answers for its own configs only (Kafka's rule, with its messages)."""
+    try:
+        broker_id = int(name)
+    except ValueError:
+        raise InvalidRequestError(f"{what} must be an integer, but it is: {name}") from None
+    if broker_id != broker.broker_id:
+        raise InvalidRequestError(f"Unexpected broker id, expected {expected}, but received {name}")
+    return broker_id
 
 
 async def handle_alter(broker, request) -> dict:
-    """Legacy AlterConfigs replaces a topic's whole set of overrides."""
-    def replace(current: dict, configs) -> dict:
+    """Legacy AlterConfigs replaces a resource's whole set of configs."""
+    def replace(current: dict, configs, key_of) -> dict:
         return {c.name: c.value for c in configs}
     return _alter_all(broker, request, replace)
 
 
 async def handle_incremental_alter(broker, request) -> dict:
-    def apply(current: dict, configs) -> dict:
+    def apply(current: dict, configs, key_of) -> dict:
+        """Kafka's four operations; ``key_of`` gives a config's type and default by name."""
         updated = dict(current)
         for c in configs:
             if c.config_operation == OP_SET:
@@ -63,35 +105,44 @@ async def handle_incremental_alter(broker, request) -> dict:
             elif c.config_operation == OP_DELETE:
                 updated.pop(c.name, None)
             elif c.config_operation in (OP_APPEND, OP_SUBTRACT):
-                updated[c.name] = _edit_list(current, c.name, c.value, c.config_operation)
+                updated[c.name] = _edit_list(current, key_of(c.name), c, c.config_operation)
             else:
-                raise InvalidConfigurationError(f"{c.name}: unknown operation {c.config_operation}")
+                raise InvalidRequestError(f"Unknown operations type {c.config_operation}")
         return updated
     return _alter_all(broker, request, apply)
 
 
-def _edit_list(current: dict, name: str, value: str | None, operation: int) -> str:
+def _edit_list(current: dict, key, config, operation: int) -> str:
     """APPEND adds the comma-separated ``value`` items missing from a LIST config, SUBTRACT
     removes them; the current value, or else the default, is the starting point (Kafka's
     rule). Other types refuse both, as in Kafka."""
-    key = KEYS_BY_NAME.get(name)
     if key is None or key.config_type != "LIST":
-        raise InvalidConfigurationError(f"{name}: APPEND and SUBTRACT apply to LIST configs only")
-    items = [v.strip() for v in current.get(name, key.default).split(",") if v.strip()]
-    given = [v.strip() for v in (value or "").split(",") if v.strip()]
+        verb = "append" if operation == OP_APPEND else "subtract"
+        raise InvalidConfigurationError(
+            f"Config value {verb} is not allowed for config key: {config.name}")
+    items = [v.strip() for v in (current.get(config.name, key.default) or "").split(",")
+             if v.strip()]
+    given = [v.strip() for v in (config.value or "").split(",") if v.strip()]
     if operation == OP_APPEND:
         return ",".join(items + [v for v in given if v not in items])
     return ",".join(v for v in items if v not in given)
 
 
-def _alter_all(broker, request, change) -> dict:
+def _alter_all(broker, request, change: Callable) -> dict:
     body = request.body
     responses = []
     for resource in body.resources:
         try:
-            if resource.resource_type != TOPIC:
-                raise InvalidRequestError("only topic configs can be altered")
-            _alter_topic(broker, resource, change, body.validate_only)
+            names = [c.name for c in resource.configs]
+            if len(set(names)) != len(names):
+                raise InvalidRequestError("Error due to duplicate config keys")
+            if resource.resource_type == TOPIC:
+                _alter_topic(broker, resource, change, body.validate_only)
+            elif resource.resource_type == BROKER:
+                _alter_broker(broker, resource, change, body.validate_only)
+            else:
+                raise InvalidRequestError("AlterConfigs is only supported for topics and brokers, "
+                                          f"but resource type is {resource.resource_type}")
             responses.append(_result(resource, None))
         except Exception as exc:
             responses.append(_result(resource, exc))
@@ -104,10 +155,23 @@ def _alter_topic(broker, resource, change, validate_only: bool) -> None:
         topic = topics.get(resource.resource_name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {resource.resource_name!r} does not exist")
-        updated = change(topic.configs, resource.configs)
+        updated = change(topic.configs, resource.configs, KEYS_BY_NAME.get)
         LogConfig.from_configs(updated)
         if not validate_only:
             topic.configs = updated
+
+
+def _alter_broker(broker, resource, change, validate_only: bool) -> None:
+    """Change one broker's dynamic configs (resource name "<id>") or the cluster-wide ones
+    (""); every broker takes the change up when it next polls the metadata."""
+    broker_id = (_own_broker_id(broker, resource.resource_name, "Node id", str(broker.broker_id))
+                 if resource.resource_name else None)
+    with broker.state.update_dynamic_broker_configs(broker_id) as configs:
+        updated = change(configs, resource.configs, dynamic_config.key)
+        dynamic_config.validate(updated, per_broker=broker_id is not None)
+        if not validate_only:
+            configs.clear()
+            configs.update(updated)
 
 
 def _result(resource, exc: Exception | None, **extra) -> dict:
