@@ -170,6 +170,20 @@ def test_committed_offsets_survive_restarting_every_broker(cluster_factory):
     commit(cluster.bootstrap, "keeper", "kept", [5, 6, 7])
     cluster.stop()
     cluster.start()
+    # Preferred leaders take their __consumer_offsets partitions back after a restart; a
+    # coordinator lookup made before one has taken over (and loaded the partition) would
+    # name a broker that no longer coordinates the group.
+    from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
+
+    def settled():
+        status = cluster.state.replica_status()
+
+        def leading(p) -> bool:  # the leader has published its status as leader at this epoch
+            own = status.get(p.leader, {}).get((OFFSETS_TOPIC, p.partition), {})
+            return "leader_view" in own and own["leader_epoch"] == p.leader_epoch
+        records = cluster.state.topics()[OFFSETS_TOPIC].partitions.values()
+        return all(p.leader == p.replicas[0] and leading(p) for p in records)
+    wait_until(settled, 15, "the preferred leaders of __consumer_offsets to take over")
     assert committed_offsets(cluster.bootstrap, "keeper", "kept", 3) == [5, 6, 7]
 
 
