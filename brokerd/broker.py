@@ -76,6 +76,7 @@ class Broker:
         ]
         self._tasks = [asyncio.create_task(self._every(interval, action))
                        for interval, action in periodic]
+        self._tasks.append(asyncio.create_task(self.coordinator.expire_sessions_on_time(TICK_S)))
         log.info("broker %d serving on %s:%d", self.broker_id, self.config.host, self.config.port)
 
     async def stop(self) -> None:
@@ -115,7 +116,6 @@ class Broker:
         self.refresh_registrations()
         self.controller.maintain(self.registrations, self.topics, self.auto_create_topic)
         self.refresh_metadata()
-        self.coordinator.expire_sessions()
         self.fetchers.throttle_bytes_per_s = self.state.replication_throttle(self.broker_id)
 
     def refresh_registrations(self) -> list[int]:

@@ -418,6 +418,7 @@ class GroupCoordinator(InternalTopicCoordinator):
 
     def _remove_member(self, group: Group, member_id: str, why: str) -> None:
         member = group.members.pop(member_id)
+        log.info("group %s: member %s %s", group.group_id, member_id, why)
         _fail_member_waiters(member, UnknownMemberIdError(f"{member_id} {why}"))
         if group.state == GroupState.PREPARING_REBALANCE:
             self._maybe_complete_join(group)
@@ -427,18 +428,37 @@ class GroupCoordinator(InternalTopicCoordinator):
             group.generation += 1
             self._become_empty(group)
 
+    async def expire_sessions_on_time(self, max_wait_s: float) -> None:
+        """Run expire_sessions at the next session deadline (or every ``max_wait_s``, to see
+        new members), so a member is removed when its session times out, not up to a tick
+        later: clients that wait out a session timeout expect the member gone (Kafka's
+        DelayedHeartbeat fires at the deadline)."""
+        while True:
+            try:
+                self.expire_sessions()
+            except Exception:
+                log.exception("expiring group member sessions failed")
+            await asyncio.sleep(min(max(0.0, self._next_session_deadline() - time.monotonic()),
+                                    max_wait_s))
+
+    def _next_session_deadline(self) -> float:
+        deadlines = [d for g in self.groups.values() for d in g.pending_members.values()]
+        deadlines += [m.session_deadline for g in self.groups.values() for m in g.members.values()
+                      if m.join_waiter is None]
+        return min(deadlines, default=float("inf"))
+
     def expire_sessions(self) -> None:
         """Members that stopped heartbeating for their session timeout are removed, and so
         are member ids handed out with MEMBER_ID_REQUIRED that never came back."""
         now = time.monotonic()
         for group in list(self.groups.values()):
-            expired = [m for m, deadline in group.pending_members.items() if now > deadline]
+            expired = [m for m, deadline in group.pending_members.items() if now >= deadline]
             for member_id in expired:
                 del group.pending_members[member_id]
             if expired:
                 self._maybe_complete_join(group)
             for member_id, member in list(group.members.items()):
-                if member.join_waiter is None and now > member.session_deadline:
+                if member.join_waiter is None and now >= member.session_deadline:
                     self._remove_member(group, member_id, "session timed out")
 
     # -- committed offsets ------------------------------------------------------------------
