@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -29,6 +30,19 @@ def wait_until(predicate, timeout: float, what: str, interval: float = 0.02):
         if result:
             return result
         time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+async def until_answered(make_request, accept, what: str, timeout: float = 15.0):
+    """Repeat an async request until ``accept(response)`` (a coordinator may still be
+    loading its partition); fail with ``what`` on timeout."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        response = await make_request()
+        if accept(response):
+            return response
+        await asyncio.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 

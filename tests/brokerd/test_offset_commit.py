@@ -8,6 +8,7 @@ import asyncio
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.replication.broker_client import BrokerClient
+from tests.cluster_harness import until_answered
 
 GROUP = "billing"
 TIMEOUT_S = 15.0
@@ -34,18 +35,6 @@ def _codes(response) -> dict[str, int]:
     return {t.name: t.partitions[0].error_code for t in response.topics}
 
 
-async def _until(make_request, accept, what: str):
-    """Repeat a request until ``accept(response)``; the coordinator may still be loading."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + TIMEOUT_S
-    while loop.time() < deadline:
-        response = await make_request()
-        if accept(response):
-            return response
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 async def _member_id(client: BrokerClient) -> str:
     """JoinGroup v4+ first hands a new member its id (KIP-394)."""
     joined = await client.request(ApiKey.JoinGroup, 5, _join())
@@ -55,8 +44,9 @@ async def _member_id(client: BrokerClient) -> str:
 
 async def _stable_member(client: BrokerClient) -> tuple[str, int]:
     """Join as the only member and finish the rebalance: (member id, generation)."""
-    await _until(lambda: client.request(ApiKey.FindCoordinator, 1, {"key": GROUP, "key_type": 0}),
-                 lambda r: r.error_code == 0, "the group coordinator")
+    await until_answered(
+        lambda: client.request(ApiKey.FindCoordinator, 1, {"key": GROUP, "key_type": 0}),
+        lambda r: r.error_code == 0, "the group coordinator")
     joined = await client.request(ApiKey.JoinGroup, 5, _join(await _member_id(client)),
                                   extra_timeout_s=TIMEOUT_S)
     assert joined.error_code == 0
@@ -90,8 +80,8 @@ def test_members_commit_while_the_group_prepares_a_rebalance_and_unknown_topics_
             second_id = await _member_id(second)
             joining = asyncio.create_task(
                 second.request(ApiKey.JoinGroup, 5, _join(second_id), extra_timeout_s=TIMEOUT_S))
-            await _until(lambda: _group_state(admin), lambda s: s == "PreparingRebalance",
-                         "the rebalance to start")
+            await until_answered(lambda: _group_state(admin), lambda s: s == "PreparingRebalance",
+                                 "the rebalance to start")
             committed = await first.request(ApiKey.OffsetCommit, 7, _commit(
                 member, generation, {"orders": 42, "no-such-topic": 7}))
             assert _codes(committed) == {"orders": 0, "no-such-topic": UNKNOWN_TOPIC_OR_PARTITION}

@@ -15,7 +15,7 @@ from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.records import partition_for
 from brokerd.replication.broker_client import BrokerClient
 from tests.brokerd.test_consumer_groups import create, settle
-from tests.cluster_harness import wait_until
+from tests.cluster_harness import until_answered, wait_until
 
 TIMEOUT_S = 20.0
 UNKNOWN_MEMBER_ID = 25
@@ -80,8 +80,8 @@ class RawMember:
 
     async def stable(self, assignment: bytes) -> None:
         """Join as leader of a group of one, hand itself ``assignment`` and sync."""
-        await until(lambda: find_coordinator(self.client, self.group), lambda code: code == 0,
-                    "the group coordinator")
+        await until_answered(lambda: find_coordinator(self.client, self.group),
+                             lambda code: code == 0, "the group coordinator")
         joined = await self.join()
         if joined.error_code == MEMBER_ID_REQUIRED:  # a dynamic member
             joined = await self.join()
@@ -91,18 +91,6 @@ class RawMember:
 
     def close(self) -> None:
         self.client.close()
-
-
-async def until(make_request, accept, what: str, timeout: float = TIMEOUT_S):
-    """Repeat a request until ``accept(response)``."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while loop.time() < deadline:
-        response = await make_request()
-        if accept(response):
-            return response
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def find_coordinator(client: BrokerClient, group: str) -> int:
@@ -124,8 +112,8 @@ def test_member_id_required_round_trip_and_unused_ids_expire(cluster):
         member = RawMember(port, "kip394")
         old_client = RawMember(port, "kip394-v3")
         try:
-            await until(lambda: find_coordinator(member.client, "kip394"), lambda c: c == 0,
-                        "the group coordinator")
+            await until_answered(lambda: find_coordinator(member.client, "kip394"),
+                                 lambda c: c == 0, "the group coordinator")
             # v4+: a dynamic member's first JoinGroup only hands out a member id ...
             first = await idle.join()
             assert first.error_code == MEMBER_ID_REQUIRED and first.member_id.startswith("raw-")
@@ -140,8 +128,8 @@ def test_member_id_required_round_trip_and_unused_ids_expire(cluster):
             assert time.monotonic() - started < 10
             assert (await idle.join()).error_code == UNKNOWN_MEMBER_ID
             # Before v4, a member joins at once.
-            await until(lambda: find_coordinator(old_client.client, "kip394-v3"),
-                        lambda c: c == 0, "the group coordinator")
+            await until_answered(lambda: find_coordinator(old_client.client, "kip394-v3"),
+                                 lambda c: c == 0, "the group coordinator")
             legacy = await old_client.join(version=3)
             assert legacy.error_code == 0 and legacy.member_id
         finally:
@@ -228,8 +216,8 @@ def test_groups_and_their_generations_survive_a_broker_restart(cluster):
         admin = BrokerClient("127.0.0.1", port, "admin", TIMEOUT_S)
         try:
             # The member heartbeats its generation to the reloaded coordinator: still valid.
-            assert await until(stable.heartbeat, lambda c: c not in RETRIABLE,
-                               "the coordinator to load the group") == 0
+            assert await until_answered(stable.heartbeat, lambda c: c not in RETRIABLE,
+                                        "the coordinator to load the group") == 0
             group = await describe(admin, "kept-stable")
             assert group.group_state == "Stable"
             assert [(m.member_id, m.group_instance_id, m.member_assignment)
