@@ -10,11 +10,10 @@ from functools import partial
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.api import (
-    api_versions, configs, describe_producers, elect_leaders, fetch, find_coordinator, groups,
-    list_offsets, log_dirs, metadata, offset_for_leader_epoch, offsets, produce, producer_id,
-    reassignments, topics, transactions,
+    acls, api_versions, configs, delete_records, describe_producers, elect_leaders, fetch,
+    find_coordinator, groups, list_offsets, log_dirs, metadata, offset_for_leader_epoch, offsets,
+    produce, producer_id, reassignments, topics, transactions,
 )
-from brokerd.api import delete_records
 from brokerd.fetch_session import FetchManager, FetchSessionCache
 
 
@@ -61,5 +60,8 @@ def build_handlers(broker) -> dict:
         ApiKey.ListTransactions: transactions.handle_list,
         ApiKey.DeleteRecords: delete_records.handle,
         ApiKey.DescribeProducers: describe_producers.handle,
+        ApiKey.CreateAcls: acls.handle_create,
+        ApiKey.DescribeAcls: acls.handle_describe,
+        ApiKey.DeleteAcls: acls.handle_delete,
     }
     return {key: partial(handler, broker) for key, handler in table.items()}

@@ -48,6 +48,9 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.ListTransactions: (0, 1),  # flexible from v0; v1: duration filter
     ApiKey.DeleteRecords: (0, 1),  # flexible from 2
     ApiKey.DescribeProducers: (0, 0),  # flexible from v0
+    ApiKey.CreateAcls: (0, 1),  # answered SECURITY_DISABLED: no authorizer; flexible from 2
+    ApiKey.DescribeAcls: (0, 1),
+    ApiKey.DeleteAcls: (0, 1),
 }
 
 # Produce v0–2 carry legacy message sets (magic 0/1). They are advertised only so old

@@ -13,6 +13,8 @@ import struct
 from dataclasses import dataclass
 
 from kafka.protocol.admin import (
+    CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
+    DescribeAclsRequest, DescribeAclsResponse,
     AlterConfigsRequest, AlterConfigsResponse, AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse, CreatePartitionsRequest, CreatePartitionsResponse,
     CreateTopicsRequest, CreateTopicsResponse, ElectLeadersRequest, ElectLeadersResponse,
@@ -93,6 +95,9 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.ListTransactions: (ListTransactionsRequest, ListTransactionsResponse),
     ApiKey.DeleteRecords: (DeleteRecordsRequest, DeleteRecordsResponse),
     ApiKey.DescribeProducers: (DescribeProducersRequest, DescribeProducersResponse),
+    ApiKey.CreateAcls: (CreateAclsRequest, CreateAclsResponse),
+    ApiKey.DescribeAcls: (DescribeAclsRequest, DescribeAclsResponse),
+    ApiKey.DeleteAcls: (DeleteAclsRequest, DeleteAclsResponse),
 }
 
 _HEADER_PREFIX = struct.Struct(">hhi")

@@ -3,12 +3,21 @@ ListGroups with its filters, and the operations a client is authorized for."""
 
 from __future__ import annotations
 
+import pytest
 from confluent_kafka import (
-    Consumer, ConsumerGroupState, ConsumerGroupType, KafkaException, Producer,
+    Consumer, ConsumerGroupState, ConsumerGroupType, KafkaError, KafkaException, Producer,
     TopicCollection, TopicPartition,
 )
-from confluent_kafka.admin import AclOperation, AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient, NewTopic,
+    ResourcePatternType, ResourceType,
+)
 from kafka import KafkaAdminClient
+from kafka.admin import (
+    ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePatternFilter,
+)
+from kafka.admin import ResourceType as ACLResourceType
+from kafka.errors import SecurityDisabledError
 
 from tests.cluster_harness import wait_until
 
@@ -88,3 +97,25 @@ def test_list_groups_filters_by_state_and_type(cluster):
         assert listed(types={ConsumerGroupType.CONSUMER}) == set()
     finally:
         member.close()
+
+
+def test_acl_requests_are_refused_as_without_an_authorizer(cluster):
+    """kctl has no authentication or authorizer; Kafka then answers SECURITY_DISABLED."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    binding = AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    every = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                             AclOperation.ANY, AclPermissionType.ANY)
+    for future in (admin.create_acls([binding])[binding], admin.delete_acls([every])[every]):
+        with pytest.raises(KafkaException) as refused:
+            future.result(10)
+        assert refused.value.args[0].code() == KafkaError.SECURITY_DISABLED
+    client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
+    try:
+        with pytest.raises(SecurityDisabledError):
+            client.describe_acls(ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
+                                           permission_type=ACLPermissionType.ANY,
+                                           resource_pattern=ResourcePatternFilter(
+                                               ACLResourceType.ANY, None, ACLResourcePatternType.ANY)))
+    finally:
+        client.close()
