@@ -27,6 +27,7 @@ BROKER_ENDPOINTS = 1
 async def handle(broker, request) -> dict:
     body = request.body
     version = request.header.api_version
+    broker.refresh_registrations()  # a broker started a moment ago is listed at once
     names = _requested_names(body, version, broker)
     allow_create = broker.config.get("auto.create.topics.enable") and (
         version < 4 or body.allow_auto_topic_creation)
@@ -54,6 +55,7 @@ async def handle_describe_cluster(broker, request) -> dict:
         return {"throttle_time_ms": 0, "error_code": error_code(exc),
                 "error_message": error_message(exc), "endpoint_type": request.body.endpoint_type,
                 "cluster_id": broker.cluster_id, "controller_id": -1, "brokers": []}
+    broker.refresh_registrations()
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
             "endpoint_type": BROKER_ENDPOINTS, "cluster_id": broker.cluster_id,
             "controller_id": _controller_id(broker),
