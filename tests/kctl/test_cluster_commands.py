@@ -25,7 +25,7 @@ def status(directory, expect=0):
 def test_up_status_restart_down(cluster_dir):
     up = kctl_in(cluster_dir, "cluster", "up", "--brokers", "3")
     lines = up.stdout.decode().splitlines()
-    assert lines[0].split() == ["ID", "ADDRESS", "PID", "STATE", "LEASE-AGE"]
+    assert lines[0].split() == ["ID", "ADDRESS", "PID", "STATE", "LEASE-AGE", "THROTTLE"]
     assert [line.split()[3] for line in lines[1:4]] == ["started"] * 3
     ports = ClusterState(cluster_dir).planned_brokers()
     assert lines[-1] == "export KCTL_BOOTSTRAP=" + ",".join(f"127.0.0.1:{p}" for p in ports.values())
