@@ -43,6 +43,20 @@ TOPIC_CONFIG_SYNONYMS: dict[str, str] = {
     "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
     "compression.type": "compression.type",
+    "compression.gzip.level": "compression.gzip.level",
+    "compression.lz4.level": "compression.lz4.level",
+    "compression.zstd.level": "compression.zstd.level",
+    "segment.jitter.ms": "log.roll.jitter.ms",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "message.downconversion.enable": "log.message.downconversion.enable",
+    "preallocate": "log.preallocate",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms",
+    "local.retention.ms": "log.local.retention.ms",
+    "local.retention.bytes": "log.local.retention.bytes",
 }
 
 _PARSERS: dict[str, Callable[[str], object]] = {
@@ -74,20 +88,6 @@ def _keys(config_type: str, defaults: Mapping[str, str | None]) -> list[DynamicK
 _LOG_DEFAULTS = [DynamicKey(broker, KEYS_BY_NAME[topic].config_type, KEYS_BY_NAME[topic].default,
                             KEYS_BY_NAME[topic].parse)
                  for topic, broker in TOPIC_CONFIG_SYNONYMS.items()]
-
-# Kafka's dynamic log defaults for topic configs brokerd does not implement
-_OTHER_LOG_DEFAULTS = [
-    *_keys("LONG", {"log.roll.jitter.ms": None, "log.segment.delete.delay.ms": "60000",
-                    "log.cleaner.min.compaction.lag.ms": "0",
-                    "log.cleaner.max.compaction.lag.ms": str(INT64_MAX),
-                    "log.message.timestamp.difference.max.ms": str(INT64_MAX),
-                    "log.message.timestamp.before.max.ms": str(INT64_MAX),
-                    "log.message.timestamp.after.max.ms": str(INT64_MAX),
-                    "log.local.retention.ms": "-2", "log.local.retention.bytes": "-2"}),
-    *_keys("INT", {"compression.gzip.level": "-1", "compression.lz4.level": "9",
-                   "compression.zstd.level": "3"}),
-    *_keys("BOOLEAN", {"log.preallocate": "false", "log.message.downconversion.enable": "true"}),
-]
 
 # thread pools, the log cleaner, connection limits, metrics, producer state, tiered storage
 _BROKER_WIDE = [
@@ -154,7 +154,7 @@ _LISTENER = [
 
 DYNAMIC_CONFIGS: dict[str, DynamicKey] = {
     key.name: key
-    for key in (*_LOG_DEFAULTS, *_OTHER_LOG_DEFAULTS, *_BROKER_WIDE, *_SSL_STORES, *_LISTENER)
+    for key in (*_LOG_DEFAULTS, *_BROKER_WIDE, *_SSL_STORES, *_LISTENER)
 }
 _LISTENER_ONLY = frozenset(key.name for key in _SSL_STORES)
 # listener configs Kafka lets the whole cluster share; the rest of a listener's are per broker

@@ -62,9 +62,14 @@ def _describe(broker, resource) -> list[tuple[str, list[ConfigValue], bool]]:
 
 def _topic_values(broker, configs: Mapping[str, str], name: str) -> list[ConfigValue]:
     """A topic config's own override, then its broker-level default's levels (Kafka lists the
-    broker config under its broker name, e.g. log.retention.ms for retention.ms)."""
+    broker config under its broker name, e.g. log.retention.ms for retention.ms). Some have no
+    broker-level default (the throttled replica lists, the tiered storage switches,
+    message.format.version): their default is the topic config's own."""
     own = [ConfigValue(name, configs[name], SOURCE_DYNAMIC_TOPIC)] if name in configs else []
-    return own + broker.config.synonyms(dynamic_config.TOPIC_CONFIG_SYNONYMS[name])
+    broker_name = dynamic_config.TOPIC_CONFIG_SYNONYMS.get(name)
+    if broker_name is None:
+        return own or [ConfigValue(name, KEYS_BY_NAME[name].default, SOURCE_DEFAULT)]
+    return own + broker.config.synonyms(broker_name)
 
 
 def _entry(name: str, values: list[ConfigValue], read_only: bool, include_synonyms: bool) -> dict:

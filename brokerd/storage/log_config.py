@@ -8,6 +8,7 @@ were set explicitly and derives typed attributes from them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar, NamedTuple
@@ -61,6 +62,40 @@ def _boolean(text: str) -> bool:
     return lowered == "true"
 
 
+def _throttled_replicas(text: str) -> str:
+    """Kafka's ThrottledReplicaListValidator: ``*`` or ``partition:broker`` pairs."""
+    replicas = [part.strip() for part in text.split(",")]
+    if text.strip() != "*" and not all(re.fullmatch(r"([0-9]+:[0-9]+)?", r) for r in replicas):
+        raise ValueError("must be the literal '*' or a list of replicas in the following format: "
+                         "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+    return text
+
+
+def _metadata_version(text: str) -> str:
+    """A Kafka release such as 2.8 or 3.0-IV1. Any is accepted and none changes anything:
+    since 3.0 Kafka ignores message.format.version and writes record format v2, as brokerd does."""
+    if not re.fullmatch(r"[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?", text.strip()):
+        raise ValueError("must be a Kafka version such as 3.0-IV1")
+    return text
+
+
+def _remote_storage_enable(text: str) -> bool:
+    """Tiered storage needs a remote log manager, which brokerd has not; Kafka refuses the
+    topic config in the same words when the broker's remote.log.storage.system.enable is false."""
+    if _boolean(text):
+        raise ValueError("Tiered Storage functionality is disabled in the broker. "
+                         "Topic cannot be configured with remote log storage.")
+    return False
+
+
+def _gzip_level(text: str) -> int:
+    """java.util.zip.Deflater's levels 1 to 9, or -1 for zlib's default."""
+    value = int(text.strip())
+    if value != -1 and not 1 <= value <= 9:
+        raise ValueError("must be in [1,...,9] or -1")
+    return value
+
+
 def _compression_type(text: str) -> str:
     """Kafka's names; a codec whose Python module is missing here is refused up front rather
     than failing every produce later."""
@@ -75,7 +110,7 @@ class ConfigKey(NamedTuple):
     """One topic config: its Kafka name, DescribeConfigs type, default and parser."""
 
     name: str
-    config_type: str  # Kafka's ConfigDef type name: INT, LONG, STRING, LIST, BOOLEAN
+    config_type: str  # Kafka's ConfigDef type name: INT, LONG, DOUBLE, STRING, LIST, BOOLEAN
     default: str
     parse: Callable[[str], object]
     doc: str
@@ -120,6 +155,49 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("compression.type", "STRING", "producer", _compression_type,
               "producer keeps batches as sent; uncompressed, gzip, snappy, lz4 or zstd makes "
               "the leader recompress batches sent with another codec."),
+    ConfigKey("compression.gzip.level", "INT", "-1", _gzip_level,
+              "Level of gzip the leader recompresses with; -1 is zlib's default (6)."),
+    ConfigKey("compression.lz4.level", "INT", "9", _integer(1, 17),
+              "Level of lz4 the leader recompresses with."),
+    ConfigKey("compression.zstd.level", "INT", "3", _integer(-131072, 22),
+              "Level of zstd the leader recompresses with."),
+    ConfigKey("segment.jitter.ms", "LONG", "0", _integer(0, INT64_MAX),
+              "Random time up to this much taken off segment.ms for each new segment, so that "
+              "the segments of many partitions do not all roll at once."),
+    ConfigKey("min.compaction.lag.ms", "LONG", "0", _integer(0, INT64_MAX),
+              "A record stays uncompacted for at least this long after it is written."),
+    ConfigKey("max.compaction.lag.ms", "LONG", str(INT64_MAX), _integer(1, INT64_MAX),
+              "A compacted log whose oldest uncleaned record is older than this is cleaned "
+              "whatever its dirty ratio."),
+    ConfigKey("message.timestamp.before.max.ms", "LONG", str(INT64_MAX), _integer(0, INT64_MAX),
+              "With CreateTime, refuse batches with a timestamp further than this in the past."),
+    ConfigKey("message.timestamp.after.max.ms", "LONG", str(INT64_MAX), _integer(0, INT64_MAX),
+              "With CreateTime, refuse batches with a timestamp further than this in the future."),
+    ConfigKey("message.timestamp.difference.max.ms", "LONG", str(INT64_MAX), _integer(0, INT64_MAX),
+              "Deprecated: the before and after bound of the two configs above that are left "
+              "at their default."),
+    ConfigKey("message.format.version", "STRING", "3.0-IV1", _metadata_version,
+              "Deprecated and ignored: record format v2 is always written, as in Kafka 3.x."),
+    ConfigKey("message.downconversion.enable", "BOOLEAN", "true", _boolean,
+              "No effect: down-conversion serves Fetch v3 and older, which brokerd does not speak."),
+    ConfigKey("preallocate", "BOOLEAN", "false", _boolean,
+              "No effect: segments are always sized up front, as their memory-mapped files need."),
+    ConfigKey("file.delete.delay.ms", "LONG", "60000", _integer(0, INT64_MAX),
+              "No effect: deleted segments are removed at once, since no other process reads them."),
+    ConfigKey("leader.replication.throttled.replicas", "LIST", "", _throttled_replicas,
+              "No effect: brokerd does not throttle replication between brokers on one machine."),
+    ConfigKey("follower.replication.throttled.replicas", "LIST", "", _throttled_replicas,
+              "No effect: brokerd does not throttle replication between brokers on one machine."),
+    ConfigKey("remote.storage.enable", "BOOLEAN", "false", _remote_storage_enable,
+              "Tiered storage; true is refused, as by a Kafka broker with it disabled."),
+    ConfigKey("local.retention.ms", "LONG", "-2", _integer(-2, INT64_MAX),
+              "No effect without tiered storage: retention.ms alone governs the log."),
+    ConfigKey("local.retention.bytes", "LONG", "-2", _integer(-2, INT64_MAX),
+              "No effect without tiered storage: retention.bytes alone governs the log."),
+    ConfigKey("remote.log.copy.disable", "BOOLEAN", "false", _boolean,
+              "No effect without tiered storage."),
+    ConfigKey("remote.log.delete.on.disable", "BOOLEAN", "false", _boolean,
+              "No effect without tiered storage."),
 )
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}
 
@@ -163,6 +241,26 @@ class LogConfig:
     min_cleanable_dirty_ratio: float
     unclean_leader_election_enable: bool
     compression_type: str
+    compression_gzip_level: int
+    compression_lz4_level: int
+    compression_zstd_level: int
+    segment_jitter_ms: int
+    min_compaction_lag_ms: int
+    max_compaction_lag_ms: int
+    message_timestamp_before_max_ms: int
+    message_timestamp_after_max_ms: int
+    message_timestamp_difference_max_ms: int
+    message_format_version: str
+    message_downconversion_enable: bool
+    preallocate: bool
+    file_delete_delay_ms: int
+    leader_replication_throttled_replicas: str
+    follower_replication_throttled_replicas: str
+    remote_storage_enable: bool
+    local_retention_ms: int
+    local_retention_bytes: int
+    remote_log_copy_disable: bool
+    remote_log_delete_on_disable: bool
     overrides: Mapping[str, str] = field(default_factory=dict)
 
     DEFAULTS: ClassVar[Mapping[str, str]] = {key.name: key.default for key in CONFIG_KEYS}

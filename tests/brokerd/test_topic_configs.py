@@ -1,4 +1,5 @@
-"""IncrementalAlterConfigs' four operations on topic configs, with confluent-kafka's admin."""
+"""Topic configs through confluent-kafka's admin: Kafka 3.9's names, and IncrementalAlterConfigs'
+four operations."""
 
 from __future__ import annotations
 
@@ -9,6 +10,17 @@ from confluent_kafka.admin import (
 )
 
 INVALID_CONFIG = 40
+
+KAFKA_39_DEFAULTS = {
+    "compression.gzip.level": "-1", "compression.lz4.level": "9", "compression.zstd.level": "3",
+    "segment.jitter.ms": "0", "min.compaction.lag.ms": "0", "max.compaction.lag.ms": str(2**63 - 1),
+    "message.timestamp.before.max.ms": str(2**63 - 1), "message.timestamp.after.max.ms": str(2**63 - 1),
+    "message.timestamp.difference.max.ms": str(2**63 - 1), "message.format.version": "3.0-IV1",
+    "message.downconversion.enable": "true", "preallocate": "false", "file.delete.delay.ms": "60000",
+    "leader.replication.throttled.replicas": "", "follower.replication.throttled.replicas": "",
+    "remote.storage.enable": "false", "local.retention.ms": "-2", "local.retention.bytes": "-2",
+    "remote.log.copy.disable": "false", "remote.log.delete.on.disable": "false",
+}
 
 
 def _alter(admin: AdminClient, topic: str, name: str, value: str | None, op) -> None:
@@ -42,3 +54,22 @@ def test_append_to_a_config_that_is_not_a_list_is_invalid(cluster):
         _alter(admin, "scalar", "retention.ms", "1000", AlterConfigOpType.APPEND)
     assert raised.value.args[0].code() == INVALID_CONFIG
     assert _value(admin, "scalar", "retention.ms") == str(7 * 24 * 3600 * 1000)
+
+
+def test_every_kafka_39_topic_config_is_accepted_and_described(cluster):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("defaults", 1, 1)])["defaults"].result(10)
+    admin.create_topics([NewTopic("explicit", 1, 1, config=KAFKA_39_DEFAULTS)])["explicit"].result(10)
+    for topic, is_default in (("defaults", True), ("explicit", False)):
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        described = admin.describe_configs([resource])[resource].result(10)
+        assert {name: described[name].value for name in KAFKA_39_DEFAULTS} == KAFKA_39_DEFAULTS
+        assert {described[name].is_default for name in KAFKA_39_DEFAULTS} == {is_default}
+
+
+def test_remote_storage_is_refused_as_by_a_broker_without_tiered_storage(cluster):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    with pytest.raises(KafkaException) as raised:
+        admin.create_topics([NewTopic("tiered", 1, 1, config={"remote.storage.enable": "true"})])["tiered"].result(10)
+    assert raised.value.args[0].code() == INVALID_CONFIG
+    assert "Tiered Storage functionality is disabled in the broker" in raised.value.args[0].str()
