@@ -297,3 +297,18 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def timestamp_before_max_ms(self) -> int:
+        """message.timestamp.before.max.ms, or the deprecated difference.max.ms while it is left
+        at its default, as Kafka 3.9 does in the transition."""
+        return _unless_default(self.message_timestamp_before_max_ms, self.message_timestamp_difference_max_ms)
+
+    @property
+    def timestamp_after_max_ms(self) -> int:
+        """message.timestamp.after.max.ms, or the deprecated difference.max.ms likewise."""
+        return _unless_default(self.message_timestamp_after_max_ms, self.message_timestamp_difference_max_ms)
+
+
+def _unless_default(value: int, fallback: int) -> int:
+    return fallback if value == INT64_MAX else value

@@ -4,6 +4,8 @@ Checks follow Apache Kafka's ``UnifiedLog.analyzeAndValidateRecords`` and
 ``LogValidator`` in the same order, so a client gets the error code a real
 broker would send. All of them read the 61-byte header and one CRC pass over
 the batch; records are decoded only to refuse keyless records on compacted topics.
+Timestamps are bounded from the header too: its base timestamp and max timestamp stand
+for the batch's records.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from __future__ import annotations
 from kafka.errors import (
     CorruptRecordError,
     InvalidRecordError,
+    InvalidTimestampError,
     MessageSizeTooLargeError,
     UnsupportedCompressionTypeError,
     UnsupportedForMessageFormatError,
 )
 from kafka.record.default_records import DefaultRecordBatch
 
+from brokerd.storage.log_config import LogConfig
 from brokerd.storage.record_batch import (
     CURRENT_MAGIC,
     HEADER_SIZE,
@@ -29,6 +33,8 @@ from brokerd.storage.record_batch import (
     set_base_offset_and_epoch,
     set_log_append_time,
 )
+
+NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP: the producer gave none
 
 
 def validate_client_batch(batch, max_message_bytes: int) -> BatchHeader:
@@ -74,6 +80,19 @@ def _validate_fields(header: BatchHeader) -> None:
         raise InvalidRecordError(f"Idempotent producer {header.producer_id} sent no base sequence")
     if header.is_transactional and header.producer_id < 0:
         raise InvalidRecordError("A transactional record batch must carry a producer id")
+
+
+def validate_timestamps(header: BatchHeader, config: LogConfig, now_ms: int) -> None:
+    """With CreateTime, Kafka refuses a batch whose timestamps lie further than
+    message.timestamp.before.max.ms in the past or after.max.ms in the future."""
+    if config.log_append_time:
+        return
+    earliest, latest = now_ms - config.timestamp_before_max_ms, now_ms + config.timestamp_after_max_ms
+    for timestamp in (header.base_timestamp, header.max_timestamp):
+        if timestamp != NO_TIMESTAMP and not earliest <= timestamp <= latest:
+            raise InvalidTimestampError(
+                f"Timestamp {timestamp} of a record in the batch is out of range. "
+                f"The timestamp should be within [{earliest}, {latest}]")
 
 
 class RecordErrorsError(InvalidRecordError):

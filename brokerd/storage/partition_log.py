@@ -36,7 +36,9 @@ from brokerd.storage.log_config import LogConfig
 from brokerd.storage.log_loader import CLEAN_SHUTDOWN_FILE, load_segments, recovery_point_checkpoint
 from brokerd.storage.log_retention import deletable_segment_count
 from brokerd.storage.log_segment import LogSegment
-from brokerd.storage.log_validator import stamp_batch, validate_client_batch, validate_keys_for_compaction
+from brokerd.storage.log_validator import (
+    stamp_batch, validate_client_batch, validate_keys_for_compaction, validate_timestamps,
+)
 from brokerd.storage.producer_state import ProducerStateEntry, ProducerStateManager
 from brokerd.storage.recompression import recompress, target_codec
 from brokerd.storage.record_batch import CURRENT_MAGIC, BatchHeader, crc_matches, iter_batch_headers
@@ -139,6 +141,7 @@ class PartitionLog:
         """
         now_ms = self._now_ms() if now_ms is None else now_ms
         header = validate_client_batch(batch, self._config.max_message_bytes)
+        validate_timestamps(header, self._config, now_ms)
         if "compact" in self._config.cleanup_policy:
             validate_keys_for_compaction(batch, self.directory.name)
         if header.producer_id >= 0:

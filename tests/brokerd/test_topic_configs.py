@@ -3,8 +3,10 @@ four operations."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
     AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType,
 )
@@ -73,3 +75,17 @@ def test_remote_storage_is_refused_as_by_a_broker_without_tiered_storage(cluster
         admin.create_topics([NewTopic("tiered", 1, 1, config={"remote.storage.enable": "true"})])["tiered"].result(10)
     assert raised.value.args[0].code() == INVALID_CONFIG
     assert "Tiered Storage functionality is disabled in the broker" in raised.value.args[0].str()
+
+
+def test_a_batch_older_than_message_timestamp_before_max_ms_is_invalid_timestamp(cluster):
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    configs = {"message.timestamp.before.max.ms": "3600000"}
+    admin.create_topics([NewTopic("recent", 1, 1, config=configs)])["recent"].result(10)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0})
+    errors = []
+    now_ms = int(time.time() * 1000)
+    for timestamp in (now_ms - 2 * 3600000, now_ms):
+        producer.produce("recent", b"value", timestamp=timestamp, on_delivery=lambda err, _msg: errors.append(err))
+        producer.flush(10)
+    assert errors[0] is not None and errors[0].code() == KafkaError.INVALID_TIMESTAMP
+    assert errors[1] is None
