@@ -9,7 +9,8 @@ fields and leader epoch, and its surviving records keep their offsets, so consum
 followers and idempotent producer state read it as before.
 
 The cleanable part ends at the first offset a consumer may not read yet: the active
-segment, the high watermark and the first open transaction (the last stable offset).
+segment, the high watermark and the first open transaction (the last stable offset); and
+before the first segment with a record younger than ``min.compaction.lag.ms``.
 Transactional and control batches are kept as they are.
 
 This is the one storage path that decodes records, off the produce and fetch paths.
@@ -147,33 +148,50 @@ def swap_in(directory: Path, base_offset: int, cleaned: Path) -> None:
 
 
 class LogCleaner:
-    """Decides when a compacted log is worth a pass: when the share of its cleanable bytes
-    written since the last pass reaches ``min.cleanable.dirty.ratio`` (Kafka's rule)."""
+    """Decides when a compacted log is worth a pass, by Kafka's rules: when the share of its
+    cleanable bytes written since the last pass reaches ``min.cleanable.dirty.ratio``, or when
+    its oldest uncleaned batch is older than ``max.compaction.lag.ms`` whatever that share."""
 
     def __init__(self) -> None:
         self._cleaned_to: WeakKeyDictionary = WeakKeyDictionary()  # log -> end of its last pass
 
     def maybe_clean(self, log, first_uncleanable_offset: int, now_ms: int) -> CleaningResult | None:
-        segments = _cleanable(log, first_uncleanable_offset)
+        segments = _cleanable(log, first_uncleanable_offset, now_ms)
         total = sum(s.size for s in segments)
         cleaned_to = self._cleaned_to.get(log, 0)
-        dirty = sum(s.size for s in segments if s.base_offset >= cleaned_to)
-        if not dirty or dirty < total * log.config.min_cleanable_dirty_ratio:
+        dirty_segments = [s for s in segments if s.base_offset >= cleaned_to]
+        dirty = sum(s.size for s in dirty_segments)
+        if not dirty:
+            return None
+        if dirty < total * log.config.min_cleanable_dirty_ratio and not _overdue(log, dirty_segments, now_ms):
             return None
         result = compact(log, first_uncleanable_offset, now_ms)
         self._cleaned_to[log] = segments[-1].next_offset
         return result
 
 
-def _cleanable(log, first_uncleanable_offset: int) -> list[LogSegment]:
-    """Closed segments wholly below the first offset that may not be cleaned yet."""
-    return [s for s in log.segments[:-1] if s.next_offset <= first_uncleanable_offset]
+def _overdue(log, dirty_segments: list[LogSegment], now_ms: int) -> bool:
+    """Whether the first batch of the dirty part was written over ``max.compaction.lag.ms`` ago."""
+    _, first_batch = next(dirty_segments[0].batch_headers())
+    return first_batch.max_timestamp < now_ms - log.config.max_compaction_lag_ms
+
+
+def _cleanable(log, first_uncleanable_offset: int, now_ms: int) -> list[LogSegment]:
+    """Closed segments wholly below the first offset that may not be cleaned yet, and, with
+    ``min.compaction.lag.ms``, before the first segment holding a record younger than that."""
+    lag = log.config.min_compaction_lag_ms
+    cleanable = []
+    for segment in log.segments[:-1]:
+        if segment.next_offset > first_uncleanable_offset or (lag and segment.largest_timestamp > now_ms - lag):
+            break
+        cleanable.append(segment)
+    return cleanable
 
 
 def compact(log, first_uncleanable_offset: int, now_ms: int) -> CleaningResult:
-    """One cleaning pass over the closed segments of ``log`` wholly below
-    ``first_uncleanable_offset``, swapping each cleaned segment in as it is done."""
-    segments = _cleanable(log, first_uncleanable_offset)
+    """One cleaning pass over the cleanable segments of ``log`` (see ``_cleanable``),
+    swapping each cleaned segment in as it is done."""
+    segments = _cleanable(log, first_uncleanable_offset, now_ms)
     latest = build_offset_map(segments, first_uncleanable_offset)
     horizon = now_ms - log.config.delete_retention_ms
     before = after = 0

@@ -136,6 +136,31 @@ def test_a_pass_starts_once_half_the_cleanable_bytes_are_new(open_log, clock):
     assert cleaner.maybe_clean(log, log.log_end_offset, clock.now_ms) is not None
 
 
+def test_records_younger_than_min_compaction_lag_are_not_cleaned(open_log, clock):
+    log = open_log(SMALL_SEGMENTS | {"min.compaction.lag.ms": str(DAY_MS)})
+    fill(log, clock, updates=300, keys=3)
+    log.roll()
+    before = read_all(log)
+    assert compact(log, log.log_end_offset, clock.now_ms).segments == 0
+    assert read_all(log) == before
+    clock.now_ms += DAY_MS
+    assert compact(log, log.log_end_offset, clock.now_ms).segments > 0
+    assert len(read_all(log)) == 3
+
+
+def test_a_log_past_max_compaction_lag_is_cleaned_below_the_dirty_ratio(open_log, clock):
+    log = open_log(SMALL_SEGMENTS | {"max.compaction.lag.ms": str(DAY_MS)})
+    cleaner = LogCleaner()
+    fill(log, clock, updates=1000, keys=1000)
+    log.roll()
+    assert cleaner.maybe_clean(log, log.log_end_offset, clock.now_ms) is not None
+    fill(log, clock, updates=300, keys=1000)
+    log.roll()
+    assert cleaner.maybe_clean(log, log.log_end_offset, clock.now_ms) is None  # 300/1300 dirty
+    clock.now_ms += DAY_MS + 1
+    assert cleaner.maybe_clean(log, log.log_end_offset, clock.now_ms) is not None
+
+
 def test_a_compacted_topic_refuses_a_batch_with_keyless_records(open_log):
     log = open_log({"cleanup.policy": "compact"})
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
