@@ -8,6 +8,7 @@ were set explicitly and derives typed attributes from them.
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -297,6 +298,20 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def max_segment_ms(self) -> int:
+        """segment.ms, or max.compaction.lag.ms on a compacted topic when that is shorter: the
+        active segment is never cleaned, so it must close in time (Kafka's maxSegmentMs)."""
+        if "compact" in self.cleanup_policy:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
+
+    def random_segment_jitter(self) -> int:
+        """How much sooner than ``max_segment_ms`` a new segment rolls, drawn below
+        segment.jitter.ms so that partitions created together do not all roll together."""
+        bound = min(self.segment_jitter_ms, self.max_segment_ms)
+        return random.randrange(bound) if bound else 0
 
     @property
     def timestamp_before_max_ms(self) -> int:

@@ -79,6 +79,7 @@ class LogSegment:
         self.txn_index = TransactionIndex(segment_path(directory, base_offset, TXN_INDEX_SUFFIX), base_offset)
         self._index_interval_bytes = config.index_interval_bytes
         self._created_ms = now_ms
+        self.roll_jitter_ms = config.random_segment_jitter()
         self.size = 0
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -177,11 +178,16 @@ class LogSegment:
         return (
             self.size > config.segment_bytes - header.size
             or self.size + header.size > self._log.capacity
-            or self.time_waited_for_roll(now_ms, header.max_timestamp) > config.segment_ms
+            or self.is_due_to_roll(config, now_ms, header.max_timestamp)
             or self.offset_index.is_full
             or self.time_index.is_full
             or header.last_offset - self.base_offset > INT32_MAX
         )
+
+    def is_due_to_roll(self, config: LogConfig, now_ms: int, timestamp_ms: int) -> bool:
+        """Whether the segment is older than segment.ms (or max.compaction.lag.ms on a compacted
+        topic) less the jitter it drew when created."""
+        return self.time_waited_for_roll(now_ms, timestamp_ms) > config.max_segment_ms - self.roll_jitter_ms
 
     def time_waited_for_roll(self, now_ms: int, timestamp_ms: int) -> int:
         """Age of the segment measured in batch timestamps when it has any, else wall time."""

@@ -472,10 +472,11 @@ class PartitionLog:
         self._write_recovery_point()
 
     def maybe_roll_on_time(self, now_ms: int | None = None) -> bool:
-        """Roll a non-empty active segment older than ``segment.ms`` even without appends."""
+        """Roll a non-empty active segment older than ``segment.ms`` (less its jitter, see
+        ``LogSegment.is_due_to_roll``) even without appends."""
         now_ms = self._now_ms() if now_ms is None else now_ms
         active = self._segments[-1]
-        if active.size and active.time_waited_for_roll(now_ms, now_ms) > self._config.segment_ms:
+        if active.size and active.is_due_to_roll(self._config, now_ms, now_ms):
             self.roll(now_ms)
             return True
         return False

@@ -161,6 +161,13 @@ def test_a_log_past_max_compaction_lag_is_cleaned_below_the_dirty_ratio(open_log
     assert cleaner.maybe_clean(log, log.log_end_offset, clock.now_ms) is not None
 
 
+def test_the_active_segment_rolls_within_max_compaction_lag_so_it_can_be_cleaned(open_log, clock):
+    log = open_log({"cleanup.policy": "compact", "max.compaction.lag.ms": "1000"})
+    log.append_as_leader(keyed_batch([(b"k", b"v")], clock.now_ms), 0)
+    assert not log.maybe_roll_on_time(clock.now_ms + 1000)
+    assert log.maybe_roll_on_time(clock.now_ms + 1001)
+
+
 def test_a_compacted_topic_refuses_a_batch_with_keyless_records(open_log):
     log = open_log({"cleanup.policy": "compact"})
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,

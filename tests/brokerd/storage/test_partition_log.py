@@ -234,6 +234,15 @@ def test_segment_ms_rolls_an_idle_active_segment(open_log, clock):
     assert [segment.base_offset for segment in log.segments] == [0, 1]
 
 
+def test_segment_jitter_ms_rolls_each_segment_up_to_that_much_sooner(open_log, clock):
+    log = open_log({"segment.ms": "1000", "segment.jitter.ms": "600"})
+    produce(log, 1, count=1, timestamp=clock.now_ms)
+    assert 0 <= log.segments[-1].roll_jitter_ms < 600
+    log.segments[-1].roll_jitter_ms = 400  # the draw, made known
+    assert not log.maybe_roll_on_time(clock.now_ms + 600)
+    assert log.maybe_roll_on_time(clock.now_ms + 601)
+
+
 def test_flush_messages_advances_the_recovery_point(open_log):
     log = open_log({"flush.messages": "10"})
     produce(log, 1)
