@@ -159,9 +159,10 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("compression.gzip.level", "INT", "-1", _gzip_level,
               "Level of gzip the leader recompresses with; -1 is zlib's default (6)."),
     ConfigKey("compression.lz4.level", "INT", "9", _integer(1, 17),
-              "Level of lz4 the leader recompresses with."),
+              "Level of lz4 the leader recompresses with; liblz4 treats those above 12 as 12."),
     ConfigKey("compression.zstd.level", "INT", "3", _integer(-131072, 22),
-              "Level of zstd the leader recompresses with."),
+              "No effect: the kafka-python zstd encoder brokerd recompresses with takes no level "
+              "and always uses zstd's default, 3."),
     ConfigKey("segment.jitter.ms", "LONG", "0", _integer(0, INT64_MAX),
               "Random time up to this much taken off segment.ms for each new segment, so that "
               "the segments of many partitions do not all roll at once."),
@@ -298,6 +299,12 @@ class LogConfig:
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"
+
+    @property
+    def compression_level(self) -> int | None:
+        """compression.<codec>.level for the topic's compression.type (None without one)."""
+        return {"gzip": self.compression_gzip_level, "lz4": self.compression_lz4_level,
+                "zstd": self.compression_zstd_level}.get(self.compression_type)
 
     @property
     def max_segment_ms(self) -> int:

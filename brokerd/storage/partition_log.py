@@ -157,7 +157,7 @@ class PartitionLog:
 
     def _recompressed(self, batch, codec_id: int) -> bytes:
         """The batch in the topic's compression.type, still within max.message.bytes."""
-        rebuilt = recompress(batch, codec_id)
+        rebuilt = recompress(batch, codec_id, self._config.compression_level)
         if len(rebuilt) > self._config.max_message_bytes:
             raise MessageSizeTooLargeError(
                 f"Record batch recompressed to {len(rebuilt)} bytes is larger than "

@@ -22,6 +22,9 @@ _AVAILABLE = {"uncompressed": lambda: True, "gzip": codec.has_gzip, "snappy": co
               "lz4": codec.has_lz4, "zstd": codec.has_zstd}
 
 _ENCODERS = {1: codec.gzip_encode, 2: codec.snappy_encode, 3: codec.lz4_encode, 4: codec.zstd_encode}
+# compression.gzip.level and compression.lz4.level, passed to the kafka-python encoders that
+# take one (gzip's -1 is zlib's default; lz4 levels above liblz4's highest act as it)
+_LEVEL_ARGUMENTS = {1: "compresslevel", 3: "compression_level"}
 _LENGTH, LENGTH_POSITION = struct.Struct(">i"), 8
 _CRC, CRC_POSITION = struct.Struct(">I"), 17
 _ATTRIBUTES, ATTRIBUTES_POSITION = struct.Struct(">h"), 21
@@ -40,8 +43,9 @@ def target_codec(compression_type: str, batch_codec: int) -> int | None:
     return None if wanted == batch_codec else wanted
 
 
-def recompress(batch, codec_id: int) -> bytes:
-    """Rebuild a validated client batch (base offset 0) with codec ``codec_id``."""
+def recompress(batch, codec_id: int, level: int | None = None) -> bytes:
+    """Rebuild a validated client batch (base offset 0) with codec ``codec_id``, at the
+    topic's ``level`` for it where the codec's encoder takes one."""
     source = DefaultRecordBatch(bytes(batch))
     builder = DefaultRecordBatchBuilder(
         magic=CURRENT_MAGIC, compression_type=0, is_transactional=source.is_transactional,
@@ -52,14 +56,16 @@ def recompress(batch, codec_id: int) -> bytes:
         builder.append(record.offset, timestamp=record.timestamp, key=record.key,
                        value=record.value, headers=record.headers)
     plain = bytes(builder.build())
-    return plain if codec_id == 0 else _compressed(plain, codec_id)
+    return plain if codec_id == 0 else _compressed(plain, codec_id, level)
 
 
-def _compressed(plain: bytes, codec_id: int) -> bytes:
+def _compressed(plain: bytes, codec_id: int, level: int | None) -> bytes:
     """Compress the records of an uncompressed batch. Done here rather than by kafka-python's
     builder, which falls back to no compression when it saves nothing: the topic's codec is
     a promise to consumers, as in Kafka."""
-    records = _ENCODERS[codec_id](plain[HEADER_SIZE:])
+    argument = _LEVEL_ARGUMENTS.get(codec_id)
+    options = {argument: level} if argument and level is not None else {}
+    records = _ENCODERS[codec_id](plain[HEADER_SIZE:], **options)
     batch = bytearray(plain[:HEADER_SIZE]) + records
     attributes = _ATTRIBUTES.unpack_from(batch, ATTRIBUTES_POSITION)[0]
     _ATTRIBUTES.pack_into(batch, ATTRIBUTES_POSITION, (attributes & ~COMPRESSION_MASK) | codec_id)

@@ -46,3 +46,16 @@ def test_unknown_codecs_are_invalid_configs_and_every_kafka_codec_is_valid():
         LogConfig.from_configs({"compression.type": "brotli"})
     for name in ("snappy", "zstd"):
         assert LogConfig.from_configs({"compression.type": name}).compression_type == name
+
+
+@pytest.mark.parametrize("compression_type, low, high", [("gzip", "1", "9"), ("lz4", "1", "12")])
+def test_the_topic_compression_level_is_used(open_log, compression_type, low, high):
+    batch = make_batch(200, value_size=100, compression=NONE)
+    stored = []
+    for level in (low, high):  # the same partition reopened: the second batch follows the first
+        log = open_log({"compression.type": compression_type, f"compression.{compression_type}.level": level})
+        stored.append(bytes(log.read(log.append_as_leader(batch, 0).first_offset, 1 << 20)))
+        log.close()
+    sent = [r[1:] for r in records(batch)]  # timestamps and values; offsets differ
+    assert [r[1:] for r in records(stored[0])] == [r[1:] for r in records(stored[1])] == sent
+    assert len(stored[1]) < len(stored[0])
