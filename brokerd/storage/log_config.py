@@ -75,7 +75,7 @@ def _throttled_replicas(text: str) -> str:
 def _metadata_version(text: str) -> str:
     """A Kafka release such as 2.8 or 3.0-IV1. Any is accepted and none changes anything:
     since 3.0 Kafka ignores message.format.version and writes record format v2, as brokerd does."""
-    if not re.fullmatch(r"[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?", text.strip()):
+    if not re.fullmatch(r"[0-9]+(\.[0-9]+){1,3}(-IV[0-9]+)?", text.strip()):  # 0.10.0.0, 2.8, 3.0-IV1
         raise ValueError("must be a Kafka version such as 3.0-IV1")
     return text
 

@@ -74,6 +74,7 @@ def test_kafka_39_configs_have_kafkas_defaults():
 
 @pytest.mark.parametrize("name, value", [
     ("message.format.version", "2.8"), ("message.format.version", "0.10.2-IV0"),
+    ("message.format.version", "0.10.0.0"),
     ("leader.replication.throttled.replicas", "*"), ("follower.replication.throttled.replicas", "0:1, 1:2"),
     ("compression.gzip.level", "9"), ("compression.zstd.level", "-5"), ("remote.storage.enable", "false"),
 ])
