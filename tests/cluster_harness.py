@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from brokerd.state import ClusterState
@@ -44,6 +45,18 @@ async def until_answered(make_request, accept, what: str, timeout: float = 15.0)
             return response
         await asyncio.sleep(0.05)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@contextmanager
+def running_cluster(cluster_dir: Path, brokers: int = 1, overrides: dict[str, str] | None = None):
+    """A started cluster for a module's tests, stopped on exit even if starting it failed
+    half-way (some brokers already running)."""
+    cluster = LocalCluster(cluster_dir, brokers, overrides)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
 
 
 class LocalCluster:

@@ -14,17 +14,15 @@ from kafka.record import MemoryRecords
 
 from tests.brokerd.test_fetch_limits import RawClient
 from tests.brokerd.test_read_committed import transactional
-from tests.cluster_harness import LocalCluster, wait_until
+from tests.cluster_harness import running_cluster, wait_until
 
 pytestmark = pytest.mark.interop
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("describe-producers"), 2)
-    cluster.start()
-    yield cluster
-    cluster.stop()
+    with running_cluster(tmp_path_factory.mktemp("describe-producers"), 2) as cluster:
+        yield cluster
 
 
 @pytest.fixture

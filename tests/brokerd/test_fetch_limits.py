@@ -16,7 +16,7 @@ from kafka.protocol.consumer import FetchResponse
 from brokerd.protocol.codec import RequestHeader, encode_request
 from tests.brokerd.storage.conftest import records
 from tests.brokerd.test_wire_interop import create_topic
-from tests.cluster_harness import LocalCluster, wait_until
+from tests.cluster_harness import running_cluster, wait_until
 
 pytestmark = pytest.mark.interop
 
@@ -31,9 +31,7 @@ FETCH_VERSION = 11
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory):
     """One broker with PARTITIONS partitions of ~600 kB each, in batches of ~200 kB."""
-    cluster = LocalCluster(tmp_path_factory.mktemp("fetch-limits"), 1)
-    cluster.start()
-    try:
+    with running_cluster(tmp_path_factory.mktemp("fetch-limits"), 1) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
         producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 200,
                              "batch.size": BATCH_BYTES, "compression.type": "none"})
@@ -42,8 +40,6 @@ def loaded(tmp_path_factory):
                 producer.produce(TOPIC, value=f"{p}-{i}-".encode().ljust(VALUE_SIZE, b"x"), partition=p)
         assert producer.flush(30) == 0
         yield cluster
-    finally:
-        cluster.stop()
 
 
 class RawClient:

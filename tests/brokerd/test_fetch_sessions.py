@@ -19,7 +19,7 @@ from tests.brokerd.storage.conftest import records
 from tests.brokerd.test_fetch_limits import RawClient, request_partitions
 from tests.brokerd.test_read_committed import transactional
 from tests.brokerd.test_wire_interop import create_topic
-from tests.cluster_harness import LocalCluster, wait_until
+from tests.cluster_harness import running_cluster, wait_until
 
 pytestmark = pytest.mark.interop
 
@@ -30,10 +30,8 @@ PARTITIONS = 3
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    cluster = LocalCluster(tmp_path_factory.mktemp("fetch-sessions"), 1)
-    cluster.start()
-    yield cluster
-    cluster.stop()
+    with running_cluster(tmp_path_factory.mktemp("fetch-sessions"), 1) as cluster:
+        yield cluster
 
 
 @pytest.fixture

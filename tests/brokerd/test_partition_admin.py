@@ -7,7 +7,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
-from tests.cluster_harness import wait_until
+from tests.cluster_harness import running_cluster, wait_until
 
 try:
     from confluent_kafka import ElectionType
@@ -31,14 +31,9 @@ def _partitions(admin: AdminClient, topic: str) -> dict:
 
 @pytest.fixture(scope="module")
 def three_brokers(tmp_path_factory):
-    from tests.cluster_harness import LocalCluster
-    cluster = LocalCluster(tmp_path_factory.mktemp("admin"), 3,
-                           {"auto.leader.rebalance.enable": "false"})
-    try:
-        cluster.start()
+    with running_cluster(tmp_path_factory.mktemp("admin"), 3,
+                         {"auto.leader.rebalance.enable": "false"}) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 def test_a_topic_grows_and_new_partitions_take_records(three_brokers):
