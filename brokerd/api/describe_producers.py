@@ -18,6 +18,7 @@ NO_TXN = -1
 
 
 async def handle(broker, request) -> dict:
+    broker.refresh_metadata()  # a topic created a moment ago is known here at once
     return {"throttle_time_ms": 0, "topics": [
         {"name": topic.name,
          "partitions": [_describe(broker, topic.name, index) for index in topic.partition_indexes]}

@@ -28,6 +28,7 @@ async def handle(broker, request) -> dict:
     body = request.body
     version = request.header.api_version
     broker.refresh_registrations()  # a broker started a moment ago is listed at once
+    broker.refresh_metadata()  # and a topic created or moved a moment ago is answered as it is now
     names = _requested_names(body, version, broker)
     allow_create = broker.config.get("auto.create.topics.enable") and (
         version < 4 or body.allow_auto_topic_creation)
