@@ -70,6 +70,8 @@ class Broker:
             (self.config.get("replica.lag.time.max.ms") / 2000, self._shrink_isrs),
             (self.config.get("log.retention.check.interval.ms") / 1000, self._enforce_retention),
             (self.config.get("log.flush.scheduler.interval.ms") / 1000, self._flush_due),
+            (self.config.get("replica.high.watermark.checkpoint.interval.ms") / 1000,
+             self.replicas.checkpoint_high_watermarks),
             (lambda: self.config.get("log.cleaner.backoff.ms") / 1000, self._clean_logs),
             (self.config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000,
              self.transactions.abort_timed_out),

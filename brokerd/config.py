@@ -28,6 +28,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     # Kafka: 9 s and 30 s. Shorter, so a class sees a paused broker leave within seconds.
     "broker.session.timeout.ms": ("3000", int),
     "replica.lag.time.max.ms": ("5000", int),
+    "replica.high.watermark.checkpoint.interval.ms": ("5000", int),
     "auto.leader.rebalance.enable": ("true", lambda v: v.lower() == "true"),
     "controlled.shutdown.timeout.ms": ("5000", int),
     # Kafka: 50 partitions and a 3 s initial delay; lighter and quicker for one machine.

@@ -10,7 +10,7 @@ from typing import Callable
 
 from kafka.errors import (
     FencedLeaderEpochError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-    NotLeaderForPartitionError, OffsetOutOfRangeError,
+    NotLeaderForPartitionError, OffsetNotAvailableError, OffsetOutOfRangeError,
     RequestTimedOutError, UnknownLeaderEpochError,
 )
 
@@ -49,7 +49,7 @@ class Partition:
     """
 
     def __init__(self, broker_id: int, topic: str, index: int, log: PartitionLog,
-                 alter_isr: AlterIsr):
+                 alter_isr: AlterIsr, high_watermark: int = 0):
         self.broker_id = broker_id
         self.topic = topic
         self.index = index
@@ -60,7 +60,8 @@ class Partition:
         self.partition_epoch = -1
         self.replicas: list[int] = []
         self.isr: list[int] = []
-        self.high_watermark = 0
+        self._high_watermark = high_watermark
+        self.leader_epoch_start_offset: int | None = None
         self.followers: dict[int, FollowerState] = {}
         self._high_watermark_waiting_since_ms: int | None = None
         self.last_truncation: dict | None = None
@@ -74,6 +75,12 @@ class Partition:
     def is_leader(self) -> bool:
         return self.leader_id == self.broker_id
 
+    @property
+    def high_watermark(self) -> int:
+        """Bounded by the log start and end, as Kafka's UnifiedLog bounds it: what retention or
+        DeleteRecords removed was committed, and a replica cannot vouch for what it lacks."""
+        return min(max(self._high_watermark, self.log.log_start_offset), self.log.log_end_offset)
+
     # -- applying controller decisions ------------------------------------------------------
     def update(self, record: PartitionRecord) -> bool:
         """Apply the latest metadata; True when this broker just became leader or follower
@@ -86,6 +93,8 @@ class Partition:
         self.leader_epoch = record.leader_epoch
         if new_epoch and self.is_leader:
             self._make_leader()
+        elif not self.is_leader:
+            self.leader_epoch_start_offset = None
         self._maybe_advance_high_watermark()
         self._wake_waiters()
         return new_epoch
@@ -98,7 +107,8 @@ class Partition:
 
     def _make_leader(self) -> None:
         """Start a new leader epoch here (Kafka's makeLeader): followers start out caught up."""
-        self.log.maybe_assign_epoch_start_offset(self.leader_epoch, self.log.log_end_offset)
+        self.leader_epoch_start_offset = self.log.log_end_offset
+        self.log.maybe_assign_epoch_start_offset(self.leader_epoch, self.leader_epoch_start_offset)
         now = _now_ms()
         self.followers = {r: FollowerState(last_caught_up_ms=now) for r in self.replicas
                           if r != self.broker_id}
@@ -210,7 +220,7 @@ class Partition:
 
     def _maybe_expand_isr(self, follower: int, state: FollowerState) -> None:
         caught_up = (state.log_end_offset >= self.high_watermark
-                     and state.log_end_offset >= self._leader_epoch_start())
+                     and state.log_end_offset >= self.leader_epoch_start_offset)
         if follower not in self.isr and follower in self.replicas and caught_up:
             self._propose_isr(sorted(self.isr + [follower]))
 
@@ -235,9 +245,6 @@ class Partition:
         self._maybe_advance_high_watermark()
         self._wake_waiters()
 
-    def _leader_epoch_start(self) -> int:
-        return self.log.end_offset_for_epoch(self.leader_epoch - 1)[1] if self.leader_epoch > 0 else 0
-
     def _maybe_advance_high_watermark(self) -> None:
         if not self.is_leader:
             return
@@ -246,7 +253,7 @@ class Partition:
             for r in self.isr if r != self.broker_id]
         candidate = min(ends)
         if candidate > self.high_watermark:
-            self.high_watermark = candidate
+            self._high_watermark = candidate
             self._high_watermark_waiting_since_ms = None
             self._wake_waiters()
         if self.log.log_end_offset > self.high_watermark and self._high_watermark_waiting_since_ms is None:
@@ -260,8 +267,7 @@ class Partition:
         if records:
             self.log.append_as_follower(records)
         self.log.maybe_increment_log_start_offset(min(leader_log_start_offset, self.log.log_end_offset))
-        self.high_watermark = max(self.high_watermark,
-                                  min(leader_high_watermark, self.log.log_end_offset))
+        self._high_watermark = max(self.high_watermark, leader_high_watermark)
 
     def truncate_to(self, offset: int) -> None:
         if offset < self.log.log_end_offset:
@@ -270,7 +276,7 @@ class Partition:
             self.last_truncation = {"from": self.log.log_end_offset, "to": offset,
                                     "leader_epoch": self.leader_epoch, "time_ms": _now_ms()}
             self.log.truncate_to(offset)
-        self.high_watermark = min(self.high_watermark, self.log.log_end_offset)
+        self._high_watermark = self.high_watermark
 
     # -- reads ------------------------------------------------------------------------------
     @property
@@ -281,6 +287,15 @@ class Partition:
         if first_unstable is None:
             return self.high_watermark
         return min(self.high_watermark, first_unstable)
+
+    def check_high_watermark_caught_up(self) -> None:
+        """A new leader's high watermark is the one it had as a follower (or checkpointed)
+        until its followers fetch; offsets answered from it could lie below what this leader
+        already serves. Kafka's leader answers OFFSET_NOT_AVAILABLE (retriable) meanwhile."""
+        if self.high_watermark < self.leader_epoch_start_offset:
+            raise OffsetNotAvailableError(
+                f"{self}: the high watermark {self.high_watermark} has not reached the start "
+                f"{self.leader_epoch_start_offset} of leader epoch {self.leader_epoch} yet")
 
     def read(self, offset: int, max_bytes: int, for_follower: bool = False,
              read_committed: bool = False, min_one_message: bool = True) -> bytes | memoryview:

@@ -11,9 +11,12 @@ from kafka.errors import UnknownTopicOrPartitionError
 from brokerd.partition import AlterIsr, Partition
 from brokerd.state import TopicRecord
 from brokerd.storage import LogConfig, PartitionLog
+from brokerd.storage.checkpoint import CheckpointFile
 from brokerd.storage.log_cleaner import LogCleaner
 
 log = logging.getLogger(__name__)
+
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 
 
 class ReplicaManager:
@@ -25,6 +28,9 @@ class ReplicaManager:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._topic_ids: dict[str, str] = {}
         self._cleaner = LogCleaner()
+        self._high_watermarks = CheckpointFile(data_dir / REPLICATION_OFFSET_CHECKPOINT)
+        self._restored_high_watermarks = self._read_high_watermarks()
+        self._checkpointed: list[tuple[str, int, int]] = []
 
     def apply_metadata(self, topics: dict[str, TopicRecord]) -> set[tuple[str, int]]:
         """Bring the hosted replicas in line with the cluster metadata; returns the partitions
@@ -49,7 +55,8 @@ class ReplicaManager:
             if partition is None:
                 log_dir = self.data_dir / f"{topic.name}-{index}"
                 partition = Partition(self.broker_id, topic.name, index,
-                                      PartitionLog.open(log_dir, config), self._alter_isr)
+                                      PartitionLog.open(log_dir, config), self._alter_isr,
+                                      self._restored_high_watermarks.pop((topic.name, index), 0))
                 self.partitions[(topic.name, index)] = partition
             elif partition.log.config != config:
                 partition.log.update_config(config)
@@ -119,7 +126,25 @@ class ReplicaManager:
     def status(self) -> dict[tuple[str, int], dict]:
         return {key: p.status() for key, p in self.partitions.items()}
 
+    def checkpoint_high_watermarks(self) -> None:
+        """Kafka's replication-offset-checkpoint: a restarted leader answers with the high
+        watermark it had, not 0, before any follower has fetched. Written when it changed,
+        every replica.high.watermark.checkpoint.interval.ms and on shutdown."""
+        entries = sorted((t, i, p.high_watermark) for (t, i), p in self.partitions.items())
+        if entries != self._checkpointed:
+            self._high_watermarks.write(entries)
+            self._checkpointed = entries
+
+    def _read_high_watermarks(self) -> dict[tuple[str, int], int]:
+        try:
+            return {(topic, int(index)): int(offset)
+                    for topic, index, offset in self._high_watermarks.read() or []}
+        except ValueError:
+            log.warning("ignoring malformed %s", self._high_watermarks.path)
+            return {}
+
     def close(self) -> None:
+        self.checkpoint_high_watermarks()
         for partition in self.partitions.values():
             partition.log.close()
         self.partitions.clear()

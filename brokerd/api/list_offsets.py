@@ -2,7 +2,9 @@
 KIP-734) or the first offset at a time.
 
 "Latest" and the newest offset found by time stop at the high watermark, or at the last
-stable offset for read_committed clients (isolation level 1), as in Kafka.
+stable offset for read_committed clients (isolation level 1), as in Kafka. A leader whose
+high watermark has not yet caught up with its leader epoch answers those two
+OFFSET_NOT_AVAILABLE, which clients retry (KIP-207).
 """
 
 from __future__ import annotations
@@ -46,14 +48,16 @@ def _lookup(broker, topic: str, index: int, timestamp: int, current_leader_epoch
 
 def _resolve(partition, timestamp: int, read_committed: bool) -> tuple[int, int]:
     fetchable = partition.last_stable_offset if read_committed else partition.high_watermark
-    if timestamp == LATEST:
-        return fetchable, -1
     if timestamp == EARLIEST:
         return partition.log.log_start_offset, -1
+    if timestamp == LATEST:
+        partition.check_high_watermark_caught_up()
+        return fetchable, -1
     if timestamp == MAX_TIMESTAMP:
         found = partition.log.offset_of_max_timestamp()
     else:
         found = partition.log.offset_for_timestamp(timestamp)
     if found is None or found.offset >= fetchable:
+        partition.check_high_watermark_caught_up()  # the record may be committed already
         return -1, -1  # Kafka's answer when no record is that recent
     return found.offset, found.timestamp

@@ -3,17 +3,14 @@ the leader and its followers, consumers no longer see what was deleted, and it l
 
 from __future__ import annotations
 
-import socket
-import struct
-
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka.protocol.api_key import ApiKey
 
-from brokerd.protocol.codec import RequestHeader, decode_response, encode_request
 from tests.brokerd.test_replication import create, partition_record, produce_sync
 from tests.cluster_harness import wait_until
+from tests.raw_request import raw_request
 
 
 def delete_records(bootstrap: str, topic: str, offset: int, partition: int = 0):
@@ -61,12 +58,8 @@ def first_consumed_offsets(bootstrap: str, topic: str, end: int) -> list[int]:
 
 def raw_delete_records(port: int, topic: str, offset: int, partition: int = 0) -> int:
     """One DeleteRecords v1 sent to one broker, bypassing the client's leader routing."""
-    header = RequestHeader(ApiKey.DeleteRecords, 1, 7, "raw")
-    with socket.create_connection(("127.0.0.1", port), 5) as sock:
-        sock.sendall(encode_request(header, {"timeout_ms": 5000, "topics": [
-            {"name": topic, "partitions": [{"partition_index": partition, "offset": offset}]}]}))
-        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
-        response = decode_response(header, sock.recv(size, socket.MSG_WAITALL))
+    response = raw_request(port, ApiKey.DeleteRecords, 1, {"timeout_ms": 5000, "topics": [
+        {"name": topic, "partitions": [{"partition_index": partition, "offset": offset}]}]})
     return response.topics[0].partitions[0].error_code
 
 
