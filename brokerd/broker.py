@@ -39,7 +39,8 @@ class Broker:
         self.cluster_id = self.state.cluster_id()
         self.session_timeout_s = config.get("broker.session.timeout.ms") / 1000
         self.controller = Controller(self.broker_id, self.state, self.session_timeout_s,
-                                     config.get("auto.leader.rebalance.enable"))
+                                     config.get("auto.leader.rebalance.enable"),
+                                     lambda: config.get("unclean.leader.election.enable"))
         self.replicas = ReplicaManager(self.broker_id,
                                        self.state.broker_dir(self.broker_id) / "data",
                                        self._alter_isr)

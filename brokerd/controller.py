@@ -16,9 +16,10 @@ from __future__ import annotations
 import copy
 import logging
 import uuid
+from typing import Callable
 
 from kafka.errors import (
-    ElectionNotNeededError, InvalidPartitionsError, InvalidReplicationAssignmentError,
+    ElectionNotNeededError, EligibleLeadersNotAvailableError, InvalidPartitionsError, InvalidReplicationAssignmentError,
     InvalidReplicationFactorError, InvalidTopicError, NotControllerError,
     PreferredLeaderNotAvailableError, TopicAlreadyExistsError, UnknownTopicOrPartitionError,
 )
@@ -30,6 +31,8 @@ from brokerd.state import (
 from brokerd.storage import LogConfig, validate_topic_name
 
 log = logging.getLogger(__name__)
+
+UNCLEAN_ELECTION = "unclean.leader.election.enable"
 
 
 def elect_leader(record: PartitionRecord, isr: list[int], eligible: set[int], unclean: bool,
@@ -102,13 +105,36 @@ def _elect_preferred(record: PartitionRecord, live_brokers: list[int]) -> Except
     return None
 
 
+def _elect_unclean(record: PartitionRecord, live_brokers: list[int]) -> Exception | None:
+    """kafka-leader-election.sh --election-type unclean: a partition whose leader is gone gets
+    its first live in-sync replica, or failing that its first live replica, whose log becomes
+    the truth (the others truncate to it; what only they had is lost)."""
+    if record.leader in live_brokers:
+        return ElectionNotNeededError(f"partition {record.partition} is led by live broker "
+                                      f"{record.leader}")
+    leader = elect_leader(record, record.isr, set(live_brokers), True, False)
+    if leader is None or leader < 0:
+        return EligibleLeadersNotAvailableError(
+            f"no replica of partition {record.partition} is live")
+    record.leader = leader
+    record.leader_epoch += 1
+    record.partition_epoch += 1
+    if leader not in record.isr:
+        record.isr = [leader]
+    return None
+
+
+ELECTIONS = {"preferred": _elect_preferred, "unclean": _elect_unclean}
+
+
 class Controller:
     def __init__(self, broker_id: int, state: ClusterState, session_timeout_s: float,
-                 preferred_leader_rebalance: bool):
+                 preferred_leader_rebalance: bool, unclean_by_default: Callable[[], bool]):
         self.broker_id = broker_id
         self.state = state
         self.session_timeout_s = session_timeout_s
         self.preferred_leader_rebalance = preferred_leader_rebalance
+        self.unclean_by_default = unclean_by_default
         self.epoch: int | None = None
 
     @property
@@ -165,7 +191,8 @@ class Controller:
     def _reconcile(self, topic: TopicRecord, live: set[int], eligible: set[int]) -> list[str]:
         """Apply the election rules to every partition of ``topic``; returns the leader moves."""
         moves = []
-        unclean = LogConfig.from_configs(topic.configs).unclean_leader_election_enable
+        unclean = (LogConfig.from_configs(topic.configs).unclean_leader_election_enable
+                   if UNCLEAN_ELECTION in topic.configs else self.unclean_by_default())
         for record in topic.partitions.values():
             if reassignment.maybe_complete(record):
                 moves.append(f"{topic.name}-{record.partition}: reassigned to {record.replicas}")
@@ -261,14 +288,16 @@ class Controller:
                 topic.partitions[p] = new_partition(p, replicas)
         log.info("topic %s grew from %d to %d partitions", name, current, count)
 
-    def elect_preferred_leaders(self, wanted: list[tuple[str, int]] | None,
-                                live_brokers: list[int]) -> dict[tuple[str, int], Exception | None]:
-        """ElectLeaders (preferred): make each partition's first replica its leader again.
+    def elect_leaders(self, election: str, wanted: list[tuple[str, int]] | None,
+                      live_brokers: list[int]) -> dict[tuple[str, int], Exception | None]:
+        """ElectLeaders, ``preferred`` or ``unclean`` (see ELECTIONS).
 
         ``wanted`` None means every partition. Per partition: None when elected,
-        ELECTION_NOT_NEEDED when it already leads, PREFERRED_LEADER_NOT_AVAILABLE when it is
-        not live and in sync, UNKNOWN_TOPIC_OR_PARTITION for partitions that do not exist.
+        ELECTION_NOT_NEEDED when there is nothing to do, PREFERRED_LEADER_NOT_AVAILABLE or
+        ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica may lead, UNKNOWN_TOPIC_OR_PARTITION
+        for partitions that do not exist.
         """
+        elect = ELECTIONS[election]
         epoch = self._require_active()
         results: dict[tuple[str, int], Exception | None] = {}
         with self.state.update_topics(epoch) as topics:
@@ -278,10 +307,10 @@ class Controller:
                 record = topics.get(topic) and topics[topic].partitions.get(index)
                 results[(topic, index)] = (
                     UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
-                    if record is None else _elect_preferred(record, live_brokers))
+                    if record is None else elect(record, live_brokers))
         for (topic, index), error in results.items():
             if error is None:
-                log.info("%s-%d: preferred leader elected", topic, index)
+                log.info("%s-%d: %s leader elected", topic, index, election)
         return results
 
     def reassign_partitions(self, targets: dict[tuple[str, int], list[int] | None],

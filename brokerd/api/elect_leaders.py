@@ -1,4 +1,5 @@
-"""ElectLeaders: move leadership back to preferred replicas (Kafka's preferred election only)."""
+"""ElectLeaders: move leadership back to preferred replicas, or give a partition whose
+in-sync replicas are all gone an out-of-sync leader (unclean election, v1+)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from kafka.errors import InvalidRequestError
 
 from brokerd.api.errors import error_code, partition_results
 
-PREFERRED = 0
+ELECTION_TYPES = {0: "preferred", 1: "unclean"}
 
 
 async def handle(broker, request) -> dict:
@@ -14,11 +15,10 @@ async def handle(broker, request) -> dict:
     wanted = None if body.topic_partitions is None else [
         (t.topic, p) for t in body.topic_partitions for p in t.partitions]
     try:
-        if getattr(body, "election_type", PREFERRED) != PREFERRED:
-            raise InvalidRequestError("only preferred leader election is offered; unclean "
-                                      "election follows unclean.leader.election.enable")
-        results = broker.controller.elect_preferred_leaders(
-            wanted, broker.refresh_registrations())
+        election = ELECTION_TYPES.get(getattr(body, "election_type", 0))
+        if election is None:
+            raise InvalidRequestError(f"unknown election type {body.election_type}")
+        results = broker.controller.elect_leaders(election, wanted, broker.refresh_registrations())
     except Exception as exc:
         return {"throttle_time_ms": 0, "error_code": error_code(exc),
                 "replica_election_results": []}

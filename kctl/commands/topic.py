@@ -3,6 +3,7 @@ elect-leaders|segments`."""
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Callable, Optional
 
@@ -19,6 +20,16 @@ from kctl.errors import KctlError, exit_code_for
 from kctl.exit_codes import ExitCode
 from kctl.keyvalue import parse_pairs
 from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, Json, Settings, Timeout
+
+
+class Election(str, Enum):
+    preferred = "preferred"
+    unclean = "unclean"
+
+
+ELECTION_TYPES = {Election.preferred: ElectionType.PREFERRED, Election.unclean: ElectionType.UNCLEAN}
+ELECTION_NEEDS = {Election.preferred: "is it alive and in the ISR?",
+                  Election.unclean: "is any of its replicas alive?"}
 
 app = typer.Typer(help="Create, list, describe, delete and configure topics.", no_args_is_help=True)
 
@@ -359,13 +370,20 @@ def _print_ongoing(listed: dict, json_output: bool) -> None:
 def elect_leaders(
     name: Annotated[Optional[str], typer.Argument(
         metavar="NAME", help="Topic name; default: every partition of the cluster.", show_default=False)] = None,
+    election_type: Annotated[Election, typer.Option(
+        "--election-type", case_sensitive=False,
+        help="preferred: back to the first replica if it is in sync. unclean: a partition "
+             "whose in-sync replicas are all gone gets a live out-of-sync leader; what only "
+             "they had is lost.")] = Election.preferred,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
 ) -> None:
-    """Give each partition back to its preferred leader (the first replica), if it is in the ISR.
+    """Elect leaders as kafka-leader-election.sh does: preferred (the default) or unclean.
 
     After a broker restart or a reassignment, leadership piles up on the brokers that stayed;
-    a preferred election spreads it again as the replica lists intend.
+    a preferred election spreads it again as the replica lists intend. An unclean election
+    brings an offline partition back at the price of the records only its lost in-sync
+    replicas had (Kafka's unclean.leader.election.enable, once, by hand).
     """
     conn = connect(bootstrap, cluster_dir, timeout, settings)
     admin = conn.admin()
@@ -374,22 +392,23 @@ def elect_leaders(
         meta = find_topic(fetch_metadata(admin, conn), topics.validate_name(name))
         partitions = [TopicPartition(name, p) for p in sorted(meta.partitions)]
     # request_timeout is not passed: confluent-kafka's elect_leaders rejects its own keyword.
-    outcome = result(admin.elect_leaders(ElectionType.PREFERRED, partitions),
-                     "elect preferred leaders")
+    outcome = result(admin.elect_leaders(ELECTION_TYPES[election_type], partitions),
+                     f"elect {election_type.value} leaders")
     rows, failed = [], []
     for tp, error in sorted(outcome.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
         if error is None:
             status = "elected"
         elif error.code() == KafkaError.ELECTION_NOT_NEEDED:
-            status = "already led by its preferred leader"
+            status = ("already led by its preferred leader" if election_type is Election.preferred
+                      else "has a live leader")
         else:
             status = error.str()
             failed.append(error)
         rows.append([tp.topic, tp.partition, status])
     console.print_table(["topic", "partition", "result"], rows)
     if failed:
-        raise KctlError(f"{len(failed)} partition(s) could not get their preferred leader "
-                        "(is it alive and in the ISR?)", exit_code_for(failed[0]))
+        raise KctlError(f"{len(failed)} partition(s) could not get a {election_type.value} leader "
+                        f"({ELECTION_NEEDS[election_type]})", exit_code_for(failed[0]))
 
 
 @app.command()

@@ -3,8 +3,6 @@ per broker ("<id>") and cluster-wide (""), Kafka's precedence and refusals, and 
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 
 import pytest
@@ -16,8 +14,8 @@ from confluent_kafka.admin import (
 
 from kafka.protocol.api_key import ApiKey
 
-from brokerd.protocol.codec import RequestHeader, decode_response, encode_request
 from tests.cluster_harness import wait_until
+from tests.raw_request import raw_request
 
 INVALID_CONFIG = 40
 INVALID_REQUEST = 42
@@ -55,25 +53,16 @@ def _refusal(call) -> tuple[int, str]:
 SET, DELETE = AlterConfigOpType.SET, AlterConfigOpType.DELETE
 
 
-def _raw(port: int, api_key: ApiKey, version: int, fields: dict):
-    """One request to one broker: the Python clients refuse the cluster-default resource ("")."""
-    header = RequestHeader(api_key, version, 7, "raw")
-    with socket.create_connection(("127.0.0.1", port), 5) as sock:
-        sock.sendall(encode_request(header, fields))
-        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
-        return decode_response(header, sock.recv(size, socket.MSG_WAITALL))
-
-
-def _raw_set(port: int, broker: str, name: str, value: str):
+def raw_set_broker_config(port: int, broker: str, name: str, value: str):
     """IncrementalAlterConfigs SET of one broker config; returns the resource's response."""
-    return _raw(port, ApiKey.IncrementalAlterConfigs, 0, {"validate_only": False, "resources": [
+    return raw_request(port, ApiKey.IncrementalAlterConfigs, 0, {"validate_only": False, "resources": [
         {"resource_type": ResourceType.BROKER.value, "resource_name": broker,
          "configs": [{"name": name, "config_operation": 0, "value": value}]}]}).responses[0]
 
 
 def _raw_describe(port: int, broker: str):
     """DescribeConfigs v1 of one broker resource, with synonyms; returns its result."""
-    return _raw(port, ApiKey.DescribeConfigs, 1, {"include_synonyms": True, "resources": [
+    return raw_request(port, ApiKey.DescribeConfigs, 1, {"include_synonyms": True, "resources": [
         {"resource_type": ResourceType.BROKER.value, "resource_name": broker,
          "configuration_keys": None}]}).results[0]
 
@@ -97,7 +86,7 @@ def test_a_dynamic_config_is_described_with_its_source_beside_static_ones(cluste
 def test_a_broker_s_own_config_wins_over_the_cluster_default(cluster_factory):
     cluster = cluster_factory(2)
     admin = _admin(cluster)
-    assert _raw_set(cluster.ports[2], "", "log.retention.ms", "7000000").error_code == 0
+    assert raw_set_broker_config(cluster.ports[2], "", "log.retention.ms", "7000000").error_code == 0
     _alter(admin, "1", ("log.retention.ms", "5000000", SET))
 
     def retention(broker: str) -> tuple[str, int]:
@@ -124,10 +113,10 @@ def test_static_and_unknown_configs_are_refused_with_kafka_s_message(cluster):
     assert "Cannot update these configs dynamically: Set(num.partitions)" in message
     code, message = _refusal(lambda: _alter(admin, "1", ("no.such.config", "1", SET)))
     assert (code, "Set(no.such.config)" in message) == (INVALID_REQUEST, True)
-    cluster_wide = _raw_set(cluster.ports[1], "", "sasl.kerberos.min.time.before.relogin", "1")
+    cluster_wide = raw_set_broker_config(cluster.ports[1], "", "sasl.kerberos.min.time.before.relogin", "1")
     assert cluster_wide.error_code == INVALID_REQUEST
     assert "Cannot update these configs at default cluster level" in cluster_wide.error_message
-    another = _raw_set(cluster.ports[1], "2", "background.threads", "9")
+    another = raw_set_broker_config(cluster.ports[1], "2", "background.threads", "9")
     assert another.error_code == INVALID_REQUEST
     assert "Unexpected broker id, expected 1, but received 2" in another.error_message
     code, _ = _refusal(lambda: _alter(admin, "1", ("num.io.threads", "many", SET)))
@@ -204,7 +193,7 @@ def test_a_dynamic_log_retention_default_deletes_old_segments_of_topics_without_
         for i in range(10):
             producer.produce(topic, b"old %d" % i, timestamp=an_hour_ago)
     assert producer.flush(10) == 0
-    assert _raw_set(cluster.ports[1], "", "log.retention.ms", str(HOUR_MS // 2)).error_code == 0
+    assert raw_set_broker_config(cluster.ports[1], "", "log.retention.ms", str(HOUR_MS // 2)).error_code == 0
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "watermarks"})
 
     def log_start(topic: str) -> int:

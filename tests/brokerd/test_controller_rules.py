@@ -1,6 +1,8 @@
 """The controller's placement and election rules, as pure functions."""
 
-from brokerd.controller import assign_replicas, elect_leader
+from kafka.errors import ElectionNotNeededError, EligibleLeadersNotAvailableError
+
+from brokerd.controller import ELECTIONS, assign_replicas, elect_leader
 from brokerd.state import PartitionRecord
 
 
@@ -33,3 +35,16 @@ def test_no_in_sync_replica_left_means_offline_unless_unclean_election_is_allowe
 def test_the_preferred_replica_takes_leadership_back_once_in_sync():
     assert elect_leader(record(2, [1, 2, 3]), [1, 2, 3], {1, 2, 3}, False, True) == 1
     assert elect_leader(record(2, [2, 3]), [2, 3], {1, 2, 3}, False, True) is None
+
+
+def test_an_unclean_election_by_hand_prefers_a_live_in_sync_replica_then_any_live_one():
+    unclean = ELECTIONS["unclean"]
+    offline = record(-1, [1], replicas=(1, 2, 3))
+    assert unclean(offline, [2, 3]) is None
+    assert (offline.leader, offline.isr, offline.leader_epoch) == (2, [2], 5)
+    dead_leader = record(1, [1, 3])
+    assert unclean(dead_leader, [2, 3]) is None and (dead_leader.leader, dead_leader.isr) == (3, [1, 3])
+    assert isinstance(unclean(record(2, [2]), [2, 3]), ElectionNotNeededError)
+    nobody = record(-1, [1])
+    assert isinstance(unclean(nobody, []), EligibleLeadersNotAvailableError)
+    assert (nobody.leader, nobody.leader_epoch) == (-1, 4)

@@ -97,6 +97,33 @@ def test_kill_start_pause_resume_stop(cluster_dir):
     assert after["leader_epoch"] > current["leader_epoch"]
 
 
+def test_an_unclean_election_by_hand_trades_the_unreplicated_tail_for_availability(cluster_dir):
+    kctl_in(cluster_dir, "cluster", "up", "-n", "2", "-o", f"broker.session.timeout.ms={SESSION_MS}",
+            "-o", "auto.leader.rebalance.enable=false")
+    kctl_in(cluster_dir, "topic", "create", "demo", "-p", "1", "-r", "2", "-c", "min.insync.replicas=1")
+    kctl_in(cluster_dir, "produce", "demo", "--acks", "all", input="".join(f"kept{i}\n" for i in range(10)))
+    first = settled(cluster_dir, lambda p: len(p["isr"]) == 2, "a replicated partition")
+    leader = first["leader"]
+    follower = next(b for b in first["replicas"] if b != leader)
+    kctl_in(cluster_dir, "broker", "pause", str(follower))
+    settled(cluster_dir, lambda p: p["isr"] == [leader], "the paused follower to leave the ISR")
+    kctl_in(cluster_dir, "produce", "demo", "--acks", "1", input="".join(f"lost{i}\n" for i in range(5)))
+    kctl_in(cluster_dir, "broker", "kill", str(leader))
+    kctl_in(cluster_dir, "broker", "resume", str(follower))
+    settled(cluster_dir, lambda p: p["leader"] == -1, "the partition to go offline")
+
+    refused = kctl_in(cluster_dir, "topic", "elect-leaders", "demo", expect=ExitCode.CONFLICT)
+    assert refused.stderr.count("\n") == 1 and "preferred leader" in refused.stderr
+    elected = kctl_in(cluster_dir, "topic", "elect-leaders", "demo", "--election-type", "unclean")
+    assert b"elected" in elected.stdout
+    after = settled(cluster_dir, lambda p: p["leader"] == follower, "the out-of-sync follower to lead")
+    assert after["isr"] == [follower] and after["leader_epoch"] > first["leader_epoch"]
+    consumed = kctl_in(cluster_dir, "consume", "demo", "-o", "start", "-e").stdout.decode().splitlines()
+    assert consumed == [f"kept{i}" for i in range(10)]  # the acks=1 tail is gone
+    again = kctl_in(cluster_dir, "topic", "elect-leaders", "demo", "--election-type", "unclean")
+    assert b"has a live leader" in again.stdout
+
+
 def test_refusals_are_one_line_with_a_documented_code(cluster_dir):
     kctl_in(cluster_dir, "cluster", "up", "--brokers", "1")
     kctl_in(cluster_dir, "broker", "kill", "1")
