@@ -120,8 +120,15 @@ def _elect_unclean(record: PartitionRecord, live_brokers: list[int]) -> Exceptio
     record.leader_epoch += 1
     record.partition_epoch += 1
     if leader not in record.isr:
-        record.isr = [leader]
+        record.isr = _unclean_isr(record, record.isr)
     return None
+
+
+def _unclean_isr(record: PartitionRecord, bypassed: list[int]) -> list[int]:
+    """The ISR after electing an out-of-sync leader: the leader alone, its log the truth. The
+    bypassed ISR is kept on record so views can say whose records were lost, and when."""
+    record.last_unclean_election = {"leader_epoch": record.leader_epoch, "isr": list(bypassed)}
+    return [record.leader]
 
 
 ELECTIONS = {"preferred": _elect_preferred, "unclean": _elect_unclean}
@@ -208,7 +215,7 @@ class Controller:
                 record.leader_epoch += 1
                 changed = True
                 if leader >= 0 and leader not in isr:
-                    isr = [leader]  # unclean election: the new leader's log is the truth
+                    isr = _unclean_isr(record, isr)
             if isr != record.isr:
                 record.isr = isr
                 changed = True

@@ -4,7 +4,8 @@ Every broker of a local cluster and the `kctl` CLI read cluster metadata from he
 module is the only code that opens these files. Layout of ``<cluster>/state/``:
 
     cluster.json          cluster id and the planned brokers (id -> port)
-    metadata.json         topics, their configs and partition assignment (leader, epochs, ISR);
+    metadata.json         topics, their configs and partition assignment (leader, epochs, ISR,
+                          the last unclean election);
                           dynamic broker configs by broker id and "<default>" (cluster-wide)
     controller.json       the active controller's broker id and controller epoch
     fenced-controller.json  the last controller that found its epoch superseded (a zombie)
@@ -45,6 +46,8 @@ class PartitionRecord:
     partition_epoch: int = 0
     adding_replicas: list[int] = field(default_factory=list)  # an ongoing reassignment's
     removing_replicas: list[int] = field(default_factory=list)
+    # the controller's last unclean election here: {"leader_epoch", "isr"} (the ISR it bypassed)
+    last_unclean_election: dict | None = None
 
 
 @dataclass

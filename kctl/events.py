@@ -2,7 +2,8 @@
 
 The dashboard shows the state; these lines narrate the transitions a teacher points at,
 with the moment they were seen: a broker paused, the controller moved (and a paused one
-woke up fenced), a leader was elected with a higher epoch, the ISR shrank or grew, fell below
+woke up fenced), a leader was elected with a higher epoch (out of sync, in an unclean
+election), the ISR shrank or grew, fell below
 min.insync.replicas, the high watermark stalled, a replica truncated a divergent tail,
 retention or DeleteRecords moved the log start, a transaction opened or ended, a group started
 rebalancing.
@@ -72,9 +73,20 @@ def _partition_change(name: str, old: dict, new: dict) -> list[str]:
     if shrunk or grown:
         how = "shrank" if shrunk and not grown else "grew" if grown and not shrunk else "changed"
         lines.append(f"{name}: ISR {how} to [{','.join(map(str, new['isr']))}]")
-    return (lines + _min_isr_change(name, old, new) + _high_watermark_stall(name, old, new)
+    return (lines + _unclean_election(name, old, new) + _min_isr_change(name, old, new)
+            + _high_watermark_stall(name, old, new)
             + _truncations(name, old, new) + _log_start_move(name, old, new)
             + _transaction_changes(name, old, new))
+
+
+def _unclean_election(name: str, old: dict, new: dict) -> list[str]:
+    """The controller's record of electing a replica that was not in sync."""
+    election = new.get("last_unclean_election")
+    if election is None or election == old.get("last_unclean_election"):
+        return []
+    bypassed = ",".join(map(str, election["isr"]))
+    return [f"{name}: unclean election at epoch {election['leader_epoch']}: broker "
+            f"{new['leader']} was not in the ISR [{bypassed}]; records only [{bypassed}] had are lost"]
 
 
 def _min_isr_change(name: str, old: dict, new: dict) -> list[str]:

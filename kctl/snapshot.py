@@ -72,6 +72,7 @@ def _partition(topic: str, record: PartitionRecord, status: Status) -> dict:
         "log_start_moved_by": view.get("log_start_moved_by"),
         "truncations": {str(b): status.get(b, {}).get((topic, p), {}).get("last_truncation")
                         for b in record.replicas},
+        "last_unclean_election": record.last_unclean_election,
     }
 
 

@@ -42,8 +42,10 @@ def test_an_unclean_election_by_hand_prefers_a_live_in_sync_replica_then_any_liv
     offline = record(-1, [1], replicas=(1, 2, 3))
     assert unclean(offline, [2, 3]) is None
     assert (offline.leader, offline.isr, offline.leader_epoch) == (2, [2], 5)
+    assert offline.last_unclean_election == {"leader_epoch": 5, "isr": [1]}
     dead_leader = record(1, [1, 3])
     assert unclean(dead_leader, [2, 3]) is None and (dead_leader.leader, dead_leader.isr) == (3, [1, 3])
+    assert dead_leader.last_unclean_election is None  # an in-sync replica took over: clean
     assert isinstance(unclean(record(2, [2]), [2, 3]), ElectionNotNeededError)
     nobody = record(-1, [1])
     assert isinstance(unclean(nobody, []), EligibleLeadersNotAvailableError)

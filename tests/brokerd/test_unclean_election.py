@@ -47,6 +47,7 @@ def test_without_unclean_election_the_partition_waits_for_its_in_sync_replica(cl
     wait_until(lambda: partition_record(cluster, "clean").leader == leader, 15,
                "the in-sync replica to lead again")
     assert values(cluster, "clean", 15) == KEPT + LOST
+    assert partition_record(cluster, "clean").last_unclean_election is None
 
 
 def test_a_cluster_wide_unclean_default_elects_the_out_of_sync_follower(cluster_factory):
@@ -57,7 +58,9 @@ def test_a_cluster_wide_unclean_default_elects_the_out_of_sync_follower(cluster_
                                  "true").error_code == 0
     wait_until(lambda: partition_record(cluster, "unclean").leader == follower, 15,
                "the out-of-sync follower to be elected")
-    assert partition_record(cluster, "unclean").isr == [follower]
+    elected = partition_record(cluster, "unclean")
+    assert elected.isr == [follower]
+    assert elected.last_unclean_election == {"leader_epoch": elected.leader_epoch, "isr": [leader]}
     assert values(cluster, "unclean", 10) == KEPT  # acknowledged with acks=1, and lost
 
     cluster.start(leader)  # the old leader truncates the tail nobody else has

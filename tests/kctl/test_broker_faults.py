@@ -118,6 +118,8 @@ def test_an_unclean_election_by_hand_trades_the_unreplicated_tail_for_availabili
     assert b"elected" in elected.stdout
     after = settled(cluster_dir, lambda p: p["leader"] == follower, "the out-of-sync follower to lead")
     assert after["isr"] == [follower] and after["leader_epoch"] > first["leader_epoch"]
+    assert watched(cluster_dir)["partition"]["last_unclean_election"] == {
+        "leader_epoch": after["leader_epoch"], "isr": [leader]}           # what watch narrates
     consumed = kctl_in(cluster_dir, "consume", "demo", "-o", "start", "-e").stdout.decode().splitlines()
     assert consumed == [f"kept{i}" for i in range(10)]  # the acks=1 tail is gone
     again = kctl_in(cluster_dir, "topic", "elect-leaders", "demo", "--election-type", "unclean")

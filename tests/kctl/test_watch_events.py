@@ -36,6 +36,17 @@ def test_an_offline_partition_and_its_return():
                                                "demo/0: ISR grew to [1,2,3]"]
 
 
+def test_an_unclean_election_is_told_with_the_isr_it_bypassed():
+    offline = snap(leader=-1, epoch=3, isr=(1,))
+    elected = snap(leader=2, epoch=4, isr=(2,))
+    elected["topics"][0]["partitions"][0]["last_unclean_election"] = {"leader_epoch": 4, "isr": [1]}
+    assert changes(offline, elected) == [
+        "demo/0: leader none -> 2, epoch 3 -> 4",
+        "demo/0: ISR changed to [2]",
+        "demo/0: unclean election at epoch 4: broker 2 was not in the ISR [1]; records only [1] had are lost"]
+    assert changes(elected, elected) == []
+
+
 def test_a_rebalancing_group():
     stable = {"group": "g", "state": "Stable", "members": [{}, {}]}
     joining = {"group": "g", "state": "PreparingRebalance", "members": [{}, {}, {}]}
