@@ -29,7 +29,7 @@ from brokerd.coordinator.transaction_log import (
     TRANSACTION_STATE_TOPIC, read_transaction_records, transaction_key, transaction_value,
 )
 from brokerd.coordinator.transaction_state import (
-    MAX_PRODUCER_EPOCH, NO_PRODUCER_EPOCH, PREPARE_STATES, TransactionMetadata,
+    NO_PRODUCER_EPOCH, PREPARE_STATES, TransactionMetadata,
     TransactionState as S,
 )
 from brokerd.coordinator.txn_marker_writer import (
@@ -106,10 +106,15 @@ class TransactionCoordinator(InternalTopicCoordinator):
                 task.cancel()
 
     # -- the producer's requests ------------------------------------------------------------
-    async def init_producer_id(self, transactional_id: str, timeout_ms: int) -> tuple[int, int]:
+    async def init_producer_id(self, transactional_id: str, timeout_ms: int,
+                               expected: tuple[int, int] | None = None) -> tuple[int, int]:
         """A new producer id, or the same one with a bumped epoch, which fences every older
         producer instance with this transactional id. An ongoing transaction of the previous
-        instance is aborted first; the producer retries on CONCURRENT_TRANSACTIONS meanwhile."""
+        instance is aborted first; the producer retries on CONCURRENT_TRANSACTIONS meanwhile.
+
+        ``expected`` is the (producer id, epoch) of a producer bumping its own epoch to recover
+        from an abortable error (KIP-360): it must still be the current one, or the one just
+        bumped from (a retry), else it is fenced."""
         max_timeout_ms = self.broker.config.get("transaction.max.timeout.ms")
         if not 0 < timeout_ms <= max_timeout_ms:
             raise InvalidTransactionTimeoutError(
@@ -121,20 +126,30 @@ class TransactionCoordinator(InternalTopicCoordinator):
             meta = self.transactions[transactional_id] = TransactionMetadata(
                 transactional_id, self.broker.producer_ids.next_id(), NO_PRODUCER_EPOCH,
                 timeout_ms)
+        if expected is not None and meta.producer_epoch != NO_PRODUCER_EPOCH \
+                and expected[0] != meta.producer_id:
+            raise ProducerFencedError(f"producer id {expected[0]} no longer belongs to "
+                                      f"{transactional_id!r}")
         _check_not_busy(meta)
         if meta.state == S.ONGOING:
             await self._fence_and_abort(meta, coordinator_epoch)
             raise ConcurrentTransactionsError(
                 f"aborting the ongoing transaction of {transactional_id!r} first")
-        producer_id, epoch = meta.producer_id, meta.producer_epoch + 1
-        if epoch >= MAX_PRODUCER_EPOCH:
-            producer_id, epoch = self.broker.producer_ids.next_id(), 0
-        await self._persist(meta, meta.prepare(S.EMPTY, _now_ms(), producer_id=producer_id,
-                                               producer_epoch=epoch, timeout_ms=timeout_ms),
-                            coordinator_epoch)
+        expected_epoch = None if expected is None else expected[1]
+        if meta.is_epoch_exhausted() and expected_epoch in (None, meta.producer_epoch):
+            target = meta.prepare(S.EMPTY, _now_ms(), producer_id=self.broker.producer_ids.next_id(),
+                                  producer_epoch=0, timeout_ms=timeout_ms)
+        elif expected_epoch is not None and expected_epoch == meta.last_producer_epoch:
+            return meta.producer_id, meta.producer_epoch  # a retry of the bump it already got
+        else:
+            target = meta.prepare(S.EMPTY, _now_ms(), producer_epoch=_bumped(meta, expected_epoch),
+                                  timeout_ms=timeout_ms,
+                                  last_producer_epoch=(NO_PRODUCER_EPOCH if expected is None
+                                                       else meta.producer_epoch))
+        await self._persist(meta, target, coordinator_epoch)
         log.info("transactional id %r: producer id %d, epoch %d", transactional_id,
-                 producer_id, epoch)
-        return producer_id, epoch
+                 target.producer_id, target.producer_epoch)
+        return target.producer_id, target.producer_epoch
 
     async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
                              partitions: set[TopicPartition]) -> None:
@@ -212,7 +227,8 @@ class TransactionCoordinator(InternalTopicCoordinator):
             log.info("aborting %r failed: %r", meta.transactional_id, exc)
 
     async def _fence_and_abort(self, meta: TransactionMetadata, coordinator_epoch: int) -> None:
-        target = meta.prepare(S.PREPARE_ABORT, _now_ms(), producer_epoch=meta.fenced_epoch())
+        target = meta.prepare(S.PREPARE_ABORT, _now_ms(), producer_epoch=meta.fenced_epoch(),
+                              last_producer_epoch=NO_PRODUCER_EPOCH)
         await self._persist(meta, target, coordinator_epoch)
         self._start_completion(meta.transactional_id, coordinator_epoch)
 
@@ -283,6 +299,15 @@ class TransactionCoordinator(InternalTopicCoordinator):
         for task in [*self._completions.values(), *self._aborts]:
             task.cancel()
         self.markers.close()
+
+
+def _bumped(meta: TransactionMetadata, expected_epoch: int | None) -> int:
+    """The next epoch (Kafka's prepareIncrementProducerEpoch): a new instance always gets it,
+    a producer bumping its own epoch only from the current one."""
+    if expected_epoch not in (None, meta.producer_epoch) and meta.producer_epoch != NO_PRODUCER_EPOCH:
+        raise ProducerFencedError(f"epoch {expected_epoch} of {meta.transactional_id!r} was "
+                                  f"fenced by epoch {meta.producer_epoch}")
+    return meta.producer_epoch + 1
 
 
 def _check_not_busy(meta: TransactionMetadata) -> None:

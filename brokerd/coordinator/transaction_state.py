@@ -65,6 +65,9 @@ class TransactionMetadata:
     last_update_ms: int = -1
     # the state being written to the log right now; other requests wait for it (in memory only)
     pending: TransactionState | None = field(default=None, compare=False)
+    # the epoch before the last bump a producer asked for (KIP-360), so that a retry of that
+    # InitProducerId is answered with the bumped epoch instead of being fenced (in memory only)
+    last_producer_epoch: int = field(default=NO_PRODUCER_EPOCH, compare=False)
 
     def prepare(self, state: TransactionState, now_ms: int, **changes) -> TransactionMetadata:
         """The metadata after a transition to ``state``, to be written before it is adopted."""
@@ -77,6 +80,9 @@ class TransactionMetadata:
             changes.setdefault("partitions", frozenset())
         return dataclasses.replace(self, state=state, last_update_ms=now_ms, pending=None,
                                    **changes)
+
+    def is_epoch_exhausted(self) -> bool:
+        return self.producer_epoch >= MAX_PRODUCER_EPOCH - 1
 
     def fenced_epoch(self) -> int:
         """The epoch that fences the current producer when the coordinator aborts for it."""

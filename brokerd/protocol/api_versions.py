@@ -3,8 +3,8 @@
 Ranges start low on purpose: librdkafka before 2.11.1 (kcat on Debian bookworm uses 2.0.2)
 enables features only when a range *contains* a pinned version — gzip/lz4 need Produce∋0,
 record batch v2 needs Produce∋3 and Fetch∋4, lz4 and groups need FindCoordinator∋0,
-idempotence needs InitProducerId∋0. Maxima stop below each API's first flexible version, so
-only classic encodings travel (ApiVersions v3 being the one exception clients insist on).
+idempotence needs InitProducerId∋0. Maxima stop below an API's first flexible version unless
+a later version gives clients something they use (topic ids, KIP-227, KIP-360, ...).
 """
 
 from kafka.protocol.api_key import ApiKey
@@ -24,7 +24,7 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.ListPartitionReassignments: (0, 0),
     ApiKey.DescribeCluster: (0, 1),  # flexible from v0
     ApiKey.DescribeLogDirs: (0, 4),
-    ApiKey.InitProducerId: (0, 1),
+    ApiKey.InitProducerId: (0, 4),  # flexible from 2; v3: epoch bump (KIP-360)
     ApiKey.DescribeConfigs: (0, 2),
     ApiKey.AlterConfigs: (0, 1),
     ApiKey.IncrementalAlterConfigs: (0, 0),

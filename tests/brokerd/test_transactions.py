@@ -19,7 +19,10 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient
-from kafka.errors import InvalidTransactionTimeoutError
+from kafka.errors import (
+    InvalidProducerEpochError, InvalidRequestError, InvalidTransactionTimeoutError,
+    ProducerFencedError,
+)
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.coordinator.records import partition_for
@@ -123,25 +126,85 @@ def test_a_timed_out_transaction_is_aborted_and_its_producer_fenced(cluster):
     assert read_all(cluster.bootstrap, "out", 1, committed=False) == [b"too-late"]
 
 
-def init_producer_id(port: int, transactional_id: str, timeout_ms: int) -> int:
+def init_producer_id(port: int, transactional_id: str | None, timeout_ms: int = 60_000,
+                     version: int = 1, producer: tuple[int, int] = (-1, -1)) -> tuple[int, int, int]:
+    """One InitProducerId (after a FindCoordinator, which creates __transaction_state):
+    (error code, producer id, epoch). From v3 ``producer`` asks to bump that id's epoch."""
     async def ask():
         client = BrokerClient("127.0.0.1", port, "test", 10)
         try:
-            await client.request(ApiKey.FindCoordinator, 1, {"key": transactional_id,
-                                                             "key_type": 1})
-            response = await client.request(ApiKey.InitProducerId, 1, {
-                "transactional_id": transactional_id, "transaction_timeout_ms": timeout_ms})
+            if transactional_id is not None:
+                await client.request(ApiKey.FindCoordinator, 1, {"key": transactional_id,
+                                                                 "key_type": 1})
+            response = await client.request(ApiKey.InitProducerId, version, {
+                "transactional_id": transactional_id, "transaction_timeout_ms": timeout_ms,
+                "producer_id": producer[0], "producer_epoch": producer[1]})
         finally:
             client.close()
-        return response.error_code
+        return response.error_code, response.producer_id, response.producer_epoch
     return asyncio.run(ask())
 
 
 @pytest.mark.parametrize("timeout_ms", [0, -5, 900_001])
 def test_transaction_timeouts_outside_the_maximum_are_refused(cluster, timeout_ms):
     port = cluster.ports[1]
-    assert init_producer_id(port, "t", timeout_ms) == InvalidTransactionTimeoutError.errno
-    assert init_producer_id(port, "t", 900_000) == 0
+    assert init_producer_id(port, "t", timeout_ms)[0] == InvalidTransactionTimeoutError.errno
+    assert init_producer_id(port, "t", 900_000)[0] == 0
+
+
+def test_a_producer_bumps_its_own_epoch_and_a_retry_is_answered_alike(cluster):
+    """KIP-360 (InitProducerId v3+): the current id and epoch are bumped, the epoch just
+    bumped from gets the same answer again, anything else is fenced."""
+    port = cluster.ports[1]
+    error, pid, epoch = init_producer_id(port, "bumper", version=4)
+    assert error == 0
+    assert init_producer_id(port, "bumper", version=4, producer=(pid, epoch)) == (0, pid, epoch + 1)
+    assert init_producer_id(port, "bumper", version=4, producer=(pid, epoch)) == (0, pid, epoch + 1)
+    fenced = ProducerFencedError.errno
+    assert init_producer_id(port, "bumper", version=4, producer=(pid, epoch + 7))[0] == fenced
+    assert init_producer_id(port, "bumper", version=4, producer=(pid + 1, epoch + 1))[0] == fenced
+    assert init_producer_id(port, "bumper", version=3, producer=(pid, epoch + 7))[0] == \
+        InvalidProducerEpochError.errno                        # before KIP-588's PRODUCER_FENCED
+    assert init_producer_id(port, "bumper", version=4, producer=(pid, -1))[0] == \
+        InvalidRequestError.errno
+    assert init_producer_id(port, "bumper", version=4) == (0, pid, epoch + 2)  # a new instance
+    assert init_producer_id(port, "bumper", version=4, producer=(pid, epoch + 1))[0] == fenced
+    error, other, other_epoch = init_producer_id(port, None, version=4, producer=(pid, epoch))
+    assert (error, other_epoch) == (0, 0) and other != pid  # idempotent: a new id, as in Kafka
+
+
+def test_a_transaction_with_timed_out_messages_aborts_and_the_producer_carries_on(cluster_factory):
+    """librdkafka must bump its epoch after messages time out in a transaction (KIP-360); a
+    broker without it makes the producer fatal. The partition's only replica is paused while
+    the transaction coordinator, on another broker, stays up."""
+    three = cluster_factory(3)
+    producer = txn_producer(three.bootstrap, "patient", **{"message.timeout.ms": 1000})
+    coordinator = transaction_coordinator(three, "patient")
+    host = next(b for b in three.ports if b != coordinator)
+    admin = AdminClient({"bootstrap.servers": three.bootstrap})
+    admin.create_topics([NewTopic("paused", 1, replica_assignment=[[host]])])["paused"].result(10)
+    producer.begin_transaction()
+    producer.produce("paused", b"first")
+    producer.commit_transaction(20)
+    assert read_all(three.bootstrap, "paused", 1) == [b"first"]  # its commit marker is written
+
+    failures = []
+    three.signal(host, signal.SIGSTOP)
+    try:
+        producer.begin_transaction()
+        producer.produce("paused", b"timed-out", on_delivery=lambda err, _: failures.append(err))
+        producer.flush(10)
+    finally:
+        three.signal(host, signal.SIGCONT)
+    assert [f.code() for f in failures] == [KafkaError._MSG_TIMED_OUT]
+    with pytest.raises(KafkaException) as failure:
+        producer.commit_transaction(20)
+    assert failure.value.args[0].txn_requires_abort() and not failure.value.args[0].fatal()
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    producer.produce("paused", b"second")
+    producer.commit_transaction(20)
+    assert read_all(three.bootstrap, "paused", 1) == [b"first", b"second"]
 
 
 def test_librdkafka_reports_an_invalid_transaction_timeout(cluster):
