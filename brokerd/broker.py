@@ -76,6 +76,8 @@ class Broker:
             (lambda: self.config.get("log.cleaner.backoff.ms") / 1000, self._clean_logs),
             (self.config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000,
              self.transactions.abort_timed_out),
+            (self.config.get("offsets.retention.check.interval.ms") / 1000,
+             self.coordinator.remove_expired_offsets),
         ]
         self._tasks = [asyncio.create_task(self._every(interval, action))
                        for interval, action in periodic]

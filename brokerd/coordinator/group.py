@@ -19,6 +19,9 @@ from brokerd.coordinator.offsets_topic import GroupMetadata, MemberMetadata
 from brokerd.protocol.codec import subscribed_topics
 
 
+CONSUMER_PROTOCOL_TYPE = "consumer"
+
+
 class GroupState(str, Enum):
     EMPTY = "Empty"
     PREPARING_REBALANCE = "PreparingRebalance"

@@ -25,7 +25,8 @@ from kafka.errors import (
     RequestTimedOutError, UnknownMemberIdError, UnknownTopicOrPartitionError,
 )
 
-from brokerd.coordinator.group import Group, GroupState, Member
+from brokerd.coordinator.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
+from brokerd.coordinator.offset_retention import expired_offsets
 from brokerd.coordinator.offsets_topic import (
     OFFSETS_TOPIC, CommittedOffset, GroupMetadata, OffsetsBatch, group_metadata_key,
     group_metadata_value, offset_key, offset_value, read_offsets_batches,
@@ -33,8 +34,6 @@ from brokerd.coordinator.offsets_topic import (
 from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, read_whole_log
 
 log = logging.getLogger(__name__)
-
-CONSUMER_PROTOCOL_TYPE = "consumer"
 
 MIN_SESSION_TIMEOUT_MS = 1000
 MAX_SESSION_TIMEOUT_MS = 1_800_000
@@ -86,6 +85,7 @@ class GroupCoordinator(InternalTopicCoordinator):
             self._load(partition)
         for partition in sorted(self.loaded - leading):
             self._unload(partition)
+        self._remove_offsets_of_deleted_topics()
 
     def _load(self, partition: int) -> None:
         """Replay the partition: plain commits count at once, transactional ones stay pending
@@ -562,6 +562,49 @@ class GroupCoordinator(InternalTopicCoordinator):
         if partitions is None:
             return dict(known)
         return {tp: known.get(tp) for tp in partitions}
+
+    # -- offset retention -------------------------------------------------------------------
+    def remove_expired_offsets(self) -> None:
+        """Kafka's cleanupGroupMetadata, every offsets.retention.check.interval.ms: expired
+        offsets get tombstones, and an empty group left without offsets is removed."""
+        retention_ms = self.broker.config.get("offsets.retention.minutes") * 60_000
+        now_ms = int(time.time() * 1000)
+        for group_id in sorted(set(self.offsets) | set(self.groups)):
+            expired = expired_offsets(self.groups.get(group_id), self.offsets.get(group_id, {}),
+                                      self.unstable(group_id), now_ms, retention_ms)
+            self._remove_offsets(group_id, expired, "expired (offsets.retention.minutes)")
+
+    def _remove_offsets_of_deleted_topics(self) -> None:
+        """A deleted topic's offsets go with it, as in Kafka: a topic created again under
+        the name starts without them."""
+        for group_id, offsets in list(self.offsets.items()):
+            gone = sorted(tp for tp in offsets if tp[0] not in self.broker.topics)
+            if gone:
+                self._remove_offsets(group_id, gone, "of deleted topics")
+
+    def _remove_offsets(self, group_id: str, partitions: list[TopicPartition], why: str) -> None:
+        """Tombstones for ``partitions`` of ``group_id``, and for the group itself if it is
+        empty and keeps no offset; written without waiting, retried at the next pass."""
+        group = self.groups.get(group_id)
+        left = set(self.offsets.get(group_id, {})) - set(partitions)
+        drop_group = group is not None and group.state == GroupState.EMPTY and not left
+        records = [(offset_key(group_id, t, p), None) for t, p in partitions]
+        records += [(group_metadata_key(group_id), None)] if drop_group else []
+        if not records:
+            return
+        try:
+            self._append_batch(group_id, build_batch(records))
+        except KafkaError as exc:
+            log.info("group %s: removing offsets failed, retrying later: %s", group_id, exc)
+            return
+        for tp in partitions:
+            self._cache(group_id, tp, None)
+        if partitions:
+            log.info("group %s: %d offset(s) %s removed", group_id, len(partitions), why)
+        if drop_group:
+            group.transition_to(GroupState.DEAD)
+            del self.groups[group_id]
+            log.info("group %s: empty and without offsets, removed", group_id)
 
     # -- administration ---------------------------------------------------------------------
     def list_groups(self) -> list[tuple[str, str, str]]:
