@@ -7,14 +7,19 @@ of each partition (as in kcat), while `-n` counts records over all partitions.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kctl.client import Connection, fetch_metadata, find_topic
 from kctl.errors import KctlError, from_kafka
 from kctl.exit_codes import ExitCode
 from kctl.offsets import Kind, OffsetRange, Position, resolve, resolve_stop
+
+LEADER_MOVING = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
+                 KafkaError.NOT_LEADER_FOR_PARTITION}
+LEADER_MOVING_BACKOFF_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -62,10 +67,17 @@ def plan(consumer: Consumer, conn: Connection, topic: str, partitions: list[int]
 
 
 def _watermarks(consumer: Consumer, conn: Connection, topic: str, p: int) -> tuple[int, int]:
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=conn.timeout)
-    except KafkaException as exc:
-        raise from_kafka(exc, f"get the offsets of {topic}/{p}") from None
+    """The partition's watermarks. Right after a leader change the new leader may answer
+    OFFSET_NOT_AVAILABLE (or not lead yet) for a moment; that is asked again until the
+    timeout, where librdkafka would hand the error straight back."""
+    deadline = time.monotonic() + conn.timeout
+    while True:
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=conn.timeout)
+        except KafkaException as exc:
+            if exc.args[0].code() not in LEADER_MOVING or time.monotonic() >= deadline:
+                raise from_kafka(exc, f"get the offsets of {topic}/{p}") from None
+            time.sleep(LEADER_MOVING_BACKOFF_S)
 
 
 def _time_offsets(consumer: Consumer, conn: Connection, topic: str, ids: list[int],

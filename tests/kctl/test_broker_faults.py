@@ -7,6 +7,7 @@ import os
 import pty
 import select
 import signal
+import subprocess
 import sys
 import time
 
@@ -124,6 +125,31 @@ def test_an_unclean_election_by_hand_trades_the_unreplicated_tail_for_availabili
     assert consumed == [f"kept{i}" for i in range(10)]  # the acks=1 tail is gone
     again = kctl_in(cluster_dir, "topic", "elect-leaders", "demo", "--election-type", "unclean")
     assert b"has a live leader" in again.stdout
+
+
+def test_consume_to_the_end_waits_while_a_restarted_leader_cannot_name_its_end(cluster_dir, kctl_processes):
+    """The leader is restarted while its followers are paused and it has no high watermark
+    checkpoint: ListOffsets answers OFFSET_NOT_AVAILABLE until they fetch again. kctl keeps
+    asking instead of failing, and then reads everything."""
+    kctl_in(cluster_dir, "cluster", "up", "-o", "broker.session.timeout.ms=30000",
+            "-o", "replica.lag.time.max.ms=30000",
+            "-o", "replica.high.watermark.checkpoint.interval.ms=3600000")
+    kctl_in(cluster_dir, "topic", "create", "demo", "-p", "1")
+    kctl_in(cluster_dir, "produce", "demo", "--acks", "all", input="".join(f"r{i}\n" for i in range(20)))
+    first = settled(cluster_dir, lambda p: len(p["isr"]) == 3, "a replicated partition")
+    followers = [b for b in first["replicas"] if b != first["leader"]]
+    for follower in followers:
+        kctl_in(cluster_dir, "broker", "pause", str(follower))
+    kctl_in(cluster_dir, "broker", "kill", str(first["leader"]))
+    kctl_in(cluster_dir, "broker", "start", str(first["leader"]))
+
+    reader = kctl_processes(cluster_dir, "consume", "demo", "-o", "start", "-e", "--timeout", "60")
+    with pytest.raises(subprocess.TimeoutExpired):
+        reader.proc.wait(3)  # still asking: the leader cannot tell where the partition ends
+    for follower in followers:
+        kctl_in(cluster_dir, "broker", "resume", str(follower))
+    assert reader.finish(30) == 0, reader.err
+    assert reader.out == [f"r{i}" for i in range(20)]
 
 
 def test_refusals_are_one_line_with_a_documented_code(cluster_dir):
