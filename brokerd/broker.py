@@ -129,6 +129,18 @@ class Broker:
         self.live_brokers = [r for r in self.registrations if r.is_live(self.session_timeout_s)]
         return [r.broker_id for r in self.live_brokers if not r.shutting_down]
 
+    def live_controller_id(self) -> int:
+        """The controller to name to clients (Metadata, DescribeCluster). When the recorded one
+        is not live (it died a moment ago), a controller round runs first, so a live broker
+        claims the role: librdkafka waits on the controller it was told of, and would wait on
+        a dead one until its next metadata refresh, minutes later."""
+        live = {r.broker_id for r in self.live_brokers}
+        controller = self.state.controller()
+        if controller is None or controller[0] not in live:
+            self.controller.maintain(self.registrations, self.topics, self.auto_create_topic)
+            controller = self.state.controller()
+        return controller[0] if controller is not None and controller[0] in live else -1
+
     def registration(self, broker_id: int) -> BrokerRegistration | None:
         return next((r for r in self.registrations if r.broker_id == broker_id), None)
 

@@ -42,7 +42,7 @@ async def handle(broker, request) -> dict:
         "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
                     for b in broker.live_brokers],
         "cluster_id": broker.cluster_id,
-        "controller_id": _controller_id(broker),
+        "controller_id": broker.live_controller_id(),
         "topics": topics,
         "authorized_operations": acl.authorized_operations(
             getattr(body, "include_cluster_authorized_operations", False), acl.CLUSTER),
@@ -59,16 +59,13 @@ async def handle_describe_cluster(broker, request) -> dict:
     broker.refresh_registrations()
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
             "endpoint_type": BROKER_ENDPOINTS, "cluster_id": broker.cluster_id,
-            "controller_id": _controller_id(broker),
+            "controller_id": broker.live_controller_id(),
             "brokers": [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
                         for b in broker.live_brokers],
             "authorized_operations": acl.authorized_operations(
                 request.body.include_cluster_authorized_operations, acl.CLUSTER)}
 
 
-def _controller_id(broker) -> int:
-    controller = broker.state.controller()
-    return controller[0] if controller else -1
 
 
 def _requested_names(body, version: int, broker) -> list[str]:
