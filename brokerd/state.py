@@ -216,8 +216,8 @@ class ClusterState:
             raise RuntimeError(f"broker {broker_id} is already running") from exc
         reg = {"broker_id": broker_id, "host": host, "port": port, "pid": os.getpid(),
                "started_at": time.time(), "session_timeout_ms": session_timeout_ms}
+        self.heartbeat(broker_id)  # first: a registration others can read is already live
         _write_json(self.dir / "brokers" / f"{broker_id}.json", reg)
-        self.heartbeat(broker_id)
         return liveness
 
     def heartbeat(self, broker_id: int) -> None:

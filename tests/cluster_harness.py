@@ -105,7 +105,10 @@ class LocalCluster:
                 socket.create_connection(("127.0.0.1", self.ports[broker_id]), 0.2).close()
             except OSError:
                 return False
-            return self.state.is_alive(broker_id)
+            # The port opens and the liveness lock is taken before the registration is
+            # written; other brokers count this one only once they can read that.
+            reg = next((r for r in self.state.brokers() if r.broker_id == broker_id), None)
+            return reg is not None and reg.pid == proc.pid and reg.is_live()
         wait_until(serving, START_TIMEOUT_S, f"broker {broker_id} to serve")
 
     def log_tail(self, broker_id: int, lines: int = 30) -> str:
