@@ -3,15 +3,12 @@ v8 names the refused records."""
 
 from __future__ import annotations
 
-import socket
-import struct
-
 from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.api_key import ApiKey
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from brokerd.protocol.codec import RequestHeader, decode_response, encode_request
+from tests.raw_request import raw_request
 
 MESSAGE = "Compacted topic cannot accept message without key in topic partition keyed-0."
 
@@ -39,13 +36,10 @@ def test_produce_v8_names_the_keyless_records(cluster):
                                         batch_size=1 << 20)
     for i, key in enumerate([b"a", None, b"c", None]):
         builder.append(i, timestamp=1_000, key=key, value=b"v", headers=[])
-    header = RequestHeader(ApiKey.Produce, 8, 3, "raw")
-    with socket.create_connection(("127.0.0.1", next(iter(cluster.ports.values()))), 5) as sock:
-        sock.sendall(encode_request(header, {"transactional_id": None, "acks": 1, "timeout_ms": 5000,
-                                             "topic_data": [{"name": "keyed", "partition_data": [
-                                                 {"index": 0, "records": bytes(builder.build())}]}]}))
-        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
-        response = decode_response(header, sock.recv(size, socket.MSG_WAITALL))
+    response = raw_request(next(iter(cluster.ports.values())), ApiKey.Produce, 8, {
+        "transactional_id": None, "acks": 1, "timeout_ms": 5000,
+        "topic_data": [{"name": "keyed", "partition_data": [
+            {"index": 0, "records": bytes(builder.build())}]}]})
     result = response.responses[0].partition_responses[0]
     assert result.error_code == KafkaError.INVALID_RECORD
     assert [(e.batch_index, e.batch_index_error_message) for e in result.record_errors] == [

@@ -4,7 +4,6 @@ an exactly-once consume-transform-produce pipeline that survives SIGKILLs."""
 
 from __future__ import annotations
 
-import asyncio
 import random
 import signal
 import subprocess
@@ -27,8 +26,8 @@ from kafka.protocol.api_key import ApiKey
 
 from brokerd.coordinator.records import partition_for
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
-from brokerd.replication.broker_client import BrokerClient
 from tests.cluster_harness import wait_until
+from tests.raw_request import raw_request
 
 FAST = {"broker.session.timeout.ms": "1500"}
 
@@ -130,19 +129,12 @@ def init_producer_id(port: int, transactional_id: str | None, timeout_ms: int = 
                      version: int = 1, producer: tuple[int, int] = (-1, -1)) -> tuple[int, int, int]:
     """One InitProducerId (after a FindCoordinator, which creates __transaction_state):
     (error code, producer id, epoch). From v3 ``producer`` asks to bump that id's epoch."""
-    async def ask():
-        client = BrokerClient("127.0.0.1", port, "test", 10)
-        try:
-            if transactional_id is not None:
-                await client.request(ApiKey.FindCoordinator, 1, {"key": transactional_id,
-                                                                 "key_type": 1})
-            response = await client.request(ApiKey.InitProducerId, version, {
-                "transactional_id": transactional_id, "transaction_timeout_ms": timeout_ms,
-                "producer_id": producer[0], "producer_epoch": producer[1]})
-        finally:
-            client.close()
-        return response.error_code, response.producer_id, response.producer_epoch
-    return asyncio.run(ask())
+    if transactional_id is not None:
+        raw_request(port, ApiKey.FindCoordinator, 1, {"key": transactional_id, "key_type": 1})
+    response = raw_request(port, ApiKey.InitProducerId, version, {
+        "transactional_id": transactional_id, "transaction_timeout_ms": timeout_ms,
+        "producer_id": producer[0], "producer_epoch": producer[1]})
+    return response.error_code, response.producer_id, response.producer_epoch
 
 
 @pytest.mark.parametrize("timeout_ms", [0, -5, 900_001])
