@@ -19,9 +19,10 @@ import uuid
 from typing import Callable
 
 from kafka.errors import (
-    ElectionNotNeededError, EligibleLeadersNotAvailableError, InvalidPartitionsError, InvalidReplicationAssignmentError,
-    InvalidReplicationFactorError, InvalidTopicError, NotControllerError,
-    PreferredLeaderNotAvailableError, TopicAlreadyExistsError, UnknownTopicOrPartitionError,
+    ElectionNotNeededError, EligibleLeadersNotAvailableError, InvalidPartitionsError,
+    InvalidReplicationAssignmentError, InvalidReplicationFactorError, InvalidTopicError,
+    NotControllerError, PreferredLeaderNotAvailableError, TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
 )
 
 from brokerd import reassignment

@@ -66,8 +66,6 @@ async def handle_describe_cluster(broker, request) -> dict:
                 request.body.include_cluster_authorized_operations, acl.CLUSTER)}
 
 
-
-
 def _requested_names(body, version: int, broker) -> list[str]:
     """v0 asks for every topic with an empty list, v1+ with a null list; from v10 a topic
     may be named by its id instead (an unknown id gets UNKNOWN_TOPIC_ID)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from brokerd.coordinator.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState
 from brokerd.coordinator.offsets_topic import CommittedOffset
+
 TopicPartition = tuple[str, int]
 
 
