@@ -17,6 +17,7 @@ class ExitCode(IntEnum):
     NOT_FOUND = 4
     INVALID_INPUT = 5
     CONFLICT = 6
+    NOT_AUTHORIZED = 7
     UNHEALTHY = 10
     INTERRUPTED = 130
     BROKEN_PIPE = 141
@@ -27,11 +28,13 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.ERROR: "error (including failed deliveries that fit no other code)",
     ExitCode.USAGE: "usage error: unknown option, missing or conflicting arguments",
     ExitCode.UNREACHABLE: "cluster unreachable, no local cluster, or a request timed out",
-    ExitCode.NOT_FOUND: "unknown topic, partition, group or broker",
+    ExitCode.NOT_FOUND: "unknown topic, partition, group, broker or user",
     ExitCode.INVALID_INPUT: "invalid input: bad offset or format, record too large, invalid name or config",
     ExitCode.CONFLICT: "refused in the current state: a group with active members, a broker "
                        "already dead or already running, a transactional producer fenced by a newer one, "
                        "a partition with no replica that may be elected leader",
+    ExitCode.NOT_AUTHORIZED: "not authorized: authentication failed (wrong credentials or security "
+                             "settings), or no ACL allows the principal the operation",
     ExitCode.UNHEALTHY: "cluster unhealthy: a planned broker is down or paused, or there is no controller",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.BROKEN_PIPE: "the reader of stdout went away (e.g. `| head`), as if killed by SIGPIPE",
