@@ -19,7 +19,17 @@ from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 from brokerd.partition import Partition
 from brokerd.producer_ids import ProducerIdManager
 from brokerd.replica_manager import ReplicaManager
+from brokerd.replication.broker_client import BrokerClient
 from brokerd.replication.fetcher_manager import ReplicaFetcherManager
+from brokerd.security.audit import SecurityAudit
+from brokerd.security.authenticator import ConnectionAuthenticator
+from brokerd.security.inter_broker import InterBrokerSecurity
+from brokerd.security.listeners import (
+    Listener, parse_listeners, parse_protocol_map, server_context,
+)
+from brokerd.security.sasl_server import SaslServer
+from brokerd.security.scram_credentials import ScramCredentialStore
+from brokerd.security.standard_authorizer import StandardAuthorizer
 from brokerd.server import KafkaServer
 from brokerd.state import BrokerRegistration, ClusterState, PartitionRecord, TopicRecord
 
@@ -51,17 +61,70 @@ class Broker:
         self.topics: dict[str, TopicRecord] = {}
         self.registrations: list[BrokerRegistration] = []
         self.live_brokers: list[BrokerRegistration] = []
-        self.server = KafkaServer(build_handlers(self), config.host, config.port,
-                                  config.get("socket.request.max.bytes"))
+        self._init_security(config)
+        handlers = build_handlers(self)
+        self.servers = [KafkaServer(handlers, listener, config.get("socket.request.max.bytes"),
+                                    config.get("sasl.server.max.receive.size"),
+                                    self._ssl_context(listener), self._authenticator)
+                        for listener in self.listeners]
         self._liveness = None
         self._metadata_version = None
         self._tasks: list[asyncio.Task] = []
 
+    def _init_security(self, config: BrokerConfig) -> None:
+        """Listeners, credentials, the authorizer and how to reach other brokers; a setting
+        that cannot work (an unknown listener name, a missing key file) stops the start."""
+        protocols = parse_protocol_map(config.get("listener.security.protocol.map"))
+        self.listeners = parse_listeners(
+            config.get("listeners") or f"PLAINTEXT://{config.host}:{config.port}", protocols)
+        inter_name = config.get("inter.broker.listener.name") or self.listeners[0].name
+        inter = next((l for l in self.listeners if l.name == inter_name.upper()), None)
+        if inter is None:
+            raise ValueError(f"inter.broker.listener.name {inter_name} is not a listener")
+        self.inter_broker = InterBrokerSecurity(
+            inter.name, inter.security_protocol,
+            config.get("sasl.mechanism.inter.broker.protocol"), config.cluster_dir)
+        self.audit = SecurityAudit(self.broker_id)
+        self.scram_credentials = ScramCredentialStore(self.state)
+        self.authorizer = StandardAuthorizer(
+            self.state, config.get("authorizer.class.name"), config.get("super.users"),
+            config.get("allow.everyone.if.no.acl.found"), self.audit)
+        self._sasl_mechanisms = [m.strip().upper() for m in
+                                 config.get("sasl.enabled.mechanisms").split(",") if m.strip()]
+
+    def _ssl_context(self, listener: Listener):
+        if not listener.uses_tls:
+            return None
+        return server_context(self.config.get("ssl.keystore.location"),
+                              self.config.get("ssl.key.password"),
+                              self.config.get("ssl.truststore.location"),
+                              self.config.get("ssl.client.auth"))
+
+    def _authenticator(self, listener: Listener, client_host: str, ssl_object
+                       ) -> ConnectionAuthenticator:
+        return ConnectionAuthenticator(
+            listener, client_host, ssl_object,
+            lambda: SaslServer(self._sasl_mechanisms, self.scram_credentials), self.audit,
+            self.config.get("connections.max.reauth.ms"))
+
+    def broker_client(self, broker_id: int, client_id: str, timeout_s: float) -> BrokerClient | None:
+        """A connection to another live broker over the inter-broker listener (None when it
+        is not registered)."""
+        reg = self.registration(broker_id)
+        if reg is None:
+            return None
+        host, port = reg.endpoint(self.inter_broker.listener_name)
+        return BrokerClient(host, port, client_id, timeout_s, self.inter_broker)
+
     async def start(self) -> None:
-        await self.server.start()  # fails fast on a port in use, before registering
+        for server in self.servers:  # fails fast on a port in use, before registering
+            await server.start()
+        self.authorizer.refresh()
+        first = self.listeners[0]
         self._liveness = self.state.register_broker(
-            self.broker_id, self.config.host, self.config.port,
-            self.config.get("broker.session.timeout.ms"))
+            self.broker_id, first.host, first.port,
+            self.config.get("broker.session.timeout.ms"),
+            [listener.to_json() for listener in self.listeners])
         self._tick()
         self.replicas.delete_stray_logs()
         periodic = [
@@ -82,7 +145,8 @@ class Broker:
         self._tasks = [asyncio.create_task(self._every(interval, action))
                        for interval, action in periodic]
         self._tasks.append(asyncio.create_task(self.coordinator.expire_sessions_on_time(TICK_S)))
-        log.info("broker %d serving on %s:%d", self.broker_id, self.config.host, self.config.port)
+        log.info("broker %d serving on %s", self.broker_id, ", ".join(
+            f"{l.name}://{l.host}:{l.port}" for l in self.listeners))
 
     async def stop(self) -> None:
         """Controlled shutdown: hand leadership over first, then stop serving.
@@ -99,7 +163,8 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self.transactions.close()
-        await self.server.stop()
+        for server in self.servers:
+            await server.stop()
         self.replicas.close()
         self._publish_status()
         self.controller.resign()
@@ -118,6 +183,7 @@ class Broker:
                 log.exception("periodic task failed")
 
     def _tick(self) -> None:
+        self.authorizer.refresh()
         self.refresh_registrations()
         self.controller.maintain(self.registrations, self.topics, self.auto_create_topic)
         self.refresh_metadata()
@@ -214,6 +280,9 @@ class Broker:
 
     def _publish_status(self) -> None:
         self.state.publish_replica_status(self.broker_id, self.replicas.status())
+        events = self.audit.take_if_changed()
+        if events is not None:
+            self.state.publish_security_events(self.broker_id, events)
 
     def _shrink_isrs(self) -> None:
         self.replicas.shrink_isrs(self.config.get("replica.lag.time.max.ms"))

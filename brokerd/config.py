@@ -14,11 +14,27 @@ from typing import NamedTuple
 
 from brokerd import dynamic_config
 
+def _boolean(value: str) -> bool:
+    return value.lower() == "true"
+
+
+def _pem_only(value: str) -> str:
+    if value.upper() != "PEM":
+        raise ValueError("only PEM key and trust stores are supported")
+    return value.upper()
+
+
+def _client_auth(value: str) -> str:
+    if value.lower() not in ("none", "requested", "required"):
+        raise ValueError("expected none, requested or required")
+    return value.lower()
+
+
 # name -> (default, parser). Values arrive as strings from `brokerd -o name=value`.
 BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     "num.partitions": ("1", int),
     "default.replication.factor": ("1", int),
-    "auto.create.topics.enable": ("true", lambda v: v.lower() == "true"),
+    "auto.create.topics.enable": ("true", _boolean),
     "socket.request.max.bytes": (str(100 * 1024 * 1024), int),
     # Kafka checks every 5 minutes; a local cluster shows retention within seconds.
     "log.retention.check.interval.ms": ("5000", int),
@@ -29,7 +45,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     "broker.session.timeout.ms": ("3000", int),
     "replica.lag.time.max.ms": ("5000", int),
     "replica.high.watermark.checkpoint.interval.ms": ("5000", int),
-    "auto.leader.rebalance.enable": ("true", lambda v: v.lower() == "true"),
+    "auto.leader.rebalance.enable": ("true", _boolean),
     "controlled.shutdown.timeout.ms": ("5000", int),
     # Kafka: 50 partitions and a 3 s initial delay; lighter and quicker for one machine.
     "offsets.topic.num.partitions": ("10", int),
@@ -48,6 +64,26 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     # unused (or have existed) before a new session may push it out. Kafka's defaults.
     "max.incremental.fetch.session.cache.slots": ("1000", int),
     "min.incremental.fetch.session.eviction.ms": ("120000", int),
+    # Security (docs/security.md). Empty `listeners` means PLAINTEXT on --host and --port.
+    "listeners": ("", str),
+    "listener.security.protocol.map": (
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", str),
+    "inter.broker.listener.name": ("", str),  # empty: the first listener
+    # Kafka defaults to GSSAPI (Kerberos), which brokerd does not offer.
+    "sasl.enabled.mechanisms": ("SCRAM-SHA-256,SCRAM-SHA-512,PLAIN", str),
+    "sasl.mechanism.inter.broker.protocol": ("SCRAM-SHA-512", str),
+    "sasl.server.max.receive.size": ("524288", int),
+    "connections.max.reauth.ms": ("0", int),
+    # Only PEM files (Kafka's ssl.keystore.type=PEM); Kafka defaults to JKS.
+    "ssl.keystore.type": ("PEM", _pem_only),
+    "ssl.keystore.location": ("", str),
+    "ssl.key.password": ("", str),
+    "ssl.truststore.type": ("PEM", _pem_only),
+    "ssl.truststore.location": ("", str),
+    "ssl.client.auth": ("none", _client_auth),
+    "authorizer.class.name": ("", str),
+    "super.users": ("", str),
+    "allow.everyone.if.no.acl.found": ("false", _boolean),
 }
 
 

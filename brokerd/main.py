@@ -55,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
                         format=f"%(asctime)s broker-{config.broker_id} %(levelname)s %(name)s: %(message)s")
     try:
         asyncio.run(run(config))
+    except ValueError as exc:  # a security setting that cannot work (listeners, TLS files)
+        logging.getLogger("brokerd").error("invalid configuration: %s", exc)
+        return EXIT_CONFIG
     except (OSError, RuntimeError) as exc:
         logging.getLogger("brokerd").error("cannot start: %s", exc)
         return EXIT_START_FAILED

@@ -1,15 +1,18 @@
 """The asyncio TCP listener: Kafka framing, per-connection ordering, and fault isolation.
 
-Requests on one connection are answered in order, one at a time, as Kafka does (clients
-pipeline and match responses by order and correlation id). Whatever a client sends — garbage,
-a truncated frame, an absurd size, an unknown API — costs that client its connection and
-nothing else: the broker logs it and keeps serving everyone.
+One server per listener. Requests on one connection are answered in order, one at a time,
+as Kafka does (clients pipeline and match responses by order and correlation id). Whatever a
+client sends — garbage, a truncated frame, an absurd size, an unknown API, a request before
+it authenticated, a wrong password — costs that client its connection and nothing else: the
+broker logs it and keeps serving everyone. Until a SASL client is authenticated its frames
+are bounded by `sasl.server.max.receive.size`, as in Kafka.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import struct
 from typing import Awaitable, Callable
 
@@ -20,25 +23,35 @@ from brokerd.protocol.codec import (
     MalformedRequest, Request, decode_request, encode_api_versions_unsupported,
     encode_response, peek_header,
 )
+from brokerd.security.authenticator import ConnectionAuthenticator, ConnectionRefused
+from brokerd.security.listeners import Listener
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Request], Awaitable[dict | None]]
+Authenticators = Callable[[Listener, str, ssl.SSLObject | None], ConnectionAuthenticator]
 _SIZE = struct.Struct(">i")
+SSL_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class KafkaServer:
-    def __init__(self, handlers: dict[int, Handler], host: str, port: int, max_request_bytes: int):
+    def __init__(self, handlers: dict[int, Handler], listener: Listener, max_request_bytes: int,
+                 max_sasl_receive_bytes: int, ssl_context: ssl.SSLContext | None,
+                 authenticators: Authenticators):
         self.handlers = handlers
-        self.host = host
-        self.port = port
+        self.listener = listener
         self.max_request_bytes = max_request_bytes
+        self.max_sasl_receive_bytes = max_sasl_receive_bytes
+        self.ssl_context = ssl_context
+        self.authenticators = authenticators
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[asyncio.Task] = set()
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port,
-                                                  reuse_address=True)
+        tls = {"ssl": self.ssl_context, "ssl_handshake_timeout": SSL_HANDSHAKE_TIMEOUT_S} \
+            if self.ssl_context is not None else {}
+        self._server = await asyncio.start_server(self._serve, self.listener.host,
+                                                  self.listener.port, reuse_address=True, **tls)
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -51,16 +64,19 @@ class KafkaServer:
         task = asyncio.current_task()
         self._connections.add(task)
         peer = writer.get_extra_info("peername")
+        auth = self.authenticators(self.listener, peer[0] if peer else "",
+                                   writer.get_extra_info("ssl_object"))
         try:
-            while True:
-                payload = await self._read_frame(reader)
-                response = await self._respond(payload, peer[0] if peer else "")
+            close = False
+            while not close:
+                payload = await self._read_frame(reader, auth.authenticated)
+                response, close = await self._respond(payload, auth)
                 if response is not None:
                     writer.write(response)
                     await writer.drain()
         except asyncio.IncompleteReadError:
             pass  # the client hung up, possibly mid-frame
-        except MalformedRequest as exc:
+        except (MalformedRequest, ConnectionRefused) as exc:
             log.warning("closing connection from %s: %s", peer, exc)
         except (ConnectionError, asyncio.CancelledError):
             pass
@@ -70,20 +86,30 @@ class KafkaServer:
             self._connections.discard(task)
             writer.close()
 
-    async def _read_frame(self, reader: asyncio.StreamReader) -> bytes:
+    async def _read_frame(self, reader: asyncio.StreamReader, authenticated: bool) -> bytes:
         (size,) = _SIZE.unpack(await reader.readexactly(4))
-        if not 0 < size <= self.max_request_bytes:
-            raise MalformedRequest(f"frame size {size} outside 1..{self.max_request_bytes}")
+        limit = self.max_request_bytes if authenticated else self.max_sasl_receive_bytes
+        if not 0 < size <= limit:
+            raise MalformedRequest(f"frame size {size} outside 1..{limit}")
         return await reader.readexactly(size)
 
-    async def _respond(self, payload: bytes, client_host: str) -> bytes | None:
+    async def _respond(self, payload: bytes, auth: ConnectionAuthenticator
+                       ) -> tuple[bytes | None, bool]:
+        """The response to one frame (None for acks=0 produce) and whether to close after it."""
         header = peek_header(payload)
         if header.api_key == ApiKey.ApiVersions and not is_supported(header.api_key,
                                                                      header.api_version):
-            return encode_api_versions_unsupported(header.correlation_id)
+            return encode_api_versions_unsupported(header.correlation_id), False
+        auth.admit(header.api_key)
         request = decode_request(payload)
-        request.client_host = client_host
-        fields = await self.handlers[request.header.api_key](request)
+        request.session = auth.session
+        close = False
+        if header.api_key == ApiKey.SaslHandshake:
+            fields = auth.handshake(request.body.mechanism)
+        elif header.api_key == ApiKey.SaslAuthenticate:
+            fields, close = await auth.authenticate(request.body.auth_bytes)
+        else:
+            fields = await self.handlers[request.header.api_key](request)
         if fields is None:
-            return None  # acks=0 produce: the client expects no response
-        return encode_response(request.header, fields)
+            return None, close  # acks=0 produce: the client expects no response
+        return encode_response(request.header, fields), close

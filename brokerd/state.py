@@ -14,6 +14,10 @@ module is the only code that opens these files. Layout of ``<cluster>/state/``:
     brokers/<id>.heartbeat  touched by the broker several times per session timeout (its lease)
     replicas/<id>.json    log start / log end / high watermark of every replica a broker hosts
     faults/<id>.json      faults kctl injects into a running broker: a replication throttle
+    scram-credentials.json  SCRAM credentials per user and mechanism (salt, stored key, server
+                          key, iterations: never a password), readable by the owner only
+    acls.json             ACL bindings (resource pattern, principal, host, operation, permission)
+    security-events/<id>.json  a broker's latest authentication failures and authorization denials
     .lock                 the write lock: every read-modify-write of a shared file holds it
 
 Writes are atomic (temp file, fsync, rename, fsync directory), so readers never see half a
@@ -22,6 +26,7 @@ file, and shared files are only rewritten under the write lock.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import time
@@ -82,6 +87,15 @@ class BrokerRegistration:
     alive: bool = False  # the process holds its liveness lock
     heartbeat_at: float = 0.0  # last heartbeat (wall clock); stale when the process is paused
     session_timeout_ms: int = 3000  # the broker's broker.session.timeout.ms
+    # every listener: {"name", "host", "port", "security_protocol"}; host and port above
+    # are the first one's
+    listeners: list[dict] = field(default_factory=list)
+
+    def endpoint(self, listener_name: str) -> tuple[str, int]:
+        """Where this broker serves the named listener (clients are told the addresses of
+        the listener they came in on, as Kafka's advertised listeners)."""
+        found = next((l for l in self.listeners if l["name"] == listener_name), None)
+        return (self.host, self.port) if found is None else (found["host"], found["port"])
 
     def is_live(self, session_timeout_s: float | None = None, now: float | None = None) -> bool:
         """Alive and heartbeating within broker.session.timeout.ms (by default the broker's
@@ -96,10 +110,11 @@ class StaleControllerEpoch(Exception):
     """A write from a controller whose epoch is lower than the current one (a zombie)."""
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never half."""
+def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never half.
+    A secret gets ``mode`` 0o600 from its first byte on."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
         os.write(fd, data)
         os.fsync(fd)
@@ -120,8 +135,8 @@ def _read_json(path: Path, default=None):
         return default
 
 
-def _write_json(path: Path, doc) -> None:
-    atomic_write(path, json.dumps(doc, indent=1, sort_keys=True).encode())
+def _write_json(path: Path, doc, mode: int = 0o644) -> None:
+    atomic_write(path, json.dumps(doc, indent=1, sort_keys=True).encode(), mode)
 
 
 def _broker_entity(broker_id: int | None) -> str:
@@ -200,8 +215,8 @@ class ClusterState:
             _write_json(self.dir / "cluster.json", doc)
 
     # -- broker registrations and liveness --------------------------------------------------
-    def register_broker(self, broker_id: int, host: str, port: int,
-                        session_timeout_ms: int) -> FileLock:
+    def register_broker(self, broker_id: int, host: str, port: int, session_timeout_ms: int,
+                        listeners: list[dict] | None = None) -> FileLock:
         """Register this process as broker ``broker_id`` and return the liveness lock it holds.
 
         The lock is an OS file lock, so it is released by the kernel when the process dies,
@@ -215,7 +230,8 @@ class ClusterState:
         except Timeout as exc:
             raise RuntimeError(f"broker {broker_id} is already running") from exc
         reg = {"broker_id": broker_id, "host": host, "port": port, "pid": os.getpid(),
-               "started_at": time.time(), "session_timeout_ms": session_timeout_ms}
+               "started_at": time.time(), "session_timeout_ms": session_timeout_ms,
+               "listeners": listeners or []}
         self.heartbeat(broker_id)  # first: a registration others can read is already live
         _write_json(self.dir / "brokers" / f"{broker_id}.json", reg)
         return liveness
@@ -421,6 +437,64 @@ class ClusterState:
             first = doc["next"]
             _write_json(self.dir / "producer_ids.json", {"next": first + count})
         return first
+
+    # -- security: SCRAM credentials, ACL bindings, security events -----------------------------
+    def scram_credentials(self) -> dict[str, dict[str, dict]]:
+        """user -> mechanism -> {"salt", "stored_key", "server_key" (base64), "iterations"}."""
+        return _read_json(self.dir / "scram-credentials.json", {})
+
+    def security_version(self) -> tuple[tuple[int, int] | None, ...]:
+        """A cheap change detector for credentials and ACLs (a rename gives a new inode)."""
+        def version(name: str) -> tuple[int, int] | None:
+            try:
+                st = os.stat(self.dir / name)
+            except FileNotFoundError:
+                return None
+            return st.st_ino, st.st_mtime_ns
+        return version("scram-credentials.json"), version("acls.json")
+
+    @contextmanager
+    def update_scram_credentials(self) -> Iterator[dict[str, dict[str, dict]]]:
+        """Read-modify-write the SCRAM credentials under the write lock (AlterUserScramCredentials,
+        any broker); the file stays readable by its owner only."""
+        with self.write_lock():
+            credentials = self.scram_credentials()
+            yield credentials
+            _write_json(self.dir / "scram-credentials.json", credentials, 0o600)
+
+    def bootstrap_scram_credential(self, user: str, mechanism: str, salt: bytes,
+                                   stored_key: bytes, server_key: bytes, iterations: int) -> None:
+        """A credential written before any broker runs (Kafka's `kafka-storage format
+        --add-scram`): how the first super user can log in to a cluster with no users yet."""
+        with self.update_scram_credentials() as credentials:
+            credentials.setdefault(user, {})[mechanism] = {
+                "salt": base64.b64encode(salt).decode(),
+                "stored_key": base64.b64encode(stored_key).decode(),
+                "server_key": base64.b64encode(server_key).decode(),
+                "iterations": iterations}
+
+    def acl_bindings(self) -> list[dict]:
+        return _read_json(self.dir / "acls.json", [])
+
+    @contextmanager
+    def update_acl_bindings(self) -> Iterator[list[dict]]:
+        """Read-modify-write the ACL bindings under the write lock (CreateAcls, DeleteAcls)."""
+        with self.write_lock():
+            bindings = self.acl_bindings()
+            yield bindings
+            _write_json(self.dir / "acls.json", bindings)
+
+    def publish_security_events(self, broker_id: int, events: list[dict]) -> None:
+        """A broker's latest security events, its own file (no lock: only it writes it)."""
+        (self.dir / "security-events").mkdir(exist_ok=True)
+        _write_json(self.dir / "security-events" / f"{broker_id}.json", events)
+
+    def security_events(self) -> list[dict]:
+        """Every broker's latest authentication failures and authorization denials, oldest first."""
+        events = []
+        for path in (self.dir / "security-events").glob("*.json"):
+            events += _read_json(path, [])
+        return sorted(events, key=lambda e: e["time"])
 
     # -- published replica status -------------------------------------------------------------
     def publish_replica_status(self, broker_id: int, status: dict[tuple[str, int], dict]) -> None:

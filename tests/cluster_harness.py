@@ -48,10 +48,11 @@ async def until_answered(make_request, accept, what: str, timeout: float = 15.0)
 
 
 @contextmanager
-def running_cluster(cluster_dir: Path, brokers: int = 1, overrides: dict[str, str] | None = None):
+def running_cluster(cluster_dir: Path, brokers: int = 1, overrides: dict[str, str] | None = None,
+                    listener_protocol: str | None = None):
     """A started cluster for a module's tests, stopped on exit even if starting it failed
     half-way (some brokers already running)."""
-    cluster = LocalCluster(cluster_dir, brokers, overrides)
+    cluster = LocalCluster(cluster_dir, brokers, overrides, listener_protocol)
     try:
         cluster.start()
         yield cluster
@@ -62,10 +63,12 @@ def running_cluster(cluster_dir: Path, brokers: int = 1, overrides: dict[str, st
 class LocalCluster:
     """Starts, signals and stops the brokers of one cluster directory."""
 
-    def __init__(self, cluster_dir: Path, brokers: int = 1, overrides: dict[str, str] | None = None):
+    def __init__(self, cluster_dir: Path, brokers: int = 1, overrides: dict[str, str] | None = None,
+                 listener_protocol: str | None = None):
         self.dir = cluster_dir
         self.state = ClusterState(cluster_dir)
         self.overrides = overrides or {}
+        self.listener_protocol = listener_protocol  # each broker's one listener, if not PLAINTEXT
         self.state.initialize({i: free_port() for i in range(1, brokers + 1)})
         self.procs: dict[int, subprocess.Popen] = {}
 
@@ -88,6 +91,8 @@ class LocalCluster:
                "--broker-id", str(broker_id), "--port", str(self.ports[broker_id])]
         for name, value in self.overrides.items():
             cmd += ["-o", f"{name}={value}"]
+        if self.listener_protocol is not None:
+            cmd += ["-o", f"listeners={self.listener_protocol}://127.0.0.1:{self.ports[broker_id]}"]
         log_path = self.state.broker_dir(broker_id) / "broker.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:

@@ -12,7 +12,7 @@ from kafka.protocol.api_key import ApiKey
 from brokerd.api import (
     acls, api_versions, configs, delete_records, describe_producers, elect_leaders, fetch,
     find_coordinator, groups, list_offsets, log_dirs, metadata, offset_for_leader_epoch, offsets,
-    produce, producer_id, reassignments, topics, transactions,
+    produce, producer_id, reassignments, scram_credentials, topics, transactions,
 )
 from brokerd.fetch_session import FetchManager, FetchSessionCache
 
@@ -63,5 +63,7 @@ def build_handlers(broker) -> dict:
         ApiKey.CreateAcls: acls.handle_create,
         ApiKey.DescribeAcls: acls.handle_describe,
         ApiKey.DeleteAcls: acls.handle_delete,
+        ApiKey.DescribeUserScramCredentials: scram_credentials.handle_describe,
+        ApiKey.AlterUserScramCredentials: scram_credentials.handle_alter,
     }
     return {key: partial(handler, broker) for key, handler in table.items()}

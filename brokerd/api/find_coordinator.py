@@ -19,8 +19,9 @@ async def handle(broker, request) -> dict:
     except Exception as exc:
         return {"throttle_time_ms": 0, "error_code": error_code(exc),
                 "error_message": error_message(exc), "node_id": -1, "host": "", "port": -1}
+    host, port = coordinator.endpoint(request.session.listener)
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
-            "node_id": coordinator.broker_id, "host": coordinator.host, "port": coordinator.port}
+            "node_id": coordinator.broker_id, "host": host, "port": port}
 
 
 def _coordinator(broker, key_type: int, key: str):

@@ -39,8 +39,7 @@ async def handle(broker, request) -> dict:
             asks_topic_ops and topic["error_code"] == 0, acl.TOPIC)
     return {
         "throttle_time_ms": 0,
-        "brokers": [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
-                    for b in broker.live_brokers],
+        "brokers": [_endpoint(b, request, "node_id") for b in broker.live_brokers],
         "cluster_id": broker.cluster_id,
         "controller_id": broker.live_controller_id(),
         "topics": topics,
@@ -60,10 +59,15 @@ async def handle_describe_cluster(broker, request) -> dict:
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
             "endpoint_type": BROKER_ENDPOINTS, "cluster_id": broker.cluster_id,
             "controller_id": broker.live_controller_id(),
-            "brokers": [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": None}
-                        for b in broker.live_brokers],
+            "brokers": [_endpoint(b, request, "broker_id") for b in broker.live_brokers],
             "authorized_operations": acl.authorized_operations(
                 request.body.include_cluster_authorized_operations, acl.CLUSTER)}
+
+
+def _endpoint(registration, request, id_field: str) -> dict:
+    """A broker as the client should reach it: on the listener the request came in on."""
+    host, port = registration.endpoint(request.session.listener)
+    return {id_field: registration.broker_id, "host": host, "port": port, "rack": None}
 
 
 def _requested_names(body, version: int, broker) -> list[str]:

@@ -123,9 +123,11 @@ class TransactionMarkerWriter:
         key = (leader, registration.host, registration.port)
         client = self._clients.get(key)
         if client is None:
-            client = self._clients[key] = BrokerClient(
-                registration.host, registration.port,
-                f"broker-{self.broker.broker_id}-txn-markers", MARKER_ACK_TIMEOUT_S)
+            client = self.broker.broker_client(
+                leader, f"broker-{self.broker.broker_id}-txn-markers", MARKER_ACK_TIMEOUT_S)
+            if client is None:
+                return {}
+            self._clients[key] = client
         topics: dict[str, list[int]] = {}
         for topic, index in partitions:
             topics.setdefault(topic, []).append(index)

@@ -48,9 +48,15 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.ListTransactions: (0, 1),  # flexible from v0; v1: duration filter
     ApiKey.DeleteRecords: (0, 1),  # flexible from 2
     ApiKey.DescribeProducers: (0, 0),  # flexible from v0
-    ApiKey.CreateAcls: (0, 1),  # answered SECURITY_DISABLED: no authorizer; flexible from 2
-    ApiKey.DescribeAcls: (0, 1),
-    ApiKey.DeleteAcls: (0, 1),
+    ApiKey.CreateAcls: (0, 3),  # SECURITY_DISABLED without an authorizer; flexible from 2
+    ApiKey.DescribeAcls: (0, 3),
+    ApiKey.DeleteAcls: (0, 3),
+    # v0 is advertised only because librdkafka before 2.x.y needs the range to contain it to
+    # use SASL at all; it then sends v1. A v0 client's unframed tokens are refused (KIP-896).
+    ApiKey.SaslHandshake: (0, 1),
+    ApiKey.SaslAuthenticate: (0, 2),  # v1: session lifetime (KIP-368); flexible from 2
+    ApiKey.DescribeUserScramCredentials: (0, 0),  # KIP-554; flexible from v0
+    ApiKey.AlterUserScramCredentials: (0, 0),
 }
 
 # Produce v0–2 carry legacy message sets (magic 0/1). They are advertised only so old

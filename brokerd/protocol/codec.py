@@ -10,7 +10,7 @@ Record batches pass through as opaque bytes in both directions.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafka.protocol.admin import (
     CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
@@ -48,9 +48,17 @@ from kafka.protocol.producer import (
     TxnOffsetCommitResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 )
 
+from kafka.protocol.admin.users import (
+    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
+)
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+)
 
 from brokerd.protocol.api_versions import ADVERTISED, is_supported
+from brokerd.security.principal import ANONYMOUS, Session
 
 UNSUPPORTED_VERSION = 35
 
@@ -98,6 +106,12 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.CreateAcls: (CreateAclsRequest, CreateAclsResponse),
     ApiKey.DescribeAcls: (DescribeAclsRequest, DescribeAclsResponse),
     ApiKey.DeleteAcls: (DeleteAclsRequest, DeleteAclsResponse),
+    ApiKey.SaslHandshake: (SaslHandshakeRequest, SaslHandshakeResponse),
+    ApiKey.SaslAuthenticate: (SaslAuthenticateRequest, SaslAuthenticateResponse),
+    ApiKey.DescribeUserScramCredentials: (DescribeUserScramCredentialsRequest,
+                                          DescribeUserScramCredentialsResponse),
+    ApiKey.AlterUserScramCredentials: (AlterUserScramCredentialsRequest,
+                                       AlterUserScramCredentialsResponse),
 }
 
 _HEADER_PREFIX = struct.Struct(">hhi")
@@ -119,7 +133,11 @@ class RequestHeader:
 class Request:
     header: RequestHeader
     body: ApiMessage
-    client_host: str = ""
+    session: Session = field(default_factory=lambda: Session(ANONYMOUS, ""))
+
+    @property
+    def client_host(self) -> str:
+        return self.session.client_host
 
 
 def peek_header(payload: bytes) -> RequestHeader:

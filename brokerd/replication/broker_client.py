@@ -1,11 +1,15 @@
-"""A minimal Kafka client for broker-to-broker requests, over the same codec as the server."""
+"""A minimal Kafka client for broker-to-broker requests, over the same codec as the server,
+with TLS and a SASL login where the inter-broker listener asks for them."""
 
 from __future__ import annotations
 
 import asyncio
 import struct
 
+from kafka.protocol.api_key import ApiKey
+
 from brokerd.protocol.codec import RequestHeader, decode_response, encode_request
+from brokerd.security.inter_broker import InterBrokerAuthenticationError, InterBrokerSecurity
 
 _SIZE = struct.Struct(">i")
 
@@ -14,11 +18,13 @@ class BrokerClient:
     """One connection to one broker; requests are sent one at a time, in the order callers
     ask (a transaction coordinator may have several markers in flight to one leader)."""
 
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float):
+    def __init__(self, host: str, port: int, client_id: str, timeout_s: float,
+                 security: InterBrokerSecurity | None = None):
         self.host = host
         self.port = port
         self.client_id = client_id
         self.timeout_s = timeout_s
+        self.security = security
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._correlation_id = 0
@@ -37,7 +43,33 @@ class BrokerClient:
 
     async def _round_trip(self, api_key: int, api_version: int, fields: dict):
         if self._writer is None:
-            self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
+            await self._connect()
+        return await self._send(api_key, api_version, fields)
+
+    async def _connect(self) -> None:
+        tls = self.security.ssl_context() if self.security is not None else None
+        self._reader, self._writer = await asyncio.open_connection(
+            self.host, self.port, ssl=tls, server_hostname=self.host if tls else None)
+        if self.security is not None and self.security.uses_sasl:
+            await self._login()
+
+    async def _login(self) -> None:
+        """SaslHandshake v1, then SaslAuthenticate rounds until the mechanism is done."""
+        login = self.security.sasl_login()
+        handshake = await self._send(ApiKey.SaslHandshake, 1, {"mechanism": login.mechanism})
+        if handshake.error_code:
+            raise InterBrokerAuthenticationError(
+                f"{self.host}:{self.port} refused mechanism {login.mechanism} "
+                f"(error {handshake.error_code}; enabled: {handshake.mechanisms})")
+        message = login.next_message(None)
+        while message is not None:
+            reply = await self._send(ApiKey.SaslAuthenticate, 1, {"auth_bytes": message})
+            if reply.error_code:
+                raise InterBrokerAuthenticationError(
+                    f"{self.host}:{self.port} refused this broker: {reply.error_message}")
+            message = login.next_message(reply.auth_bytes)
+
+    async def _send(self, api_key: int, api_version: int, fields: dict):
         self._correlation_id += 1
         header = RequestHeader(api_key, api_version, self._correlation_id, self.client_id)
         self._writer.write(encode_request(header, fields))

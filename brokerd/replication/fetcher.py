@@ -17,6 +17,7 @@ from kafka.protocol.api_key import ApiKey
 from brokerd.partition import Partition
 from brokerd.protocol.codec import MalformedRequest
 from brokerd.replication.broker_client import BrokerClient
+from brokerd.security.inter_broker import InterBrokerAuthenticationError
 
 log = logging.getLogger(__name__)
 
@@ -76,17 +77,17 @@ class ReplicaFetcher:
             except NETWORK_ERRORS as exc:
                 log.debug("fetch from broker %d failed: %r", self.leader_id, exc)
                 await asyncio.sleep(RETRY_BACKOFF_S)
+            except InterBrokerAuthenticationError as exc:
+                log.warning("cannot fetch from broker %d: %s", self.leader_id, exc)
+                await asyncio.sleep(RETRY_BACKOFF_S)
             except Exception:
                 log.exception("replica fetcher for leader %d failed; retrying", self.leader_id)
                 await asyncio.sleep(RETRY_BACKOFF_S)
 
     def _connect(self) -> BrokerClient | None:
         if self._client is None:
-            reg = self.broker.registration(self.leader_id)
-            if reg is None:
-                return None
-            self._client = BrokerClient(reg.host, reg.port, f"replica-{self.broker.broker_id}",
-                                        REQUEST_TIMEOUT_S)
+            self._client = self.broker.broker_client(
+                self.leader_id, f"replica-{self.broker.broker_id}", REQUEST_TIMEOUT_S)
         return self._client
 
     # -- truncation (KIP-101 / KIP-279) -----------------------------------------------------
