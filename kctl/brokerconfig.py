@@ -7,6 +7,9 @@ first started: a class that set a short session timeout keeps it after a broker 
 kctl adds one default of its own, default.replication.factor = min(3, brokers): a local
 multi-broker cluster exists to show replication, so its topics are replicated unless the
 user says otherwise.
+
+kctl.json also remembers the cluster's security protocol (`cluster up --security-protocol`),
+from which each broker's `listeners` is derived when it starts (kctl.securecluster).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from kctl.keyvalue import parse_pairs
 FILE_NAME = "kctl.json"
 REPLICATION_FACTOR = "default.replication.factor"
 SESSION_TIMEOUT = "broker.session.timeout.ms"
+PLAINTEXT = "PLAINTEXT"
 MAX_DEFAULT_REPLICATION = 3
 
 
@@ -40,18 +44,29 @@ def parse(items: list[str] | None) -> dict[str, str]:
 
 def remembered(cluster_dir: Path) -> dict[str, str]:
     """The settings the cluster was started with ({} for a cluster kctl did not start)."""
+    return _read(cluster_dir)["broker_config"]
+
+
+def security_protocol(cluster_dir: Path) -> str:
+    """The protocol of the cluster's listeners (PLAINTEXT for a cluster kctl did not start)."""
+    return _read(cluster_dir)["security_protocol"]
+
+
+def remember(cluster_dir: Path, settings: dict[str, str], protocol: str = PLAINTEXT) -> None:
+    doc = {"broker_config": dict(sorted(settings.items())), "security_protocol": protocol}
+    atomic_write(cluster_dir / FILE_NAME, (json.dumps(doc, indent=1) + "\n").encode())
+
+
+def _read(cluster_dir: Path) -> dict:
     path = cluster_dir / FILE_NAME
     try:
-        return dict(json.loads(path.read_text())["broker_config"])
+        doc = json.loads(path.read_text())
+        return {"broker_config": dict(doc["broker_config"]),
+                "security_protocol": str(doc.get("security_protocol", PLAINTEXT))}
     except FileNotFoundError:
-        return {}
-    except (ValueError, KeyError, TypeError) as exc:
+        return {"broker_config": {}, "security_protocol": PLAINTEXT}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise KctlError(f"cannot read {path}: {exc}; fix or remove it", ExitCode.ERROR) from None
-
-
-def remember(cluster_dir: Path, settings: dict[str, str]) -> None:
-    doc = {"broker_config": dict(sorted(settings.items()))}
-    atomic_write(cluster_dir / FILE_NAME, (json.dumps(doc, indent=1) + "\n").encode())
 
 
 def effective(settings: dict[str, str], brokers: int) -> dict[str, str]:

@@ -1,27 +1,31 @@
 """librdkafka clients configured the kctl way, and the calls every command shares.
 
 Every client gets the resolved bootstrap, quiet librdkafka logging (kctl reports errors
-itself, in one line), timeouts bounded by `--timeout`, then the user's `-X` settings last so
-they can override anything.
+itself, in one line), timeouts bounded by `--timeout`, then the settings of a properties file
+(kctl.clientprops: a secured local cluster's admin.properties, or --command-config), then the
+user's `-X` settings last so they can override anything.
 """
 
 from __future__ import annotations
 
 import logging
+from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec, TopicMetadata
 
-from kctl.bootstrap import Bootstrap, resolve_bootstrap, resolve_cluster_dir
-from kctl.errors import KctlError, from_kafka
+from kctl import clientprops
+from kctl.bootstrap import Bootstrap, local_servers, resolve_bootstrap, resolve_cluster_dir
+from kctl.errors import NOT_AUTHORIZED, KctlError, from_kafka
 from kctl.exit_codes import ExitCode
 from kctl.keyvalue import parse_pairs
 
 Client = AdminClient | Producer | Consumer
+REFUSALS = NOT_AUTHORIZED | {KafkaError._SSL}   # the cluster answered, but not to these settings
 
 _SILENT = logging.getLogger("kctl.librdkafka")
 _SILENT.addHandler(logging.NullHandler())
@@ -32,7 +36,16 @@ _SILENT.propagate = False
 class Connection:
     bootstrap: Bootstrap
     timeout: float
-    settings: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)      # -X
+    properties: dict[str, str] = field(default_factory=dict)    # a properties file's
+    # librdkafka's latest error events: an authentication or TLS failure is only told there,
+    # while the request that failed because of it just reports a transport failure
+    errors: deque[KafkaError] = field(default_factory=lambda: deque(maxlen=16), compare=False, repr=False)
+
+    def client_settings(self) -> dict[str, str]:
+        """The properties file's settings overridden by -X: what the user chose, the
+        security settings included, for clients kctl does not configure itself (Spark)."""
+        return {**self.properties, **self.settings}
 
     def config(self, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
         conf: dict[str, Any] = {
@@ -45,8 +58,16 @@ class Connection:
         else:  # level 0 still logs fatal errors (a fenced producer), which kctl reports itself
             conf.update({"log_level": 0, "logger": _SILENT})
         conf.update(defaults or {})
-        conf.update(self.settings)
+        conf.update(self.client_settings())
+        conf["error_cb"] = self._recording(conf.get("error_cb"))
         return conf
+
+    def _recording(self, then: Callable[[KafkaError], None] | None) -> Callable[[KafkaError], None]:
+        def record(error: KafkaError) -> None:
+            self.errors.append(error)
+            if then is not None:
+                then(error)
+        return record
 
     def admin(self) -> AdminClient:
         # An admin client is a producer inside librdkafka: without this, describing a topic
@@ -65,11 +86,18 @@ class Connection:
 
 
 def connect(bootstrap: str | None, cluster_dir: Path | None, timeout: float,
-            settings: list[str] | None) -> Connection:
+            settings: list[str] | None, command_config: Path | None = None) -> Connection:
     """Resolve the common client options of a command into a Connection."""
-    directory = resolve_cluster_dir(cluster_dir)
-    return Connection(resolve_bootstrap(bootstrap, directory), timeout,
-                      dict(parse_pairs(settings, "-X setting")))
+    resolved = resolve_bootstrap(bootstrap, resolve_cluster_dir(cluster_dir))
+    return Connection(resolved, timeout, dict(parse_pairs(settings, "-X setting")),
+                      clientprops.for_bootstrap(resolved, command_config))
+
+
+def local_connection(cluster_dir: Path, timeout: float) -> Connection:
+    """The local cluster's live brokers, whatever $KCTL_BOOTSTRAP says, as its super user
+    when it is secured: for commands that act on the local cluster itself."""
+    bootstrap = Bootstrap(local_servers(cluster_dir), "local", cluster_dir)
+    return Connection(bootstrap, timeout, properties=clientprops.for_bootstrap(bootstrap, None))
 
 
 def _create(kind: type, conf: dict[str, Any]) -> Any:
@@ -81,13 +109,25 @@ def _create(kind: type, conf: dict[str, Any]) -> Any:
 
 
 def fetch_metadata(client: Client, conn: Connection, topic: str | None = None) -> ClusterMetadata:
-    """Cluster metadata; raises KctlError (exit 3) when the cluster does not answer in time."""
+    """Cluster metadata; a KctlError with exit 3 when the cluster does not answer in time,
+    exit 7 when it refuses the client's credentials."""
     try:
         return client.list_topics(topic, timeout=conn.timeout)
     except KafkaException as exc:
         error = exc.args[0]
+        client.poll(0)  # serves the error events that say why; kctl gives up either way
+        refusal = next((e for e in reversed(conn.errors) if e.code() in REFUSALS), None)
+        if error.code() in REFUSALS or refusal is not None:
+            raise from_kafka(refusal or error, f"connect to the cluster at {conn.bootstrap.servers}") from None
         raise KctlError(f"cannot reach the cluster at {conn.bootstrap.servers} within "
                         f"{conn.timeout:g}s ({error.str()})", ExitCode.UNREACHABLE) from None
+
+
+def checked(conn: Connection) -> Connection:
+    """`conn`, once the cluster has answered a metadata request: an unreachable cluster is
+    exit 3 and refused credentials exit 7 before a command's own request could time out."""
+    fetch_metadata(conn.admin(), conn)
+    return conn
 
 
 def produce_waiting(producer: Producer, *args: Any, **kwargs: Any) -> None:

@@ -13,7 +13,7 @@ from kctl.exit_codes import ExitCode
 _UNREACHABLE = {
     KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT,
     KafkaError._MSG_TIMED_OUT, KafkaError._RESOLVE, KafkaError.REQUEST_TIMED_OUT,
-    KafkaError.NETWORK_EXCEPTION,
+    KafkaError.NETWORK_EXCEPTION, KafkaError._SSL,
 }
 _NOT_FOUND = {
     KafkaError._UNKNOWN_TOPIC, KafkaError._UNKNOWN_PARTITION, KafkaError.UNKNOWN_TOPIC_OR_PART,

@@ -15,12 +15,13 @@ import sys
 import time
 from pathlib import Path
 
+from brokerd.security import client_properties
 from brokerd.state import ClusterState
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from kctl.bootstrap import resolve_cluster_dir
-from kctl import brokerview
+from kctl import brokerconfig, brokerview, securecluster
 from kctl.brokerview import HOST
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
@@ -97,12 +98,14 @@ def start_missing(state: ClusterState, ports: dict[int, int],
 
 
 def start(state: ClusterState, broker_id: int, port: int, settings: dict[str, str]) -> subprocess.Popen:
-    """One brokerd in the background, with `settings` as its `-o name=value` options."""
+    """One brokerd in the background, with `settings` as its `-o name=value` options and
+    listeners of the cluster's security protocol on its port."""
     log_path = state.broker_dir(broker_id) / "broker.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "brokerd", "--cluster-dir", str(state.cluster_dir),
                "--broker-id", str(broker_id), "--port", str(port)]
-    for name, value in settings.items():
+    protocol = brokerconfig.security_protocol(state.cluster_dir)
+    for name, value in {**securecluster.listeners(protocol, HOST, port), **settings}.items():
         command += ["-o", f"{name}={value}"]
     with open(log_path, "ab") as log:
         return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
@@ -138,7 +141,9 @@ def _answers(state: ClusterState, broker_id: int, pid: int) -> bool:
     reg = next((r for r in state.brokers() if r.broker_id == broker_id), None)
     if reg is None or reg.pid != pid or not reg.alive:
         return False
-    admin = AdminClient({"bootstrap.servers": f"{reg.host}:{reg.port}", "log_level": 0})
+    # A secured cluster answers only clients that authenticate: ask as its super user.
+    admin = AdminClient({"bootstrap.servers": f"{reg.host}:{reg.port}", "log_level": 0,
+                         **client_properties.read(client_properties.path(state.cluster_dir))})
     try:
         admin.list_topics(timeout=1.0)
         return True

@@ -33,6 +33,14 @@ Settings = Annotated[Optional[list[str]], typer.Option(
     "-X", metavar="KEY=VALUE", show_default=False,
     help="Any librdkafka setting, e.g. -X debug=broker (repeatable).")]
 
+CommandConfig = Annotated[Optional[Path], typer.Option(
+    "--command-config", "-F", metavar="FILE", envvar="KCTL_COMMAND_CONFIG", exists=True,
+    dir_okay=False, show_default=False,
+    help="Client settings from a properties file: librdkafka KEY=VALUE lines, as kcat -F reads "
+         "them, e.g. a user's security.protocol, sasl.mechanism, sasl.username, sasl.password. "
+         "Default: a secured local cluster's DIR/admin.properties, for that cluster only. "
+         "-X settings override it.")]
+
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
 DEFAULT_TIMEOUT = 5.0

@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Callable, TypeVar
 
 from kafka import KafkaAdminClient
-from kafka.errors import (InvalidReplicationAssignmentError, KafkaConnectionError, KafkaError,
-                          KafkaTimeoutError, NoReassignmentInProgressError,
-                          RequestTimedOutError, UnknownTopicOrPartitionError)
+from kafka.errors import (AuthorizationError, IllegalSaslStateError, InvalidReplicationAssignmentError,
+                          KafkaConnectionError, KafkaError, KafkaTimeoutError,
+                          NoReassignmentInProgressError, RequestTimedOutError,
+                          SaslAuthenticationFailedError, UnknownTopicOrPartitionError,
+                          UnsupportedSaslMechanismError)
 
 from kctl.client import Connection
 from kctl.errors import KctlError
@@ -21,10 +23,19 @@ from kctl.exit_codes import ExitCode
 
 T = TypeVar("T")
 
+_SECURITY = {"security.protocol": "security_protocol", "sasl.mechanism": "sasl_mechanism",
+             "sasl.mechanisms": "sasl_mechanism", "sasl.username": "sasl_plain_username",
+             "sasl.password": "sasl_plain_password", "ssl.ca.location": "ssl_cafile",
+             "ssl.certificate.location": "ssl_certfile", "ssl.key.location": "ssl_keyfile",
+             "ssl.key.password": "ssl_password"}
 _UNREACHABLE = (KafkaTimeoutError, RequestTimedOutError, KafkaConnectionError)
 _CODES = {UnknownTopicOrPartitionError: ExitCode.NOT_FOUND,
           InvalidReplicationAssignmentError: ExitCode.INVALID_INPUT,
-          NoReassignmentInProgressError: ExitCode.CONFLICT}
+          NoReassignmentInProgressError: ExitCode.CONFLICT,
+          AuthorizationError: ExitCode.NOT_AUTHORIZED,
+          SaslAuthenticationFailedError: ExitCode.NOT_AUTHORIZED,
+          IllegalSaslStateError: ExitCode.NOT_AUTHORIZED,
+          UnsupportedSaslMechanismError: ExitCode.NOT_AUTHORIZED}
 
 
 def call(conn: Connection, doing: str, request: Callable[[KafkaAdminClient, int], T]) -> T:
@@ -35,7 +46,7 @@ def call(conn: Connection, doing: str, request: Callable[[KafkaAdminClient, int]
     timeout_ms = int(conn.timeout * 1000)
     try:
         admin = KafkaAdminClient(bootstrap_servers=conn.bootstrap.servers.split(","), client_id="kctl",
-                                 request_timeout_ms=timeout_ms)
+                                 request_timeout_ms=timeout_ms, **security(conn.client_settings()))
         try:
             return request(admin, timeout_ms)
         finally:
@@ -43,6 +54,15 @@ def call(conn: Connection, doing: str, request: Callable[[KafkaAdminClient, int]
     except KafkaError as exc:
         code = ExitCode.UNREACHABLE if isinstance(exc, _UNREACHABLE) else exit_code(type(exc))
         raise KctlError(f"cannot {doing} at {conn.bootstrap.servers}: {exc}", code) from None
+
+
+def security(settings: dict[str, str]) -> dict[str, object]:
+    """kafka-python's names for the librdkafka security settings among `settings`, so a
+    secured cluster sees the same principal whichever client library kctl uses."""
+    translated: dict[str, object] = {_SECURITY[k]: v for k, v in settings.items() if k in _SECURITY}
+    if settings.get("ssl.endpoint.identification.algorithm", "https").lower() == "none":
+        translated["ssl_check_hostname"] = False
+    return translated
 
 
 def exit_code(error: type) -> ExitCode:

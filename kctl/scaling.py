@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from brokerd.state import ClusterState
 
-from kctl import brokerconfig, brokerctl, brokerview, console, localcluster, reassign
-from kctl.bootstrap import Bootstrap, local_servers
+from kctl import brokerconfig, brokerctl, brokerview, client, console, localcluster, reassign
 from kctl.client import Connection, fetch_metadata
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
@@ -34,8 +33,7 @@ def add_broker(state: ClusterState) -> int:
 
 def local_connection(state: ClusterState) -> Connection:
     """The local cluster's live brokers, whatever $KCTL_BOOTSTRAP says: these commands act on it."""
-    return Connection(Bootstrap(local_servers(state.cluster_dir), "local", state.cluster_dir),
-                      ADMIN_TIMEOUT_S)
+    return client.local_connection(state.cluster_dir, ADMIN_TIMEOUT_S)
 
 
 def assignment(conn: Connection, internal: bool) -> dict[tuple[str, int], list[int]]:

@@ -18,8 +18,8 @@ from kctl.assignment import plan
 from kctl.client import Connection, connect, produce_waiting
 from kctl.errors import KctlError, exit_code_for, from_kafka
 from kctl.offsets import END, START, OffsetRange
-from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, Compression,
-                          CompressionOption, Json, Settings, Timeout, TransactionalId)
+from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
+                          Compression, CompressionOption, Json, Settings, Timeout, TransactionalId)
 from kctl.transactions import Transactions
 
 MIB = 1024 * 1024
@@ -49,7 +49,8 @@ def bench_produce(
         "--txn-size", metavar="N", show_default=False,
         help=f"With --transactional-id: records per transaction. Default: {TXN_SIZE}.")] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """Send records as fast as possible; report records/s, MB/s and send-to-ack latency.
 
@@ -59,7 +60,7 @@ def bench_produce(
     transactions cost over idempotence alone.
     """
     transactions.check_options(transactional_id, txn_size, acks)
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     if topics.ensure(conn, topics.validate_name(topic), partitions, -1):
         console.info(f"Created topic {topic}.")
     recorder = LatencyRecorder()
@@ -126,13 +127,14 @@ def bench_consume(
         "--records", min=1, show_default=False,
         help="Records to read. Default: everything in the topic when the run starts.")] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """Read a topic from the start as fast as possible; report records/s and MB/s.
 
     Gives up (exit 1) when no record arrives for --timeout seconds before the count is reached.
     """
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     consumer = conn.consumer({"fetch.wait.max.ms": 100})
     try:
         spec = OffsetRange(START, END if records is None else None)

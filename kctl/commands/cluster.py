@@ -6,13 +6,15 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from brokerd.security import client_properties
 from brokerd.state import ClusterState
 
-from kctl import brokerconfig, brokerview, console, localcluster, scaling, sections
+from kctl import brokerconfig, brokerview, console, localcluster, scaling, sections, securecluster
 from kctl.bootstrap import resolve_cluster_dir
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
 from kctl.options import ClusterDir, Json
+from kctl.securecluster import SecurityProtocol
 
 app = typer.Typer(
     help="Start, stop and inspect the local cluster (brokerd daemons).\n\n"
@@ -37,6 +39,13 @@ def up(
         "--broker-config", "-o", metavar="NAME=VALUE", show_default=False,
         help="Broker setting with Kafka's name, passed to every broker and remembered for "
              "restarts, e.g. -o broker.session.timeout.ms=1000 (repeatable).")] = None,
+    security_protocol: Annotated[Optional[SecurityProtocol], typer.Option(
+        "--security-protocol", show_default=False,
+        help="Listeners of a new cluster [default: PLAINTEXT]. SASL_PLAINTEXT, SASL_SSL and SSL "
+             "turn on authentication (SCRAM-SHA-256/512 and PLAIN with SASL, client certificates "
+             "with SSL) and ACLs, make the super user admin and write its client settings to "
+             "DIR/admin.properties, which kctl uses for this cluster. An existing cluster keeps its own.")
+    ] = None,
     cluster_dir: ClusterDir = None,
     json_output: Json = False,
 ) -> None:
@@ -46,13 +55,19 @@ def up(
     brokers that are already running are left alone. With several brokers,
     default.replication.factor is min(3, brokers) unless -o sets it, so topics are
     replicated: `kctl topic create demo -p 3` on 3 brokers gives 3 replicas per partition.
+    A secured cluster (--security-protocol) is described in docs/security.md.
     """
     state = ClusterState(resolve_cluster_dir(cluster_dir))
     requested = brokerconfig.parse(broker_config)
     ports = localcluster.plan(state, brokers, port_base)
+    is_new = not state.exists()
+    protocol = securecluster.check_protocol(
+        state.cluster_dir, None if is_new else brokerconfig.security_protocol(state.cluster_dir),
+        None if security_protocol is None else security_protocol.value)
     cluster_id = state.initialize(ports)
-    settings = {**brokerconfig.remembered(state.cluster_dir), **requested}
-    brokerconfig.remember(state.cluster_dir, settings)
+    secured = securecluster.secure(state, protocol) if is_new else {}
+    settings = {**brokerconfig.remembered(state.cluster_dir), **secured, **requested}
+    brokerconfig.remember(state.cluster_dir, settings, protocol)
     effective = brokerconfig.effective(settings, len(ports))
     procs = localcluster.start_missing(state, ports, effective)
     if requested and len(procs) < len(ports):
@@ -69,6 +84,8 @@ def up(
         console.print_section(sections.brokers(views, controller=None))
         print(f"export KCTL_BOOTSTRAP={bootstrap}", flush=True)
     _hint_next(state.cluster_dir, cluster_dir is not None, started=bool(procs))
+    if protocol != SecurityProtocol.PLAINTEXT.value:
+        _hint_security(state.cluster_dir, protocol, views[0].address)
 
 
 def _hint_next(directory: Path, explicit_dir: bool, started: bool) -> None:
@@ -76,6 +93,13 @@ def _hint_next(directory: Path, explicit_dir: bool, started: bool) -> None:
     console.info(f"Cluster {'started' if started else 'already running'} in {directory}.")
     console.info("Next: kctl topic create demo -p 3; seq 10 | kctl produce demo; "
                  f"kctl consume demo -e; kctl topic describe demo; kctl cluster status{where}")
+
+
+def _hint_security(directory: Path, protocol: str, address: str) -> None:
+    properties = client_properties.path(directory)
+    console.info(f"Security: {protocol} listeners, ACLs on; kctl uses the super user's settings in "
+                 f"{properties} (kcat -F {properties} -b {address} -L). "
+                 "Add users with `kctl user create`, grant them with `kctl acl create`.")
 
 
 @app.command()

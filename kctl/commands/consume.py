@@ -15,7 +15,7 @@ from kctl.exit_codes import ExitCode
 from kctl.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
 from kctl.membership import GROUP_DEFAULTS, Membership, reset_policy
 from kctl.offsets import OffsetRange, OffsetSyntaxError, parse
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, Isolation, Settings, Timeout
+from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Isolation, Settings, Timeout
 from kctl.reader import ClusterWatch, Commit, Reader, Render
 
 
@@ -63,6 +63,7 @@ def consume(
     ] = Isolation.READ_COMMITTED,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None,
 ) -> None:
     """Print records of a topic; follows new records like `tail -f` unless -e, -n or a range ends it.
 
@@ -77,7 +78,7 @@ def consume(
     if group is None and commit is not None:
         raise KctlError("--commit needs -g GROUP: only a group has offsets to commit", ExitCode.USAGE)
     reset = None if group is None else reset_policy(spec, partitions, exit_at_end)
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     watch = ClusterWatch(conn)
     common = {"isolation.level": isolation.value, "error_cb": watch}
     if group is None:

@@ -4,6 +4,7 @@ kafka-consumer-groups.sh show them."""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -16,7 +17,7 @@ from kctl.client import Connection, connect, fetch_metadata, find_topic, list_of
 from kctl.errors import KctlError, from_kafka
 from kctl.exit_codes import ExitCode
 from kctl.offsetreset import Current, Kind, Strategy
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, Json, Settings, Timeout
+from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
 
 app = typer.Typer(help="List, describe, reset and delete consumer groups.", no_args_is_help=True)
 
@@ -24,10 +25,10 @@ Group = Annotated[str, typer.Argument(metavar="GROUP", help="Consumer group id."
 Partition = tuple[str, int]
 
 
-def _admin(bootstrap: str | None, cluster_dir, timeout: float,
-           settings: list[str] | None) -> tuple[Connection, AdminClient]:
+def _admin(bootstrap: str | None, cluster_dir, timeout: float, settings: list[str] | None,
+           command_config: Path | None) -> tuple[Connection, AdminClient]:
     """A connection and an admin client, after checking the cluster answers (exit 3 if not)."""
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     admin = conn.admin()
     fetch_metadata(admin, conn)
     return conn, admin
@@ -36,10 +37,11 @@ def _admin(bootstrap: str | None, cluster_dir, timeout: float,
 @app.command("list")
 def list_groups(
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """List consumer groups with their state, protocol type, coordinator and member count."""
-    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings)
+    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings, command_config)
     rows = groupinfo.list_groups(admin, conn)
     if json_output:
         console.print_json(rows)
@@ -53,7 +55,8 @@ def list_groups(
 def describe(
     group: Group,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """Show a group's coordinator, state, members and total lag, then per partition the
     committed offset, log start, last stable offset, high watermark (log end), lag and the
@@ -65,7 +68,7 @@ def describe(
     the high watermark, in yellow, while a transaction is open, and lag above it is records
     the group cannot read until that transaction ends, not records it missed.
     """
-    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings)
+    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings, command_config)
     doc = groupinfo.describe(admin, conn, group)
     if json_output:
         console.print_json(doc)
@@ -95,7 +98,8 @@ def reset_offsets(
     execute: Annotated[bool, typer.Option(
         "--execute", help="Commit the new offsets. Without it, only print the plan.")] = False,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """Plan, and with --execute commit, new offsets for a group: prior offset -> new offset.
 
@@ -106,7 +110,7 @@ def reset_offsets(
     strategy = offsetreset.choose(to_earliest, to_latest, to_offset, shift_by, to_datetime,
                                   int(time.time() * 1000))
     scopes = [_parse_scope(t) for t in topic or []]
-    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings)
+    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings, command_config)
     _require_empty(admin, conn, group, "reset its offsets")
     committed = groupinfo.committed_offsets(admin, conn, group)
     keys = _selected(admin, conn, group, scopes, committed)
@@ -187,9 +191,10 @@ def delete(
     group: Group,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None,
 ) -> None:
     """Delete a group and its committed offsets; refused (exit 6) while it has active members."""
-    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings)
+    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings, command_config)
     _require_empty(admin, conn, group, "delete it")
     future = admin.delete_consumer_groups([group], request_timeout=conn.timeout)[group]
     result(future, f"delete group {group!r}")

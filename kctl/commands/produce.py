@@ -19,8 +19,8 @@ from kctl.delivery import STALLED, DeliveryPoller, DeliveryStopped, DeliveryTall
 from kctl.errors import KctlError, exit_code_for, from_kafka
 from kctl.exit_codes import ExitCode
 from kctl.keyvalue import parse_pairs
-from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, Compression,
-                          CompressionOption, DeliveryTimeout, Settings, TransactionalId)
+from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
+                          Compression, CompressionOption, DeliveryTimeout, Settings, TransactionalId)
 from kctl.transactions import Transactions
 
 INTERRUPT_FLUSH_S = 5.0
@@ -62,6 +62,7 @@ def produce(
         help="Send at most N records per second (on average over any second), e.g. --rate 100/s.")] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: DeliveryTimeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None,
 ) -> None:
     """Produce one record per line of stdin (or --file); the input is read as raw bytes.
 
@@ -91,7 +92,7 @@ def produce(
     with ExitStack() as stack:
         stream, progress = _open_input(stack, file)
         tick, every = _ticker(progress, per_second)
-        conn = connect(bootstrap, cluster_dir, timeout, settings)
+        conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
         producer = conn.producer(PRODUCER_DEFAULTS | transactions.producer_config(txns) | {
             "acks": acks.value, "compression.type": compression.value, "on_delivery": tally,
             "message.timeout.ms": int(timeout * 1000)})

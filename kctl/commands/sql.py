@@ -19,7 +19,7 @@ from kctl import console, topics
 from kctl.client import connect, fetch_metadata
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, Settings, Timeout
+from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Settings, Timeout
 
 _INTERVAL = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)")
 _UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}
@@ -87,6 +87,7 @@ def sql(
     ] = Start.EARLIEST,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None,
 ) -> None:
     """Run Spark SQL over topics: print the result, or write it to a topic with --to.
 
@@ -97,12 +98,12 @@ def sql(
     triggers = parse_trigger(trigger)
     if triggers is None and (checkpoint is not None or start is Start.LATEST):
         raise KctlError("--checkpoint and --from latest need a streaming query (--trigger)", ExitCode.USAGE)
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     names = list(fetch_metadata(conn.admin(), conn).topics)
     if to is not None and topics.ensure(conn, topics.validate_name(to), -1, -1):
         console.info(f"Created topic {to}.")
     sqlrun, views = _spark_modules()
-    client = {"bootstrap.servers": conn.bootstrap.servers, **conn.settings}
+    client = {"bootstrap.servers": conn.bootstrap.servers, **conn.client_settings()}
     spec = views.ViewSpec(client, triggers is not None, start.value, value_format.value, schema)
     job = sqlrun.SqlJob(query, spec, views.named_topics(query, names), triggers, to,
                         None if checkpoint is None else str(checkpoint.expanduser()), fmt.value)

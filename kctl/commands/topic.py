@@ -19,7 +19,7 @@ from kctl.client import connect, fetch_metadata, find_topic, result
 from kctl.errors import KctlError, exit_code_for
 from kctl.exit_codes import ExitCode
 from kctl.keyvalue import parse_pairs
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, Json, Settings, Timeout
+from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
 
 
 class Election(str, Enum):
@@ -49,14 +49,15 @@ def create(
     if_not_exists: Annotated[bool, typer.Option(
         "--if-not-exists", help="Succeed when the topic already exists.")] = False,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """Create a topic."""
     if partitions == 0 or partitions < -1 or replicas == 0 or replicas < -1:
         raise KctlError("partitions and replicas must be positive (or -1 for the broker default)",
                         ExitCode.INVALID_INPUT)
     configs = dict(parse_pairs(config, "--config"))
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     created = topics.create(conn, name, partitions, replicas, configs, if_not_exists)
     status = "created" if created else "exists"
     if json_output:
@@ -70,10 +71,11 @@ def list_topics(
     internal: Annotated[bool, typer.Option(
         "--internal", "-i", help="Include internal topics (names starting with __).")] = False,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """List topics with their partition count and replication factor."""
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     metadata = fetch_metadata(conn.admin(), conn)
     rows = []
     for name, meta in sorted(metadata.topics.items()):
@@ -93,7 +95,8 @@ def list_topics(
 def describe(
     name: Name,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """Show each partition's leader, epoch, replicas, ISR, offsets and open transactions.
 
@@ -105,7 +108,7 @@ def describe(
     offset) come from the local cluster's state directory; against another cluster only the
     leader's end (its high watermark) is known, and open transactions show as "-" (null).
     """
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     doc = topicinfo.describe(conn, name)
     if json_output:
         console.print_json(doc)
@@ -128,7 +131,8 @@ def producers(
         "--partition", "-p", metavar="N", min=0, show_default=False,
         help="Only this partition (repeatable). Default: every partition of the topic.")] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """Show the idempotent and transactional producers each partition remembers (KIP-664).
 
@@ -141,7 +145,7 @@ def producers(
     transaction, which holds the last stable offset back ("-" when none). Partitions without
     a leader are left out, and the command then fails (exit 3).
     """
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     rows, failure = producerstate.describe(conn, name, partition)
     if json_output:
         console.print_json(rows)
@@ -156,9 +160,10 @@ def delete(
     name: Name,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None,
 ) -> None:
     """Delete a topic and all its records."""
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     admin = conn.admin()
     fetch_metadata(admin, conn)
     future = admin.delete_topics([topics.validate_name(name)], request_timeout=timeout,
@@ -182,7 +187,8 @@ def delete_records(
         help="kafka-delete-records.sh's offsets file instead of NAME, --partition and --offset: "
              + deleterecords.FILE_FORMAT + ".")] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """Delete the records before an offset: the log start offset (low watermark) moves up to it.
 
@@ -193,7 +199,7 @@ def delete_records(
     `kctl topic delete-records orders --offset end`, `kctl topic delete-records --offset-json-file offsets.json`.
     """
     requested = _records_to_delete(name, partition, offset, offset_json_file)
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     admin = conn.admin()
     metadata = fetch_metadata(admin, conn)
     low, failure = deleterecords.delete(admin, conn, metadata, requested(metadata))
@@ -232,6 +238,7 @@ def alter_config(
         help="Remove a config override, back to the default (repeatable).")] = None,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None,
 ) -> None:
     """Change topic configs incrementally; configs not named stay as they are."""
     changes = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
@@ -240,7 +247,7 @@ def alter_config(
                 for k in delete_ or []]
     if not changes:
         raise KctlError("nothing to change: give --set KEY=VALUE and/or --delete KEY", ExitCode.USAGE)
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     admin = conn.admin()
     fetch_metadata(admin, conn)
     resource = ConfigResource(ResourceType.TOPIC, topics.validate_name(name), incremental_configs=changes)
@@ -258,13 +265,14 @@ def add_partitions(
         help="The new total number of partitions; must be larger than the current one.")],
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None,
 ) -> None:
     """Grow a topic to N partitions in total; Kafka never shrinks a topic.
 
     Keyed records hash over the new count from now on, so a key may land in another
     partition than before: order per key holds only within each partition.
     """
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     admin = conn.admin()
     current = len(find_topic(fetch_metadata(admin, conn), topics.validate_name(name)).partitions)
     if partitions <= current:
@@ -297,7 +305,8 @@ def reassign(
     wait_timeout: Annotated[float, typer.Option(
         "--wait-timeout", metavar="SECONDS", min=0.1, help="Give up waiting (exit 3) after this long.")] = 300.0,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """Move partition replicas to other brokers (KIP-455), or list or cancel such moves.
 
@@ -307,7 +316,7 @@ def reassign(
     `kctl topic reassign --plan plan.json`, `kctl topic reassign orders --cancel`,
     `kctl topic reassign --list`.
     """
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     if list_:
         if any(x is not None for x in (name, partition, replicas, plan)) or cancel:
             raise KctlError("--list takes no topic, --partition, --replicas, --plan or --cancel", ExitCode.USAGE)
@@ -377,6 +386,7 @@ def elect_leaders(
              "they had is lost.")] = Election.preferred,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None,
 ) -> None:
     """Elect leaders as kafka-leader-election.sh does: preferred (the default) or unclean.
 
@@ -385,7 +395,7 @@ def elect_leaders(
     brings an offline partition back at the price of the records only its lost in-sync
     replicas had (Kafka's unclean.leader.election.enable, once, by hand).
     """
-    conn = connect(bootstrap, cluster_dir, timeout, settings)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     admin = conn.admin()
     partitions = None
     if name is not None:

@@ -14,7 +14,7 @@ from kctl import console, dashboard, events, localcluster, snapshot
 from kctl.client import connect
 from kctl.exit_codes import ExitCode
 from kctl.groupwatch import GroupPoller, GroupSource, poll_once
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, Json, Settings, Timeout
+from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
 
 MAX_EVENTS = 10
 
@@ -33,7 +33,8 @@ def watch(
         "--once", help="Print one snapshot and exit (also what happens when stdout is not a terminal).")
     ] = False,
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None, json_output: Json = False,
+    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """Watch brokers, partitions and consumer groups change while you break things.
 
@@ -54,7 +55,8 @@ def watch(
     """
     state = localcluster.existing(cluster_dir)
     snapshot.take(state, topic)  # an unknown topic is exit 4 before anything is shown
-    source = GroupSource(lambda: connect(bootstrap, cluster_dir, timeout, settings), group or [], topic)
+    source = GroupSource(lambda: connect(bootstrap, cluster_dir, timeout, settings, command_config),
+                         group or [], topic)
     if once or json_output or not console.stdout().is_terminal:
         snap = _snapshot(state, topic, poll_once(source))
         if json_output:

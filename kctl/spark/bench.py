@@ -25,14 +25,15 @@ from kctl.commands.bench import rates
 from kctl.spark.lookup import ClusterOffsets
 from kctl.spark.options import Subscription
 from kctl.spark.produce import Outbox
-from kctl.spark.session import cluster_bootstrap, local_session
+from kctl.spark.session import cluster_client, local_session
+from kctl.spark.views import client_options
 
 WARM_UP_RECORDS = 20_000
 
 
 def main() -> None:
     args = _arguments()
-    client = {"bootstrap.servers": cluster_bootstrap(args.bootstrap)}
+    client = cluster_client(args.bootstrap)
     admin = AdminClient(client)
     run = uuid.uuid4().hex[:8]
     names = [f"spark-bench-{run}-{suffix}" for suffix in ("warm-in", "warm-out", "in", "out")]
@@ -77,19 +78,19 @@ def _fill(client: dict[str, str], topic: str, records: int, size: int) -> None:
 
 
 def _read(spark: SparkSession, client: dict[str, str], topic: str) -> int:
-    return (spark.read.format("kctl").option("kafka.bootstrap.servers", client["bootstrap.servers"])
+    return (spark.read.format("kctl").options(**client_options(client))
             .option("subscribe", topic).load().count())
 
 
 def _copy(spark: SparkSession, client: dict[str, str], source: str, sink: str,
           per_trigger: int | None) -> int:
-    reader = (spark.readStream.format("kctl").option("kafka.bootstrap.servers", client["bootstrap.servers"])
+    reader = (spark.readStream.format("kctl").options(**client_options(client))
               .option("subscribe", source).option("startingOffsets", "earliest"))
     if per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", per_trigger)
     with tempfile.TemporaryDirectory(prefix="kctl-bench-") as checkpoint:
         query = (reader.load().select("key", "value").writeStream.format("kctl")
-                 .option("kafka.bootstrap.servers", client["bootstrap.servers"]).option("topic", sink)
+                 .options(**client_options(client)).option("topic", sink)
                  .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
         query.awaitTermination()
     return sum(p["numInputRows"] for p in query.recentProgress)

@@ -16,6 +16,7 @@ from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 import kctl.spark
+from kctl import clientprops
 from kctl.bootstrap import resolve_bootstrap, resolve_cluster_dir
 
 # Spark logs WARN and INFO lines to stderr from the moment the JVM starts; a command-line
@@ -64,3 +65,10 @@ def cluster_bootstrap(flag: str | None = None) -> str:
     """The brokers kctl itself would use: `flag`, else $KCTL_BOOTSTRAP, else the live brokers
     of the local cluster in $KCTL_HOME (or ~/.kctl), the one `kctl cluster up` started."""
     return resolve_bootstrap(flag, resolve_cluster_dir(None)).servers
+
+
+def cluster_client(flag: str | None = None) -> dict[str, str]:
+    """librdkafka settings for the cluster kctl would use: its bootstrap, and for a secured
+    local cluster its admin.properties (kctl.clientprops)."""
+    bootstrap = resolve_bootstrap(flag, resolve_cluster_dir(None))
+    return {"bootstrap.servers": bootstrap.servers, **clientprops.for_bootstrap(bootstrap, None)}
