@@ -105,7 +105,7 @@ class KafkaServer:
         request.session = auth.session
         close = False
         if header.api_key == ApiKey.SaslHandshake:
-            fields = auth.handshake(request.body.mechanism)
+            fields, close = auth.handshake(request.body.mechanism)
         elif header.api_key == ApiKey.SaslAuthenticate:
             fields, close = await auth.authenticate(request.body.auth_bytes)
         else:

@@ -16,3 +16,35 @@ def raw_request(port: int, api_key: int, version: int, body: dict):
         sock.sendall(encode_request(header, body))
         size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
         return decode_response(header, sock.recv(size, socket.MSG_WAITALL))
+
+
+class RawConnection:
+    """Several requests over one socket, for tests of per-connection state (SASL)."""
+
+    def __init__(self, port: int, timeout: float = 5.0):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout)
+        self._correlation_id = 0
+
+    def __enter__(self) -> "RawConnection":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.sock.close()
+
+    def send(self, api_key: int, version: int, body: dict) -> RequestHeader:
+        self._correlation_id += 1
+        header = RequestHeader(api_key, version, self._correlation_id, "raw")
+        self.sock.sendall(encode_request(header, body))
+        return header
+
+    def request(self, api_key: int, version: int, body: dict):
+        header = self.send(api_key, version, body)
+        size = struct.unpack(">i", self.sock.recv(4, socket.MSG_WAITALL))[0]
+        return decode_response(header, self.sock.recv(size, socket.MSG_WAITALL))
+
+    def closed_by_broker(self) -> bool:
+        """True when the broker closed the connection (reads end of stream)."""
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True

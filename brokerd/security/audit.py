@@ -14,6 +14,13 @@ from collections import deque
 log = logging.getLogger("brokerd.security")
 
 KEPT_EVENTS = 20
+MAX_NAME_CHARS = 100
+
+
+def printable(name: str) -> str:
+    """A client-chosen name, safe for a log line: control characters escaped, length bounded."""
+    shown = name[:MAX_NAME_CHARS].encode("unicode_escape").decode("ascii")
+    return shown + ("..." if len(name) > MAX_NAME_CHARS else "")
 
 
 class SecurityAudit:
@@ -24,6 +31,8 @@ class SecurityAudit:
 
     def authentication_failed(self, user: str | None, host: str, mechanism: str | None,
                               message: str) -> None:
+        user = printable(user) if user else None
+        mechanism = printable(mechanism) if mechanism else None
         log.warning("failed authentication of %s from %s with %s: %s",
                     user or "an unknown user", host, mechanism, message)
         self._record("authentication_failed", f"User:{user}" if user else None, host,

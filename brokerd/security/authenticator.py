@@ -65,13 +65,14 @@ class ConnectionAuthenticator:
             raise ConnectionRefused(f"session of {self.session.principal} expired "
                                     "(connections.max.reauth.ms) without re-authentication")
 
-    def handshake(self, mechanism: str) -> dict:
-        """SaslHandshake: pick the mechanism (again, when re-authenticating)."""
+    def handshake(self, mechanism: str) -> tuple[dict, bool]:
+        """SaslHandshake: pick the mechanism (again, when re-authenticating); the response and
+        whether to close the connection after it (an unsupported mechanism, as in Kafka)."""
         if not self.listener.uses_sasl:
-            return {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []}
+            return {"error_code": ILLEGAL_SASL_STATE, "mechanisms": []}, False
         self._sasl = self._new_sasl()
-        return {"error_code": self._sasl.handshake(mechanism),
-                "mechanisms": self._sasl.enabled_mechanisms}
+        error = self._sasl.handshake(mechanism)
+        return {"error_code": error, "mechanisms": self._sasl.enabled_mechanisms}, error != 0
 
     async def authenticate(self, auth_bytes: bytes) -> tuple[dict, bool]:
         """SaslAuthenticate: the response and whether to close the connection after it."""
