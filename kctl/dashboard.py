@@ -1,4 +1,5 @@
-"""The `kctl watch` screen: brokers, partitions per topic, groups and recent events.
+"""The `kctl watch` screen: brokers, partitions per topic, groups, the brokers' latest security
+events and recent changes.
 
 Built as console Sections, so the same tables are printed once when stdout is not a
 terminal and laid out in a Rich Live display when it is.
@@ -11,7 +12,7 @@ import time
 from rich.console import Group
 from rich.text import Text
 
-from kctl import sections
+from kctl import sections, securityevents
 from kctl.brokerview import BrokerView
 from kctl.console import Section, rich_table
 
@@ -27,10 +28,22 @@ def build(snap: dict, events: list[Event]) -> list[Section]:
     if snap.get("groups_error"):
         out.append(Section("GROUPS", ["error"], [[snap["groups_error"]]]))
     out += [_group(g) for g in snap.get("groups", [])]
+    if snap.get("security_events"):
+        out.append(Section("SECURITY", ["time", "event"],
+                           [[_clock(e["time"]), _repeated(securityevents.line(e), e.get("count", 1))]
+                            for e in snap["security_events"]]))
     if events:
         out.append(Section("EVENTS", ["time", "event"],
-                           [[time.strftime("%H:%M:%S", time.localtime(t)), what] for t, what in events]))
+                           [[_clock(t), what] for t, what in events]))
     return out
+
+
+def _repeated(text: str, count: int) -> str:
+    return text if count == 1 else f"{text} (x{count})"
+
+
+def _clock(moment: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(moment))
 
 
 def _group(doc: dict) -> Section:

@@ -31,6 +31,8 @@ ENVIRONMENT = [
     ("KCTL_HOME", "Local cluster directory when --dir is not given; default ~/.kctl. It holds "
                   "state/ (shared cluster state) and brokers/ID/ (each broker's data/ and broker.log)."),
     ("KCTL_TIMEOUT", "Default for --timeout, in seconds."),
+    ("KCTL_COMMAND_CONFIG", "Default for --command-config: a client properties file (librdkafka "
+                            "KEY=VALUE lines, as kcat -F reads them), e.g. a user's SASL credentials."),
     ("NO_COLOR", "Disable colour; output that is not a terminal never has colour."),
 ]
 

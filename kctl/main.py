@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from kctl import console
-from kctl.commands import bench, broker, cluster, consume, group, produce, sql, topic, watch
+from kctl.commands import acl, bench, broker, cluster, consume, group, produce, sql, topic, user, watch
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode, table
 
@@ -56,6 +56,8 @@ app.add_typer(cluster.app, name="cluster")
 app.add_typer(broker.app, name="broker")
 app.add_typer(topic.app, name="topic")
 app.add_typer(group.app, name="group")
+app.add_typer(user.app, name="user")
+app.add_typer(acl.app, name="acl")
 app.command(name="produce")(produce.produce)
 app.command(name="consume")(consume.consume)
 app.command(name="watch")(watch.watch)

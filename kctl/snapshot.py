@@ -8,7 +8,8 @@ high watermark, open transactions and every replica's log end as the leader know
 follower's last fetch offset). Taken from one moment, these never contradict each other: no
 follower ahead of its leader, no high watermark above an in-sync replica's log end. Until the
 leader of the current leader epoch has published, they are unknown (null). Truncations are the
-last each replica's own broker made.
+last each replica's own broker made. Security events are the brokers' latest authentication
+failures and authorization denials.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 
 from brokerd.state import ClusterState, PartitionRecord
 
-from kctl import brokerview
+from kctl import brokerview, securityevents
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
 
@@ -37,6 +38,7 @@ def take(state: ClusterState, topic: str | None = None) -> dict:
         "controller": brokerview.controller_json(state.controller()),
         "fenced_controller": state.fenced_controller(),
         "brokers": [b.to_json() for b in brokerview.view(state)],
+        "security_events": securityevents.recent(state),
         "topics": [{"topic": name,
                     "partitions": [_partition(name, record, status)
                                    for _, record in sorted(records[name].partitions.items())]}

@@ -97,9 +97,11 @@ def _hint_next(directory: Path, explicit_dir: bool, started: bool) -> None:
 
 def _hint_security(directory: Path, protocol: str, address: str) -> None:
     properties = client_properties.path(directory)
+    users = ("add users with `kctl user create`" if securecluster.uses_sasl(protocol) else
+             f"principals are client certificate subjects (User:CN=...) signed by {directory}/tls/ca.key")
     console.info(f"Security: {protocol} listeners, ACLs on; kctl uses the super user's settings in "
-                 f"{properties} (kcat -F {properties} -b {address} -L). "
-                 "Add users with `kctl user create`, grant them with `kctl acl create`.")
+                 f"{properties} (kcat -F {properties} -b {address} -L); {users}, grant them "
+                 "with `kctl acl create`.")
 
 
 @app.command()

@@ -43,7 +43,9 @@ def watch(
     offset (yellow while an open transaction holds it below the high watermark), high
     watermark, each replica's log end (yellow below the high watermark) and the open
     transactions (producer id:epoch@first offset), then each group's state, members,
-    committed offsets and lag, and a log of recent changes: leaders moving, epochs rising,
+    committed offsets and lag, the brokers' latest security events on a secured cluster
+    (authentication failures, and requests an ACL denied with the rule that decided), and a
+    log of recent changes: leaders moving, epochs rising,
     the ISR shrinking and growing, the ISR below min.insync.replicas (acks=all refused), the
     high watermark stalled on an in-sync replica, a replica truncating a divergent tail,
     retention or DeleteRecords moving the log start, a paused controller waking up fenced,
