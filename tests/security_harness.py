@@ -11,6 +11,7 @@ import scramp
 
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
+from kctl import tls
 
 SUPER_USER = "admin"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -32,17 +33,35 @@ def sasl_settings(user: str, password: str, mechanism: str = "SCRAM-SHA-512",
 
 def secure_cluster_dir(cluster_dir: Path, protocol: str = "SASL_PLAINTEXT",
                        authorizer: bool = True) -> tuple[str, dict[str, str]]:
-    """Prepare a cluster directory whose brokers need SASL logins: the super user `admin`
-    with a fresh password, its admin.properties, and the broker overrides. Returns the
+    """Prepare a cluster directory whose listeners use ``protocol``: the super user `admin`
+    (a SCRAM user with a fresh password, or over SSL alone the client certificate CN=admin),
+    its admin.properties, TLS files where needed, and the broker overrides. Returns the
     password and the overrides (without `listeners`, which LocalCluster adds per broker)."""
     state = ClusterState(cluster_dir)
     state.dir.mkdir(parents=True, exist_ok=True)
     password = secrets.token_urlsafe(16)
     add_scram_user(state, SUPER_USER, password)
-    client_properties.write(client_properties.path(cluster_dir),
-                            sasl_settings(SUPER_USER, password, protocol=protocol),
-                            "the super user's client settings")
+    settings = sasl_settings(SUPER_USER, password, protocol=protocol) \
+        if protocol.startswith("SASL_") else {"security.protocol": protocol}
     overrides = {"sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512,PLAIN"}
+    principal = f"User:{SUPER_USER}"
+    if protocol in ("SSL", "SASL_SSL"):
+        files = tls.generate(cluster_dir, client_cn=SUPER_USER if protocol == "SSL" else None)
+        settings["ssl.ca.location"] = str(files.ca_cert)
+        overrides.update({"ssl.keystore.location": str(files.broker_keystore),
+                          "ssl.truststore.location": str(files.ca_cert)})
+        if protocol == "SSL":
+            settings.update({"ssl.certificate.location": str(files.client_cert),
+                             "ssl.key.location": str(files.client_key)})
+            overrides["ssl.client.auth"] = "required"
+            principal = f"User:CN={SUPER_USER}"
+    client_properties.write(client_properties.path(cluster_dir), settings,
+                            "the super user's client settings")
     if authorizer:
-        overrides.update({"authorizer.class.name": AUTHORIZER, "super.users": f"User:{SUPER_USER}"})
+        overrides.update({"authorizer.class.name": AUTHORIZER, "super.users": principal})
     return password, overrides
+
+
+def admin_settings(cluster_dir: Path) -> dict[str, str]:
+    """The super user's librdkafka settings, as admin.properties holds them."""
+    return client_properties.read(client_properties.path(cluster_dir))
