@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 
@@ -68,7 +67,7 @@ class Broker:
                                     self._ssl_context(listener), self._authenticator)
                         for listener in self.listeners]
         self._liveness = None
-        self._metadata_version = None
+        self._changed_partitions: set[tuple[str, int]] = set()
         self._tasks: list[asyncio.Task] = []
 
     def _init_security(self, config: BrokerConfig) -> None:
@@ -185,7 +184,7 @@ class Broker:
     def _tick(self) -> None:
         self.authorizer.refresh()
         self.refresh_registrations()
-        self.controller.maintain(self.registrations, self.topics, self.auto_create_topic)
+        self._maintain()
         self.refresh_metadata()
         self.fetchers.throttle_bytes_per_s = self.state.replication_throttle(self.broker_id)
 
@@ -203,38 +202,37 @@ class Broker:
         live = {r.broker_id for r in self.live_brokers}
         controller = self.state.controller()
         if controller is None or controller[0] not in live:
-            self.controller.maintain(self.registrations, self.topics, self.auto_create_topic)
+            self._maintain()
             controller = self.state.controller()
         return controller[0] if controller is not None and controller[0] in live else -1
 
     def registration(self, broker_id: int) -> BrokerRegistration | None:
         return next((r for r in self.registrations if r.broker_id == broker_id), None)
 
+    def _maintain(self) -> None:
+        """A controller round over what changed since the last one."""
+        changed, self._changed_partitions = self._changed_partitions, set()
+        self.controller.maintain(self.registrations, self.topics, changed, self.auto_create_topic)
+
     def refresh_metadata(self) -> None:
-        """Reload topics when metadata.json changed and reconcile replicas and fetchers."""
-        version = self.state.metadata_version()
-        if version != self._metadata_version:
-            self._metadata_version = version
-            self.topics = self.state.topics()
-            self._apply_dynamic_configs()
-            fresh = self.replicas.apply_metadata(self._with_broker_log_defaults(self.topics))
-            self.fetchers.update(self.replicas.partitions, fresh)
-            self.coordinator.on_metadata_change()
-            self.transactions.on_metadata_change()
+        """Apply the metadata records written since the last call to the hosted replicas
+        and fetchers (nothing to do, at the cost of one stat, when there are none)."""
+        delta = self.state.take_metadata_delta()
+        if not delta:
+            return
+        self.topics = self.state.topics()
+        self._changed_partitions |= delta.partitions
+        self._apply_dynamic_configs()
+        fresh = self.replicas.apply_metadata(self.topics, delta, self.config.log_defaults())
+        self.fetchers.update(self.replicas.partitions, fresh)
+        self.coordinator.on_metadata_change()
+        self.transactions.on_metadata_change()
 
     def _apply_dynamic_configs(self) -> None:
         """Take up this broker's dynamic configs and the cluster-wide ones, which live beside
         the topics (Kafka's DynamicBrokerConfig.updateBrokerConfig/updateDefaultConfig)."""
         self.config.dynamic = self.state.dynamic_broker_configs(self.broker_id)
         self.config.dynamic_default = self.state.dynamic_broker_configs(None)
-
-    def _with_broker_log_defaults(self, topics: dict[str, TopicRecord]) -> dict[str, TopicRecord]:
-        """The topics as this broker's logs see them: broker-level defaults (log.retention.ms,
-        message.max.bytes, ...) fill in what a topic does not set itself, as in Kafka's
-        LogConfig.fromProps(brokerDefaults, topicOverrides)."""
-        defaults = self.config.log_defaults()
-        return {name: dataclasses.replace(topic, configs={**defaults, **topic.configs})
-                for name, topic in topics.items()}
 
     def auto_create_topic(self, name: str) -> TopicRecord | None:
         """Create a topic a client asked for by name (auto.create.topics.enable).

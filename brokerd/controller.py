@@ -13,7 +13,6 @@ back (auto.leader.rebalance.enable); create topics other brokers were asked to a
 
 from __future__ import annotations
 
-import copy
 import logging
 import uuid
 from typing import Callable
@@ -135,6 +134,12 @@ def _unclean_isr(record: PartitionRecord, bypassed: list[int]) -> list[int]:
 ELECTIONS = {"preferred": _elect_preferred, "unclean": _elect_unclean}
 
 
+def _described(before: PartitionRecord, after: PartitionRecord) -> str:
+    """A decision as the log tells it: each changed field, old -> new."""
+    return ", ".join(f"{name} {getattr(before, name)} -> {value}"
+                     for name, value in after.changes_from(before).items())
+
+
 class Controller:
     def __init__(self, broker_id: int, state: ClusterState, session_timeout_s: float,
                  preferred_leader_rebalance: bool, unclean_by_default: Callable[[], bool]):
@@ -144,32 +149,42 @@ class Controller:
         self.preferred_leader_rebalance = preferred_leader_rebalance
         self.unclean_by_default = unclean_by_default
         self.epoch: int | None = None
+        self._seen: tuple[frozenset[int], frozenset[int]] | None = None  # live, eligible
 
     @property
     def is_active(self) -> bool:
         return self.epoch is not None
 
     def maintain(self, registrations: list[BrokerRegistration], topics: dict[str, TopicRecord],
-                 auto_create) -> None:
+                 changed: set[tuple[str, int]], auto_create) -> None:
         """One controller round, run by every broker: claim or check the controllership, and
-        if active, react to brokers coming and going. ``topics`` is the broker's cached view:
-        the state lock is taken only when it shows something to change."""
+        if active, react to what happened since the last round. ``topics`` is the broker's
+        metadata image and ``changed`` the partitions its last catch-ups touched: a round
+        looks at those, and at every partition only when a broker came, went or started
+        shutting down (or this broker just became controller). An idle cluster costs
+        nothing per partition."""
         live = {r.broker_id for r in registrations if r.is_live(self.session_timeout_s)}
         if not self.is_active:
             self.epoch = self.state.claim_controller(self.broker_id, lambda b: b in live)
             if self.epoch is not None:
                 log.info("broker %d is controller at epoch %d", self.broker_id, self.epoch)
+                self._seen = None
             return
         if self.state.controller() != (self.broker_id, self.epoch):
             self._fenced("another broker holds a newer controller epoch")
             return
         eligible = live - {r.broker_id for r in registrations if r.shutting_down}
+        seen = (frozenset(live), frozenset(eligible))
+        candidates = ([(t.name, p) for t in topics.values() for p in t.partitions]
+                      if seen != self._seen else changed)
         try:
-            if self._would_change(topics, live, eligible):
-                with self.state.update_topics(self.epoch) as current:
-                    moves = [m for t in current.values() for m in self._reconcile(t, live, eligible)]
-                for move in moves:
-                    log.info("%s", move)
+            decided = self._decide(topics, candidates, live, eligible)
+            if decided:
+                told = {key: _described(topics[key[0]].partitions[key[1]], record)
+                        for key, (_, record) in decided.items()}
+                for key in self.state.change_partitions(self.epoch, decided):
+                    log.info("%s-%d: %s", *key, told[key])
+            self._seen = seen
             for name in self.state.take_topic_requests():
                 auto_create(name)
         except StaleControllerEpoch as exc:
@@ -186,43 +201,49 @@ class Controller:
                      self.epoch, why)
         self.epoch = None
 
-    def _would_change(self, topics: dict[str, TopicRecord], live: set[int],
-                      eligible: set[int]) -> bool:
-        """Dry run of a round on a copy of the cached metadata."""
-        for topic in topics.values():
-            trial = copy.deepcopy(topic)
-            self._reconcile(trial, live, eligible)
-            if trial.to_json() != topic.to_json():
-                return True
-        return False
+    def _decide(self, topics: dict[str, TopicRecord], candidates, live: set[int],
+                eligible: set[int]) -> dict[tuple[str, int], tuple[int, PartitionRecord]]:
+        """The candidates whose leader, ISR or reassignment must change, each with the
+        partition epoch it was decided at and its new record."""
+        decided = {}
+        unclean_of: dict[str, bool] = {}
+        for name, index in candidates:
+            topic = topics.get(name)
+            record = topic and topic.partitions.get(index)
+            if record is None:
+                continue
+            if name not in unclean_of:
+                unclean_of[name] = self._unclean(topic)
+            trial = record.clone()
+            self._reconcile_partition(trial, live, eligible, unclean_of[name])
+            if trial.changes_from(record):
+                decided[(name, index)] = (record.partition_epoch, trial)
+        return decided
 
-    def _reconcile(self, topic: TopicRecord, live: set[int], eligible: set[int]) -> list[str]:
-        """Apply the election rules to every partition of ``topic``; returns the leader moves."""
-        moves = []
-        unclean = (LogConfig.from_configs(topic.configs).unclean_leader_election_enable
-                   if UNCLEAN_ELECTION in topic.configs else self.unclean_by_default())
-        for record in topic.partitions.values():
-            if reassignment.maybe_complete(record):
-                moves.append(f"{topic.name}-{record.partition}: reassigned to {record.replicas}")
-            isr = [r for r in record.isr if r in eligible]
-            if not isr:  # keep the last in-sync replica on record, as Kafka does
-                isr = [record.leader] if record.leader in record.isr else record.isr[:1]
-            leader = elect_leader(record, isr, eligible, unclean, self.preferred_leader_rebalance)
-            changed = False
-            if leader is not None and leader != record.leader:
-                moves.append(f"{topic.name}-{record.partition}: leader {record.leader} -> "
-                             f"{leader} at leader epoch {record.leader_epoch + 1}")
-                record.leader = leader
-                record.leader_epoch += 1
-                changed = True
-                if leader >= 0 and leader not in isr:
-                    isr = _unclean_isr(record, isr)
-            if isr != record.isr:
-                record.isr = isr
-                changed = True
-            if changed:
-                record.partition_epoch += 1
-        return moves
+    def _unclean(self, topic: TopicRecord) -> bool:
+        return (LogConfig.from_configs(topic.configs).unclean_leader_election_enable
+                if UNCLEAN_ELECTION in topic.configs else self.unclean_by_default())
+
+    def _reconcile_partition(self, record: PartitionRecord, live: set[int],
+                             eligible: set[int], unclean: bool) -> None:
+        """Apply the election rules to one partition (in place)."""
+        reassignment.maybe_complete(record)
+        isr = [r for r in record.isr if r in eligible]
+        if not isr:  # keep the last in-sync replica on record, as Kafka does
+            isr = [record.leader] if record.leader in record.isr else record.isr[:1]
+        leader = elect_leader(record, isr, eligible, unclean, self.preferred_leader_rebalance)
+        changed = False
+        if leader is not None and leader != record.leader:
+            record.leader = leader
+            record.leader_epoch += 1
+            changed = True
+            if leader >= 0 and leader not in isr:
+                isr = _unclean_isr(record, isr)
+        if isr != record.isr:
+            record.isr = isr
+            changed = True
+        if changed:
+            record.partition_epoch += 1
 
     def _require_active(self) -> int:
         if not self.is_active:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kafka.errors import UnknownTopicOrPartitionError
 
+from brokerd.metadata.image import MetadataDelta, PartitionRecord
 from brokerd.partition import AlterIsr, Partition
 from brokerd.state import TopicRecord
 from brokerd.storage import LogConfig, PartitionLog
@@ -27,42 +28,58 @@ class ReplicaManager:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._topic_ids: dict[str, str] = {}
+        self._configs: dict[str, LogConfig] = {}  # each topic's, with the broker's defaults
+        self._log_defaults: dict[str, str] = {}
         self._cleaner = LogCleaner()
         self._high_watermarks = CheckpointFile(data_dir / REPLICATION_OFFSET_CHECKPOINT)
         self._restored_high_watermarks = self._read_high_watermarks()
         self._checkpointed: list[tuple[str, int, int]] = []
 
-    def apply_metadata(self, topics: dict[str, TopicRecord]) -> set[tuple[str, int]]:
-        """Bring the hosted replicas in line with the cluster metadata; returns the partitions
-        that got a new leader epoch (their followers must check for divergence)."""
+    def apply_metadata(self, topics: dict[str, TopicRecord], delta: MetadataDelta,
+                       log_defaults: dict[str, str]) -> set[tuple[str, int]]:
+        """Bring the hosted replicas in line with what the metadata delta changed (all of it,
+        when the delta is full or the broker-level log defaults changed); returns the
+        partitions that got a new leader epoch (their followers must check for divergence).
+
+        ``log_defaults`` are the broker-level topic config defaults (log.retention.ms, ...):
+        they fill in what a topic does not set itself, as Kafka's
+        LogConfig.fromProps(brokerDefaults, topicOverrides)."""
+        everything = delta.full or log_defaults != self._log_defaults
+        self._log_defaults = dict(log_defaults)
         for name in list(self._topic_ids):
             if name not in topics or topics[name].topic_id != self._topic_ids[name]:
                 self._delete_topic(name)
+        whole = set(topics) if everything else \
+            (delta.created_topics | delta.topic_configs) & topics.keys()
         fresh: set[tuple[str, int]] = set()
-        for topic in topics.values():
-            fresh |= self._apply_topic(topic)
+        for name in whole:
+            topic = topics[name]
+            self._configs[name] = LogConfig.from_configs({**log_defaults, **topic.configs})
+            self._topic_ids[name] = topic.topic_id
+            for index, record in topic.partitions.items():
+                fresh |= self._apply_partition(name, index, record)
+        for name, index in delta.partitions:
+            topic = topics.get(name)
+            if name not in whole and topic is not None and index in topic.partitions:
+                fresh |= self._apply_partition(name, index, topic.partitions[index])
         return fresh
 
-    def _apply_topic(self, topic: TopicRecord) -> set[tuple[str, int]]:
-        config = LogConfig.from_configs(topic.configs)
-        self._topic_ids[topic.name] = topic.topic_id
-        fresh = set()
-        for index, record in topic.partitions.items():
-            if self.broker_id not in record.replicas:
-                self._stop_replica(topic.name, index)
-                continue
-            partition = self.partitions.get((topic.name, index))
-            if partition is None:
-                log_dir = self.data_dir / f"{topic.name}-{index}"
-                partition = Partition(self.broker_id, topic.name, index,
-                                      PartitionLog.open(log_dir, config), self._alter_isr,
-                                      self._restored_high_watermarks.pop((topic.name, index), 0))
-                self.partitions[(topic.name, index)] = partition
-            elif partition.log.config != config:
-                partition.log.update_config(config)
-            if partition.update(record):
-                fresh.add((topic.name, index))
-        return fresh
+    def _apply_partition(self, topic: str, index: int,
+                         record: PartitionRecord) -> set[tuple[str, int]]:
+        if self.broker_id not in record.replicas:
+            self._stop_replica(topic, index)
+            return set()
+        config = self._configs[topic]
+        partition = self.partitions.get((topic, index))
+        if partition is None:
+            log_dir = self.data_dir / f"{topic}-{index}"
+            partition = Partition(self.broker_id, topic, index, PartitionLog.open(log_dir, config),
+                                  self._alter_isr,
+                                  self._restored_high_watermarks.pop((topic, index), 0))
+            self.partitions[(topic, index)] = partition
+        elif partition.log.config != config:
+            partition.log.update_config(config)
+        return {(topic, index)} if partition.update(record) else set()
 
     def _stop_replica(self, topic: str, index: int) -> None:
         """Kafka's StopReplica with deletion: a reassignment moved this replica elsewhere, so
@@ -77,6 +94,7 @@ class ReplicaManager:
         for key in [k for k in self.partitions if k[0] == name]:
             self.partitions.pop(key).log.delete()
         del self._topic_ids[name]
+        self._configs.pop(name, None)
         log.info("deleted the replicas of topic %s", name)
 
     def delete_stray_logs(self) -> None:

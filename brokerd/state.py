@@ -4,9 +4,9 @@ Every broker of a local cluster and the `kctl` CLI read cluster metadata from he
 module is the only code that opens these files. Layout of ``<cluster>/state/``:
 
     cluster.json          cluster id and the planned brokers (id -> port)
-    metadata.json         topics, their configs and partition assignment (leader, epochs, ISR,
-                          the last unclean election);
-                          dynamic broker configs by broker id and "<default>" (cluster-wide)
+    metadata/             the metadata log (brokerd.metadata): topics, their configs and
+                          partitions (replicas, leader, epochs, ISR, the last unclean
+                          election), dynamic broker configs by broker id and "<default>"
     controller.json       the active controller's broker id and controller epoch
     fenced-controller.json  the last controller that found its epoch superseded (a zombie)
     brokers/<id>.json     a broker's registration (host, port, pid)
@@ -32,48 +32,19 @@ import os
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
 from filelock import FileLock, Timeout
 
+from brokerd.atomic_file import atomic_write
+from brokerd.metadata import records as metadata_records
+from brokerd.metadata.editor import TopicsEditor, config_records, topic_records
+from brokerd.metadata.image import MetadataDelta, MetadataImage, PartitionRecord, TopicRecord
+from brokerd.metadata.log import MetadataLog
+
 WRITE_LOCK_TIMEOUT_S = 10.0
-
-
-@dataclass
-class PartitionRecord:
-    partition: int
-    replicas: list[int]
-    leader: int = -1
-    leader_epoch: int = 0
-    isr: list[int] = field(default_factory=list)
-    partition_epoch: int = 0
-    adding_replicas: list[int] = field(default_factory=list)  # an ongoing reassignment's
-    removing_replicas: list[int] = field(default_factory=list)
-    # the controller's last unclean election here: {"leader_epoch", "isr"} (the ISR it bypassed)
-    last_unclean_election: dict | None = None
-
-
-@dataclass
-class TopicRecord:
-    name: str
-    topic_id: str
-    configs: dict[str, str]
-    partitions: dict[int, PartitionRecord]
-
-    def to_json(self) -> dict:
-        return {
-            "name": self.name,
-            "topic_id": self.topic_id,
-            "configs": self.configs,
-            "partitions": {str(p): asdict(r) for p, r in self.partitions.items()},
-        }
-
-    @classmethod
-    def from_json(cls, doc: dict) -> "TopicRecord":
-        parts = {int(p): PartitionRecord(**r) for p, r in doc["partitions"].items()}
-        return cls(doc["name"], doc["topic_id"], dict(doc["configs"]), parts)
 
 
 @dataclass
@@ -110,24 +81,6 @@ class StaleControllerEpoch(Exception):
     """A write from a controller whose epoch is lower than the current one (a zombie)."""
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``data`` so that a reader sees the old or the new file, never half.
-    A secret gets ``mode`` 0o600 from its first byte on."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def _read_json(path: Path, default=None):
     try:
         return json.loads(path.read_bytes())
@@ -140,7 +93,7 @@ def _write_json(path: Path, doc, mode: int = 0o644) -> None:
 
 
 def _broker_entity(broker_id: int | None) -> str:
-    """How metadata.json names a broker's dynamic configs: its id, or <default> (as in ZooKeeper)."""
+    """How the metadata names a broker's dynamic configs: its id, or <default> (as in ZooKeeper)."""
     return "<default>" if broker_id is None else str(broker_id)
 
 
@@ -150,6 +103,7 @@ class ClusterState:
     def __init__(self, cluster_dir: Path):
         self.cluster_dir = Path(cluster_dir)
         self.dir = self.cluster_dir / "state"
+        self._metadata_log: MetadataLog | None = None
 
     # -- layout -----------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -180,8 +134,7 @@ class ClusterState:
                     "brokers": {str(b): p for b, p in sorted(broker_ports.items())},
                 }
                 _write_json(self.dir / "cluster.json", doc)
-            if not (self.dir / "metadata.json").exists():
-                _write_json(self.dir / "metadata.json", {"version": 0, "topics": {}})
+        self._open_metadata_log()
         for broker_id in self.planned_brokers():
             self.broker_dir(broker_id).mkdir(parents=True, exist_ok=True)
         return doc["cluster_id"]
@@ -329,90 +282,141 @@ class ClusterState:
         return doc.get("replication_bytes_per_s")
 
     # -- topics -----------------------------------------------------------------------------
-    def metadata_version(self) -> tuple[int, int]:
-        """A cheap change detector: a rename gives metadata.json a new inode."""
-        st = os.stat(self.dir / "metadata.json")
-        return st.st_ino, st.st_mtime_ns
+    def _open_metadata_log(self) -> MetadataLog:
+        """The metadata log, created on first use; a cluster directory from before the log
+        (one whole `metadata.json`) is upgraded into it, under the write lock."""
+        if self._metadata_log is None:
+            log = MetadataLog(self.dir / "metadata")
+            if not log.exists():
+                with self.write_lock():
+                    if not log.exists():
+                        self._create_metadata_log(log)
+            self._metadata_log = log
+        return self._metadata_log
+
+    def _create_metadata_log(self, log: MetadataLog) -> None:
+        legacy = self.dir / "metadata.json"
+        doc = _read_json(legacy, {"topics": {}})
+        upgraded = [r for t in doc["topics"].values() for r in topic_records(TopicRecord.from_json(t))]
+        for entity, configs in doc.get("broker_configs", {}).items():
+            upgraded += config_records(metadata_records.BROKER_RESOURCE, entity, {}, configs)
+        tmp = log.dir.with_name(".metadata.tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        staging = MetadataLog(tmp)
+        staging.append(self._stamped(upgraded, doc.get("controller_epoch")))
+        tmp.rename(log.dir)  # the log appears whole, or not at all
+        legacy.unlink(missing_ok=True)
+
+    @staticmethod
+    def _stamped(records: list[dict], controller_epoch: int | None) -> list[dict]:
+        for record in records:
+            record["controller_epoch"] = controller_epoch
+            record["time"] = round(time.time(), 3)
+        return records
+
+    def metadata_image(self) -> MetadataImage:
+        """The metadata as of the last record written (reads only what is new since the last
+        call; the image is live: later calls update it in place)."""
+        return self._open_metadata_log().catch_up()
 
     def topics(self) -> dict[str, TopicRecord]:
-        return self._read_metadata()[1]
+        return self.metadata_image().topics
 
-    def _read_metadata(self) -> tuple[dict, dict[str, TopicRecord]]:
-        doc = _read_json(self.dir / "metadata.json", {"version": 0, "topics": {}})
-        return doc, {name: TopicRecord.from_json(t) for name, t in doc["topics"].items()}
-
-    def _write_metadata(self, doc: dict, topics: dict[str, TopicRecord]) -> None:
-        doc = dict(doc, version=doc["version"] + 1)
-        doc["topics"] = {name: t.to_json() for name, t in sorted(topics.items())}
-        _write_json(self.dir / "metadata.json", doc)
+    def take_metadata_delta(self) -> MetadataDelta:
+        """What changed since the last call (everything, the first time)."""
+        return self.metadata_image().take_delta()
 
     @contextmanager
-    def update_topics(self, controller_epoch: int) -> Iterator[dict[str, TopicRecord]]:
-        """Read-modify-write the topic metadata under the write lock, fenced by controller epoch.
-
-        The caller mutates the yielded dict; it is written back atomically on exit. A writer
-        whose controller epoch is below the current one raises StaleControllerEpoch and
-        changes nothing, so a paused-then-resumed (zombie) controller cannot undo decisions.
-        """
+    def _writing(self, controller_epoch: int | None) -> Iterator[MetadataLog]:
+        """The metadata log, caught up, under the write lock; a controller's write is fenced:
+        one from an epoch below the current controller's raises StaleControllerEpoch."""
         with self.write_lock():
-            current = self.controller()
-            if current is not None and controller_epoch < current[1]:
-                raise StaleControllerEpoch(f"controller epoch {controller_epoch} < {current[1]}")
-            doc, topics = self._read_metadata()
-            before = {name: t.to_json() for name, t in topics.items()}
-            yield topics
-            if {name: t.to_json() for name, t in topics.items()} != before:
-                self._write_metadata(dict(doc, controller_epoch=controller_epoch), topics)
+            if controller_epoch is not None:
+                current = self.controller()
+                if current is not None and controller_epoch < current[1]:
+                    raise StaleControllerEpoch(f"controller epoch {controller_epoch} < {current[1]}")
+            log = self._open_metadata_log()
+            log.catch_up()
+            yield log
 
     @contextmanager
-    def update_topic_configs(self) -> Iterator[dict[str, TopicRecord]]:
-        """Read-modify-write topic configs under the write lock.
+    def _editing(self, controller_epoch: int | None) -> Iterator[TopicsEditor]:
+        with self._writing(controller_epoch) as log:
+            editor = TopicsEditor(log.image)
+            yield editor
+            log.append(self._stamped(editor.records(), controller_epoch))
 
-        Config changes are not controller decisions (as in Kafka's ZooKeeper mode, any broker
-        writes them), so they are not fenced by the controller epoch.
+    @contextmanager
+    def update_topics(self, controller_epoch: int) -> Iterator[TopicsEditor]:
+        """A controller decision on the topics, under the write lock, fenced by controller epoch.
+
+        The caller changes the yielded topics (copies of what it touches); on exit the records
+        of the changes are appended to the metadata log. A writer whose controller epoch is
+        below the current one raises StaleControllerEpoch and changes nothing, so a
+        paused-then-resumed (zombie) controller cannot undo decisions.
         """
-        with self.write_lock():
-            doc, topics = self._read_metadata()
+        with self._editing(controller_epoch) as topics:
             yield topics
-            self._write_metadata(doc, topics)
+
+    @contextmanager
+    def update_topic_configs(self) -> Iterator[TopicsEditor]:
+        """Topic config changes under the write lock. They are not controller decisions (as in
+        Kafka's ZooKeeper mode, any broker writes them), so they are not fenced."""
+        with self._editing(None) as topics:
+            yield topics
 
     def dynamic_broker_configs(self, broker_id: int | None) -> dict[str, str]:
         """The dynamic configs of broker ``broker_id``, or with None the cluster-wide defaults
         (Kafka's /config/brokers/<id> and /config/brokers/<default>)."""
-        doc = _read_json(self.dir / "metadata.json", {})
-        return dict(doc.get("broker_configs", {}).get(_broker_entity(broker_id), {}))
+        return dict(self.metadata_image().broker_configs.get(_broker_entity(broker_id), {}))
 
     @contextmanager
     def update_dynamic_broker_configs(self, broker_id: int | None) -> Iterator[dict[str, str]]:
         """Read-modify-write one broker's (or, with None, the cluster-wide) dynamic configs under
-        the write lock. They live in metadata.json, so every broker's metadata polling picks a
-        change up; the file is rewritten only when the yielded dict was changed."""
+        the write lock, as ConfigRecords in the metadata log (only what changed)."""
         entity = _broker_entity(broker_id)
-        with self.write_lock():
-            doc, topics = self._read_metadata()
-            section = dict(doc.get("broker_configs", {}))
-            configs = dict(section.get(entity, {}))
+        with self._writing(None) as log:
+            before = dict(log.image.broker_configs.get(entity, {}))
+            configs = dict(before)
             yield configs
-            if configs != section.get(entity, {}):
-                section[entity] = configs
-                kept = {e: c for e, c in section.items() if c}
-                self._write_metadata(dict(doc, broker_configs=kept), topics)
+            log.append(self._stamped(config_records(metadata_records.BROKER_RESOURCE, entity,
+                                                    before, configs), None))
+
+    def change_partitions(self, controller_epoch: int,
+                          changes: dict[tuple[str, int], tuple[int, PartitionRecord]]
+                          ) -> list[tuple[str, int]]:
+        """A controller round's leader and ISR decisions, each a compare-and-set: a partition
+        is changed only while its partition epoch is still the one the decision was made at
+        (else a leader's ISR change came first, and the next round decides again). Returns the
+        partitions changed. O(changes), whatever the size of the cluster."""
+        with self._writing(controller_epoch) as log:
+            topics = log.image.topics
+            new_records, done = [], []
+            for (topic, index), (expected_epoch, decided) in changes.items():
+                current = topics.get(topic) and topics[topic].partitions.get(index)
+                if current is None or current.partition_epoch != expected_epoch:
+                    continue
+                new_records.append({"type": metadata_records.PARTITION_CHANGE, "topic": topic,
+                                    "partition": index, **decided.changes_from(current)})
+                done.append((topic, index))
+            log.append(self._stamped(new_records, controller_epoch))
+        return done
 
     def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
                   isr: list[int]) -> PartitionRecord | None:
         """A leader's ISR change, as a compare-and-set on the partition epoch (Kafka's
         AlterPartition). Returns the new record, or None when the leader's view is stale (a new
         leader epoch, or a controller change in between): it must re-read and try again."""
-        with self.write_lock():
-            doc, topics = self._read_metadata()
+        with self._writing(None) as log:
+            topics = log.image.topics
             record = topics.get(topic) and topics[topic].partitions.get(partition)
             if (record is None or record.leader_epoch != leader_epoch
                     or record.partition_epoch != partition_epoch):
                 return None
-            record.isr = sorted(isr)
-            record.partition_epoch += 1
-            self._write_metadata(doc, topics)
-        return record
+            log.append(self._stamped([{
+                "type": metadata_records.PARTITION_CHANGE, "topic": topic, "partition": partition,
+                "isr": sorted(isr), "partition_epoch": partition_epoch + 1}], None))
+            return record.clone()
 
     def request_topic_creation(self, name: str) -> None:
         """A non-controller broker asks the controller to auto-create a topic."""

@@ -1,0 +1,140 @@
+"""The metadata log: `state/metadata/`, append-only segments of metadata records and the
+snapshots (`.checkpoint`) that bound how much of it a reader replays (KRaft's
+`__cluster_metadata` and its snapshots).
+
+    00000000000000000000.log          records from offset 0, framed (see records.py)
+    00000000000000041234.checkpoint   the image after offset 41233, as JSON
+    00000000000000041234.log          records from offset 41234 on
+
+Writers append under the state directory's write lock, after catching up, and fsync before
+they let go. Every SNAPSHOT_RECORDS records the writer also snapshots its image and starts a
+new segment; segments and snapshots older than that snapshot are deleted. A reader follows
+the log from where it stopped, so it reads only what is new; a reader whose segment was
+deleted under it starts again from the newest snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from brokerd.atomic_file import atomic_write, fsync_directory
+from brokerd.metadata import records
+from brokerd.metadata.image import MetadataImage
+
+SNAPSHOT_RECORDS = 50_000
+_DIGITS = 20
+
+
+def _name(offset: int, suffix: str) -> str:
+    return f"{offset:0{_DIGITS}d}{suffix}"
+
+
+class MetadataLog:
+    """One reader-writer of the metadata log, with the image it has applied so far."""
+
+    def __init__(self, directory: Path):
+        self.dir = Path(directory)
+        self.image = MetadataImage()
+        self._segment: int | None = None  # base offset of the segment being read
+        self._position = 0  # bytes of it applied
+        self._snapshot_offset = -1
+
+    def exists(self) -> bool:
+        return self.dir.is_dir()
+
+    def create(self) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def _bases(self, suffix: str) -> list[int]:
+        return sorted(int(p.name[:_DIGITS]) for p in self.dir.glob(f"*{suffix}")
+                      if p.name[:_DIGITS].isdigit())
+
+    # -- reading ---------------------------------------------------------------------------
+    def catch_up(self) -> MetadataImage:
+        """Apply every whole record written since the last call; returns the image."""
+        while True:
+            segments = self._bases(".log")
+            if self._segment is None or self._segment not in segments:
+                self._restart(segments)
+                segments = self._bases(".log")
+                if self._segment is None:
+                    return self.image
+            path = self.dir / _name(self._segment, ".log")
+            try:
+                data = path.read_bytes() if self._position == 0 else _read_from(path, self._position)
+            except FileNotFoundError:
+                continue  # deleted by a snapshot a moment ago: restart from it
+            applied, consumed = records.decode(data)
+            for record in applied:
+                self.image.apply(record)
+            self._position += consumed
+            later = [b for b in segments if b > self._segment]
+            if not later or consumed < len(data):
+                return self.image  # at the end, or before a torn or half-written frame
+            self._segment, self._position = later[0], 0
+
+    def _restart(self, segments: list[int]) -> None:
+        """Start over from the newest snapshot (or the first segment when there is none)."""
+        snapshots = self._bases(".checkpoint")
+        self.image = MetadataImage()
+        if snapshots:
+            doc = json.loads((self.dir / _name(snapshots[-1], ".checkpoint")).read_bytes())
+            self.image = MetadataImage.from_snapshot(doc)
+            self._snapshot_offset = self.image.offset
+        self._segment = next((b for b in segments if b > self.image.offset), None) \
+            if snapshots else (segments[0] if segments else None)
+        if self._segment is None and segments:
+            self._segment = segments[-1]
+        self._position = 0
+
+    # -- writing (the caller holds the state directory's write lock) -------------------------
+    def append(self, new_records: list[dict]) -> None:
+        """Append records after the image's last offset (numbering them), fsync, and apply
+        them. A torn tail beyond what catch_up could read is cut off first."""
+        if not new_records:
+            return
+        self.catch_up()
+        if self._segment is None:
+            self._segment, self._position = self.image.offset + 1, 0
+        path = self.dir / _name(self._segment, ".log")
+        for i, record in enumerate(new_records, start=self.image.offset + 1):
+            record["offset"] = i
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.ftruncate(fd, self._position)  # a torn tail, if any, goes
+            os.lseek(fd, self._position, os.SEEK_SET)
+            os.write(fd, b"".join(records.encode(r) for r in new_records))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.catch_up()
+        if self.image.offset - max(self._snapshot_offset, self._segment - 1) >= SNAPSHOT_RECORDS:
+            self.snapshot()
+
+    def snapshot(self) -> None:
+        """Write the image as a checkpoint, start a new segment after it, and delete the
+        segments and snapshots it makes redundant."""
+        offset = self.image.offset
+        next_base = offset + 1
+        atomic_write(self.dir / _name(next_base, ".checkpoint"),
+                     json.dumps(self.image.to_snapshot(), separators=(",", ":")).encode())
+        (self.dir / _name(next_base, ".log")).touch()
+        fsync_directory(self.dir)
+        for base in self._bases(".log"):
+            if base < next_base:
+                (self.dir / _name(base, ".log")).unlink(missing_ok=True)
+        for base in self._bases(".checkpoint"):
+            if base < next_base:
+                (self.dir / _name(base, ".checkpoint")).unlink(missing_ok=True)
+        self._segment, self._position, self._snapshot_offset = next_base, 0, offset
+
+
+def _read_from(path: Path, position: int) -> bytes:
+    """The bytes of ``path`` after ``position``; b"" when nothing is new (one stat)."""
+    with open(path, "rb") as file:
+        if os.fstat(file.fileno()).st_size <= position:
+            return b""
+        file.seek(position)
+        return file.read()
