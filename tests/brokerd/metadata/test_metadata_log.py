@@ -1,0 +1,126 @@
+"""The metadata log's guarantees: records applied in order by every reader, a torn tail never
+applied and cut off by the next writer, snapshots that bound replay, deltas that name only
+what changed, and an old whole-file metadata.json upgraded into the log."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from brokerd.metadata import log as metadata_log
+from brokerd.metadata.image import PartitionRecord, TopicRecord
+from brokerd.state import ClusterState
+
+
+@pytest.fixture
+def state(tmp_path):
+    cs = ClusterState(tmp_path)
+    cs.initialize({1: 9001, 2: 9002})
+    return cs
+
+
+def make_topic(state: ClusterState, epoch: int, name: str, partitions: int = 2) -> None:
+    with state.update_topics(epoch) as topics:
+        topics[name] = TopicRecord(name, f"id-{name}", {"retention.ms": "1000"}, {
+            p: PartitionRecord(p, [1, 2], 1, 0, [1, 2]) for p in range(partitions)})
+
+
+def segment_files(state: ClusterState) -> list[str]:
+    return sorted(p.name for p in (state.dir / "metadata").iterdir())
+
+
+def test_another_reader_sees_every_change_and_only_the_change(state):
+    epoch = state.claim_controller(1, lambda b: False)
+    reader = ClusterState(state.cluster_dir)
+    make_topic(state, epoch, "a")
+    assert reader.take_metadata_delta().full
+    assert set(reader.topics()) == {"a"}
+    state.alter_isr("a", 1, leader_epoch=0, partition_epoch=0, isr=[1])
+    with state.update_topic_configs() as topics:
+        topics["a"].configs["retention.ms"] = "2000"
+    delta = reader.take_metadata_delta()
+    assert delta.partitions == {("a", 1)} and delta.topic_configs == {"a"} and not delta.full
+    assert reader.topics()["a"].partitions[1].isr == [1]
+    assert reader.topics()["a"].configs == {"retention.ms": "2000"}
+    assert not reader.take_metadata_delta()
+
+
+def test_records_name_what_changed_with_the_controller_epoch(state):
+    epoch = state.claim_controller(1, lambda b: False)
+    make_topic(state, epoch, "a", partitions=1)
+    with state.update_topics(epoch) as topics:
+        topics["a"].partitions[0].leader = 2
+        topics["a"].partitions[0].leader_epoch = 1
+    with state.update_topics(epoch) as topics:
+        del topics["a"]
+    data = b"".join(p.read_bytes() for p in sorted((state.dir / "metadata").glob("*.log")))
+    from brokerd.metadata.records import decode
+    records, _ = decode(data)
+    assert [r["type"] for r in records] == ["TopicRecord", "PartitionRecord",
+                                            "PartitionChangeRecord", "RemoveTopicRecord"]
+    assert records[2]["leader"] == 2 and records[2]["leader_epoch"] == 1
+    assert "isr" not in records[2]
+    assert {r["controller_epoch"] for r in records} == {epoch}
+    assert [r["offset"] for r in records] == [0, 1, 2, 3]
+
+
+def test_a_torn_tail_is_never_applied_and_the_next_writer_cuts_it_off(state):
+    epoch = state.claim_controller(1, lambda b: False)
+    make_topic(state, epoch, "a")
+    segment = next((state.dir / "metadata").glob("*.log"))
+    whole = segment.read_bytes()
+    with open(segment, "ab") as file:
+        file.write(b"\x00\x00\x01\x00\xde\xad")  # a frame header promising bytes never written
+    assert set(ClusterState(state.cluster_dir).topics()) == {"a"}
+    make_topic(state, epoch, "b")
+    assert segment.read_bytes().startswith(whole)
+    fresh = ClusterState(state.cluster_dir)
+    assert set(fresh.topics()) == {"a", "b"}
+    assert fresh.metadata_image().offset == 5
+
+
+def test_a_corrupt_frame_ends_what_readers_apply(state):
+    epoch = state.claim_controller(1, lambda b: False)
+    make_topic(state, epoch, "a", partitions=1)
+    segment = next((state.dir / "metadata").glob("*.log"))
+    data = bytearray(segment.read_bytes())
+    data[-3] ^= 0xFF  # inside the last record's payload: its CRC no longer matches
+    segment.write_bytes(bytes(data))
+    image = ClusterState(state.cluster_dir).metadata_image()
+    assert image.offset == 0 and image.topics["a"].partitions == {}
+
+
+def test_snapshots_bound_replay_and_old_segments_go(state, monkeypatch):
+    monkeypatch.setattr(metadata_log, "SNAPSHOT_RECORDS", 10)
+    epoch = state.claim_controller(1, lambda b: False)
+    follower = ClusterState(state.cluster_dir)
+    make_topic(state, epoch, "a", partitions=3)
+    follower.topics()
+    for round_ in range(8):
+        state.alter_isr("a", 0, leader_epoch=0, partition_epoch=round_, isr=[1, 2][:1 + round_ % 2])
+    files = segment_files(state)
+    assert any(f.endswith(".checkpoint") for f in files)
+    assert files[0] != "00000000000000000000.log"  # the first segment was deleted
+    for reader in (ClusterState(state.cluster_dir), follower):  # new, and one left behind
+        image = reader.metadata_image()
+        assert image.offset == 11 and image.topics["a"].partitions[0].partition_epoch == 8
+        assert image.topics["a"].partitions[0].isr == [1, 2]
+
+
+def test_a_metadata_json_cluster_is_upgraded_into_the_log(tmp_path):
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    (state_dir / "cluster.json").write_text(json.dumps({"cluster_id": "c", "brokers": {"1": 9001}}))
+    legacy = {"version": 7, "controller_epoch": 3, "topics": {"old": TopicRecord(
+        "old", "id-old", {"cleanup.policy": "compact"},
+        {0: PartitionRecord(0, [1], 1, 4, [1], 9)}).to_json()},
+        "broker_configs": {"<default>": {"log.retention.ms": "5000"}}}
+    (state_dir / "metadata.json").write_text(json.dumps(legacy))
+    state = ClusterState(tmp_path)
+    state.initialize({1: 9001})
+    assert not (state_dir / "metadata.json").exists()
+    topic = state.topics()["old"]
+    assert topic.configs == {"cleanup.policy": "compact"}
+    assert (topic.partitions[0].leader_epoch, topic.partitions[0].partition_epoch) == (4, 9)
+    assert state.dynamic_broker_configs(None) == {"log.retention.ms": "5000"}
