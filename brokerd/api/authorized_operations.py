@@ -1,23 +1,32 @@
 """The ACL operations a client may perform on a resource, for the requests that ask for them
 (Metadata v8+, DescribeCluster, DescribeGroups v3+; KIP-430).
 
-brokerd's listeners are plaintext without authentication and it runs no authorizer. Kafka
-without an authorizer answers every operation the resource type supports, so that is what
-brokerd answers too: admin clients then show what a user could do, not an empty set.
+The authorizer answers which of the operations the resource type supports the session may
+perform (Kafka's AuthHelper.authorizedOperations); without an authorizer that is every one of
+them, as in Kafka. A client that may not DESCRIBE the cluster learns nothing of its operations
+(an empty set), as Kafka answers Metadata and DescribeCluster.
 """
 
 from __future__ import annotations
 
-# Kafka's AclOperation codes
-READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE = 3, 4, 5, 6, 7, 8
-CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE = 9, 10, 11, 12
+from kafka.admin import ACLOperation, ResourceType
 
-TOPIC = (READ, WRITE, CREATE, DESCRIBE, DELETE, ALTER, DESCRIBE_CONFIGS, ALTER_CONFIGS)
-CLUSTER = (CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE)
-GROUP = (READ, DESCRIBE, DELETE)
+from brokerd.api.authorization import allows_cluster
+from brokerd.security.acl import CLUSTER_NAME
 
 
-def authorized_operations(requested: bool, supported: tuple[int, ...]) -> set[int] | None:
+def authorized_operations(broker, request, requested: bool, resource_type: ResourceType,
+                          name: str) -> set[int] | None:
     """The operation codes (the codec packs them into Kafka's 32-bit field); None, encoded as
     Kafka's "not requested" value, when the request did not ask."""
-    return set(supported) if requested else None
+    if not requested:
+        return None
+    return broker.authorizer.authorized_operations(request.session, resource_type, name)
+
+
+def cluster_operations(broker, request, requested: bool) -> set[int] | None:
+    if not requested:
+        return None
+    if not allows_cluster(broker, request, ACLOperation.DESCRIBE):
+        return set()
+    return authorized_operations(broker, request, True, ResourceType.CLUSTER, CLUSTER_NAME)

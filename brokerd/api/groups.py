@@ -1,9 +1,18 @@
 """Consumer group membership APIs: JoinGroup, SyncGroup, Heartbeat, LeaveGroup, and the admin
-APIs ListGroups, DescribeGroups and DeleteGroups. The state machine is in brokerd.coordinator."""
+APIs ListGroups, DescribeGroups and DeleteGroups. The state machine is in brokerd.coordinator.
+
+Permissions are Kafka's: joining, syncing, heartbeating and leaving need READ on the group
+(else GROUP_AUTHORIZATION_FAILED); DescribeGroups DESCRIBE and DeleteGroups DELETE on each
+group; ListGroups lists every group to a client that may DESCRIBE the cluster, else only the
+groups it may DESCRIBE.
+"""
 
 from __future__ import annotations
 
-from brokerd.api import authorized_operations as acl
+from kafka.admin import ACLOperation, ResourceType
+
+from brokerd.api.authorization import Permission, allows_cluster, decided, require
+from brokerd.api.authorized_operations import authorized_operations
 from brokerd.api.errors import error_code
 from brokerd.coordinator.group import Member
 from brokerd.coordinator.group_coordinator import MemberIdRequired
@@ -23,6 +32,7 @@ async def handle_join(broker, request) -> dict:
         body.rebalance_timeout_ms if body.rebalance_timeout_ms > 0 else body.session_timeout_ms,
         body.protocol_type, [(p.name, p.metadata) for p in body.protocols])
     try:
+        require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
         return await broker.coordinator.join(
             body.group_id, candidate,
             request.header.api_version >= FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID)
@@ -35,6 +45,7 @@ async def handle_join(broker, request) -> dict:
 async def handle_sync(broker, request) -> dict:
     body = request.body
     try:
+        require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
         assignment = await broker.coordinator.sync(
             body.group_id, body.member_id, body.group_instance_id, body.generation_id,
             {a.member_id: a.assignment for a in body.assignments})
@@ -46,6 +57,7 @@ async def handle_sync(broker, request) -> dict:
 async def handle_heartbeat(broker, request) -> dict:
     body = request.body
     try:
+        require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
         broker.coordinator.heartbeat(body.group_id, body.member_id, body.group_instance_id,
                                      body.generation_id)
     except Exception as exc:
@@ -61,6 +73,7 @@ async def handle_leave(broker, request) -> dict:
     members = ([(m.member_id, m.group_instance_id) for m in body.members] if batched
                else [(body.member_id, None)])
     try:
+        require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
         outcomes = broker.coordinator.leave(body.group_id, members)
     except Exception as exc:
         return {"error_code": error_code(exc), "members": []}
@@ -80,20 +93,34 @@ async def handle_list(broker, request) -> dict:
     types = {t.lower() for t in getattr(request.body, "types_filter", None) or ()}
     if types and CLASSIC not in types:
         return {"error_code": 0, "groups": []}
+    # Kafka filters silently: no denial is logged for a group left out
+    describable = (decided(True)
+                   if allows_cluster(broker, request, ACLOperation.DESCRIBE, audit=False)
+                   else Permission(broker, request, ACLOperation.DESCRIBE, ResourceType.GROUP,
+                                   audit=False))
     return {"error_code": 0, "groups": [
         {"group_id": g, "protocol_type": t, "group_state": s, "group_type": CLASSIC}
-        for g, t, s in broker.coordinator.list_groups() if not states or s.lower() in states]}
+        for g, t, s in broker.coordinator.list_groups()
+        if (not states or s.lower() in states) and describable.allows(g)]}
 
 
 async def handle_describe(broker, request) -> dict:
-    operations = acl.authorized_operations(
-        getattr(request.body, "include_authorized_operations", False), acl.GROUP)
-    return {"groups": [{**_describe(broker, g), "authorized_operations": operations}
-                       for g in request.body.groups]}
+    """A group the client may not DESCRIBE answers GROUP_AUTHORIZATION_FAILED; the operations
+    (v3+) are answered for the groups described without an error, as Kafka does."""
+    asks_operations = getattr(request.body, "include_authorized_operations", False)
+    groups = []
+    for group_id in request.body.groups:
+        described = _describe(broker, request, group_id)
+        described["authorized_operations"] = authorized_operations(
+            broker, request, asks_operations and described["error_code"] == 0,
+            ResourceType.GROUP, group_id)
+        groups.append(described)
+    return {"groups": groups}
 
 
-def _describe(broker, group_id: str) -> dict:
+def _describe(broker, request, group_id: str) -> dict:
     try:
+        require(broker, request, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
         group = broker.coordinator.describe(group_id)
     except Exception as exc:
         return {"error_code": error_code(exc), "group_id": group_id, "group_state": "",
@@ -113,6 +140,7 @@ async def handle_delete(broker, request) -> dict:
     results = []
     for group_id in request.body.groups_names:
         try:
+            require(broker, request, ACLOperation.DELETE, ResourceType.GROUP, group_id)
             await broker.coordinator.delete_group(group_id)
             results.append({"group_id": group_id, "error_code": 0})
         except Exception as exc:

@@ -1,6 +1,12 @@
 """Metadata: brokers, controller, and per partition the leader, replicas and ISR; and
 DescribeCluster, the admin clients' view of the first two.
 
+As in Kafka, a client sees only the topics it may DESCRIBE: a listing of every topic leaves
+the others out, a topic asked for by name answers TOPIC_AUTHORIZATION_FAILED whether it exists
+or not, and auto-creation needs CREATE on the cluster or on the topic (else
+TOPIC_AUTHORIZATION_FAILED). Brokers, controller and DescribeCluster are answered to anyone;
+the cluster's authorized operations only to a client that may DESCRIBE it.
+
 From v10 every topic carries its topic id, so a client notices a topic that was deleted
 and created again under the same name (its partition count and leader epochs start over).
 """
@@ -9,12 +15,14 @@ from __future__ import annotations
 
 import uuid
 
+from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import (
     KafkaError, LeaderNotAvailableError, UnknownTopicIdError, UnknownTopicOrPartitionError,
     UnsupportedEndpointTypeError,
 )
 
-from brokerd.api import authorized_operations as acl
+from brokerd.api.authorization import Permission, allows_cluster, decided
+from brokerd.api.authorized_operations import authorized_operations, cluster_operations
 from brokerd.api.errors import error_code, error_message
 from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.state import TopicRecord
@@ -29,23 +37,48 @@ async def handle(broker, request) -> dict:
     version = request.header.api_version
     broker.refresh_registrations()  # a broker started a moment ago is listed at once
     broker.refresh_metadata()  # and a topic created or moved a moment ago is answered as it is now
-    names = _requested_names(body, version, broker)
+    all_topics = body.topics is None or (version == 0 and not body.topics)
     allow_create = broker.config.get("auto.create.topics.enable") and (
-        version < 4 or body.allow_auto_topic_creation)
+        version < 4 or body.allow_auto_topic_creation) and not all_topics
+    # Listing every topic leaves out, silently, those the client may not DESCRIBE.
+    describable = Permission(broker, request, ACLOperation.DESCRIBE, audit=not all_topics)
+    creatable = _creatable(broker, request) if allow_create else None
     asks_topic_ops = getattr(body, "include_topic_authorized_operations", False)
-    topics = [_describe_topic(broker, name, allow_create) for name in names]
-    for topic in topics:
-        topic["authorized_operations"] = acl.authorized_operations(
-            asks_topic_ops and topic["error_code"] == 0, acl.TOPIC)
+    topics = []
+    for name, by_id in _requested_names(body, all_topics, broker):
+        if isinstance(name, uuid.UUID):
+            topics.append(_topic_error(None, UnknownTopicIdError(f"no topic has id {name}"), name))
+        elif not describable.allows(name):
+            if not all_topics:  # the topic's existence is not disclosed, its id only if asked by it
+                topics.append(_topic_error(None if by_id else name, describable.refusal(name),
+                                           _topic_id(broker, name) if by_id else ZERO_TOPIC_ID))
+        elif creatable is not None and name not in broker.topics and not creatable.allows(name):
+            topics.append(_topic_error(name, creatable.refusal(name)))
+        else:
+            topic = _describe_topic(broker, name, allow_create)
+            topic["authorized_operations"] = authorized_operations(
+                broker, request, asks_topic_ops, ResourceType.TOPIC, name)
+            topics.append(topic)
     return {
         "throttle_time_ms": 0,
         "brokers": [_endpoint(b, request, "node_id") for b in broker.live_brokers],
         "cluster_id": broker.cluster_id,
         "controller_id": broker.live_controller_id(),
         "topics": topics,
-        "authorized_operations": acl.authorized_operations(
-            getattr(body, "include_cluster_authorized_operations", False), acl.CLUSTER),
+        "authorized_operations": cluster_operations(
+            broker, request, getattr(body, "include_cluster_authorized_operations", False)),
     }
+
+
+def _creatable(broker, request) -> Permission:
+    """Auto-creation needs CREATE on the cluster or else on the topic (Kafka's order)."""
+    if allows_cluster(broker, request, ACLOperation.CREATE, audit=False):
+        return decided(True)
+    return Permission(broker, request, ACLOperation.CREATE)
+
+
+def _topic_id(broker, name: str) -> uuid.UUID:
+    return uuid.UUID(hex=broker.topics[name].topic_id)
 
 
 async def handle_describe_cluster(broker, request) -> dict:
@@ -60,8 +93,8 @@ async def handle_describe_cluster(broker, request) -> dict:
             "endpoint_type": BROKER_ENDPOINTS, "cluster_id": broker.cluster_id,
             "controller_id": broker.live_controller_id(),
             "brokers": [_endpoint(b, request, "broker_id") for b in broker.live_brokers],
-            "authorized_operations": acl.authorized_operations(
-                request.body.include_cluster_authorized_operations, acl.CLUSTER)}
+            "authorized_operations": cluster_operations(
+                broker, request, request.body.include_cluster_authorized_operations)}
 
 
 def _endpoint(registration, request, id_field: str) -> dict:
@@ -70,19 +103,18 @@ def _endpoint(registration, request, id_field: str) -> dict:
     return {id_field: registration.broker_id, "host": host, "port": port, "rack": None}
 
 
-def _requested_names(body, version: int, broker) -> list[str]:
-    """v0 asks for every topic with an empty list, v1+ with a null list; from v10 a topic
-    may be named by its id instead (an unknown id gets UNKNOWN_TOPIC_ID)."""
-    if body.topics is None or (version == 0 and not body.topics):
-        return sorted(broker.topics)
+def _requested_names(body, all_topics: bool, broker) -> list[tuple[str | uuid.UUID, bool]]:
+    """Each topic asked about and whether it was asked by id. v0 asks for every topic with an
+    empty list, v1+ with a null list; from v10 a topic may be named by its id instead (an
+    unknown id stays a UUID and gets UNKNOWN_TOPIC_ID)."""
+    if all_topics:
+        return [(name, False) for name in sorted(broker.topics)]
     by_id = {uuid.UUID(hex=t.topic_id): name for name, t in broker.topics.items()}
-    return [t.name if t.name is not None else by_id.get(t.topic_id, t.topic_id)
+    return [(t.name, False) if t.name is not None else (by_id.get(t.topic_id, t.topic_id), True)
             for t in body.topics]
 
 
-def _describe_topic(broker, name: str | uuid.UUID, allow_create: bool) -> dict:
-    if isinstance(name, uuid.UUID):
-        return _topic_error(None, UnknownTopicIdError(f"no topic has id {name}"), name)
+def _describe_topic(broker, name: str, allow_create: bool) -> dict:
     topic = broker.topics.get(name)
     if topic is None:
         try:
@@ -122,4 +154,4 @@ def _auto_create(broker, name: str) -> TopicRecord | None:
 
 def _topic_error(name: str | None, exc: Exception, topic_id: uuid.UUID = ZERO_TOPIC_ID) -> dict:
     return {"error_code": error_code(exc), "name": name, "topic_id": topic_id,
-            "is_internal": False, "partitions": []}
+            "is_internal": False, "partitions": [], "authorized_operations": None}

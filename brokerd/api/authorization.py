@@ -1,0 +1,123 @@
+"""The shapes every handler's permission checks share, as Kafka's AuthHelper gives them.
+
+A handler asks `Permission(...).allows(name)` for each resource a request names: one decision
+per distinct name and request (Kafka's filterByAuthorized), so a produce request of a thousand
+partitions of one topic costs one check and a denial is logged once. `refusal` turns a denial
+into Kafka's error for the resource type, which the handler answers where Kafka does: per
+partition, per topic, per group or for the whole request. Checks that Kafka makes without
+logging a denial (a listing filtered silently, a cluster-wide permission tried before the
+per-resource one) pass ``audit=False``.
+
+Without an authorizer every check allows, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from kafka.admin import ACLOperation, ResourceType
+from kafka.errors import (
+    ClusterAuthorizationFailedError, GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError, TransactionalIdAuthorizationFailedError,
+)
+
+from brokerd.security.acl import CLUSTER_NAME
+
+def _in_kafkas_words(error_class: type, message: str) -> type:
+    """The error class, answering Kafka's own message (Errors.java) as its error message."""
+    return type(error_class.__name__, (error_class,), {"__str__": lambda self: message})
+
+
+# Kafka's error for a denied request on a resource of each type
+DENIED = {
+    ResourceType.TOPIC: _in_kafkas_words(TopicAuthorizationFailedError,
+                                         "Topic authorization failed."),
+    ResourceType.GROUP: _in_kafkas_words(GroupAuthorizationFailedError,
+                                         "Group authorization failed."),
+    ResourceType.CLUSTER: _in_kafkas_words(ClusterAuthorizationFailedError,
+                                           "Cluster authorization failed."),
+    ResourceType.TRANSACTIONAL_ID: _in_kafkas_words(TransactionalIdAuthorizationFailedError,
+                                                    "Transactional Id authorization failed."),
+}
+
+
+def denied(resource_type: ResourceType) -> Exception:
+    return DENIED[resource_type]()
+
+
+def denied_code(resource_type: ResourceType) -> int:
+    return DENIED[resource_type].errno
+
+
+def allows(broker, request, operation: ACLOperation, resource_type: ResourceType, name: str,
+           audit: bool = True) -> bool:
+    return broker.authorizer.authorize(request.session, operation, resource_type, name, audit)
+
+
+def allows_cluster(broker, request, operation: ACLOperation, audit: bool = True) -> bool:
+    return allows(broker, request, operation, ResourceType.CLUSTER, CLUSTER_NAME, audit)
+
+
+def refusal(broker, request, operation: ACLOperation, resource_type: ResourceType, name: str,
+            audit: bool = True) -> Exception | None:
+    """Kafka's error when the session may not do ``operation`` on the resource, else None."""
+    if allows(broker, request, operation, resource_type, name, audit):
+        return None
+    return denied(resource_type)
+
+
+def require(broker, request, operation: ACLOperation, resource_type: ResourceType,
+            name: str) -> None:
+    """Raise Kafka's error when the session may not do ``operation`` on the resource, for
+    handlers whose error path already answers an exception the way Kafka answers a denial."""
+    refused = refusal(broker, request, operation, resource_type, name)
+    if refused is not None:
+        raise refused
+
+
+def cluster_refusal(broker, request, operation: ACLOperation) -> Exception | None:
+    return refusal(broker, request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+class Permission:
+    """One operation on resources of one type for one request, decided once per name."""
+
+    def __init__(self, broker, request, operation: ACLOperation,
+                 resource_type: ResourceType = ResourceType.TOPIC, audit: bool = True):
+        self._authorizer = broker.authorizer
+        self._session = request.session
+        self._operation = operation
+        self.resource_type = resource_type
+        self._audit = audit
+        self._decided: dict[str, bool] = {}
+
+    def allows(self, name: str) -> bool:
+        if not self._authorizer.enabled:
+            return True
+        decided = self._decided.get(name)
+        if decided is None:
+            decided = self._decided[name] = self._authorizer.authorize(
+                self._session, self._operation, self.resource_type, name, self._audit)
+        return decided
+
+    def refusal(self, name: str) -> Exception | None:
+        """Kafka's error for a denied name, None when allowed."""
+        return None if self.allows(name) else denied(self.resource_type)
+
+    def require(self, name: str) -> None:
+        """Raise Kafka's error for a denied name."""
+        if not self.allows(name):
+            raise denied(self.resource_type)
+
+
+def decided(allowed: bool, resource_type: ResourceType = ResourceType.TOPIC) -> Permission:
+    """A Permission decided alike for every name: a cluster-wide permission that covers them
+    all (a follower's CLUSTER_ACTION), or its absence."""
+    return _Decided(allowed, resource_type)
+
+
+class _Decided(Permission):
+    def __init__(self, allowed: bool, resource_type: ResourceType):
+        self._allowed = allowed
+        self.resource_type = resource_type
+
+    def allows(self, name: str) -> bool:
+        return self._allowed
