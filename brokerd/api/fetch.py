@@ -6,12 +6,18 @@ poll waits on all of them, but answers only those that changed. Records are neve
 (librdkafka treats a null record set as a parse failure). read_committed consumers
 (isolation level 1) read up to the last stable offset and get the aborted transactions of
 the range returned; read_uncommitted ones get a null list, as from Kafka.
+
+Consumers need READ on each topic they fetch, followers (replica_id >= 0) CLUSTER_ACTION on
+the cluster; a partition refused either way answers TOPIC_AUTHORIZATION_FAILED, as in Kafka.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from kafka.admin import ACLOperation
+
+from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.errors import error_code
 from brokerd.fetch_session import FetchData, FetchManager
 from brokerd.partition import wait_any
@@ -25,8 +31,10 @@ async def handle(broker, request, fetch_manager: FetchManager) -> dict:
     context = fetch_manager.new_context(body)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
+    readable = (decided(allows_cluster(broker, request, ACLOperation.CLUSTER_ACTION))
+                if body.replica_id >= 0 else Permission(broker, request, ACLOperation.READ))
     while True:
-        responses, total_bytes, partitions = _read_all(broker, body, context.fetch_data)
+        responses, total_bytes, partitions = _read_all(broker, body, context.fetch_data, readable)
         remaining = deadline - loop.time()
         if total_bytes >= body.min_bytes or remaining <= 0 or not partitions:
             break
@@ -47,7 +55,8 @@ def _by_topic(responses: list[tuple[str, dict]]) -> list[dict]:
     return topics
 
 
-def _read_all(broker, body, fetch_data: FetchData) -> tuple[list[dict], int, list]:
+def _read_all(broker, body, fetch_data: FetchData, readable: Permission
+              ) -> tuple[list[dict], int, list]:
     """One pass over the partitions to read (the request's, or all of its session's).
 
     The whole response stays within the request's max_bytes and each partition within its
@@ -60,7 +69,7 @@ def _read_all(broker, body, fetch_data: FetchData) -> tuple[list[dict], int, lis
     responses = []
     for topic, p in fetch_data:
         limit = max(min(p.partition_max_bytes, body.max_bytes - total), 0)
-        result, partition = _read_partition(broker, body, topic, p, limit, total == 0)
+        result, partition = _read_partition(broker, body, topic, p, limit, total == 0, readable)
         size = len(result["records"])
         total += size
         if partition is not None and size == 0:
@@ -69,7 +78,8 @@ def _read_all(broker, body, fetch_data: FetchData) -> tuple[list[dict], int, lis
     return responses, total, watched
 
 
-def _read_partition(broker, body, topic: str, request, max_bytes: int, min_one_message: bool):
+def _read_partition(broker, body, topic: str, request, max_bytes: int, min_one_message: bool,
+                    readable: Permission):
     """Consumers read up to the high watermark (read_committed ones up to the last stable
     offset); a follower (replica_id >= 0) reads up to the log end, and its fetch offset tells
     the leader how far its log reaches."""
@@ -77,6 +87,7 @@ def _read_partition(broker, body, topic: str, request, max_bytes: int, min_one_m
     follower = body.replica_id >= 0
     read_committed = body.isolation_level == READ_COMMITTED and not follower
     try:
+        readable.require(topic)
         partition = broker.replicas.get_leader(topic, index)
         partition.check_leader_epoch(request.current_leader_epoch)
         if follower:

@@ -4,13 +4,16 @@ KIP-734) or the first offset at a time.
 "Latest" and the newest offset found by time stop at the high watermark, or at the last
 stable offset for read_committed clients (isolation level 1), as in Kafka. A leader whose
 high watermark has not yet caught up with its leader epoch answers those two
-OFFSET_NOT_AVAILABLE, which clients retry (KIP-207).
+OFFSET_NOT_AVAILABLE, which clients retry (KIP-207). A topic the client may not DESCRIBE
+answers TOPIC_AUTHORIZATION_FAILED for each of its partitions.
 """
 
 from __future__ import annotations
 
+from kafka.admin import ACLOperation
 from kafka.errors import UnsupportedVersionError
 
+from brokerd.api.authorization import Permission
 from brokerd.api.errors import error_code
 
 LATEST = -1
@@ -23,17 +26,20 @@ READ_COMMITTED = 1
 async def handle(broker, request) -> dict:
     read_committed = request.body.isolation_level == READ_COMMITTED
     version = request.header.api_version
+    describable = Permission(broker, request, ACLOperation.DESCRIBE)
     topics = []
     for topic in request.body.topics:
         partitions = [_lookup(broker, topic.name, p.partition_index, p.timestamp,
-                              p.current_leader_epoch, read_committed, version) for p in topic.partitions]
+                              p.current_leader_epoch, read_committed, version, describable)
+                      for p in topic.partitions]
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 
 
 def _lookup(broker, topic: str, index: int, timestamp: int, current_leader_epoch: int,
-            read_committed: bool, version: int) -> dict:
+            read_committed: bool, version: int, describable: Permission) -> dict:
     try:
+        describable.require(topic)
         if timestamp == MAX_TIMESTAMP and version < MAX_TIMESTAMP_VERSION:
             raise UnsupportedVersionError(f"MAX_TIMESTAMP (-3) needs ListOffsets v{MAX_TIMESTAMP_VERSION}")
         partition = broker.replicas.get_leader(topic, index)

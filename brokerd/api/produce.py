@@ -1,16 +1,25 @@
-"""Produce: append each partition's record batch as it arrived, bytes in, bytes on disk."""
+"""Produce: append each partition's record batch as it arrived, bytes in, bytes on disk.
+
+As in Kafka, a request carrying transactional batches needs WRITE on its transactional id
+(else every partition answers TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and each topic WRITE on
+the topic (else its partitions answer TOPIC_AUTHORIZATION_FAILED): one check per topic and
+request, none per record.
+"""
 
 from __future__ import annotations
 
 import asyncio
 
+from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import (
     InvalidRecordError, InvalidRequiredAcksError, InvalidTopicError, UnsupportedVersionError,
 )
 
+from brokerd.api.authorization import Permission, denied, refusal
 from brokerd.api.errors import error_code, error_message
 from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.protocol.api_versions import MIN_ACCEPTED_PRODUCE_VERSION
+from brokerd.storage.record_batch import CURRENT_MAGIC, HEADER_SIZE, MAGIC_POSITION, read_header
 
 ACKS = (0, 1, -1)
 
@@ -20,11 +29,14 @@ async def handle(broker, request) -> dict | None:
     version = request.header.api_version
     responses = []
     pending = []
+    writable = Permission(broker, request, ACLOperation.WRITE)
+    txn_refused = _transactional_refusal(broker, request)
     for topic in body.topic_data:
+        refused = txn_refused or writable.refusal(topic.name)
         partitions = []
         for p in topic.partition_data:
             result, partition, info = _append(broker, topic.name, p.index, p.records, version,
-                                               body.acks)
+                                               body.acks, refused)
             partitions.append(result)
             if body.acks == -1 and info is not None:
                 pending.append(_await_replication(result, partition, info.last_offset,
@@ -44,13 +56,37 @@ async def _await_replication(result: dict, partition, last_offset: int, timeout_
         result.update(error_code=error_code(exc), error_message=error_message(exc))
 
 
-def _append(broker, topic: str, index: int, records, version: int, acks: int):
+def _transactional_refusal(broker, request) -> Exception | None:
+    """TRANSACTIONAL_ID_AUTHORIZATION_FAILED for a request with transactional batches whose
+    session may not WRITE its transactional id (or that names none); Kafka looks at the first
+    batch of each partition."""
+    if not broker.authorizer.enabled:
+        return None
+    body = request.body
+    if not any(_starts_transactional(p.records) for t in body.topic_data for p in t.partition_data):
+        return None
+    transactional_id = getattr(body, "transactional_id", None)
+    if transactional_id is None:
+        return denied(ResourceType.TRANSACTIONAL_ID)
+    return refusal(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                   transactional_id)
+
+
+def _starts_transactional(records) -> bool:
+    return (records is not None and len(records) >= HEADER_SIZE
+            and records[MAGIC_POSITION] == CURRENT_MAGIC and read_header(records).is_transactional)
+
+
+def _append(broker, topic: str, index: int, records, version: int, acks: int,
+            refused: Exception | None):
     """Append one partition's batch; returns (response entry, partition, append info)."""
     try:
         if version < MIN_ACCEPTED_PRODUCE_VERSION:
             raise UnsupportedVersionError("produce v0-v2 (message format v0/v1) is not accepted")
         if acks not in ACKS:
             raise InvalidRequiredAcksError(f"acks must be 0, 1 or -1, got {acks}")
+        if refused is not None:
+            raise refused
         if not records:
             raise InvalidRecordError("produce request without a record batch")
         if topic in INTERNAL_TOPICS:
