@@ -1,20 +1,31 @@
 """FindCoordinator: a group's coordinator is the leader of its __consumer_offsets partition, a
 transactional id's the leader of its __transaction_state partition. Both topics are created
-on first use."""
+on first use.
 
+As in Kafka, a group's coordinator is told only to a client that may DESCRIBE the group
+(else GROUP_AUTHORIZATION_FAILED), a transactional id's only to one that may DESCRIBE the
+transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
+
+from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import CoordinatorNotAvailableError, InvalidRequestError
 
+from brokerd.api.authorization import require
 from brokerd.api.errors import error_code, error_message
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
+RESOURCE_OF_KEY = {KEY_TYPE_GROUP: ResourceType.GROUP,
+                   KEY_TYPE_TRANSACTION: ResourceType.TRANSACTIONAL_ID}
 
 
 async def handle(broker, request) -> dict:
     body = request.body
     try:
+        resource_type = RESOURCE_OF_KEY.get(body.key_type)
+        if resource_type is not None:
+            require(broker, request, ACLOperation.DESCRIBE, resource_type, body.key)
         coordinator = _coordinator(broker, body.key_type, body.key)
     except Exception as exc:
         return {"throttle_time_ms": 0, "error_code": error_code(exc),

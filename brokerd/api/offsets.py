@@ -1,11 +1,21 @@
-"""Committed offsets: OffsetCommit, OffsetFetch and OffsetDelete."""
+"""Committed offsets: OffsetCommit, OffsetFetch and OffsetDelete.
+
+Permissions are Kafka's, the group's checked first: committing needs READ on the group (and,
+for TxnOffsetCommit, WRITE on the transactional id before that) and READ on each topic;
+fetching DESCRIBE on the group and on each topic; deleting DELETE on the group and READ on
+each topic. A refused group or transactional id fails the whole request; a refused topic
+answers TOPIC_AUTHORIZATION_FAILED for its partitions (or, fetching every committed offset, is
+left out).
+"""
 
 from __future__ import annotations
 
 import time
 
+from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import UnknownTopicOrPartitionError, UnstableOffsetCommitError
 
+from brokerd.api.authorization import Permission, refusal, require
 from brokerd.api.errors import error_code
 from brokerd.coordinator.offsets_topic import CommittedOffset
 
@@ -18,7 +28,8 @@ async def handle_commit(broker, request) -> dict:
     async def commit(offsets):
         await broker.coordinator.commit(body.group_id, body.generation_id_or_member_epoch,
                                         body.member_id, body.group_instance_id, offsets)
-    return await _commit_known(broker, body.topics, commit)
+    refused = refusal(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+    return await _commit_known(broker, request, commit, refused)
 
 
 async def handle_txn_commit(broker, request) -> dict:
@@ -28,14 +39,23 @@ async def handle_txn_commit(broker, request) -> dict:
     async def commit(offsets):
         await broker.coordinator.commit_transactional(body.group_id, body.producer_id,
                                                       body.producer_epoch, offsets)
-    return await _commit_known(broker, body.topics, commit)
+    refused = (refusal(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                       body.transactional_id)
+               or refusal(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id))
+    return await _commit_known(broker, request, commit, refused)
 
 
-async def _commit_known(broker, topics, commit) -> dict:
+async def _commit_known(broker, request, commit, refused: Exception | None) -> dict:
+    """Commit what the client may commit; ``refused`` (the group's or transactional id's
+    denial) answers every partition."""
+    topics = request.body.topics
+    if refused is not None:
+        return _commit_response(topics, lambda name, partition: error_code(refused))
+    readable = Permission(broker, request, ACLOperation.READ)
     now = int(time.time() * 1000)
     requested = [(t.name, p) for t in topics for p in t.partitions]
-    codes = {(name, p.partition_index): 0 if partition_exists(broker, name, p.partition_index)
-             else UnknownTopicOrPartitionError.errno for name, p in requested}
+    codes = {(name, p.partition_index): _commit_code(broker, readable, name, p.partition_index)
+             for name, p in requested}
     offsets = {(name, p.partition_index): CommittedOffset(
         p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now)
         for name, p in requested if not codes[(name, p.partition_index)]}
@@ -44,9 +64,20 @@ async def _commit_known(broker, topics, commit) -> dict:
     except Exception as exc:
         code = error_code(exc)
         codes = {tp: c or code for tp, c in codes.items()}
+    return _commit_response(topics, lambda name, partition: codes[(name, partition)])
+
+
+def _commit_code(broker, readable: Permission, topic: str, partition: int) -> int:
+    refused = readable.refusal(topic)
+    if refused is not None:
+        return error_code(refused)
+    return 0 if partition_exists(broker, topic, partition) else UnknownTopicOrPartitionError.errno
+
+
+def _commit_response(topics, code_of) -> dict:
     return {"throttle_time_ms": 0, "topics": [
         {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": codes[(t.name, p.partition_index)]}
+            {"partition_index": p.partition_index, "error_code": code_of(t.name, p.partition_index)}
             for p in t.partitions]}
         for t in topics]}
 
@@ -66,9 +97,12 @@ async def handle_fetch(broker, request) -> dict:
     """Committed offsets; with require_stable (v7) a partition an open transaction is
     committing offsets for answers UNSTABLE_OFFSET_COMMIT, and the client asks again."""
     body = request.body
-    wanted = None if body.topics is None else [
-        (t.name, p) for t in body.topics for p in t.partition_indexes]
+    describable = Permission(broker, request, ACLOperation.DESCRIBE)
     try:
+        require(broker, request, ACLOperation.DESCRIBE, ResourceType.GROUP, body.group_id)
+        wanted = None if body.topics is None else [
+            (t.name, p) for t in body.topics for p in t.partition_indexes
+            if describable.allows(t.name)]
         committed = broker.coordinator.committed(body.group_id, wanted)
         unstable = (broker.coordinator.unstable(body.group_id)
                     if getattr(body, "require_stable", False) else set())
@@ -76,21 +110,35 @@ async def handle_fetch(broker, request) -> dict:
         return {"throttle_time_ms": 0, "topics": [], "error_code": error_code(exc)}
     by_topic: dict[str, list] = {}
     for (topic, partition), c in sorted(committed.items()):
+        if not describable.allows(topic):  # every committed offset: the topic is left out
+            continue
         code = UnstableOffsetCommitError.errno if (topic, partition) in unstable else 0
         c = None if code else c
         by_topic.setdefault(topic, []).append({
             "partition_index": partition, "committed_offset": c.offset if c else -1,
             "committed_leader_epoch": c.leader_epoch if c else -1,
             "metadata": c.metadata if c else "", "error_code": code})
+    for t in body.topics or ():
+        refused = describable.refusal(t.name)
+        if refused is not None:
+            by_topic.setdefault(t.name, []).extend(
+                {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1,
+                 "metadata": "", "error_code": error_code(refused)} for p in t.partition_indexes)
     return {"throttle_time_ms": 0, "error_code": 0,
             "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
 
 
 async def handle_delete(broker, request) -> dict:
     body = request.body
-    partitions = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
+    readable = Permission(broker, request, ACLOperation.READ)
     try:
-        refused = await broker.coordinator.delete_offsets(body.group_id, partitions)
+        require(broker, request, ACLOperation.DELETE, ResourceType.GROUP, body.group_id)
+        denied = {(t.name, p.partition_index): readable.refusal(t.name)
+                  for t in body.topics for p in t.partitions if not readable.allows(t.name)}
+        refused = await broker.coordinator.delete_offsets(
+            body.group_id, [(t.name, p.partition_index) for t in body.topics
+                            for p in t.partitions if (t.name, p.partition_index) not in denied])
+        refused.update(denied)
     except Exception as exc:
         return {"error_code": error_code(exc), "throttle_time_ms": 0, "topics": []}
     return {"error_code": 0, "throttle_time_ms": 0, "topics": [
