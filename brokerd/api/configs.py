@@ -3,24 +3,32 @@
 Broker resources are Kafka's dynamic broker configs (brokerd.dynamic_config): resource name
 "<id>" for one broker, which must be the broker asked (clients send a broker's configs to that
 broker), and "" for the cluster-wide defaults.
+
+As in Kafka, describing a topic's configs needs DESCRIBE_CONFIGS on the topic (else
+TOPIC_AUTHORIZATION_FAILED), a broker's DESCRIBE_CONFIGS on the cluster (else
+CLUSTER_AUTHORIZATION_FAILED); altering them ALTER_CONFIGS likewise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import (
     InvalidConfigurationError, InvalidRequestError, UnknownTopicOrPartitionError,
 )
 
 from brokerd import dynamic_config
+from brokerd.api.authorization import require
 from brokerd.api.errors import error_code, error_message
 from brokerd.config import SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER, ConfigValue
+from brokerd.security.acl import CLUSTER_NAME
 from brokerd.storage import LogConfig
 from brokerd.storage.log_config import KEYS_BY_NAME
 
 TOPIC = 2
 BROKER = 4
+BROKER_LOGGER = 8
 SOURCE_DYNAMIC_TOPIC = 1
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
@@ -30,6 +38,7 @@ async def handle_describe(broker, request) -> dict:
     results = []
     for resource in request.body.resources:
         try:
+            _authorize(broker, request, ACLOperation.DESCRIBE_CONFIGS, resource)
             entries = [_entry(name, values, read_only, include_synonyms)
                        for name, values, read_only in _describe(broker, resource)]
             keys = resource.configuration_keys
@@ -38,6 +47,15 @@ async def handle_describe(broker, request) -> dict:
         except Exception as exc:
             results.append(_result(resource, exc, configs=[]))
     return {"throttle_time_ms": 0, "results": results}
+
+
+def _authorize(broker, request, operation: ACLOperation, resource) -> None:
+    """A topic's configs are the topic's to guard, a broker's the cluster's (Kafka's rule);
+    other resource types are refused further on."""
+    if resource.resource_type == TOPIC:
+        require(broker, request, operation, ResourceType.TOPIC, resource.resource_name)
+    elif resource.resource_type in (BROKER, BROKER_LOGGER):
+        require(broker, request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 def _describe(broker, resource) -> list[tuple[str, list[ConfigValue], bool]]:
@@ -138,6 +156,7 @@ def _alter_all(broker, request, change: Callable) -> dict:
     responses = []
     for resource in body.resources:
         try:
+            _authorize(broker, request, ACLOperation.ALTER_CONFIGS, resource)
             names = [c.name for c in resource.configs]
             if len(set(names)) != len(names):
                 raise InvalidRequestError("Error due to duplicate config keys")

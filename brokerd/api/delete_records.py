@@ -3,13 +3,17 @@
 Records below the new log start are unreadable at once and go from disk with the segments
 wholly below it. The answer waits until every in-sync follower has the new log start too
 (followers learn it from Fetch responses and report it in their next Fetch request), or
-until the request's timeout (REQUEST_TIMED_OUT).
+until the request's timeout (REQUEST_TIMED_OUT). A topic the client may not DELETE answers
+TOPIC_AUTHORIZATION_FAILED for each of its partitions, as in Kafka.
 """
 
 from __future__ import annotations
 
 import asyncio
 
+from kafka.admin import ACLOperation
+
+from brokerd.api.authorization import Permission
 from brokerd.api.errors import error_code
 
 
@@ -18,10 +22,11 @@ async def handle(broker, request) -> dict:
     timeout_s = max(body.timeout_ms, 0) / 1000
     topics = []
     pending = []
+    deletable = Permission(broker, request, ACLOperation.DELETE)
     for topic in body.topics:
         partitions = []
         for p in topic.partitions:
-            result, partition = _delete(broker, topic.name, p.partition_index, p.offset)
+            result, partition = _delete(broker, topic.name, p.partition_index, p.offset, deletable)
             partitions.append(result)
             if partition is not None:
                 pending.append(_await_followers(result, partition, timeout_s))
@@ -30,9 +35,10 @@ async def handle(broker, request) -> dict:
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _delete(broker, topic: str, index: int, offset: int):
+def _delete(broker, topic: str, index: int, offset: int, deletable: Permission):
     """Apply one partition's deletion on the leader; returns (response entry, partition)."""
     try:
+        deletable.require(topic)
         partition = broker.replicas.get_leader(topic, index)
         low_watermark = partition.delete_records_before(offset)
     except Exception as exc:

@@ -5,13 +5,16 @@ timestamp, the coordinator epoch of its last marker and the first offset of its 
 transaction (-1 when none). As in Kafka any replica answers from its own log, whose producer
 state is rebuilt from the same batch headers as the leader's; clients ask the leader unless
 told otherwise. A partition this broker does not host is NOT_LEADER_OR_FOLLOWER, one that
-does not exist UNKNOWN_TOPIC_OR_PARTITION.
+does not exist UNKNOWN_TOPIC_OR_PARTITION; one of a topic the client may not READ
+TOPIC_AUTHORIZATION_FAILED, as in Kafka.
 """
 
 from __future__ import annotations
 
+from kafka.admin import ACLOperation
 from kafka.errors import NotLeaderForPartitionError, UnknownTopicOrPartitionError
 
+from brokerd.api.authorization import Permission
 from brokerd.api.errors import error_code, error_message
 
 NO_TXN = -1
@@ -19,14 +22,17 @@ NO_TXN = -1
 
 async def handle(broker, request) -> dict:
     broker.refresh_metadata()  # a topic created a moment ago is known here at once
+    readable = Permission(broker, request, ACLOperation.READ)
     return {"throttle_time_ms": 0, "topics": [
         {"name": topic.name,
-         "partitions": [_describe(broker, topic.name, index) for index in topic.partition_indexes]}
+         "partitions": [_describe(broker, topic.name, index, readable)
+                        for index in topic.partition_indexes]}
         for topic in request.body.topics]}
 
 
-def _describe(broker, topic: str, index: int) -> dict:
+def _describe(broker, topic: str, index: int, readable: Permission) -> dict:
     try:
+        readable.require(topic)
         partition = _hosted(broker, topic, index)
     except Exception as exc:
         return {"partition_index": index, "error_code": error_code(exc),
