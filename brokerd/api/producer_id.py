@@ -4,10 +4,16 @@ ids plus epochs of transactional producers, which the transaction coordinator ha
 From v3 a producer may name its current id and epoch to have the epoch bumped and recover
 from an abortable error without a new identity (KIP-360); librdkafka needs this to abort a
 transaction after a message timed out. As in Kafka, an idempotent producer asking so simply
-gets a new id."""
+gets a new id.
 
+As in Kafka, a transactional producer needs WRITE on its transactional id (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent one IDEMPOTENT_WRITE on the cluster or
+WRITE on some topic (else CLUSTER_AUTHORIZATION_FAILED)."""
+
+from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import InvalidRequestError
 
+from brokerd.api.authorization import allows_cluster, denied, require
 from brokerd.api.errors import error_code
 from brokerd.api.transactions import fenced_code
 
@@ -18,6 +24,7 @@ NO_PRODUCER_ID = NO_PRODUCER_EPOCH = -1
 async def handle(broker, request) -> dict:
     body = request.body
     try:
+        _authorize(broker, request)
         expected = _expected_producer(body)
         if body.transactional_id is None:
             producer_id, epoch = broker.producer_ids.next_id(), 0
@@ -29,6 +36,17 @@ async def handle(broker, request) -> dict:
                 "error_code": fenced_code(error_code(exc), request, FIRST_PRODUCER_FENCED_VERSION)}
     return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id,
             "producer_epoch": epoch}
+
+
+def _authorize(broker, request) -> None:
+    transactional_id = request.body.transactional_id
+    if transactional_id is not None:
+        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                transactional_id)
+    elif not (allows_cluster(broker, request, ACLOperation.IDEMPOTENT_WRITE, audit=False)
+              or broker.authorizer.authorize_any(request.session, ACLOperation.WRITE,
+                                                 ResourceType.TOPIC)):
+        raise denied(ResourceType.CLUSTER)
 
 
 def _expected_producer(body) -> tuple[int, int] | None:

@@ -1,17 +1,31 @@
 """The transaction APIs: AddPartitionsToTxn, AddOffsetsToTxn and EndTxn from producers to their
 transaction coordinator, WriteTxnMarkers from a coordinator (or an admin aborting a hanging
 transaction) to partition leaders, and the admin APIs DescribeTransactions and
-ListTransactions. The state machine is in brokerd.coordinator."""
+ListTransactions. The state machine is in brokerd.coordinator.
+
+Permissions are Kafka's: a producer needs WRITE on its transactional id for each of its
+requests (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and WRITE on each topic it adds
+(else TOPIC_AUTHORIZATION_FAILED; an internal topic is never added) or READ on the group whose
+offsets it adds (else GROUP_AUTHORIZATION_FAILED). WriteTxnMarkers needs ALTER or
+CLUSTER_ACTION on the cluster (brokers send it as the super user). Describing a transaction
+needs DESCRIBE on its transactional id and shows only the topics the client may DESCRIBE;
+listing shows only the transactional ids it may DESCRIBE.
+"""
 
 from __future__ import annotations
 
+from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import (
     InvalidProducerEpochError, OperationNotAttemptedError, ProducerFencedError,
     UnknownTopicOrPartitionError,
 )
 
+from brokerd.api.authorization import (
+    Permission, allows_cluster, cluster_refusal, denied_code, refusal, require,
+)
 from brokerd.api.errors import error_code
 from brokerd.api.offsets import partition_exists
+from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_state import TransactionState
 from brokerd.coordinator.txn_marker_writer import MARKER_ACK_TIMEOUT_S, TxnMarker, append_markers
@@ -28,14 +42,16 @@ def fenced_code(code: int, request, first_version: int = FIRST_PRODUCER_FENCED_V
 
 
 async def handle_add_partitions(broker, request) -> dict:
-    """Unknown partitions fail the request: they get UNKNOWN_TOPIC_OR_PARTITION, the others
-    OPERATION_NOT_ATTEMPTED, as in Kafka."""
+    """Refused or unknown partitions fail the request: they get TOPIC_AUTHORIZATION_FAILED or
+    UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, as in Kafka."""
     body = request.body
     wanted = {(t.name, p) for t in body.v3_and_below_topics for p in t.partitions}
-    unknown = {tp for tp in wanted if not partition_exists(broker, *tp)}
-    if unknown:
-        codes = {tp: UnknownTopicOrPartitionError.errno if tp in unknown
-                 else OperationNotAttemptedError.errno for tp in wanted}
+    refused = refusal(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                      body.v3_and_below_transactional_id)
+    if refused is not None:
+        codes = dict.fromkeys(wanted, error_code(refused))
+    elif failed := _unaddable(broker, request, wanted):
+        codes = {tp: failed.get(tp, OperationNotAttemptedError.errno) for tp in wanted}
     else:
         try:
             await broker.transactions.add_partitions(
@@ -52,11 +68,26 @@ async def handle_add_partitions(broker, request) -> dict:
         for t in body.v3_and_below_topics]}
 
 
+def _unaddable(broker, request, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The partitions that cannot join a transaction, with their error codes."""
+    writable = Permission(broker, request, ACLOperation.WRITE)
+    failed = {}
+    for topic, partition in wanted:
+        if topic in INTERNAL_TOPICS or not writable.allows(topic):  # Kafka's rule for both
+            failed[(topic, partition)] = denied_code(ResourceType.TOPIC)
+        elif not partition_exists(broker, topic, partition):
+            failed[(topic, partition)] = UnknownTopicOrPartitionError.errno
+    return failed
+
+
 async def handle_add_offsets(broker, request) -> dict:
     """The group's __consumer_offsets partition joins the transaction, so that the marker
     reaches the offsets the producer commits with TxnOffsetCommit."""
     body = request.body
     try:
+        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                body.transactional_id)
+        require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
         if OFFSETS_TOPIC not in broker.topics:
             broker.auto_create_topic(OFFSETS_TOPIC)
         partition = (OFFSETS_TOPIC, broker.coordinator.partition_of(body.group_id))
@@ -70,6 +101,8 @@ async def handle_add_offsets(broker, request) -> dict:
 async def handle_end_txn(broker, request) -> dict:
     body = request.body
     try:
+        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                body.transactional_id)
         await broker.transactions.end_txn(body.transactional_id, body.producer_id,
                                           body.producer_epoch, body.committed)
     except Exception as exc:
@@ -79,12 +112,15 @@ async def handle_end_txn(broker, request) -> dict:
 
 async def handle_write_markers(broker, request) -> dict:
     """A transaction coordinator on another broker ends transactions on partitions led here."""
+    refused = (None if allows_cluster(broker, request, ACLOperation.ALTER, audit=False)
+               else cluster_refusal(broker, request, ACLOperation.CLUSTER_ACTION))
     results = []
     for m in request.body.markers:
         marker = TxnMarker(m.producer_id, m.producer_epoch, m.transaction_result,
                            m.coordinator_epoch)
         partitions = [(t.name, p) for t in m.topics for p in t.partition_indexes]
-        errors = await append_markers(broker, marker, partitions, MARKER_ACK_TIMEOUT_S)
+        errors = (dict.fromkeys(partitions, refused) if refused is not None else
+                  await append_markers(broker, marker, partitions, MARKER_ACK_TIMEOUT_S))
         results.append({"producer_id": m.producer_id, "topics": [
             {"name": t.name, "partitions": [
                 {"partition_index": p, "error_code": _code(errors[(t.name, p)])}
@@ -98,12 +134,15 @@ def _code(exc: Exception | None) -> int:
 
 
 async def handle_describe(broker, request) -> dict:
+    describable = Permission(broker, request, ACLOperation.DESCRIBE)
     return {"throttle_time_ms": 0, "transaction_states": [
-        _description(broker, t) for t in request.body.transactional_ids]}
+        _description(broker, request, t, describable) for t in request.body.transactional_ids]}
 
 
-def _description(broker, transactional_id: str) -> dict:
+def _description(broker, request, transactional_id: str, describable: Permission) -> dict:
     try:
+        require(broker, request, ACLOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                transactional_id)
         meta = broker.transactions.describe(transactional_id)
     except Exception as exc:
         return {"error_code": error_code(exc), "transactional_id": transactional_id,
@@ -112,7 +151,8 @@ def _description(broker, transactional_id: str) -> dict:
                 "topics": []}
     by_topic: dict[str, list[int]] = {}
     for topic, index in sorted(meta.partitions):
-        by_topic.setdefault(topic, []).append(index)
+        if describable.allows(topic):
+            by_topic.setdefault(topic, []).append(index)
     return {"error_code": 0, "transactional_id": transactional_id,
             "transaction_state": meta.state.label, "transaction_timeout_ms": meta.timeout_ms,
             "transaction_start_time_ms": meta.start_ms, "producer_id": meta.producer_id,
@@ -128,6 +168,8 @@ async def handle_list(broker, request) -> dict:
     listed = broker.transactions.list_transactions(
         states & known, set(body.producer_id_filters or ()),
         body.duration_filter)
+    describable = Permission(broker, request, ACLOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID)
+    listed = [m for m in listed if describable.allows(m.transactional_id)]
     return {"throttle_time_ms": 0, "error_code": 0,
             "unknown_state_filters": sorted(states - known),
             "transaction_states": [{"transactional_id": m.transactional_id,
