@@ -1,11 +1,22 @@
-"""DescribeLogDirs: where this broker keeps each replica, and how big each one is."""
+"""DescribeLogDirs: where this broker keeps each replica, and how big each one is.
+
+It needs DESCRIBE on the cluster; as in Kafka a refused request gets an empty answer, with
+CLUSTER_AUTHORIZATION_FAILED from v3, whose response first carries an error code."""
 
 from __future__ import annotations
 
 import shutil
 
+from kafka.admin import ACLOperation
+
+from brokerd.api.authorization import cluster_refusal
+from brokerd.api.errors import error_code
+
 
 async def handle(broker, request) -> dict:
+    refused = cluster_refusal(broker, request, ACLOperation.DESCRIBE)
+    if refused is not None:
+        return {"throttle_time_ms": 0, "error_code": error_code(refused), "results": []}
     wanted = None if request.body.topics is None else {
         (t.topic, p) for t in request.body.topics for p in t.partitions}
     by_topic: dict[str, list[dict]] = {}

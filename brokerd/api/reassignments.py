@@ -1,9 +1,15 @@
 """AlterPartitionReassignments and ListPartitionReassignments (KIP-455): move replicas between
-brokers. The procedure itself is brokerd.reassignment, carried out by the controller."""
+brokers. The procedure itself is brokerd.reassignment, carried out by the controller.
+
+As in Kafka, altering needs ALTER on the cluster and listing DESCRIBE on it; a refused request
+answers CLUSTER_AUTHORIZATION_FAILED (altering, for each partition it named too)."""
 
 from __future__ import annotations
 
+from kafka.admin import ACLOperation
+
 from brokerd import reassignment
+from brokerd.api.authorization import cluster_refusal
 from brokerd.api.errors import error_code, error_message, partition_results
 
 
@@ -11,20 +17,31 @@ async def handle_alter(broker, request) -> dict:
     body = request.body
     targets = {(t.name, p.partition_index): None if p.replicas is None else list(p.replicas)
                for t in body.topics for p in t.partitions}
+    refused = cluster_refusal(broker, request, ACLOperation.ALTER)
+    if refused is not None:
+        return _alter_response(refused, dict.fromkeys(targets, refused))
     try:
         results = broker.controller.reassign_partitions(targets, broker.refresh_registrations())
     except Exception as exc:
-        return {"throttle_time_ms": 0, "error_code": error_code(exc),
-                "error_message": error_message(exc), "responses": []}
+        return _alter_response(exc, {})
     broker.refresh_metadata()
+    return _alter_response(None, results)
+
+
+def _alter_response(error: Exception | None, results: dict) -> dict:
     by_topic = partition_results(results, "partition_index")
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
+    return {"throttle_time_ms": 0, "error_code": 0 if error is None else error_code(error),
+            "error_message": None if error is None else error_message(error),
             "responses": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
 
 
 async def handle_list(broker, request) -> dict:
     """Ongoing reassignments, of every topic or of the partitions asked about."""
     body = request.body
+    refused = cluster_refusal(broker, request, ACLOperation.DESCRIBE)
+    if refused is not None:
+        return {"throttle_time_ms": 0, "error_code": error_code(refused),
+                "error_message": error_message(refused), "topics": []}
     wanted = None if body.topics is None else {
         (t.name, p) for t in body.topics for p in t.partition_indexes}
     topics = []
