@@ -135,7 +135,14 @@ class Reader:
             if stop is not None and msg.offset() >= stop:
                 self.active.discard(p)
             return
-        raise KctlError(f"cannot consume {msg.topic()}/{p}: {error.str()}", exit_code_for(error))
+        if msg.topic() is None and error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED \
+                and self.commit is Commit.NEVER:
+            # Without a group, group.id is a placeholder librdkafka insists on and nothing needs
+            # its coordinator: a principal the ACLs let read the topic, but not describe that
+            # group, reads all the same.
+            return
+        where = self.topic if msg.topic() is None else f"{msg.topic()}/{p}"
+        raise KctlError(f"cannot consume {where}: {error.str()}", exit_code_for(error))
 
     def _commit(self) -> None:
         """Commit the offsets after the records rendered since the last commit.
