@@ -49,7 +49,8 @@ class Broker:
         self.session_timeout_s = config.get("broker.session.timeout.ms") / 1000
         self.controller = Controller(self.broker_id, self.state, self.session_timeout_s,
                                      config.get("auto.leader.rebalance.enable"),
-                                     lambda: config.get("unclean.leader.election.enable"))
+                                     lambda: config.get("unclean.leader.election.enable"),
+                                     lambda: config.get("max.broker.partitions"))
         self.replicas = ReplicaManager(self.broker_id,
                                        self.state.broker_dir(self.broker_id) / "data",
                                        self._alter_isr)

@@ -64,6 +64,9 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     # unused (or have existed) before a new session may push it out. Kafka's defaults.
     "max.incremental.fetch.session.cache.slots": ("1000", int),
     "min.incremental.fetch.session.eviction.ms": ("120000", int),
+    # KIP-578's limit: replicas one broker may host. Sized for a 2-core laptop (see
+    # docs/performance.md); Kafka itself has no limit.
+    "max.broker.partitions": ("10000", int),
     # Security (docs/security.md). Empty `listeners` means PLAINTEXT on --host and --port.
     "listeners": ("", str),
     "listener.security.protocol.map": (

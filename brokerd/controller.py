@@ -20,8 +20,8 @@ from typing import Callable
 from kafka.errors import (
     ElectionNotNeededError, EligibleLeadersNotAvailableError, InvalidPartitionsError,
     InvalidReplicationAssignmentError, InvalidReplicationFactorError, InvalidTopicError,
-    NotControllerError, PreferredLeaderNotAvailableError, TopicAlreadyExistsError,
-    UnknownTopicOrPartitionError,
+    NotControllerError, PolicyViolationError, PreferredLeaderNotAvailableError,
+    TopicAlreadyExistsError, UnknownTopicOrPartitionError,
 )
 
 from brokerd import reassignment
@@ -132,6 +132,28 @@ def _unclean_isr(record: PartitionRecord, bypassed: list[int]) -> list[int]:
 
 
 ELECTIONS = {"preferred": _elect_preferred, "unclean": _elect_unclean}
+MAX_BROKER_PARTITIONS = "max.broker.partitions"
+
+
+def check_partition_limit(topics, placement: list[list[int]], limit: int) -> None:
+    """Refuse a placement that would put more than ``limit`` replicas on one broker
+    (KIP-578's max.broker.partitions), so a typo cannot take a laptop down."""
+    added: dict[int, int] = {}
+    for replicas in placement:
+        for broker in replicas:
+            added[broker] = added.get(broker, 0) + 1
+    hosted = dict.fromkeys(added, 0)
+    for topic in topics.values():
+        for record in topic.partitions.values():
+            for broker in record.replicas:
+                if broker in hosted:
+                    hosted[broker] += 1
+    for broker, count in sorted(added.items()):
+        if hosted[broker] + count > limit:
+            raise PolicyViolationError(
+                f"Creating {len(placement)} partition(s) would place {hosted[broker] + count} "
+                f"replicas on broker {broker}, more than its limit of {limit} "
+                f"({MAX_BROKER_PARTITIONS})")
 
 
 def _described(before: PartitionRecord, after: PartitionRecord) -> str:
@@ -142,12 +164,14 @@ def _described(before: PartitionRecord, after: PartitionRecord) -> str:
 
 class Controller:
     def __init__(self, broker_id: int, state: ClusterState, session_timeout_s: float,
-                 preferred_leader_rebalance: bool, unclean_by_default: Callable[[], bool]):
+                 preferred_leader_rebalance: bool, unclean_by_default: Callable[[], bool],
+                 max_broker_partitions: Callable[[], int]):
         self.broker_id = broker_id
         self.state = state
         self.session_timeout_s = session_timeout_s
         self.preferred_leader_rebalance = preferred_leader_rebalance
         self.unclean_by_default = unclean_by_default
+        self.max_broker_partitions = max_broker_partitions
         self.epoch: int | None = None
         self._seen: tuple[frozenset[int], frozenset[int]] | None = None  # live, eligible
 
@@ -273,6 +297,7 @@ class Controller:
                 raise TopicAlreadyExistsError(f"topic {name!r} already exists")
             placement = assignment or assign_replicas(sorted(live_brokers), partitions,
                                                       replication_factor, start=len(topics))
+            check_partition_limit(topics.image_topics, placement, self.max_broker_partitions())
             record = TopicRecord(name, uuid.uuid4().hex, dict(configs), {
                 p: new_partition(p, replicas) for p, replicas in enumerate(placement)})
             if validate_only:
@@ -311,6 +336,7 @@ class Controller:
                     f"{len(assignment)} replica list(s) given for {count - current} "
                     "new partition(s)")
             check_assignment(assignment, live_brokers, replication_factor)
+            check_partition_limit(topics.image_topics, assignment, self.max_broker_partitions())
             if validate_only:
                 return
             for p, replicas in enumerate(assignment, start=current):

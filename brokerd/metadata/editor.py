@@ -49,6 +49,11 @@ class TopicsEditor(MutableMapping):
     def __len__(self) -> int:
         return sum(1 for _ in self)
 
+    @property
+    def image_topics(self) -> dict[str, TopicRecord]:
+        """The topics as they were before this decision (read only: for counting)."""
+        return self._image.topics
+
     def records(self) -> list[dict]:
         """The metadata records that turn the image into what the decision left."""
         out: list[dict] = []
