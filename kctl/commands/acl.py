@@ -47,8 +47,6 @@ TransactionalId = Annotated[Names, typer.Option(
 Principal = Annotated[Names, typer.Option(
     "--principal", metavar="PRINCIPAL", show_default=False,
     help="Only ACLs of this principal, ALLOW or DENY (repeatable).")]
-
-
 PatternCreate = Annotated[str, typer.Option(
     "--resource-pattern-type", metavar="literal|prefixed",
     help="literal: the resource named; prefixed: every resource whose name starts with it.")]
@@ -59,8 +57,10 @@ PatternFilter = Annotated[str, typer.Option(
 
 
 def _who(allow: Names, deny: Names, allow_hosts: Names, deny_hosts: Names, either: Names = None) -> Who:
-    return Who(tuple(acls.principal(p) for p in allow or []), tuple(acls.principal(p) for p in deny or []),
-               tuple(allow_hosts or []), tuple(deny_hosts or []), tuple(acls.principal(p) for p in either or []))
+    def principals(names: Names) -> tuple[str, ...]:
+        return tuple(acls.principal(p) for p in names or [])
+    return Who(principals(allow), principals(deny), tuple(allow_hosts or []), tuple(deny_hosts or []),
+               principals(either))
 
 
 @app.command()
@@ -185,4 +185,5 @@ def explain(
         return
     print("\n".join(found.lines()), flush=True)
     if found.acls:
-        console.print_table(acls.COLUMNS, [acls.row(b) for b in found.acls], title=f"ACLS ON {found.resource}")
+        console.print_table(acls.COLUMNS, [acls.row(b) for b in found.acls],
+                            title=f"ACLS ON {found.resource}")

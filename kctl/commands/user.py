@@ -99,7 +99,8 @@ def list_users(
         console.print_json(found)
         return
     console.print_table(["user", "mechanism", "iterations"],
-                        [[u["user"], c["mechanism"], c["iterations"]] for u in found for c in u["credentials"]])
+                        [[u["user"], c["mechanism"], c["iterations"]]
+                         for u in found for c in u["credentials"]])
 
 
 @app.command()

@@ -17,6 +17,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from kctl.exit_codes import ExitCode
 from kctl.testing import run_kctl
 from tests.cluster_harness import wait_until
+from tests.security_harness import sasl_settings
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -60,11 +61,6 @@ def cluster(tmp_path_factory):
         yield directory, bootstrap
     finally:
         stop(directory)
-
-
-def settings(user: str, password: str, mechanism: str = "SCRAM-SHA-512") -> dict[str, str]:
-    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
-            "sasl.username": user, "sasl.password": password}
 
 
 def login(bootstrap: str, conf: dict[str, str]) -> KafkaError | None:
@@ -136,19 +132,20 @@ def test_only_admin_properties_holds_the_admin_password(cluster):
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])
 def test_a_user_kctl_made_logs_in_with_any_client(cluster, mechanism):
     _, bootstrap = cluster
-    assert login(bootstrap, settings("alice", ALICE, mechanism)) is None
-    refused = login(bootstrap, settings("alice", "wrong", mechanism))
+    assert login(bootstrap, sasl_settings("alice", ALICE, mechanism)) is None
+    refused = login(bootstrap, sasl_settings("alice", "wrong", mechanism))
     assert refused is not None and refused.code() == KafkaError._AUTHENTICATION, refused
 
 
 def test_users_are_listed_and_deleted(cluster):
     directory, bootstrap = cluster
     kctl(directory, "user", "create", "dave", "--password", "d-pw")
-    users = {u["user"]: u["credentials"] for u in json.loads(kctl(directory, "user", "list", "--json").stdout)}
+    listed = json.loads(kctl(directory, "user", "list", "--json").stdout)
+    users = {u["user"]: u["credentials"] for u in listed}
     assert [c["mechanism"] for c in users["alice"]] == ["SCRAM-SHA-256", "SCRAM-SHA-512"]
     assert users["dave"] == [{"mechanism": "SCRAM-SHA-512", "iterations": 4096}]
     kctl(directory, "user", "delete", "dave")
-    assert login(bootstrap, settings("dave", "d-pw")) is not None
+    assert login(bootstrap, sasl_settings("dave", "d-pw")) is not None
     missing = kctl(directory, "user", "list", "dave", expect=ExitCode.NOT_FOUND)
     assert missing.stderr.startswith("kctl: error: cannot describe user 'dave'")
     kctl(directory, "user", "create", "eve", "--password", "x", "--iterations", "100",
@@ -160,7 +157,7 @@ def test_an_acl_lets_alice_write_one_topic_only(cluster, tmp_path):
     directory, _ = cluster
     kctl(directory, "topic", "create", "payments", "-p", "1")
     kctl(directory, "topic", "create", "secrets", "-p", "1")
-    alice = properties_file(tmp_path, "alice", settings("alice", ALICE))
+    alice = properties_file(tmp_path, "alice", sasl_settings("alice", ALICE))
     kctl(directory, "acl", "create", "--allow-principal", "User:alice", "--operation", "write",
          "--topic", "payments")
     kctl(directory, "produce", "payments", "-F", str(alice), input="paid\n")
@@ -196,7 +193,8 @@ def explain(directory, *args) -> dict:
 def test_explain_names_the_rule_that_decides(cluster):
     directory, _ = cluster
     kctl(directory, "acl", "create", "--allow-principal", "User:*", "--operation", "read", "--topic", "news")
-    kctl(directory, "acl", "create", "--deny-principal", "User:mallory", "--operation", "all", "--topic", "news")
+    kctl(directory, "acl", "create", "--deny-principal", "User:mallory", "--operation", "all",
+         "--topic", "news")
     kctl(directory, "acl", "create", "--allow-principal", "User:frank", "--operation", "alter-configs",
          "--topic", "news")
     admin = explain(directory, "--principal", "User:admin", "--operation", "delete", "--topic", "news")
@@ -207,7 +205,8 @@ def test_explain_names_the_rule_that_decides(cluster):
     assert allowed["allowed"] and allowed["binding"]["principal"] == "User:*"
     implied = explain(directory, "--principal", "User:grace", "--operation", "describe", "--topic", "news")
     assert implied["allowed"] and "implied by READ" in implied["rule"]
-    configs = explain(directory, "--principal", "User:frank", "--operation", "describe-configs", "--topic", "news")
+    configs = explain(directory, "--principal", "User:frank", "--operation", "describe-configs",
+                      "--topic", "news")
     assert configs["allowed"] and "implied by ALTER_CONFIGS" in configs["rule"]
     nothing = explain(directory, "--principal", "User:grace", "--operation", "read", "--group", "no-acls")
     assert not nothing["allowed"] and "allow.everyone.if.no.acl.found=false" in nothing["rule"]
@@ -221,9 +220,10 @@ def test_explain_names_the_rule_that_decides(cluster):
 
 def test_watch_tells_failed_logins(cluster):
     directory, bootstrap = cluster
-    assert login(bootstrap, settings("alice", "not-her-password")) is not None
-    wait_until(lambda: "authentication failed for User:alice" in kctl(directory, "watch", "--once").stdout.decode(),
-               10, "the failed login in kctl watch")
+    assert login(bootstrap, sasl_settings("alice", "not-her-password")) is not None
+    told = "authentication failed for User:alice"
+    wait_until(lambda: told in kctl(directory, "watch", "--once").stdout.decode(), 10,
+               "the failed login in kctl watch")
 
 
 def test_an_existing_cluster_keeps_its_protocol(cluster):
@@ -240,8 +240,9 @@ def test_tls_clusters_start_and_kcat_lists_their_brokers(tmp_path, protocol):
     bootstrap = start(directory, protocol, 1)
     try:
         assert (directory / "tls" / "ca.pem").exists()
-        listing = subprocess.run(["kcat", "-F", str(client_properties.path(directory)), "-b", bootstrap, "-L"],
-                                 capture_output=True, text=True, timeout=30)
+        listing = subprocess.run(
+            ["kcat", "-F", str(client_properties.path(directory)), "-b", bootstrap, "-L"],
+            capture_output=True, text=True, timeout=30)
         assert listing.returncode == 0, listing.stderr
         assert f"from broker 1: {protocol.lower()}://{bootstrap}/1" in listing.stdout
         kctl(directory, "topic", "create", "t", "-p", "1")

@@ -77,7 +77,8 @@ def test_plaintext_needs_nothing(new_cluster):
     assert securecluster.secure(new_cluster, "PLAINTEXT") == {}
     assert not client_properties.path(new_cluster.cluster_dir).exists()
     assert securecluster.listeners("PLAINTEXT", "127.0.0.1", 9092) == {}
-    assert securecluster.listeners("SASL_SSL", "127.0.0.1", 9092) == {"listeners": "SASL_SSL://127.0.0.1:9092"}
+    assert securecluster.listeners("SASL_SSL", "127.0.0.1", 9092) == {
+        "listeners": "SASL_SSL://127.0.0.1:9092"}
 
 
 def test_certificates_chain_to_the_ca_and_name_the_loopback(tmp_path):
@@ -200,7 +201,8 @@ def test_security_events_in_words_with_repeats_collapsed():
               "rule": None, "message": "invalid credentials"}
     denied = {**failed, "time": 3.0, "broker_id": 1, "kind": "authorization_denied", "mechanism": None,
               "operation": "WRITE", "resource": "TOPIC:orders", "rule": "no ACL allows it (default deny)"}
-    assert securityevents.line(failed) == "broker 2: authentication failed for User:bob from 127.0.0.1 (SCRAM-SHA-512)"
+    assert securityevents.line(failed) == ("broker 2: authentication failed for User:bob from "
+                                           "127.0.0.1 (SCRAM-SHA-512)")
     assert securityevents.line(denied) == ("broker 1: denied User:bob WRITE on TOPIC:orders — "
                                            "no ACL allows it (default deny)")
     events = securityevents.collapsed([failed, {**failed, "time": 2.0}, denied])
