@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from types import SimpleNamespace
+from typing import Annotated, Callable, Optional
 
 import typer
+from brokerd.security.acl import AclBinding
 
 from kctl import aclexplain, acls, console
 from kctl.acls import Who
-from kctl.client import checked, connect
+from kctl.client import Connection, checked, connect
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
 from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
@@ -87,7 +89,7 @@ def create(
                                  [acls.operation(op, tuple(o for o in acls.OPERATIONS if o != "any"))
                                   for op in operation])
     acls.create(checked(connect(bootstrap, cluster_dir, timeout, settings, command_config)), bindings)
-    console.print_table(acls.COLUMNS, [acls.row(b) for b in bindings])
+    _print(bindings, json_output=False)
     console.info(f"Created {len(bindings)} ACL(s).")
 
 
@@ -102,13 +104,7 @@ def list_acls(
     command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """List ACLs: all, or those matching the options (each option narrows the list)."""
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
-    found = acls.describe(conn, _filters(principal, allow_principal, deny_principal, allow_host, deny_host,
-                                         operation, topic, group, cluster, transactional_id, pattern))
-    if json_output:
-        console.print_json([b.to_json() for b in found])
-    else:
-        console.print_table(acls.COLUMNS, [acls.row(b) for b in found])
+    _print(_matching(acls.describe, locals()), json_output)
 
 
 @app.command()
@@ -125,22 +121,28 @@ def delete(
     resource must be given, so no typo deletes every ACL."""
     if not (principal or allow_principal or deny_principal or topic or group or cluster or transactional_id):
         raise KctlError("give a principal or a resource of the ACLs to delete", ExitCode.USAGE)
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
-    deleted = acls.delete(conn, _filters(principal, allow_principal, deny_principal, allow_host, deny_host,
-                                         operation, topic, group, cluster, transactional_id, pattern))
+    deleted = _matching(acls.delete, locals())
+    _print(deleted, json_output)
+    if not json_output:
+        console.info(f"Deleted {len(deleted)} ACL(s).")
+
+
+def _matching(action: Callable[[Connection, list], list[AclBinding]], options: dict) -> list[AclBinding]:
+    """`action` (list or delete) on the ACLs that list's and delete's common options select."""
+    o = SimpleNamespace(**options)
+    on = acls.resources(o.topic or [], o.group or [], o.cluster, o.transactional_id or [])
+    who = _who(o.allow_principal, o.deny_principal, o.allow_host, o.deny_host, o.principal)
+    acl_filters = acls.filters(on, acls.pattern_type(o.pattern), who,
+                               [acls.operation(op) for op in o.operation or []])
+    return action(checked(connect(o.bootstrap, o.cluster_dir, o.timeout, o.settings, o.command_config)),
+                  acl_filters)
+
+
+def _print(bindings: list[AclBinding], json_output: bool) -> None:
     if json_output:
-        console.print_json([b.to_json() for b in deleted])
-        return
-    console.print_table(acls.COLUMNS, [acls.row(b) for b in deleted])
-    console.info(f"Deleted {len(deleted)} ACL(s).")
-
-
-def _filters(principal: Names, allow: Names, deny: Names, allow_hosts: Names, deny_hosts: Names,
-             operations: Names, topics: Names, groups: Names, cluster: bool, transactional_ids: Names,
-             pattern: str) -> list:
-    return acls.filters(acls.resources(topics or [], groups or [], cluster, transactional_ids or []),
-                        acls.pattern_type(pattern), _who(allow, deny, allow_hosts, deny_hosts, principal),
-                        [acls.operation(op) for op in operations or []])
+        console.print_json([b.to_json() for b in bindings])
+    else:
+        console.print_table(acls.COLUMNS, [acls.row(b) for b in bindings])
 
 
 @app.command()
