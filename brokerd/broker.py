@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 
 from kafka.errors import TopicAlreadyExistsError
@@ -70,6 +71,7 @@ class Broker:
         self._liveness = None
         self._changed_partitions: set[tuple[str, int]] = set()
         self._tasks: list[asyncio.Task] = []
+        self._stopping = threading.Event()
 
     def _init_security(self, config: BrokerConfig) -> None:
         """Listeners, credentials, the authorizer and how to reach other brokers; a setting
@@ -129,7 +131,6 @@ class Broker:
         self.replicas.delete_stray_logs()
         periodic = [
             (TICK_S, self._tick),
-            (self.session_timeout_s / 8, lambda: self.state.heartbeat(self.broker_id)),
             (STATUS_PUBLISH_S, self._publish_status),
             (self.config.get("replica.lag.time.max.ms") / 2000, self._shrink_isrs),
             (self.config.get("log.retention.check.interval.ms") / 1000, self._enforce_retention),
@@ -145,6 +146,7 @@ class Broker:
         self._tasks = [asyncio.create_task(self._every(interval, action))
                        for interval, action in periodic]
         self._tasks.append(asyncio.create_task(self.coordinator.expire_sessions_on_time(TICK_S)))
+        threading.Thread(target=self._renew_lease, name="lease", daemon=True).start()
         log.info("broker %d serving on %s", self.broker_id, ", ".join(
             f"{l.name}://{l.host}:{l.port}" for l in self.listeners))
 
@@ -159,6 +161,7 @@ class Broker:
         deadline = time.monotonic() + self.config.get("controlled.shutdown.timeout.ms") / 1000
         while not self.replicas.leads_alone() and time.monotonic() < deadline:
             await asyncio.sleep(TICK_S)
+        self._stopping.set()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -171,6 +174,17 @@ class Broker:
         if self._liveness is not None:
             self._liveness.release()
         log.info("broker %d stopped", self.broker_id)
+
+    def _renew_lease(self) -> None:
+        """The heartbeat, on a thread of its own, as Kafka's broker heartbeats apart from its
+        request handling: a broker busy opening thousands of logs is slow, not dead, and
+        must not lose its leaderships for it. A paused (SIGSTOP) process stops every thread,
+        this one too, so it still counts as dead after broker.session.timeout.ms."""
+        while not self._stopping.wait(self.session_timeout_s / 8):
+            try:
+                self.state.heartbeat(self.broker_id)
+            except OSError:
+                log.exception("cannot renew this broker's lease")
 
     async def _every(self, interval_s, action) -> None:
         """Run ``action`` every ``interval_s`` seconds; a callable interval is re-read before
@@ -219,12 +233,15 @@ class Broker:
         """Apply the metadata records written since the last call to the hosted replicas
         and fetchers (nothing to do, at the cost of one stat, when there are none)."""
         delta = self.state.take_metadata_delta()
-        if not delta:
+        if delta:
+            self.topics = self.state.topics()
+            self._changed_partitions |= delta.partitions
+            self._apply_dynamic_configs()
+            fresh = self.replicas.apply_metadata(self.topics, delta, self.config.log_defaults())
+        elif self.replicas.has_pending:
+            fresh = self.replicas.apply_pending()
+        else:
             return
-        self.topics = self.state.topics()
-        self._changed_partitions |= delta.partitions
-        self._apply_dynamic_configs()
-        fresh = self.replicas.apply_metadata(self.topics, delta, self.config.log_defaults())
         self.fetchers.update(self.replicas.partitions, fresh)
         self.coordinator.on_metadata_change()
         self.transactions.on_metadata_change()
@@ -278,7 +295,9 @@ class Broker:
         return record
 
     def _publish_status(self) -> None:
-        self.state.publish_replica_status(self.broker_id, self.replicas.status())
+        document = self.replicas.status_document()
+        if document is not None:
+            self.state.publish_replica_status(self.broker_id, document)
         events = self.audit.take_if_changed()
         if events is not None:
             self.state.publish_security_events(self.broker_id, events)

@@ -64,6 +64,7 @@ class Partition:
         self.leader_epoch_start_offset: int | None = None
         self.followers: dict[int, FollowerState] = {}
         self._high_watermark_waiting_since_ms: int | None = None
+        self.status_dirty = True  # something `status` shows changed since it was published
         self.last_truncation: dict | None = None
         self.log_start_moved_by: str | None = None
         self._waiters: list[asyncio.Future] = []
@@ -213,6 +214,8 @@ class Partition:
         now = _now_ms()
         if fetch_offset >= leader_end or fetch_offset >= state.leader_end_at_last_fetch:
             state.last_caught_up_ms = now
+        if fetch_offset != state.log_end_offset:
+            self.status_dirty = True
         state.log_end_offset = fetch_offset
         state.leader_end_at_last_fetch = leader_end
         self._maybe_expand_isr(follower, state)
@@ -268,6 +271,7 @@ class Partition:
             self.log.append_as_follower(records)
         self.log.maybe_increment_log_start_offset(min(leader_log_start_offset, self.log.log_end_offset))
         self._high_watermark = max(self.high_watermark, leader_high_watermark)
+        self.status_dirty = True
 
     def truncate_to(self, offset: int) -> None:
         if offset < self.log.log_end_offset:
@@ -277,6 +281,7 @@ class Partition:
                                     "leader_epoch": self.leader_epoch, "time_ms": _now_ms()}
             self.log.truncate_to(offset)
         self._high_watermark = self.high_watermark
+        self.status_dirty = True
 
     # -- reads ------------------------------------------------------------------------------
     @property
@@ -320,6 +325,7 @@ class Partition:
             self._waiters.remove(waiter)
 
     def _wake_waiters(self) -> None:
+        self.status_dirty = True
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():
@@ -331,8 +337,14 @@ class Partition:
         self.log.maybe_roll_on_time(now_ms)
         if self.log.delete_retained_segments(now_ms, self.high_watermark):
             self.log_start_moved_by = "retention"
+            self.status_dirty = True
 
     # -- what the broker publishes ----------------------------------------------------------
+    @property
+    def status_changes_with_time(self) -> bool:
+        """A leader whose records wait for the high watermark shows how long they have waited."""
+        return self.is_leader and self._high_watermark_waiting_since_ms is not None
+
     def status(self) -> dict:
         """This replica at one moment; a leader adds what it knows of its followers, so
         views built from it never show a follower ahead of its leader or a high watermark

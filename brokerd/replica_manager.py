@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -18,6 +19,7 @@ from brokerd.storage.log_cleaner import LogCleaner
 log = logging.getLogger(__name__)
 
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+MAX_LOG_OPENS_PER_ROUND = 200
 
 
 class ReplicaManager:
@@ -30,6 +32,9 @@ class ReplicaManager:
         self._topic_ids: dict[str, str] = {}
         self._configs: dict[str, LogConfig] = {}  # each topic's, with the broker's defaults
         self._log_defaults: dict[str, str] = {}
+        self._status_json: dict[tuple[str, int], str] = {}  # the last published, encoded
+        self._pending: dict[tuple[str, int], None] = {}  # partition changes still to apply
+        self._topics: dict[str, TopicRecord] = {}
         self._cleaner = LogCleaner()
         self._high_watermarks = CheckpointFile(data_dir / REPLICATION_OFFSET_CHECKPOINT)
         self._restored_high_watermarks = self._read_high_watermarks()
@@ -51,17 +56,35 @@ class ReplicaManager:
                 self._delete_topic(name)
         whole = set(topics) if everything else \
             (delta.created_topics | delta.topic_configs) & topics.keys()
-        fresh: set[tuple[str, int]] = set()
         for name in whole:
             topic = topics[name]
             self._configs[name] = LogConfig.from_configs({**log_defaults, **topic.configs})
             self._topic_ids[name] = topic.topic_id
-            for index, record in topic.partitions.items():
-                fresh |= self._apply_partition(name, index, record)
-        for name, index in delta.partitions:
-            topic = topics.get(name)
-            if name not in whole and topic is not None and index in topic.partitions:
-                fresh |= self._apply_partition(name, index, topic.partitions[index])
+            self._pending.update(dict.fromkeys((name, index) for index in topic.partitions))
+        self._pending.update(dict.fromkeys(delta.partitions))
+        self._topics = topics
+        return self.apply_pending()
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def apply_pending(self) -> set[tuple[str, int]]:
+        """Apply the queued partition changes; at most MAX_LOG_OPENS_PER_ROUND of them may open
+        a new log, the rest wait for the next round, so a CreateTopics of thousands of
+        partitions never keeps the broker from answering for long."""
+        fresh: set[tuple[str, int]] = set()
+        opened = 0
+        for key in list(self._pending):
+            topic = self._topics.get(key[0])
+            record = topic.partitions.get(key[1]) if topic is not None else None
+            if record is not None and key[0] in self._configs:
+                if key not in self.partitions and self.broker_id in record.replicas:
+                    if opened == MAX_LOG_OPENS_PER_ROUND:
+                        break
+                    opened += 1
+                fresh |= self._apply_partition(key[0], key[1], record)
+            del self._pending[key]
         return fresh
 
     def _apply_partition(self, topic: str, index: int,
@@ -99,7 +122,7 @@ class ReplicaManager:
 
     def delete_stray_logs(self) -> None:
         """Remove partition directories left by topics deleted while this broker was down."""
-        hosted = {f"{t}-{p}" for t, p in self.partitions}
+        hosted = {f"{t}-{p}" for t, p in (*self.partitions, *self._pending)}
         for path in self.data_dir.iterdir():
             if path.is_dir() and path.name not in hosted:
                 shutil.rmtree(path)
@@ -141,8 +164,21 @@ class ReplicaManager:
         for partition in self.partitions.values():
             partition.log.maybe_flush(now_ms)
 
-    def status(self) -> dict[tuple[str, int], dict]:
-        return {key: p.status() for key, p in self.partitions.items()}
+    def status_document(self) -> bytes | None:
+        """Every hosted replica's status as the JSON document `kctl watch` reads, or None when
+        none changed since the last call. Only changed replicas are encoded again: an idle
+        broker pays a flag check per replica, not an encoding."""
+        changed = False
+        for key in [k for k in self._status_json if k not in self.partitions]:
+            del self._status_json[key]
+            changed = True
+        for key, partition in self.partitions.items():
+            if partition.status_dirty or partition.status_changes_with_time:
+                partition.status_dirty = False
+                self._status_json[key] = json.dumps(f"{key[0]}:{key[1]}") + ":" + \
+                    json.dumps(partition.status(), sort_keys=True)
+                changed = True
+        return ("{" + ",".join(self._status_json.values()) + "}").encode() if changed else None
 
     def checkpoint_high_watermarks(self) -> None:
         """Kafka's replication-offset-checkpoint: a restarted leader answers with the high

@@ -501,10 +501,10 @@ class ClusterState:
         return sorted(events, key=lambda e: e["time"])
 
     # -- published replica status -------------------------------------------------------------
-    def publish_replica_status(self, broker_id: int, status: dict[tuple[str, int], dict]) -> None:
-        """A broker's own file, so it needs no lock: only that broker ever writes it."""
-        doc = {f"{t}:{p}": s for (t, p), s in status.items()}
-        _write_json(self.dir / "replicas" / f"{broker_id}.json", doc)
+    def publish_replica_status(self, broker_id: int, document: bytes) -> None:
+        """A broker's own file, so it needs no lock: only that broker ever writes it. The
+        document maps "topic:partition" to that replica's status."""
+        atomic_write(self.dir / "replicas" / f"{broker_id}.json", document)
 
     def replica_status(self) -> dict[int, dict[tuple[str, int], dict]]:
         out = {}

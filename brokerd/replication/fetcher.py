@@ -17,6 +17,7 @@ from kafka.protocol.api_key import ApiKey
 from brokerd.partition import Partition
 from brokerd.protocol.codec import MalformedRequest
 from brokerd.replication.broker_client import BrokerClient
+from brokerd.replication.fetch_session_handler import FetchSessionHandler
 from brokerd.security.inter_broker import InterBrokerAuthenticationError
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class ReplicaFetcher:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._needs_truncation: set[tuple[str, int]] = set()
         self._client: BrokerClient | None = None
+        self._session = FetchSessionHandler()
         self._assigned = asyncio.Event()
         self._task: asyncio.Task | None = None
 
@@ -76,6 +78,7 @@ class ReplicaFetcher:
                     await asyncio.sleep(RETRY_BACKOFF_S)
             except NETWORK_ERRORS as exc:
                 log.debug("fetch from broker %d failed: %r", self.leader_id, exc)
+                self._session.reset()  # the connection is gone; so may be the session
                 await asyncio.sleep(RETRY_BACKOFF_S)
             except InterBrokerAuthenticationError as exc:
                 log.warning("cannot fetch from broker %d: %s", self.leader_id, exc)
@@ -129,15 +132,18 @@ class ReplicaFetcher:
             return False
         throttle = self.broker.fetchers.throttle_bytes_per_s
         max_bytes = FETCH_MAX_BYTES if throttle is None else max(1, int(throttle * THROTTLE_SLICE_S))
+        session_fields, send = self._session.request({key: {
+            "partition": p.index, "current_leader_epoch": p.leader_epoch,
+            "fetch_offset": p.log.log_end_offset, "log_start_offset": p.log.log_start_offset,
+            "partition_max_bytes": min(PARTITION_MAX_BYTES, max_bytes)}
+            for key, p in wanted.items()})
         response = await client.request(ApiKey.Fetch, FETCH_VERSION, {
             "replica_id": self.broker.broker_id, "max_wait_ms": FETCH_MAX_WAIT_MS,
-            "min_bytes": 1, "max_bytes": max_bytes, "isolation_level": 0,
-            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
-            "topics": _group_by_topic(wanted, lambda p: {
-                "partition": p.index, "current_leader_epoch": p.leader_epoch,
-                "fetch_offset": p.log.log_end_offset, "log_start_offset": p.log.log_start_offset,
-                "partition_max_bytes": min(PARTITION_MAX_BYTES, max_bytes)}),
+            "min_bytes": 1, "max_bytes": max_bytes, "isolation_level": 0, "rack_id": "",
+            **session_fields, "topics": _group_by_topic(send, lambda entry: entry),
         }, extra_timeout_s=FETCH_MAX_WAIT_MS / 1000)
+        if not self._session.handle_response(response.error_code, response.session_id):
+            return False
         progressed = False
         copied = 0
         for topic in response.responses:
@@ -166,7 +172,7 @@ class ReplicaFetcher:
         return True
 
 
-def _group_by_topic(partitions: dict[tuple[str, int], Partition], entry) -> list[dict]:
+def _group_by_topic(partitions: dict[tuple[str, int], object], entry) -> list[dict]:
     """The request shape both Fetch and OffsetForLeaderEpoch use: topics, then partitions."""
     grouped: dict[str, list] = {}
     for (topic, _), partition in partitions.items():
