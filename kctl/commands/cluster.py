@@ -65,8 +65,8 @@ def up(
         state.cluster_dir, None if is_new else brokerconfig.security_protocol(state.cluster_dir),
         None if security_protocol is None else security_protocol.value)
     cluster_id = state.initialize(ports)
-    secured = securecluster.secure(state, protocol) if is_new else {}
-    settings = {**brokerconfig.remembered(state.cluster_dir), **secured, **requested}
+    security = securecluster.secure(state, protocol) if is_new else {}
+    settings = {**brokerconfig.remembered(state.cluster_dir), **security, **requested}
     brokerconfig.remember(state.cluster_dir, settings, protocol)
     effective = brokerconfig.effective(settings, len(ports))
     procs = localcluster.start_missing(state, ports, effective)
@@ -76,15 +76,19 @@ def up(
     for broker in views:
         broker.state = "started" if broker.id in procs else "already running"
     bootstrap = ",".join(b.address for b in views)
+    secured = protocol != SecurityProtocol.PLAINTEXT.value
     if json_output:
+        properties = client_properties.path(state.cluster_dir) if secured else None
         console.print_json({"cluster_id": cluster_id, "dir": str(state.cluster_dir),
-                            "bootstrap": bootstrap, "broker_config": effective,
+                            "bootstrap": bootstrap, "security_protocol": protocol,
+                            "client_properties": None if properties is None else str(properties),
+                            "broker_config": effective,
                             "brokers": [b.to_json() for b in views]})
     else:
         console.print_section(sections.brokers(views, controller=None))
         print(f"export KCTL_BOOTSTRAP={bootstrap}", flush=True)
     _hint_next(state.cluster_dir, cluster_dir is not None, started=bool(procs))
-    if protocol != SecurityProtocol.PLAINTEXT.value:
+    if secured:
         _hint_security(state.cluster_dir, protocol, views[0].address)
 
 

@@ -44,10 +44,13 @@ def start(directory, protocol: str, brokers: int) -> str:
     """Start a cluster; returns its bootstrap. Brokers started before a failure are stopped."""
     try:
         up = kctl(directory, "cluster", "up", "-n", str(brokers), "--security-protocol", protocol, "--json")
+        doc = json.loads(up.stdout)
+        assert doc["security_protocol"] == protocol
+        assert doc["client_properties"] == str(client_properties.path(directory))
+        return doc["bootstrap"]
     except BaseException:
         stop(directory)
         raise
-    return json.loads(up.stdout)["bootstrap"]
 
 
 @pytest.fixture(scope="module")
