@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import resource
 import threading
 import time
 
@@ -36,6 +37,18 @@ from brokerd.state import BrokerRegistration, ClusterState, PartitionRecord, Top
 log = logging.getLogger(__name__)
 
 TICK_S = 0.1
+# A replica in use maps its active segment, offset index and time index (one descriptor
+# each); connections, the state directory and Python keep the rest.
+DESCRIPTORS_PER_REPLICA = 3
+DESCRIPTORS_RESERVED = 1024
+
+
+def replicas_within_open_file_limit() -> int:
+    """How many replicas this process can host before it runs out of file descriptors."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 2**31 - 1
+    return max(0, (soft - DESCRIPTORS_RESERVED) // DESCRIPTORS_PER_REPLICA)
 STATUS_PUBLISH_S = 0.5
 
 
@@ -51,7 +64,8 @@ class Broker:
         self.controller = Controller(self.broker_id, self.state, self.session_timeout_s,
                                      config.get("auto.leader.rebalance.enable"),
                                      lambda: config.get("unclean.leader.election.enable"),
-                                     lambda: config.get("max.broker.partitions"))
+                                     lambda: min(config.get("max.broker.partitions"),
+                                                 replicas_within_open_file_limit()))
         self.replicas = ReplicaManager(self.broker_id,
                                        self.state.broker_dir(self.broker_id) / "data",
                                        self._alter_isr)

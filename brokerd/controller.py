@@ -153,7 +153,7 @@ def check_partition_limit(topics, placement: list[list[int]], limit: int) -> Non
             raise PolicyViolationError(
                 f"Creating {len(placement)} partition(s) would place {hosted[broker] + count} "
                 f"replicas on broker {broker}, more than its limit of {limit} "
-                f"({MAX_BROKER_PARTITIONS})")
+                f"({MAX_BROKER_PARTITIONS}, at most what the open file limit allows)")
 
 
 def _described(before: PartitionRecord, after: PartitionRecord) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import resource
 import signal
 import sys
 from pathlib import Path
@@ -49,8 +50,20 @@ async def run(config: BrokerConfig) -> None:
     await broker.stop()
 
 
+def raise_open_file_limit() -> None:
+    """Use all the open files the hard limit allows: every replica in use maps three files
+    (Kafka's guidance is likewise to raise the limit for brokers with many partitions)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass  # an unlimited hard limit the kernel will not grant: keep the soft one
+
+
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
+    raise_open_file_limit()
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format=f"%(asctime)s broker-{config.broker_id} %(levelname)s %(name)s: %(message)s")
     try:

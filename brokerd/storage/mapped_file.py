@@ -8,6 +8,11 @@ and trimmed to their real size once they stop growing.
 Readers may keep memoryviews returned by ``view`` after the mapping is
 replaced or the file is closed or deleted: an mmap with exported buffers
 cannot be closed, so it is left to be unmapped when the last view goes away.
+
+A file is mapped on first use, not when it is opened, and holds no descriptor
+of its own: a mapping costs one (the mmap keeps a duplicate), so the thousands
+of idle, empty partitions of a broker cost none, and a broker with many
+partitions stays within its open file limit.
 """
 
 from __future__ import annotations
@@ -33,15 +38,22 @@ class MappedFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
         self._mmap: mmap.mmap | None = None
-        self.capacity = 0
-        self._map(os.fstat(self._fd).st_size)
+        self.capacity = os.stat(path).st_size
 
     @property
     def buffer(self) -> mmap.mmap | memoryview:
         """The mapping, for ``struct.unpack_from``/``pack_into`` and slice assignment."""
-        return self._mmap if self._mmap is not None else _EMPTY
+        if self._mmap is None:
+            if not self.capacity:
+                return _EMPTY
+            fd = os.open(self.path, os.O_RDWR)
+            try:
+                self._mmap = mmap.mmap(fd, self.capacity)
+            finally:
+                os.close(fd)
+        return self._mmap
 
     def view(self, start: int, end: int) -> memoryview:
         """Zero-copy slice of the mapped bytes."""
@@ -52,8 +64,8 @@ class MappedFile:
         if capacity != self.capacity:
             _release(self._mmap)
             self._mmap = None
-            os.ftruncate(self._fd, capacity)
-            self._map(capacity)
+            os.truncate(self.path, capacity)
+            self.capacity = capacity
 
     def discard_from(self, position: int) -> None:
         """Turn everything from ``position`` on into a hole of zeros, keeping the length.
@@ -61,29 +73,26 @@ class MappedFile:
         Stale bytes after a truncation point must not survive: crash recovery
         would otherwise read old, still-valid batches back after newer data.
         """
-        os.ftruncate(self._fd, position)
-        os.ftruncate(self._fd, self.capacity)
+        os.truncate(self.path, position)
+        os.truncate(self.path, self.capacity)
 
     def flush(self) -> None:
         """Write dirty pages and the file length to disk (msync)."""
         if self._mmap is not None:
             self._mmap.flush()
         else:
-            os.fsync(self._fd)
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def close(self) -> None:
-        """Unmap and close; closing twice is harmless."""
+        """Unmap; closing twice is harmless."""
         _release(self._mmap)
         self._mmap = None
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
 
     def delete(self) -> None:
         self.close()
+        self.capacity = 0
         self.path.unlink(missing_ok=True)
-
-    def _map(self, capacity: int) -> None:
-        self.capacity = capacity
-        if capacity:
-            self._mmap = mmap.mmap(self._fd, capacity)
