@@ -17,6 +17,7 @@ from brokerd.coordinator.group_coordinator import GroupCoordinator
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_coordinator import TransactionCoordinator
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
+from brokerd.metadata.image import MetadataDelta
 from brokerd.partition import Partition
 from brokerd.producer_ids import ProducerIdManager
 from brokerd.replica_manager import ReplicaManager
@@ -83,7 +84,8 @@ class Broker:
                                     self._ssl_context(listener), self._authenticator)
                         for listener in self.listeners]
         self._liveness = None
-        self._changed_partitions: set[tuple[str, int]] = set()
+        self._changed_metadata = MetadataDelta(full=True)  # for the next controller round
+        self._isr_proposals: dict[tuple[str, int], tuple[Partition, list[int]]] = {}
         self._tasks: list[asyncio.Task] = []
         self._stopping = threading.Event()
 
@@ -240,7 +242,7 @@ class Broker:
 
     def _maintain(self) -> None:
         """A controller round over what changed since the last one."""
-        changed, self._changed_partitions = self._changed_partitions, set()
+        changed, self._changed_metadata = self._changed_metadata, MetadataDelta()
         self.controller.maintain(self.registrations, self.topics, changed, self.auto_create_topic)
 
     def refresh_metadata(self) -> None:
@@ -249,7 +251,7 @@ class Broker:
         delta = self.state.take_metadata_delta()
         if delta:
             self.topics = self.state.topics()
-            self._changed_partitions |= delta.partitions
+            self._changed_metadata.merge(delta)
             self._apply_dynamic_configs()
             fresh = self.replicas.apply_metadata(self.topics, delta, self.config.log_defaults())
         elif self.replicas.has_pending:
@@ -301,12 +303,25 @@ class Broker:
         return (self.config.get("num.partitions"),
                 min(self.config.get("default.replication.factor"), live), {})
 
-    def _alter_isr(self, partition: Partition, isr: list[int]) -> PartitionRecord | None:
-        record = self.state.alter_isr(partition.topic, partition.index, partition.leader_epoch,
-                                      partition.partition_epoch, isr)
-        if record is not None:
-            self.refresh_metadata()
-        return record
+    def _alter_isr(self, partition: Partition, isr: list[int]) -> None:
+        """Queue a leader's ISR change; the queue is written as one batch as soon as the
+        event loop is free (Kafka's AlterPartitionManager batches the same way)."""
+        self._isr_proposals[(partition.topic, partition.index)] = (partition, isr)
+        if len(self._isr_proposals) == 1:
+            asyncio.get_running_loop().call_soon(self._write_isr_proposals)
+
+    def _write_isr_proposals(self) -> None:
+        proposals, self._isr_proposals = self._isr_proposals, {}
+        before = {key: list(partition.isr) for key, (partition, _) in proposals.items()}
+        results = self.state.alter_isrs({
+            key: (partition.leader_epoch, partition.partition_epoch, isr)
+            for key, (partition, isr) in proposals.items()})
+        for key, record in results.items():
+            if record is None:
+                proposals[key][0].proposal_refused()
+            else:
+                log.info("%s-%d: ISR %s -> %s", *key, before[key], record.isr)
+        self.refresh_metadata()
 
     def _publish_status(self) -> None:
         document = self.replicas.status_document()

@@ -25,6 +25,7 @@ from kafka.errors import (
 )
 
 from brokerd import reassignment
+from brokerd.metadata.image import MetadataDelta
 from brokerd.state import (
     BrokerRegistration, ClusterState, PartitionRecord, StaleControllerEpoch, TopicRecord,
 )
@@ -180,13 +181,14 @@ class Controller:
         return self.epoch is not None
 
     def maintain(self, registrations: list[BrokerRegistration], topics: dict[str, TopicRecord],
-                 changed: set[tuple[str, int]], auto_create) -> None:
+                 changed: MetadataDelta, auto_create) -> None:
         """One controller round, run by every broker: claim or check the controllership, and
         if active, react to what happened since the last round. ``topics`` is the broker's
-        metadata image and ``changed`` the partitions its last catch-ups touched: a round
-        looks at those, and at every partition only when a broker came, went or started
-        shutting down (or this broker just became controller). An idle cluster costs
-        nothing per partition."""
+        metadata image and ``changed`` what its catch-ups since the last round touched: a
+        round looks at those partitions (and those of topics whose configs changed), and at
+        every partition only when a broker came, went or started shutting down, a broker
+        config changed (unclean.leader.election.enable) or this broker just became
+        controller. An idle cluster costs nothing per partition."""
         live = {r.broker_id for r in registrations if r.is_live(self.session_timeout_s)}
         if not self.is_active:
             self.epoch = self.state.claim_controller(self.broker_id, lambda b: b in live)
@@ -199,8 +201,12 @@ class Controller:
             return
         eligible = live - {r.broker_id for r in registrations if r.shutting_down}
         seen = (frozenset(live), frozenset(eligible))
-        candidates = ([(t.name, p) for t in topics.values() for p in t.partitions]
-                      if seen != self._seen else changed)
+        if seen != self._seen or changed.full or changed.broker_configs:
+            candidates = [(t.name, p) for t in topics.values() for p in t.partitions]
+        else:
+            candidates = changed.partitions | {
+                (name, p) for name in changed.topic_configs | changed.created_topics
+                if name in topics for p in topics[name].partitions}
         try:
             decided = self._decide(topics, candidates, live, eligible)
             if decided:

@@ -21,8 +21,9 @@ log = logging.getLogger(__name__)
 
 NO_EPOCH = -1
 
-# (partition, proposed ISR) -> the accepted record, or None if the proposal was stale
-AlterIsr = Callable[["Partition", list[int]], PartitionRecord | None]
+# Propose a new ISR for the partition (Kafka's AlterPartition). The answer comes back as
+# metadata (update), or as proposal_refused when the leader's view was stale.
+AlterIsr = Callable[["Partition", list[int]], None]
 
 
 def _now_ms() -> int:
@@ -65,6 +66,7 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         self._high_watermark_waiting_since_ms: int | None = None
         self.status_dirty = True  # something `status` shows changed since it was published
+        self._proposed_isr: list[int] | None = None  # an ISR change not answered yet
         self.last_truncation: dict | None = None
         self.log_start_moved_by: str | None = None
         self._waiters: list[asyncio.Future] = []
@@ -87,6 +89,7 @@ class Partition:
         """Apply the latest metadata; True when this broker just became leader or follower
         anew (a new leader epoch), so fetchers must be reassigned."""
         new_epoch = record.leader_epoch != self.leader_epoch
+        self._proposed_isr = None  # the metadata answers any pending proposal
         self.replicas = list(record.replicas)
         self.isr = list(record.isr)
         self.partition_epoch = record.partition_epoch
@@ -239,21 +242,25 @@ class Partition:
             self._propose_isr([r for r in self.isr if r not in lagging])
 
     def _propose_isr(self, isr: list[int]) -> None:
-        record = self._alter_isr(self, isr)
-        if record is None:
-            return  # stale view; the next metadata refresh brings the truth
-        log.info("%s: ISR %s -> %s", self, self.isr, record.isr)
-        self.isr = list(record.isr)
-        self.partition_epoch = record.partition_epoch
-        self._maybe_advance_high_watermark()
-        self._wake_waiters()
+        """Ask for an ISR change, one at a time: until the metadata answers, the high
+        watermark waits for the replicas of both ISRs (Kafka's maximal ISR), so a follower
+        being added never misses records below it and one being removed still counts."""
+        if self._proposed_isr is None:
+            self._proposed_isr = list(isr)
+            self._alter_isr(self, isr)
+
+    def proposal_refused(self) -> None:
+        """The proposed ISR change was refused (the leader's view was stale); the metadata
+        brings the truth, and the next fetch or lag check may propose again."""
+        self._proposed_isr = None
 
     def _maybe_advance_high_watermark(self) -> None:
         if not self.is_leader:
             return
+        maximal_isr = set(self.isr) | set(self._proposed_isr or ())
         ends = [self.log.log_end_offset] + [
             self.followers.get(r, FollowerState()).log_end_offset
-            for r in self.isr if r != self.broker_id]
+            for r in maximal_isr if r != self.broker_id]
         candidate = min(ends)
         if candidate > self.high_watermark:
             self._high_watermark = candidate

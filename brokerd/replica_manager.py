@@ -140,7 +140,7 @@ class ReplicaManager:
         return partition
 
     def shrink_isrs(self, replica_lag_time_max_ms: int) -> None:
-        for partition in self.partitions.values():
+        for partition in list(self.partitions.values()):
             partition.maybe_shrink_isr(replica_lag_time_max_ms)
 
     def leads_alone(self) -> bool:

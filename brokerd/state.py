@@ -402,21 +402,35 @@ class ClusterState:
             log.append(self._stamped(new_records, controller_epoch))
         return done
 
-    def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
-                  isr: list[int]) -> PartitionRecord | None:
-        """A leader's ISR change, as a compare-and-set on the partition epoch (Kafka's
-        AlterPartition). Returns the new record, or None when the leader's view is stale (a new
-        leader epoch, or a controller change in between): it must re-read and try again."""
+    def alter_isrs(self, proposals: dict[tuple[str, int], tuple[int, int, list[int]]]
+                   ) -> dict[tuple[str, int], PartitionRecord | None]:
+        """Leaders' ISR changes, each a compare-and-set on its partition's leader epoch and
+        partition epoch (Kafka's AlterPartition), written together: one lock and one fsync
+        for a round's worth of changes. Per partition the new record, or None when the
+        leader's view is stale (a new leader epoch, or a controller change in between)."""
         with self._writing(None) as log:
             topics = log.image.topics
-            record = topics.get(topic) and topics[topic].partitions.get(partition)
-            if (record is None or record.leader_epoch != leader_epoch
-                    or record.partition_epoch != partition_epoch):
-                return None
-            log.append(self._stamped([{
-                "type": metadata_records.PARTITION_CHANGE, "topic": topic, "partition": partition,
-                "isr": sorted(isr), "partition_epoch": partition_epoch + 1}], None))
-            return record.clone()
+            accepted: dict[tuple[str, int], PartitionRecord | None] = {}
+            new_records = []
+            for (topic, index), (leader_epoch, partition_epoch, isr) in proposals.items():
+                record = topics.get(topic) and topics[topic].partitions.get(index)
+                if (record is None or record.leader_epoch != leader_epoch
+                        or record.partition_epoch != partition_epoch):
+                    accepted[(topic, index)] = None
+                    continue
+                accepted[(topic, index)] = record
+                new_records.append({"type": metadata_records.PARTITION_CHANGE, "topic": topic,
+                                    "partition": index, "isr": sorted(isr),
+                                    "partition_epoch": partition_epoch + 1})
+            log.append(self._stamped(new_records, None))
+            return {key: None if record is None else record.clone()
+                    for key, record in accepted.items()}
+
+    def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
+                  isr: list[int]) -> PartitionRecord | None:
+        """One leader's ISR change (see alter_isrs)."""
+        return self.alter_isrs({(topic, partition): (leader_epoch, partition_epoch, isr)})[
+            (topic, partition)]
 
     def request_topic_creation(self, name: str) -> None:
         """A non-controller broker asks the controller to auto-create a topic."""

@@ -8,10 +8,12 @@ import secrets
 from pathlib import Path
 
 import scramp
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
 from kctl import tls
+from tests.cluster_harness import wait_until
 
 SUPER_USER = "admin"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -65,3 +67,21 @@ def secure_cluster_dir(cluster_dir: Path, protocol: str = "SASL_PLAINTEXT",
 def admin_settings(cluster_dir: Path) -> dict[str, str]:
     """The super user's librdkafka settings, as admin.properties holds them."""
     return client_properties.read(client_properties.path(cluster_dir))
+
+
+def login_error(bootstrap: str, conf: dict[str, str]) -> KafkaError | None:
+    """None when a confluent-kafka producer logs in and gets metadata; else the authentication
+    error librdkafka reports (as soon as it does, not after a metadata timeout)."""
+    errors: list[KafkaError] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "error_cb": errors.append, **conf})
+
+    def outcome():
+        try:
+            producer.list_topics(timeout=0.2)
+            return "logged in"
+        except KafkaException:
+            producer.poll(0)  # serves error_cb
+            return any(e.code() == KafkaError._AUTHENTICATION for e in errors) and "refused"
+    if wait_until(outcome, 10, "a login or its refusal") == "logged in":
+        return None
+    return next(e for e in errors if e.code() == KafkaError._AUTHENTICATION)

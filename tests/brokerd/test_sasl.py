@@ -20,9 +20,9 @@ from kafka.protocol.api_key import ApiKey
 
 from brokerd.protocol.codec import RequestHeader, encode_request
 from brokerd.state import ClusterState
-from tests.cluster_harness import running_cluster, wait_until
+from tests.cluster_harness import running_cluster
 from tests.raw_request import RawConnection
-from tests.security_harness import add_scram_user, sasl_settings, secure_cluster_dir
+from tests.security_harness import add_scram_user, login_error, sasl_settings, secure_cluster_dir
 
 ALICE_PASSWORD = "alice-secret-1"
 REAUTH_MS = 3000
@@ -45,31 +45,19 @@ def admin_client(cluster, user="admin", password=None, mechanism="SCRAM-SHA-512"
                         **sasl_settings(user, password or cluster.admin_password, mechanism)})
 
 
-def login_error(cluster, user: str, password: str, mechanism: str) -> KafkaError | None:
-    """None when the client logs in; else the error librdkafka reports."""
-    errors: list[KafkaError] = []
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "log_level": 0,
-                         "error_cb": errors.append, **sasl_settings(user, password, mechanism)})
-
-    def outcome():
-        try:
-            producer.list_topics(timeout=0.2)
-            return "logged in"
-        except KafkaException:
-            producer.poll(0)  # serves error_cb
-            return errors and "refused"
-    return None if wait_until(outcome, 10, "a login or a refusal") == "logged in" else errors[0]
+def login(cluster, user: str, password: str, mechanism: str) -> KafkaError | None:
+    return login_error(cluster.bootstrap, sasl_settings(user, password, mechanism))
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])
 def test_a_user_logs_in_with_every_mechanism(cluster, mechanism):
-    assert login_error(cluster, "alice", ALICE_PASSWORD, mechanism) is None
+    assert login(cluster, "alice", ALICE_PASSWORD, mechanism) is None
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])
 @pytest.mark.parametrize("user, password", [("alice", "wrong"), ("mallory", ALICE_PASSWORD)])
 def test_wrong_passwords_and_unknown_users_are_refused(cluster, mechanism, user, password):
-    error = login_error(cluster, user, password, mechanism)
+    error = login(cluster, user, password, mechanism)
     assert error is not None and error.code() == KafkaError._AUTHENTICATION, error
     assert "Authentication failed" in error.str()
 
@@ -158,8 +146,8 @@ def test_scram_users_are_made_described_and_deleted_over_the_wire(cluster):
         "carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), b"carol-pw", b"salt-of-carol")
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result()
-    assert login_error(cluster, "carol", "carol-pw", "SCRAM-SHA-256") is None
-    assert login_error(cluster, "carol", "carol-pw", "PLAIN") is None
+    assert login(cluster, "carol", "carol-pw", "SCRAM-SHA-256") is None
+    assert login(cluster, "carol", "carol-pw", "PLAIN") is None
     described = admin.describe_user_scram_credentials(["carol"])["carol"].result()
     assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == \
         [(ScramMechanism.SCRAM_SHA_256, 8192)]
@@ -169,7 +157,7 @@ def test_scram_users_are_made_described_and_deleted_over_the_wire(cluster):
     deletion = UserScramCredentialDeletion("carol", ScramMechanism.SCRAM_SHA_256)
     for future in admin.alter_user_scram_credentials([deletion]).values():
         future.result()
-    assert login_error(cluster, "carol", "carol-pw", "SCRAM-SHA-256") is not None
+    assert login(cluster, "carol", "carol-pw", "SCRAM-SHA-256") is not None
 
 
 def test_too_few_iterations_are_refused_with_unacceptable_credential(cluster):

@@ -12,12 +12,12 @@ import subprocess
 import pytest
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError
 
 from kctl.exit_codes import ExitCode
 from kctl.testing import run_kctl
 from tests.cluster_harness import wait_until
-from tests.security_harness import sasl_settings
+from tests.security_harness import login_error, sasl_settings
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -64,24 +64,6 @@ def cluster(tmp_path_factory):
         yield directory, bootstrap
     finally:
         stop(directory)
-
-
-def login(bootstrap: str, conf: dict[str, str]) -> KafkaError | None:
-    """None when a confluent-kafka producer logs in and gets metadata; else the authentication
-    error librdkafka reports (as soon as it does, not after a metadata timeout)."""
-    errors: list[KafkaError] = []
-    producer = Producer({"bootstrap.servers": bootstrap, "log_level": 0, "error_cb": errors.append, **conf})
-
-    def outcome():
-        try:
-            producer.list_topics(timeout=0.2)
-            return "logged in"
-        except KafkaException:
-            producer.poll(0)  # serves error_cb
-            return any(e.code() == KafkaError._AUTHENTICATION for e in errors) and "refused"
-    if wait_until(outcome, 10, "a login or its refusal") == "logged in":
-        return None
-    return next(e for e in errors if e.code() == KafkaError._AUTHENTICATION)
 
 
 def data_chunks(path):
@@ -135,8 +117,8 @@ def test_only_admin_properties_holds_the_admin_password(cluster):
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512", "PLAIN"])
 def test_a_user_kctl_made_logs_in_with_any_client(cluster, mechanism):
     _, bootstrap = cluster
-    assert login(bootstrap, sasl_settings("alice", ALICE, mechanism)) is None
-    refused = login(bootstrap, sasl_settings("alice", "wrong", mechanism))
+    assert login_error(bootstrap, sasl_settings("alice", ALICE, mechanism)) is None
+    refused = login_error(bootstrap, sasl_settings("alice", "wrong", mechanism))
     assert refused is not None and refused.code() == KafkaError._AUTHENTICATION, refused
 
 
@@ -148,7 +130,7 @@ def test_users_are_listed_and_deleted(cluster):
     assert [c["mechanism"] for c in users["alice"]] == ["SCRAM-SHA-256", "SCRAM-SHA-512"]
     assert users["dave"] == [{"mechanism": "SCRAM-SHA-512", "iterations": 4096}]
     kctl(directory, "user", "delete", "dave")
-    assert login(bootstrap, sasl_settings("dave", "d-pw")) is not None
+    assert login_error(bootstrap, sasl_settings("dave", "d-pw")) is not None
     missing = kctl(directory, "user", "list", "dave", expect=ExitCode.NOT_FOUND)
     assert missing.stderr.startswith("kctl: error: cannot describe user 'dave'")
     kctl(directory, "user", "create", "eve", "--password", "x", "--iterations", "100",
@@ -223,7 +205,7 @@ def test_explain_names_the_rule_that_decides(cluster):
 
 def test_watch_tells_failed_logins(cluster):
     directory, bootstrap = cluster
-    assert login(bootstrap, sasl_settings("alice", "not-her-password")) is not None
+    assert login_error(bootstrap, sasl_settings("alice", "not-her-password")) is not None
     told = "authentication failed for User:alice"
     wait_until(lambda: told in kctl(directory, "watch", "--once").stdout.decode(), 10,
                "the failed login in kctl watch")
