@@ -42,7 +42,7 @@ from brokerd.atomic_file import atomic_write
 from brokerd.metadata import records as metadata_records
 from brokerd.metadata.editor import TopicsEditor, config_records, topic_records
 from brokerd.metadata.image import MetadataDelta, MetadataImage, PartitionRecord, TopicRecord
-from brokerd.metadata.log import MetadataLog
+from brokerd.metadata.log import MetadataLog, Observer
 
 WRITE_LOCK_TIMEOUT_S = 10.0
 
@@ -321,6 +321,13 @@ class ClusterState:
 
     def topics(self) -> dict[str, TopicRecord]:
         return self.metadata_image().topics
+
+    def follow_metadata(self, observer: Observer) -> Callable[[], None]:
+        """Follow the metadata log record by record (for `kctl cluster metadata`): returns a
+        function that tells ``observer`` of every record written since its last call, with
+        the image as it was before the record, starting from the newest snapshot."""
+        log = MetadataLog(self.dir / "metadata", observer)
+        return lambda: log.catch_up() and None
 
     def take_metadata_delta(self) -> MetadataDelta:
         """What changed since the last call (everything, the first time)."""

@@ -19,9 +19,16 @@ import json
 import os
 from pathlib import Path
 
+from typing import Callable
+
 from brokerd.atomic_file import atomic_write, fsync_directory
 from brokerd.metadata import records
 from brokerd.metadata.image import MetadataImage
+
+# Told of each record just before it is applied (with the image as it was), and of a
+# snapshot just after it was loaded (as {"type": SNAPSHOT_LOADED, "offset": ...}).
+Observer = Callable[[dict, MetadataImage], None]
+SNAPSHOT_LOADED = "SnapshotLoaded"
 
 SNAPSHOT_RECORDS = 50_000
 _DIGITS = 20
@@ -34,8 +41,9 @@ def _name(offset: int, suffix: str) -> str:
 class MetadataLog:
     """One reader-writer of the metadata log, with the image it has applied so far."""
 
-    def __init__(self, directory: Path):
+    def __init__(self, directory: Path, observer: Observer | None = None):
         self.dir = Path(directory)
+        self._observer = observer
         self.image = MetadataImage()
         self._segment: int | None = None  # base offset of the segment being read
         self._position = 0  # bytes of it applied
@@ -68,6 +76,8 @@ class MetadataLog:
                 continue  # deleted by a snapshot a moment ago: restart from it
             applied, consumed = records.decode(data)
             for record in applied:
+                if self._observer is not None and record["offset"] > self.image.offset:
+                    self._observer(record, self.image)
                 self.image.apply(record)
             self._position += consumed
             later = [b for b in segments if b > self._segment]
@@ -83,6 +93,8 @@ class MetadataLog:
             doc = json.loads((self.dir / _name(snapshots[-1], ".checkpoint")).read_bytes())
             self.image = MetadataImage.from_snapshot(doc)
             self._snapshot_offset = self.image.offset
+            if self._observer is not None:
+                self._observer({"type": SNAPSHOT_LOADED, "offset": self.image.offset}, self.image)
         self._segment = next((b for b in segments if b > self.image.offset), None) \
             if snapshots else (segments[0] if segments else None)
         if self._segment is None and segments:
