@@ -386,15 +386,17 @@ def _known(offset: int) -> int | None:
     return None if offset < 0 else offset
 
 
-async def wait_any(partitions: list[Partition], timeout_s: float) -> None:
-    """Sleep until any partition appends, moves its high watermark or changes role."""
+async def wait_any(partitions: list[Partition], timeout_s: float) -> bool:
+    """Sleep until any partition appends, moves its high watermark or changes role; False
+    when the time ran out with none of them changed."""
     waiter = asyncio.get_running_loop().create_future()
     for partition in partitions:
         partition.add_waiter(waiter)
     try:
         await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
+        return True
     except asyncio.TimeoutError:
-        pass
+        return False
     finally:
         for partition in partitions:
             partition.remove_waiter(waiter)

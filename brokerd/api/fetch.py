@@ -38,7 +38,8 @@ async def handle(broker, request, fetch_manager: FetchManager) -> dict:
         remaining = deadline - loop.time()
         if total_bytes >= body.min_bytes or remaining <= 0 or not partitions:
             break
-        await wait_any(partitions, remaining)
+        if not await wait_any(partitions, remaining):
+            break  # nothing changed while waiting: what was read is still the answer
     result = context.respond(responses)
     return {"throttle_time_ms": 0, "error_code": result.error_code,
             "session_id": result.session_id, "responses": _by_topic(result.responses)}
