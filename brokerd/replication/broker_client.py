@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.protocol.codec import RequestHeader, decode_response, encode_request
-from brokerd.security.inter_broker import InterBrokerAuthenticationError, InterBrokerSecurity
+from brokerd.security.inter_broker import (
+    InterBrokerAuthenticationError, InterBrokerSecurity, reauthentication_time,
+)
 
 _SIZE = struct.Struct(">i")
 
@@ -29,6 +32,7 @@ class BrokerClient:
         self._writer: asyncio.StreamWriter | None = None
         self._correlation_id = 0
         self._lock = asyncio.Lock()
+        self._reauthenticate_at: float | None = None  # KIP-368, when the session is limited
 
     async def request(self, api_key: int, api_version: int, fields: dict,
                       extra_timeout_s: float = 0.0):
@@ -44,6 +48,8 @@ class BrokerClient:
     async def _round_trip(self, api_key: int, api_version: int, fields: dict):
         if self._writer is None:
             await self._connect()
+        elif self._reauthenticate_at is not None and time.monotonic() >= self._reauthenticate_at:
+            await self._login()  # on the same connection, before the session ends
         return await self._send(api_key, api_version, fields)
 
     async def _connect(self) -> None:
@@ -54,7 +60,8 @@ class BrokerClient:
             await self._login()
 
     async def _login(self) -> None:
-        """SaslHandshake v1, then SaslAuthenticate rounds until the mechanism is done."""
+        """SaslHandshake v1, then SaslAuthenticate rounds until the mechanism is done; the
+        last answer's session lifetime says when to log in again."""
         login = self.security.sasl_login()
         handshake = await self._send(ApiKey.SaslHandshake, 1, {"mechanism": login.mechanism})
         if handshake.error_code:
@@ -68,6 +75,7 @@ class BrokerClient:
                 raise InterBrokerAuthenticationError(
                     f"{self.host}:{self.port} refused this broker: {reply.error_message}")
             message = login.next_message(reply.auth_bytes)
+        self._reauthenticate_at = reauthentication_time(reply.session_lifetime_ms, time.monotonic())
 
     async def _send(self, api_key: int, api_version: int, fields: dict):
         self._correlation_id += 1
@@ -81,3 +89,4 @@ class BrokerClient:
         if self._writer is not None:
             self._writer.close()
         self._reader = self._writer = None
+        self._reauthenticate_at = None

@@ -3,11 +3,14 @@ inter-broker listener, with TLS and a SASL login where that listener's protocol 
 
 Brokers authenticate as the cluster's super user, with the client settings of
 `<cluster>/admin.properties` (read at each new connection, so a changed password is taken up),
-as Kafka brokers use the credentials of their own JAAS configuration.
+as Kafka brokers use the credentials of their own JAAS configuration. When the other broker
+limits the session (`connections.max.reauth.ms`, KIP-368), the connection logs in again before
+the session ends, as Kafka's clients do, instead of being closed by it.
 """
 
 from __future__ import annotations
 
+import random
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,20 @@ import scramp
 from brokerd.security import client_properties
 from brokerd.security.listeners import client_context
 from brokerd.security.sasl_server import PLAIN
+
+
+# Kafka's clients re-authenticate at a random point between 85% and 95% of the session
+# lifetime (SaslClientAuthenticator): the margin covers latency and clock drift, the jitter
+# keeps many connections from logging in at once.
+REAUTH_WINDOW = (0.85, 0.95)
+
+
+def reauthentication_time(session_lifetime_ms: int, authenticated_at: float) -> float | None:
+    """When (on the clock of ``authenticated_at``) to log in again on a connection whose
+    SaslAuthenticate answered ``session_lifetime_ms``; None when the session has no limit."""
+    if session_lifetime_ms <= 0:
+        return None
+    return authenticated_at + session_lifetime_ms / 1000 * random.uniform(*REAUTH_WINDOW)
 
 
 class InterBrokerAuthenticationError(Exception):

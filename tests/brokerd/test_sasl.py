@@ -19,6 +19,8 @@ from confluent_kafka.admin import (
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.protocol.codec import RequestHeader, encode_request
+from brokerd.replication.broker_client import BrokerClient
+from brokerd.security.inter_broker import InterBrokerSecurity
 from brokerd.state import ClusterState
 from tests.cluster_harness import running_cluster
 from tests.raw_request import RawConnection
@@ -138,6 +140,25 @@ def test_librdkafka_reauthenticates_before_its_session_expires(cluster):
     producer.list_topics(timeout=5)
     time.sleep(2 * REAUTH_MS / 1000)  # spans two session lifetimes
     assert producer.list_topics(timeout=5).brokers
+
+
+def test_a_broker_reauthenticates_its_own_connections_before_the_session_expires(cluster):
+    """Replica fetchers and transaction markers log in as the super user like any client, so
+    they must re-authenticate (KIP-368) too, or the other broker closes their connection at
+    the first request after connections.max.reauth.ms."""
+    security = InterBrokerSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", "SCRAM-SHA-512", cluster.dir)
+
+    async def metadata_across_two_sessions():
+        client = BrokerClient("127.0.0.1", cluster.ports[1], "inter-broker-reauth", 5.0, security)
+        try:
+            assert (await client.request(ApiKey.Metadata, 1, {"topics": []})).brokers
+            connection = client._writer
+            await asyncio.sleep(REAUTH_MS / 1000 + 0.2)  # the expiry itself is under test
+            assert (await client.request(ApiKey.Metadata, 1, {"topics": []})).brokers
+            assert client._writer is connection, "the connection was replaced, not kept"
+        finally:
+            client.close()
+    asyncio.run(metadata_across_two_sessions())
 
 
 def test_scram_users_are_made_described_and_deleted_over_the_wire(cluster):
