@@ -214,6 +214,9 @@ def test_closed_stdout_exits_like_sigpipe(mock_bootstrap, isolated_env, topic):
     try:
         proc.stdout.readline()
         proc.stdout.close()
+        # consume may have written every record into the pipe already: give it a new one to
+        # write, into the closed pipe
+        run_kctl("produce", topic, "-p", "0", "-b", mock_bootstrap, input="y\n", env=isolated_env)
         err = proc.stderr.read().decode()
         proc.wait(10)
     finally:
