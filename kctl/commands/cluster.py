@@ -1,7 +1,12 @@
-"""`kctl cluster up|down|status|add-broker|remove-broker`: the local cluster's daemons."""
+"""`kctl cluster up|down|status|metadata|add-broker|remove-broker`: the local cluster's daemons
+and its metadata log."""
 
 from __future__ import annotations
 
+import json
+import select
+import sys
+import time
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -9,7 +14,8 @@ import typer
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
 
-from kctl import brokerconfig, brokerview, console, localcluster, scaling, sections, securecluster
+from kctl import (brokerconfig, brokerview, console, localcluster, metadatalog, scaling, sections,
+                  securecluster)
 from kctl.bootstrap import resolve_cluster_dir
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode
@@ -19,8 +25,9 @@ from kctl.securecluster import SecurityProtocol
 app = typer.Typer(
     help="Start, stop and inspect the local cluster (brokerd daemons).\n\n"
          "Its directory (--dir, else $KCTL_HOME, else ~/.kctl) holds state/, the shared cluster "
-         "state, brokers/ID/ with each broker's data/ and broker.log, and kctl.json with the "
-         "broker settings (`cluster up -o`) every broker of the cluster is started with.",
+         "state with the metadata log (`cluster metadata` tells it), brokers/ID/ with each "
+         "broker's data/ and broker.log, and kctl.json with the broker settings "
+         "(`cluster up -o`) every broker of the cluster is started with.",
     short_help="Start, stop and inspect the local cluster (brokerd daemons).",
     no_args_is_help=True)
 
@@ -146,6 +153,80 @@ def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
         console.print_section(sections.brokers(views, controller))
     if problems:
         raise KctlError("cluster unhealthy: " + ", ".join(problems), ExitCode.UNHEALTHY)
+
+
+METADATA_POLL_S = 0.2
+
+
+@app.command()
+def metadata(
+    follow: Annotated[bool, typer.Option(
+        "--follow", "-f", help="Keep printing records as they are written (polled every "
+                               f"{METADATA_POLL_S:g} s) until Ctrl-C.")] = False,
+    last: Annotated[Optional[int], typer.Option(
+        "--last", "-n", metavar="N", min=0, show_default=False,
+        help="Only the last N records (the snapshot the log starts from counts as one), "
+             "then, with -f, every new one.")] = None,
+    cluster_dir: ClusterDir = None,
+    json_output: Annotated[bool, typer.Option(
+        "--json", help="One JSON object per line: the record as stored (offset, type, "
+                       "controller_epoch, time, its fields) plus \"text\", its line.")] = False,
+) -> None:
+    """Print the metadata log, one line per record, saying what changed in Kafka's words.
+
+    The cluster's metadata is an append-only log of records, as KRaft's __cluster_metadata:
+    TopicRecord, PartitionRecord, PartitionChangeRecord (leader, leader epoch, ISR, replicas
+    as old→new), RemoveTopicRecord and ConfigRecord. Each line names who wrote it: the
+    controller with its epoch, a leader changing its ISR (AlterPartition), or nothing for a
+    config change, which any broker writes. The log starts from its newest snapshot, if it
+    has one (every 50,000 records). Kill a broker with -f running to watch the controller
+    move its leaderships. Ctrl-C stops -f (exit 130).
+    """
+    state = localcluster.existing(cluster_dir)
+    if not (state.dir / "metadata").is_dir():
+        state.metadata_image()  # a cluster from before the log: upgrade its metadata.json
+    narrator = metadatalog.Narrator()
+    catch_up = state.follow_metadata(narrator)
+
+    def read(final: bool) -> list[metadatalog.Entry]:
+        try:
+            catch_up()
+        except FileNotFoundError:
+            pass  # a snapshot deleted as it was being read: the next read starts from the newer one
+        narrator.learn(state.fenced_controller())
+        narrator.learn(state.controller())  # after the records: it names their epochs
+        return narrator.take(final)
+
+    def show(entries: list[metadatalog.Entry]) -> None:
+        for entry in entries:
+            sys.stdout.write(json.dumps(entry.to_json(narrator.controllers), ensure_ascii=False)
+                             if json_output else entry.line(narrator.controllers))
+            sys.stdout.write("\n")
+        sys.stdout.flush()
+
+    try:
+        entries = read(final=True)
+        show(entries if last is None else entries[max(0, len(entries) - last):])
+        while follow:
+            time.sleep(METADATA_POLL_S)
+            if _reader_gone():
+                raise BrokenPipeError  # as a write would, but without waiting for a record
+            observed = narrator.observed
+            show(read(final=False))
+            if narrator.observed == observed:  # quiet: a topic's partitions are all written
+                show(narrator.take(final=True))
+    except KeyboardInterrupt:
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+
+
+def _reader_gone() -> bool:
+    """stdout is a pipe whose reader went away (`-f | head`): poll() reports an error on it."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), 0)  # no events asked: only POLLERR and POLLHUP come
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):
+        return False  # not a file descriptor (a test's capture): writes will tell
 
 
 WaitTimeout = Annotated[float, typer.Option(
