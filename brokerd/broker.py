@@ -312,6 +312,15 @@ class Broker:
 
     def _write_isr_proposals(self) -> None:
         proposals, self._isr_proposals = self._isr_proposals, {}
+        live = {r.broker_id for r in self.live_brokers}
+        for key, (partition, isr) in list(proposals.items()):
+            if any(r not in live and r not in partition.isr for r in isr):
+                # KIP-841: a broker that is not live (a fetch it sent before dying was just
+                # answered) never joins an ISR; the controller would only take it out again
+                del proposals[key]
+                partition.proposal_refused()
+        if not proposals:
+            return
         before = {key: list(partition.isr) for key, (partition, _) in proposals.items()}
         results = self.state.alter_isrs({
             key: (partition.leader_epoch, partition.partition_epoch, isr)

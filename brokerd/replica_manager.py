@@ -51,7 +51,9 @@ class ReplicaManager:
         LogConfig.fromProps(brokerDefaults, topicOverrides)."""
         everything = delta.full or log_defaults != self._log_defaults
         self._log_defaults = dict(log_defaults)
-        for name in list(self._topic_ids):
+        maybe_gone = self._topic_ids.keys() if everything else \
+            (delta.removed_topics | delta.created_topics) & self._topic_ids.keys()
+        for name in list(maybe_gone):
             if name not in topics or topics[name].topic_id != self._topic_ids[name]:
                 self._delete_topic(name)
         whole = set(topics) if everything else \

@@ -33,8 +33,11 @@ async def handle(broker, request, fetch_manager: FetchManager) -> dict:
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
     readable = (decided(allows_cluster(broker, request, ACLOperation.CLUSTER_ACTION))
                 if body.replica_id >= 0 else Permission(broker, request, ACLOperation.READ))
+    first_pass = True
     while True:
-        responses, total_bytes, partitions = _read_all(broker, body, context.fetch_data, readable)
+        responses, total_bytes, partitions = _read_all(broker, body, context.fetch_data, readable,
+                                                       first_pass)
+        first_pass = False
         remaining = deadline - loop.time()
         if total_bytes >= body.min_bytes or remaining <= 0 or not partitions:
             break
@@ -56,9 +59,11 @@ def _by_topic(responses: list[tuple[str, dict]]) -> list[dict]:
     return topics
 
 
-def _read_all(broker, body, fetch_data: FetchData, readable: Permission
+def _read_all(broker, body, fetch_data: FetchData, readable: Permission, first_pass: bool
               ) -> tuple[list[dict], int, list]:
-    """One pass over the partitions to read (the request's, or all of its session's).
+    """One pass over the partitions to read (the request's, or all of its session's). A
+    follower's fetch offsets are recorded on the first pass only, as Kafka records a fetch
+    once: a long poll re-read after a change must not tell of a follower as it was then.
 
     The whole response stays within the request's max_bytes and each partition within its
     partition_max_bytes; only the response's very first batch may exceed them (Kafka's
@@ -70,7 +75,8 @@ def _read_all(broker, body, fetch_data: FetchData, readable: Permission
     responses = []
     for topic, p in fetch_data:
         limit = max(min(p.partition_max_bytes, body.max_bytes - total), 0)
-        result, partition = _read_partition(broker, body, topic, p, limit, total == 0, readable)
+        result, partition = _read_partition(broker, body, topic, p, limit, total == 0, readable,
+                                            first_pass)
         size = len(result["records"])
         total += size
         if partition is not None and size == 0:
@@ -80,7 +86,7 @@ def _read_all(broker, body, fetch_data: FetchData, readable: Permission
 
 
 def _read_partition(broker, body, topic: str, request, max_bytes: int, min_one_message: bool,
-                    readable: Permission):
+                    readable: Permission, record_fetch: bool):
     """Consumers read up to the high watermark (read_committed ones up to the last stable
     offset); a follower (replica_id >= 0) reads up to the log end, and its fetch offset tells
     the leader how far its log reaches."""
@@ -91,7 +97,7 @@ def _read_partition(broker, body, topic: str, request, max_bytes: int, min_one_m
         readable.require(topic)
         partition = broker.replicas.get_leader(topic, index)
         partition.check_leader_epoch(request.current_leader_epoch)
-        if follower:
+        if follower and record_fetch:
             partition.record_follower_fetch(body.replica_id, request.fetch_offset,
                                              request.log_start_offset)
         records = (partition.read(request.fetch_offset, max_bytes, for_follower=follower,
