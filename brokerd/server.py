@@ -5,7 +5,9 @@ as Kafka does (clients pipeline and match responses by order and correlation id)
 client sends — garbage, a truncated frame, an absurd size, an unknown API, a request before
 it authenticated, a wrong password — costs that client its connection and nothing else: the
 broker logs it and keeps serving everyone. Until a SASL client is authenticated its frames
-are bounded by `sasl.server.max.receive.size`, as in Kafka.
+are bounded by `sasl.server.max.receive.size`, as in Kafka. A response that throttles its
+client (a quota, `throttle_time_ms` > 0) leaves the connection unread for that long, as
+Kafka mutes the channel (KIP-219).
 """
 
 from __future__ import annotations
@@ -70,10 +72,12 @@ class KafkaServer:
             close = False
             while not close:
                 payload = await self._read_frame(reader, auth.authenticated)
-                response, close = await self._respond(payload, auth)
+                response, close, throttle_ms = await self._respond(payload, auth)
                 if response is not None:
                     writer.write(response)
                     await writer.drain()
+                if throttle_ms:
+                    await asyncio.sleep(throttle_ms / 1000)
         except asyncio.IncompleteReadError:
             pass  # the client hung up, possibly mid-frame
         except (MalformedRequest, ConnectionRefused) as exc:
@@ -94,12 +98,13 @@ class KafkaServer:
         return await reader.readexactly(size)
 
     async def _respond(self, payload: bytes, auth: ConnectionAuthenticator
-                       ) -> tuple[bytes | None, bool]:
-        """The response to one frame (None for acks=0 produce) and whether to close after it."""
+                       ) -> tuple[bytes | None, bool, int]:
+        """The response to one frame (None for acks=0 produce), whether to close after it and
+        how long to leave the connection unread (ms) before the next one."""
         header = peek_header(payload)
         if header.api_key == ApiKey.ApiVersions and not is_supported(header.api_key,
                                                                      header.api_version):
-            return encode_api_versions_unsupported(header.correlation_id), False
+            return encode_api_versions_unsupported(header.correlation_id), False, 0
         auth.admit(header.api_key)
         request = decode_request(payload)
         request.session = auth.session
@@ -111,5 +116,5 @@ class KafkaServer:
         else:
             fields = await self.handlers[request.header.api_key](request)
         if fields is None:
-            return None, close  # acks=0 produce: the client expects no response
-        return encode_response(request.header, fields), close
+            return None, close, 0  # acks=0 produce: the client expects no response
+        return encode_response(request.header, fields), close, fields.get("throttle_time_ms", 0)

@@ -17,6 +17,8 @@ module is the only code that opens these files. Layout of ``<cluster>/state/``:
     scram-credentials.json  SCRAM credentials per user and mechanism (salt, stored key, server
                           key, iterations: never a password), readable by the owner only
     acls.json             ACL bindings (resource pattern, principal, host, operation, permission)
+    client-quotas.json    client quotas: an entity (user and/or client-id, null for <default>)
+                          and its values (producer_byte_rate, consumer_byte_rate, ...)
     security-events/<id>.json  a broker's latest authentication failures and authorization denials
     .lock                 the write lock: every read-modify-write of a shared file holds it
 
@@ -469,14 +471,17 @@ class ClusterState:
         return _read_json(self.dir / "scram-credentials.json", {})
 
     def security_version(self) -> tuple[tuple[int, int] | None, ...]:
-        """A cheap change detector for credentials and ACLs (a rename gives a new inode)."""
-        def version(name: str) -> tuple[int, int] | None:
-            try:
-                st = os.stat(self.dir / name)
-            except FileNotFoundError:
-                return None
-            return st.st_ino, st.st_mtime_ns
-        return version("scram-credentials.json"), version("acls.json")
+        """A cheap change detector for credentials, ACLs and client quotas (a rename gives a
+        new inode); each reader stats only the file it follows (`file_version`)."""
+        return (self.file_version("scram-credentials.json"), self.file_version("acls.json"),
+                self.file_version("client-quotas.json"))
+
+    def file_version(self, name: str) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.dir / name)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_mtime_ns
 
     @contextmanager
     def update_scram_credentials(self) -> Iterator[dict[str, dict[str, dict]]]:
@@ -508,6 +513,23 @@ class ClusterState:
             bindings = self.acl_bindings()
             yield bindings
             _write_json(self.dir / "acls.json", bindings)
+
+    def client_quotas(self) -> list[dict]:
+        """[{"entity": {"user"|"client-id"|"ip": name or None for <default>},
+        "values": {key: float}}], one entry per entity that has a value."""
+        return _read_json(self.dir / "client-quotas.json", [])
+
+    def client_quotas_version(self) -> tuple[int, int] | None:
+        """The change detector for client quotas: one stat."""
+        return self.file_version("client-quotas.json")
+
+    @contextmanager
+    def update_client_quotas(self) -> Iterator[list[dict]]:
+        """Read-modify-write the client quotas under the write lock (AlterClientQuotas)."""
+        with self.write_lock():
+            entries = self.client_quotas()
+            yield entries
+            _write_json(self.dir / "client-quotas.json", entries)
 
     def publish_security_events(self, broker_id: int, events: list[dict]) -> None:
         """A broker's latest security events, its own file (no lock: only it writes it)."""

@@ -57,6 +57,8 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.SaslAuthenticate: (0, 2),  # v1: session lifetime (KIP-368); flexible from 2
     ApiKey.DescribeUserScramCredentials: (0, 0),  # KIP-554; flexible from v0
     ApiKey.AlterUserScramCredentials: (0, 0),
+    ApiKey.DescribeClientQuotas: (0, 1),  # KIP-546; flexible from 1
+    ApiKey.AlterClientQuotas: (0, 1),
 }
 
 # Produce v0–2 carry legacy message sets (magic 0/1). They are advertised only so old

@@ -48,6 +48,10 @@ from kafka.protocol.producer import (
     TxnOffsetCommitResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 )
 
+from kafka.protocol.admin.client_quotas import (
+    AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
 from kafka.protocol.admin.users import (
     AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
     DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
@@ -112,6 +116,8 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
                                           DescribeUserScramCredentialsResponse),
     ApiKey.AlterUserScramCredentials: (AlterUserScramCredentialsRequest,
                                        AlterUserScramCredentialsResponse),
+    ApiKey.DescribeClientQuotas: (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+    ApiKey.AlterClientQuotas: (AlterClientQuotasRequest, AlterClientQuotasResponse),
 }
 
 _HEADER_PREFIX = struct.Struct(">hhi")
