@@ -11,7 +11,8 @@ import typer
 from typer.core import TyperGroup
 
 from kctl import console
-from kctl.commands import acl, bench, broker, cluster, consume, group, produce, sql, topic, user, watch
+from kctl.commands import (acl, bench, broker, cluster, consume, group, produce, quota, sql, topic, user,
+                           watch)
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode, table
 
@@ -58,6 +59,7 @@ app.add_typer(topic.app, name="topic")
 app.add_typer(group.app, name="group")
 app.add_typer(user.app, name="user")
 app.add_typer(acl.app, name="acl")
+app.add_typer(quota.app, name="quota")
 app.command(name="produce")(produce.produce)
 app.command(name="consume")(consume.consume)
 app.command(name="watch")(watch.watch)
