@@ -1,9 +1,11 @@
 """Client quotas on a real broker: DescribeClientQuotas and AlterClientQuotas on the wire,
-Kafka's INVALID_REQUEST answers, and a producer throttled to its producer_byte_rate while
-another client id is not; then the same through `kctl quota`."""
+Kafka's INVALID_REQUEST answers, a producer throttled to its producer_byte_rate while
+another client id is not, a fetch over consumer_byte_rate answered with throttle_time_ms and
+its connection left unread that long; then the same through `kctl quota`."""
 
 from __future__ import annotations
 
+import struct
 import time
 
 import pytest
@@ -11,9 +13,10 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.api_key import ApiKey
 
+from brokerd.protocol.codec import decode_response
 from tests.cluster_harness import running_cluster
 from tests.kctl.local import kctl_in, kctl_json
-from tests.raw_request import raw_request
+from tests.raw_request import RawConnection, raw_request
 
 pytestmark = pytest.mark.interop
 
@@ -109,6 +112,45 @@ def test_producer_over_its_byte_rate_is_throttled_and_others_are_not(cluster):
     # the rest waits until the burst leaves the 11 s window
     assert elapsed >= 8, elapsed
     assert throttles and max(t.throttle_time for t in throttles) > 0
+
+
+def fetch(connection: RawConnection, max_bytes: int):
+    """One Fetch, its response read whole (a socket with a timeout may hand a large frame
+    over in pieces)."""
+    header = connection.send(ApiKey.Fetch, 11, {
+        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes,
+        "isolation_level": 0, "session_id": 0, "session_epoch": -1, "rack_id": "",
+        "topics": [{"topic": "quota", "partitions": [{
+            "partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "log_start_offset": -1,
+            "partition_max_bytes": max_bytes}]}],
+        "forgotten_topics_data": []})
+    size = struct.unpack(">i", read_exactly(connection.sock, 4))[0]
+    return decode_response(header, read_exactly(connection.sock, size))
+
+
+def read_exactly(sock, count: int) -> bytes:
+    data = bytearray()
+    while len(data) < count:
+        chunk = sock.recv(count - len(data))
+        assert chunk, "the broker closed the connection"
+        data += chunk
+    return bytes(data)
+
+
+def test_fetch_over_consumer_byte_rate_is_throttled_and_the_connection_waits(cluster):
+    assert alter(cluster, {"client-id": "raw"}, [("consumer_byte_rate", 16000, False)]
+                 ).error_code == 0
+    time.sleep(0.3)
+    with RawConnection(port(cluster), timeout=20) as connection:
+        first = fetch(connection, 200_000)
+        size = len(first.responses[0].partitions[0].records)
+        # size bytes over a 10 s window against 16,000 B/s
+        expected = (size / 10 - 16000) / 16000 * 10_000
+        assert first.throttle_time_ms == pytest.approx(expected, abs=50)
+        assert first.throttle_time_ms > 1000
+        started = time.monotonic()
+        fetch(connection, 1)
+        assert time.monotonic() - started >= first.throttle_time_ms / 1000 - 0.1
 
 
 def test_kctl_quota_alter_and_describe(cluster):
