@@ -53,7 +53,7 @@ class CachedPartition:
 
     __slots__ = ("topic", "partition", "fetch_offset", "log_start_offset", "partition_max_bytes",
                  "current_leader_epoch", "high_watermark", "last_stable_offset",
-                 "local_log_start_offset")
+                 "local_log_start_offset", "seen_changes")
 
     def __init__(self, topic: str, request) -> None:
         self.topic = topic
@@ -61,6 +61,7 @@ class CachedPartition:
         self.high_watermark = -1
         self.last_stable_offset = -1
         self.local_log_start_offset = -1
+        self.seen_changes = -1  # the partition's change count when it was last read in full
         self.update_request(request)
 
     @property
@@ -68,10 +69,19 @@ class CachedPartition:
         return self.topic, self.partition
 
     def update_request(self, request) -> None:
+        self.seen_changes = -1
         self.fetch_offset = request.fetch_offset
         self.log_start_offset = request.log_start_offset
         self.partition_max_bytes = request.partition_max_bytes
         self.current_leader_epoch = request.current_leader_epoch
+
+    def unchanged_response(self) -> dict:
+        """The answer an unchanged partition gives: what the last response reported, no
+        records, so must_respond leaves it out."""
+        return {"partition_index": self.partition, "error_code": NO_ERROR,
+                "high_watermark": self.high_watermark, "last_stable_offset": self.last_stable_offset,
+                "log_start_offset": self.local_log_start_offset, "aborted_transactions": None,
+                "preferred_read_replica": -1, "records": b""}
 
     def must_respond(self, response: dict) -> bool:
         """Whether an incremental response must include this partition (Kafka's

@@ -66,6 +66,9 @@ class Partition:
         self.followers: dict[int, FollowerState] = {}
         self._high_watermark_waiting_since_ms: int | None = None
         self.status_dirty = True  # something `status` shows changed since it was published
+        # counts every change a fetch could see: appends, high watermark, log start, ISR,
+        # leadership (an idle follower's session fetch is answered from it, see fetch.py)
+        self.changes = 0
         self._proposed_isr: list[int] | None = None  # an ISR change not answered yet
         self.last_truncation: dict | None = None
         self.log_start_moved_by: str | None = None
@@ -224,6 +227,17 @@ class Partition:
         self._maybe_expand_isr(follower, state)
         self._maybe_advance_high_watermark()
 
+    def follower_still_caught_up(self, follower: int, fetch_offset: int) -> bool:
+        """An idle follower fetches again from the log end it already reported: it is still
+        caught up, and nothing else needs recomputing. False when that is not the case."""
+        state = self.followers.get(follower)
+        if (state is None or state.log_end_offset != fetch_offset
+                or fetch_offset != self.log.log_end_offset or follower not in self.isr):
+            return False
+        state.last_caught_up_ms = _now_ms()
+        state.leader_end_at_last_fetch = fetch_offset
+        return True
+
     def _maybe_expand_isr(self, follower: int, state: FollowerState) -> None:
         caught_up = (state.log_end_offset >= self.high_watermark
                      and state.log_end_offset >= self.leader_epoch_start_offset)
@@ -333,6 +347,7 @@ class Partition:
 
     def _wake_waiters(self) -> None:
         self.status_dirty = True
+        self.changes += 1
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():
@@ -344,7 +359,7 @@ class Partition:
         self.log.maybe_roll_on_time(now_ms)
         if self.log.delete_retained_segments(now_ms, self.high_watermark):
             self.log_start_moved_by = "retention"
-            self.status_dirty = True
+            self._wake_waiters()
 
     # -- what the broker publishes ----------------------------------------------------------
     @property
