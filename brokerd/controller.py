@@ -208,7 +208,7 @@ class Controller:
                 (name, p) for name in changed.topic_configs | changed.created_topics
                 if name in topics for p in topics[name].partitions}
         try:
-            decided = self._decide(topics, candidates, live, eligible)
+            decided = self._decide(topics, candidates, eligible)
             if decided:
                 told = {key: _described(topics[key[0]].partitions[key[1]], record)
                         for key, (_, record) in decided.items()}
@@ -231,8 +231,8 @@ class Controller:
                      self.epoch, why)
         self.epoch = None
 
-    def _decide(self, topics: dict[str, TopicRecord], candidates, live: set[int],
-                eligible: set[int]) -> dict[tuple[str, int], tuple[int, PartitionRecord]]:
+    def _decide(self, topics: dict[str, TopicRecord], candidates, eligible: set[int]
+                ) -> dict[tuple[str, int], tuple[int, PartitionRecord]]:
         """The candidates whose leader, ISR or reassignment must change, each with the
         partition epoch it was decided at and its new record."""
         decided = {}
@@ -245,7 +245,7 @@ class Controller:
             if name not in unclean_of:
                 unclean_of[name] = self._unclean(topic)
             trial = record.clone()
-            self._reconcile_partition(trial, live, eligible, unclean_of[name])
+            self._reconcile_partition(trial, eligible, unclean_of[name])
             if trial.changes_from(record):
                 decided[(name, index)] = (record.partition_epoch, trial)
         return decided
@@ -254,8 +254,8 @@ class Controller:
         return (LogConfig.from_configs(topic.configs).unclean_leader_election_enable
                 if UNCLEAN_ELECTION in topic.configs else self.unclean_by_default())
 
-    def _reconcile_partition(self, record: PartitionRecord, live: set[int],
-                             eligible: set[int], unclean: bool) -> None:
+    def _reconcile_partition(self, record: PartitionRecord, eligible: set[int],
+                             unclean: bool) -> None:
         """Apply the election rules to one partition (in place)."""
         reassignment.maybe_complete(record)
         isr = [r for r in record.isr if r in eligible]

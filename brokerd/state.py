@@ -329,7 +329,10 @@ class ClusterState:
         function that tells ``observer`` of every record written since its last call, with
         the image as it was before the record, starting from the newest snapshot."""
         log = MetadataLog(self.dir / "metadata", observer)
-        return lambda: log.catch_up() and None
+
+        def tell_new_records() -> None:
+            log.catch_up()
+        return tell_new_records
 
     def take_metadata_delta(self) -> MetadataDelta:
         """What changed since the last call (everything, the first time)."""

@@ -3,7 +3,7 @@
 A record is a small JSON object named after its KRaft counterpart (TopicRecord,
 PartitionRecord, PartitionChangeRecord, RemoveTopicRecord, ConfigRecord), with its offset in
 the log, the controller epoch of the controller that wrote it (None for a leader's ISR change
-or a config change, which any broker may write) and the id of the broker that wrote it.
+or a config change, which any broker may write) and the time it was written.
 
 On disk each record is a frame: 4-byte length, 4-byte CRC-32C of the payload, the payload.
 A reader stops at the first frame that is incomplete or fails its CRC: a torn tail left by
