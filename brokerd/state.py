@@ -473,13 +473,16 @@ class ClusterState:
         """user -> mechanism -> {"salt", "stored_key", "server_key" (base64), "iterations"}."""
         return _read_json(self.dir / "scram-credentials.json", {})
 
-    def security_version(self) -> tuple[tuple[int, int] | None, ...]:
-        """A cheap change detector for credentials, ACLs and client quotas (a rename gives a
-        new inode); each reader stats only the file it follows (`file_version`)."""
-        return (self.file_version("scram-credentials.json"), self.file_version("acls.json"),
-                self.file_version("client-quotas.json"))
+    def scram_credentials_version(self) -> tuple[int, int] | None:
+        """The change detector for SCRAM credentials: one stat."""
+        return self._file_version("scram-credentials.json")
 
-    def file_version(self, name: str) -> tuple[int, int] | None:
+    def acl_bindings_version(self) -> tuple[int, int] | None:
+        """The change detector for ACL bindings: one stat."""
+        return self._file_version("acls.json")
+
+    def _file_version(self, name: str) -> tuple[int, int] | None:
+        """(inode, mtime) of a state file, None when absent: a rename gives a new inode."""
         try:
             st = os.stat(self.dir / name)
         except FileNotFoundError:
@@ -524,7 +527,7 @@ class ClusterState:
 
     def client_quotas_version(self) -> tuple[int, int] | None:
         """The change detector for client quotas: one stat."""
-        return self.file_version("client-quotas.json")
+        return self._file_version("client-quotas.json")
 
     @contextmanager
     def update_client_quotas(self) -> Iterator[list[dict]]:

@@ -74,7 +74,7 @@ class ScramCredentialStore:
         self._users: dict[str, dict[str, ScramCredential]] = {}
 
     def refresh(self) -> None:
-        version = self._state.security_version()[0]
+        version = self._state.scram_credentials_version()
         if version != self._version:
             self._version = version
             self._users = {user: {mech: ScramCredential.from_json(c) for mech, c in mechs.items()}

@@ -39,7 +39,7 @@ class StandardAuthorizer:
 
     def refresh(self) -> None:
         """Re-read the bindings when the file changed (a stat per call otherwise)."""
-        version = self._state.security_version()[1]
+        version = self._state.acl_bindings_version()
         if version != self._version:
             self._version = version
             self.bindings = [AclBinding.from_json(b) for b in self._state.acl_bindings()]
