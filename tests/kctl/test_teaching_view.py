@@ -70,12 +70,18 @@ def impossible(p: dict) -> list[str]:
     return wrong
 
 
-def steady_load(bootstrap: str, topic: str, stop: threading.Event) -> threading.Thread:
+def steady_load(bootstrap: str, topic: str, stop: threading.Event,
+                acknowledged: list[int]) -> threading.Thread:
+    """An acks=all idempotent producer until ``stop``; ``acknowledged[0]`` counts its acks."""
+    def count(err, _msg):
+        if err is None:
+            acknowledged[0] += 1
+
     def run():
         producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
                              "enable.idempotence": True})
         while not stop.is_set():
-            producer.produce(topic, b"x" * 100)
+            producer.produce(topic, b"x" * 100, on_delivery=count)
             producer.poll(0.002)
         producer.flush(30)
     thread = threading.Thread(target=run, daemon=True)
@@ -92,8 +98,12 @@ def test_pausing_followers_under_load_shows_only_possible_moments(cluster_factor
     first, second = [b for b in record.replicas if b != record.leader]
     narrator, stop = Narrator(cluster, "lesson"), threading.Event()
     narrator.start()
-    load = steady_load(cluster.bootstrap, "lesson", stop)
+    acknowledged = [0]
+    load = steady_load(cluster.bootstrap, "lesson", stop, acknowledged)
     try:
+        # the producer has its producer id before a broker pauses: InitProducerId may go to
+        # any broker, and one sent to the paused broker would hold every record back
+        wait_until(lambda: acknowledged[0] > 0, 15, "the first acknowledged record")
         cluster.signal(first, signal.SIGSTOP)
         stalled = wait_until(lambda: narrator.said("high watermark stalled"), 15, "a stall narrated")
         wait_until(lambda: narrator.said("ISR shrank"), 15, "the paused follower to leave the ISR")
