@@ -96,22 +96,33 @@ class CachedPartition:
 
 
 class FetchSession:
-    """The partitions one fetcher reads, in the order they are read (partitions that just
-    returned records move to the back, so a response's max_bytes budget goes round them all),
-    and the epoch its next incremental fetch must carry."""
+    """The partitions one fetcher reads and the epoch its next incremental fetch must carry.
+
+    Partitions are read in ``unparked`` order (partitions that just returned records move to
+    the back, so a response's max_bytes budget goes round them all). A follower's session
+    parks a partition it found idle (nothing changed since the follower's last full read, the
+    follower at the log end and in sync): later fetches skip it, and the leader counts the
+    follower as caught up on it as of ``last_fetch_ms``, until the partition changes and
+    unparks it. An idle follower then costs its leader nothing per partition and fetch, so
+    idle brokers stay idle however many partitions they host. Consumers' sessions never park.
+    """
 
     def __init__(self, session_id: int, privileged: bool, partitions: list[CachedPartition],
                  now_ms: float) -> None:
         self.id = session_id
         self.privileged = privileged
-        self.partitions: OrderedDict[tuple[str, int], CachedPartition] = OrderedDict(
-            (p.key, p) for p in partitions)
+        self.partitions: dict[tuple[str, int], CachedPartition] = {p.key: p for p in partitions}
+        self.unparked: OrderedDict[tuple[str, int], None] = OrderedDict.fromkeys(self.partitions)
+        self.parked: set[tuple[str, int]] = set()
         self.epoch = next_epoch(INITIAL_EPOCH)
         self.created_ms = now_ms
         self.last_used_ms = now_ms
+        self.last_fetch_ms = 0  # wall-clock ms of the latest incremental fetch, as partitions count time
+        self._waiters: list = []
 
     def update(self, topics, forgotten_topics) -> None:
-        """Add or update the request's partitions, then drop the forgotten ones."""
+        """Add or update the request's partitions (a partition named again is read again),
+        then drop the forgotten ones."""
         for topic in topics:
             for request in topic.partitions:
                 cached = self.partitions.get((topic.topic, request.partition))
@@ -120,12 +131,46 @@ class FetchSession:
                     self.partitions[cached.key] = cached
                 else:
                     cached.update_request(request)
+                self.parked.discard(cached.key)
+                self.unparked[cached.key] = None
         for topic in forgotten_topics:
             for index in topic.partitions:
-                self.partitions.pop((topic.topic, index), None)
+                key = (topic.topic, index)
+                self.partitions.pop(key, None)
+                self.unparked.pop(key, None)
+                self.parked.discard(key)
 
     def fetch_data(self) -> FetchData:
-        return [(p.topic, p) for p in self.partitions.values()]
+        """What a fetch reads now: every partition that is not parked."""
+        return [(key[0], self.partitions[key]) for key in self.unparked]
+
+    def rotate(self, key: tuple[str, int]) -> None:
+        self.unparked.move_to_end(key)
+
+    def park(self, key: tuple[str, int]) -> None:
+        self.unparked.pop(key, None)
+        self.parked.add(key)
+
+    def is_parked(self, key: tuple[str, int]) -> bool:
+        return key in self.parked
+
+    def unpark(self, key: tuple[str, int]) -> None:
+        """The partition changed: read it again, and wake a fetch long-polling meanwhile."""
+        if key not in self.parked:
+            return
+        self.parked.discard(key)
+        self.unparked[key] = None
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def add_waiter(self, waiter) -> None:
+        self._waiters.append(waiter)
+
+    def remove_waiter(self, waiter) -> None:
+        if waiter in self._waiters:
+            self._waiters.remove(waiter)
 
     def eviction_key(self) -> tuple[bool, int, int]:
         """Kafka's EvictableKey: unprivileged (consumer) sessions go before followers',
@@ -201,7 +246,17 @@ class FetchResult(NamedTuple):
     responses: list[tuple[str, dict]]  # (topic, partition response), in response order
 
 
-class SessionlessFetchContext:
+class _RequestFetchContext:
+    """A fetch that reads what its request names: the same partitions on every pass of a
+    long poll, and no session to wake it."""
+
+    session: FetchSession | None = None
+
+    def reread(self) -> None:
+        pass
+
+
+class SessionlessFetchContext(_RequestFetchContext):
     """A fetch outside any session: every requested partition is read and answered."""
 
     def __init__(self, fetch_data: FetchData) -> None:
@@ -211,7 +266,7 @@ class SessionlessFetchContext:
         return FetchResult(INVALID_SESSION_ID, NO_ERROR, _with_topics(self.fetch_data, responses))
 
 
-class SessionErrorContext:
+class SessionErrorContext(_RequestFetchContext):
     """An incremental fetch of an unknown session or at the wrong epoch: nothing is read, as
     the broker cannot tell which partitions the fetcher means."""
 
@@ -224,7 +279,7 @@ class SessionErrorContext:
         return FetchResult(INVALID_SESSION_ID, self.error_code, [])
 
 
-class FullFetchContext:
+class FullFetchContext(_RequestFetchContext):
     """A full fetch at epoch 0: every requested partition is answered, and a session is created
     with what the response told the fetcher."""
 
@@ -244,13 +299,19 @@ class FullFetchContext:
 
 
 class IncrementalFetchContext:
-    """A fetch at the session's next epoch: every partition of the session is read (so a long
-    poll still waits on all of them), only the changed ones are answered."""
+    """A fetch at the session's next epoch: every partition of the session that is not
+    parked is read (so a long poll still waits on all of them; a parked one wakes it by
+    unparking), only the changed ones are answered."""
 
     def __init__(self, session: FetchSession, request_epoch: int) -> None:
         self.session = session
         self.request_epoch = request_epoch
+        session.last_fetch_ms = int(time.time() * 1000)
         self.fetch_data = session.fetch_data()
+
+    def reread(self) -> None:
+        """A long poll reads again: partitions unparked meanwhile are read too."""
+        self.fetch_data = self.session.fetch_data()
 
     def respond(self, responses: list[dict]) -> FetchResult:
         """Kafka checks the epoch again here: another fetch at the same epoch (a client
@@ -262,8 +323,8 @@ class IncrementalFetchContext:
         for (topic, cached), response in zip(self.fetch_data, responses):
             if cached.must_respond(response):
                 changed.append((topic, response))
-                if response["records"]:
-                    session.partitions.move_to_end(cached.key)
+                if response["records"] and cached.key in session.unparked:
+                    session.rotate(cached.key)
         return FetchResult(session.id, NO_ERROR, changed)
 
 

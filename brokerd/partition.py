@@ -6,7 +6,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
 from kafka.errors import (
     FencedLeaderEpochError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
@@ -30,6 +30,16 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+class IdleFollowerSession(Protocol):
+    """A follower's fetch session that stops reading the partitions it parked as idle
+    (brokerd/fetch_session.py): the follower fetches on, at ``last_fetch_ms`` (wall-clock)."""
+    last_fetch_ms: int
+
+    def is_parked(self, key: tuple[str, int]) -> bool: ...
+
+    def unpark(self, key: tuple[str, int]) -> None: ...
+
+
 @dataclass
 class FollowerState:
     """What the leader knows of one follower, from the Fetch requests it sends."""
@@ -37,6 +47,15 @@ class FollowerState:
     log_start_offset: int = -1
     last_caught_up_ms: int = 0
     leader_end_at_last_fetch: int = 0
+    parked_in: IdleFollowerSession | None = None
+
+    def caught_up_ms(self, key: tuple[str, int]) -> int:
+        """When the follower was last caught up: a partition parked in its session has not
+        changed since, so every fetch of that session finds it caught up still."""
+        session = self.parked_in
+        if session is not None and session.is_parked(key):
+            return max(self.last_caught_up_ms, session.last_fetch_ms)
+        return self.last_caught_up_ms
 
 
 class Partition:
@@ -78,6 +97,10 @@ class Partition:
         return f"{self.topic}-{self.index}"
 
     @property
+    def key(self) -> tuple[str, int]:
+        return self.topic, self.index
+
+    @property
     def is_leader(self) -> bool:
         return self.leader_id == self.broker_id
 
@@ -114,6 +137,7 @@ class Partition:
 
     def _make_leader(self) -> None:
         """Start a new leader epoch here (Kafka's makeLeader): followers start out caught up."""
+        self._unpark_followers()
         self.leader_epoch_start_offset = self.log.log_end_offset
         self.log.maybe_assign_epoch_start_offset(self.leader_epoch, self.leader_epoch_start_offset)
         now = _now_ms()
@@ -238,6 +262,19 @@ class Partition:
         state.leader_end_at_last_fetch = fetch_offset
         return True
 
+    def park_idle_follower(self, follower: int, session: IdleFollowerSession) -> None:
+        """The follower's session stops reading this partition until it changes."""
+        self.followers[follower].parked_in = session
+
+    def _unpark_followers(self) -> None:
+        """A change a follower must fetch: its session reads the partition again, and the
+        follower counts as caught up as of its last fetch, as it was then."""
+        for state in self.followers.values():
+            session, state.parked_in = state.parked_in, None
+            if session is not None and session.is_parked(self.key):
+                state.last_caught_up_ms = max(state.last_caught_up_ms, session.last_fetch_ms)
+                session.unpark(self.key)
+
     def _maybe_expand_isr(self, follower: int, state: FollowerState) -> None:
         caught_up = (state.log_end_offset >= self.high_watermark
                      and state.log_end_offset >= self.leader_epoch_start_offset)
@@ -250,7 +287,7 @@ class Partition:
             return
         now = _now_ms()
         lagging = [r for r in self.isr if r != self.broker_id
-                   and now - self.followers.get(r, FollowerState()).last_caught_up_ms
+                   and now - self.followers.get(r, FollowerState()).caught_up_ms(self.key)
                    > replica_lag_time_max_ms]
         if lagging:
             self._propose_isr([r for r in self.isr if r not in lagging])
@@ -348,6 +385,7 @@ class Partition:
     def _wake_waiters(self) -> None:
         self.status_dirty = True
         self.changes += 1
+        self._unpark_followers()
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():

@@ -117,7 +117,9 @@ class ReplicaManager:
 
     def _delete_topic(self, name: str) -> None:
         for key in [k for k in self.partitions if k[0] == name]:
-            self.partitions.pop(key).log.delete()
+            partition = self.partitions.pop(key)
+            partition.stop()
+            partition.log.delete()
         del self._topic_ids[name]
         self._configs.pop(name, None)
         log.info("deleted the replicas of topic %s", name)

@@ -2,7 +2,8 @@
 
 Fetch sessions (KIP-227, v7+, ``brokerd/fetch_session.py``) decide which partitions are read
 and which are answered: an incremental fetch reads every partition of its session, so a long
-poll waits on all of them, but answers only those that changed. Records are never null
+poll waits on all of them, but answers only those that changed; a follower's session skips
+the partitions it parked as idle until they change. Records are never null
 (librdkafka treats a null record set as a parse failure). read_committed consumers
 (isolation level 1) read up to the last stable offset and get the aborted transactions of
 the range returned; read_uncommitted ones get a null list, as from Kafka.
@@ -19,7 +20,7 @@ from kafka.admin import ACLOperation
 
 from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.errors import error_code
-from brokerd.fetch_session import CachedPartition, FetchData, FetchManager
+from brokerd.fetch_session import CachedPartition, FetchContext, FetchManager, FetchSession
 from brokerd.partition import wait_any
 from brokerd.storage import last_offset_in
 
@@ -35,14 +36,16 @@ async def handle(broker, request, fetch_manager: FetchManager) -> dict:
                 if body.replica_id >= 0 else Permission(broker, request, ACLOperation.READ))
     first_pass = True
     while True:
-        responses, total_bytes, partitions = _read_all(broker, body, context.fetch_data, readable,
-                                                       first_pass)
+        responses, total_bytes, watched = _read_all(broker, body, context, readable, first_pass)
         first_pass = False
         remaining = deadline - loop.time()
-        if total_bytes >= body.min_bytes or remaining <= 0 or not partitions:
+        if context.session is not None and context.session.privileged:
+            watched.append(context.session)  # a parked partition that changes wakes the poll
+        if total_bytes >= body.min_bytes or remaining <= 0 or not watched:
             break
-        if not await wait_any(partitions, remaining):
+        if not await wait_any(watched, remaining):
             break  # nothing changed while waiting: what was read is still the answer
+        context.reread()
     result = context.respond(responses)
     return {"throttle_time_ms": 0, "error_code": result.error_code,
             "session_id": result.session_id, "responses": _by_topic(result.responses)}
@@ -59,11 +62,12 @@ def _by_topic(responses: list[tuple[str, dict]]) -> list[dict]:
     return topics
 
 
-def _read_all(broker, body, fetch_data: FetchData, readable: Permission, first_pass: bool
+def _read_all(broker, body, context: FetchContext, readable: Permission, first_pass: bool
               ) -> tuple[list[dict], int, list]:
-    """One pass over the partitions to read (the request's, or all of its session's). A
-    follower's fetch offsets are recorded on the first pass only, as Kafka records a fetch
-    once: a long poll re-read after a change must not tell of a follower as it was then.
+    """One pass over the partitions to read (the request's, or its session's unparked ones),
+    with what to wait on if nothing is there yet. A follower's fetch offsets are recorded on
+    the first pass only, as Kafka records a fetch once: a long poll re-read after a change
+    must not tell of a follower as it was then.
 
     The whole response stays within the request's max_bytes and each partition within its
     partition_max_bytes; only the response's very first batch may exceed them (Kafka's
@@ -73,11 +77,9 @@ def _read_all(broker, body, fetch_data: FetchData, readable: Permission, first_p
     total = 0
     watched = []
     responses = []
-    for topic, p in fetch_data:
-        idle = _idle_follower_partition(broker, body, topic, p, readable)
-        if idle is not None:
+    for topic, p in context.fetch_data:
+        if _park_idle_follower_partition(broker, body, context.session, topic, p, readable):
             responses.append(p.unchanged_response())
-            watched.append(idle)
             continue
         limit = max(min(p.partition_max_bytes, body.max_bytes - total), 0)
         result, partition = _read_partition(broker, body, topic, p, limit, total == 0, readable,
@@ -92,18 +94,21 @@ def _read_all(broker, body, fetch_data: FetchData, readable: Permission, first_p
     return responses, total, watched
 
 
-def _idle_follower_partition(broker, body, topic: str, request, readable: Permission):
-    """The partition, when a follower's session fetch finds it exactly as the last full read
-    left it (no change since, the follower at the log end and in sync): the follower is still
-    caught up, and there is nothing to read or answer. An idle follower then costs its leader
-    a few comparisons per partition, not a read. None otherwise."""
-    if body.replica_id < 0 or not isinstance(request, CachedPartition) or not readable.allows(topic):
-        return None
+def _park_idle_follower_partition(broker, body, session: FetchSession | None, topic: str,
+                                  request, readable: Permission) -> bool:
+    """Park the partition in the follower's session when it is exactly as the last full read
+    left it (no change since, the follower at the log end and in sync): there is nothing to
+    read or answer until it changes (see FetchSession). False when it must be read."""
+    if (session is None or not session.privileged or not isinstance(request, CachedPartition)
+            or not readable.allows(topic)):
+        return False
     partition = broker.replicas.partitions.get((topic, request.partition))
     if (partition is None or request.seen_changes != partition.changes or not partition.is_leader
             or not partition.follower_still_caught_up(body.replica_id, request.fetch_offset)):
-        return None
-    return partition
+        return False
+    session.park(request.key)
+    partition.park_idle_follower(body.replica_id, session)
+    return True
 
 
 def _read_partition(broker, body, topic: str, request, max_bytes: int, min_one_message: bool,

@@ -14,7 +14,10 @@ import pytest
 from confluent_kafka import Producer
 from kafka import KafkaConsumer, TopicPartition
 
-from brokerd.fetch_session import FetchSessionCache, next_epoch
+from brokerd.fetch_session import CachedPartition, FetchSession, FetchSessionCache, next_epoch
+from brokerd.metadata.image import PartitionRecord
+from brokerd.partition import Partition
+from brokerd.storage import LogConfig, PartitionLog
 from tests.brokerd.storage.conftest import records
 from tests.brokerd.test_fetch_limits import RawClient, request_partitions
 from tests.brokerd.test_read_committed import transactional
@@ -298,3 +301,54 @@ def test_kafka_python_consumes_through_fetch_sessions_while_producing(broker):
     assert sessions - {0}, "kafka-python never got a fetch session"
     for p, got in seen.items():
         assert got == [(offset, f"{p}-{offset}".encode()) for offset in range(count // partitions)]
+
+
+def test_a_parked_partition_is_skipped_until_it_changes_and_then_wakes_the_poll():
+    """A follower's session reads only unparked partitions; unparking one (its partition
+    changed) puts it back and wakes a long-polled fetch; a forgotten one never comes back."""
+    session = FetchSession(1, True, [CachedPartition("t", request(p)) for p in range(3)], 0)
+    session.park(("t", 0))
+    session.park(("t", 2))
+    assert [c.key for _, c in session.fetch_data()] == [("t", 1)]
+    woken = []
+    session.add_waiter(SimpleNamespace(done=lambda: False, set_result=woken.append))
+    session.unpark(("t", 2))
+    assert [c.key for _, c in session.fetch_data()] == [("t", 1), ("t", 2)] and woken == [None]
+    session.update([], [SimpleNamespace(topic="t", partitions=[0])])
+    session.unpark(("t", 0))
+    assert ("t", 0) not in [c.key for _, c in session.fetch_data()] and not session.is_parked(("t", 0))
+    session.park(("t", 1))
+    session.update([SimpleNamespace(topic="t", partitions=[request(1)])], [])
+    assert ("t", 1) in session.unparked  # named again by the follower: read again
+
+
+def test_a_parked_follower_stays_in_sync_while_its_session_fetches_and_leaves_when_it_stops(tmp_path):
+    """A real leader partition: a follower parked on it counts as caught up as of its
+    session's last fetch, so the ISR keeps it while the session fetches and drops it once
+    the session has not fetched for replica.lag.time.max.ms; an append unparks it."""
+    proposals = []
+    leader = Partition(1, "t", 0, PartitionLog.open(tmp_path / "t-0", LogConfig.from_configs({})),
+                       lambda partition, isr: proposals.append(isr))
+    leader.update(PartitionRecord(0, [1, 2], leader=1, leader_epoch=1, isr=[1, 2]))
+    leader.record_follower_fetch(2, 0)
+    session = FetchSession(1, True, [CachedPartition("t", request(0))], 0)
+    assert leader.follower_still_caught_up(2, 0)
+    session.park(("t", 0))
+    leader.park_idle_follower(2, session)
+    now = int(time.time() * 1000)
+    leader.followers[2].last_caught_up_ms = now - 60_000
+    session.last_fetch_ms = now
+    leader.maybe_shrink_isr(30_000)
+    assert proposals == []
+    session.last_fetch_ms = now - 40_000  # the follower's broker stopped fetching
+    leader.maybe_shrink_isr(30_000)
+    assert proposals == [[1]]
+
+    leader.update(PartitionRecord(0, [1, 2], leader=1, leader_epoch=1, isr=[1, 2], partition_epoch=1))
+    assert [c.key for _, c in session.fetch_data()] == [("t", 0)]  # the change unparked it
+    assert leader.followers[2].last_caught_up_ms == now - 40_000
+
+
+def request(partition: int) -> SimpleNamespace:
+    return SimpleNamespace(partition=partition, fetch_offset=0, log_start_offset=0,
+                           partition_max_bytes=1 << 20, current_leader_epoch=-1)

@@ -134,6 +134,25 @@ def test_paused_follower_leaves_isr_and_the_high_watermark_keeps_moving(three):
                "the resumed follower to rejoin the ISR")
 
 
+def test_idle_followers_stay_in_sync_and_take_new_records_at_once(three):
+    """Leaders stop reading the partitions an idle follower's fetch session parks; the
+    follower still counts as caught up for as long as it fetches, and an append unparks
+    the partition at once."""
+    create(three, "idle", 4)
+    assert produce_sync(three.bootstrap, "idle", [b"first"], acks="all") == [(None, 0)]
+    lag_s = int(FAST["replica.lag.time.max.ms"]) / 1000
+    watch_until = time.monotonic() + 3 * lag_s
+    while time.monotonic() < watch_until:
+        shrunk = {i: p.isr for i, p in three.state.topics()["idle"].partitions.items()
+                  if len(p.isr) < 3}
+        assert not shrunk, f"idle followers left the ISR: {shrunk}"
+        time.sleep(0.2)
+    reports = produce_sync(three.bootstrap, "idle", [b"second"], acks="all",
+                           **{"message.timeout.ms": 5000})
+    assert reports == [(None, 1)]
+    assert high_watermark(three.bootstrap, "idle") == 2
+
+
 def test_min_insync_replicas_rejects_acks_all_but_not_acks_1(three):
     create(three, "strict", 1, **{"min.insync.replicas": "2"})
     leader = partition_record(three, "strict").leader
