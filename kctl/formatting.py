@@ -14,6 +14,8 @@ import json
 import re
 from typing import Callable, Protocol
 
+from kctl.recordjson import header_json, put_bytes
+
 DEFAULT_FORMAT = "%v\\n"
 
 
@@ -105,19 +107,16 @@ def _parse(fmt: str) -> list[bytes | Part]:
     return parts
 
 
-def _text(data: bytes | None) -> str | None:
-    return None if data is None else data.decode("utf-8", errors="replace")
-
-
 def record_json(record: Record) -> bytes:
-    """One compact JSON line; keys, values and headers are UTF-8 text (invalid bytes: U+FFFD)."""
+    """One compact JSON line, lossless: UTF-8 keys, values and header values as text, others
+    as base64 with a `*_encoding` field saying so (the scheme is in kctl.recordjson)."""
     doc = {
         "topic": record.topic(),
         "partition": record.partition(),
         "offset": record.offset(),
         "timestamp": record.timestamp()[1],
-        "key": _text(record.key()),
-        "value": _text(record.value()),
-        "headers": [{"key": k, "value": _text(v)} for k, v in record.headers() or []],
     }
+    put_bytes(doc, "key", record.key())
+    put_bytes(doc, "value", record.value())
+    doc["headers"] = [header_json(k, v) for k, v in record.headers() or []]
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"

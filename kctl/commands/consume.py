@@ -39,7 +39,8 @@ def consume(
     ] = DEFAULT_FORMAT,
     json_output: Annotated[bool, typer.Option(
         "--json", help="One JSON object per record: topic, partition, offset, timestamp, key, "
-                       "value, headers.")] = False,
+                       "value, headers; lossless, so `kctl produce -J json` reads it back "
+                       "(see below).")] = False,
     exit_at_end: Annotated[bool, typer.Option(
         "--exit", "-e", help="Exit at the end of every partition, as it was at start.")] = False,
     quiet: Annotated[bool, typer.Option(
@@ -72,6 +73,15 @@ def consume(
     timeout (10 s; -X session.timeout.ms=...). With read_committed (the default), -e and
     offsets relative to the end mean the last stable offset. Ends with "Processed a total of N messages"
     on stderr (unless -q).
+
+    --json writes one line per record, e.g. {"topic": "a", "partition": 0, "offset": 7,
+    "timestamp": 1700000000123, "key": "k", "value": "AAH/", "value_encoding": "base64",
+    "headers": [{"key": "h", "value": "v"}]}. Keys, values and header values are text when
+    their bytes are UTF-8, null when null, and otherwise base64, with "key_encoding":
+    "base64" or "value_encoding": "base64" beside them (in the header's object for a
+    header). Headers are a list, in order, repeated names included. So
+    `kctl consume a --json -e | kctl produce b -J json` copies a topic, byte for byte,
+    partitions and timestamps included.
     """
     spec, render = _compile(offset, fmt, json_output)
     partitions = parse_partitions(partition)

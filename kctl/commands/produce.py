@@ -1,13 +1,16 @@
 """`kctl produce TOPIC`: one record per input line, from a shell pipe or a file, optionally in
-transactions."""
+transactions; a line is a value (or key and value), or a JSON record as `kctl consume --json`
+writes them."""
 
 from __future__ import annotations
 
 import sys
 from contextlib import ExitStack
+from enum import Enum
 from functools import partial
 from pathlib import Path
-from typing import Annotated, BinaryIO, Callable, Iterable, Optional
+from itertools import chain
+from typing import Annotated, BinaryIO, Callable, Iterable, Iterator, Optional, Protocol
 
 import typer
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -21,12 +24,28 @@ from kctl.exit_codes import ExitCode
 from kctl.keyvalue import parse_pairs
 from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
                           Compression, CompressionOption, DeliveryTimeout, Settings, TransactionalId)
+from kctl.recordjson import JsonLines, ProduceArgs
 from kctl.transactions import Transactions
 
 INTERRUPT_FLUSH_S = 5.0
 TICK_EVERY = 1024  # records between progress bar updates; a power of two for the mask
 
 Splitter = Callable[[bytes], tuple[bytes | None, bytes]]
+
+
+class InputFormat(str, Enum):
+    """What an input line is: a value (text), or a record as `kctl consume --json` writes it."""
+
+    TEXT = "text"
+    JSON = "json"
+
+
+class Records(Protocol):
+    """How input lines become records, and the bad line (if any) that ended them."""
+
+    error: KctlError | None
+
+    def records(self, lines: Iterable[bytes]) -> Iterator[ProduceArgs]: ...
 
 
 def produce(
@@ -41,7 +60,13 @@ def produce(
         help="Header added to every record (repeatable).")] = None,
     partition: Annotated[Optional[int], typer.Option(
         "--partition", "-p", min=0, show_default=False,
-        help="Produce to this partition. Default: by key (Kafka's murmur2), spread when keyless.")] = None,
+        help="Produce to this partition. Default: the record's own with --input-format json, "
+             "else by key (Kafka's murmur2), spread when keyless.")] = None,
+    input_format: Annotated[InputFormat, typer.Option(
+        "--input-format", "-J",
+        help="text: each line is a value (or key and value, with -K). json: each line is a JSON "
+             "record as `kctl consume --json` writes them, with its key, headers, partition and "
+             "timestamp (see below).")] = InputFormat.TEXT,
     acks: AcksOption = Acks.ALL,
     compression: CompressionOption = Compression.NONE,
     file: Annotated[Optional[Path], typer.Option(
@@ -78,14 +103,24 @@ def produce(
     adds "T transactions committed (R records), A aborted". A refused record, a failed
     delivery or Ctrl-C aborts the open transaction: none of its records become visible to
     read_committed consumers (`kctl consume`'s default), while committed ones stay.
+
+    With --input-format json (-J json) each line is a JSON object as `kctl consume --json`
+    writes them, so `kctl consume a --json -e | kctl produce b -J json` copies topic a to b:
+    keys, values, headers (in order, repeated names kept), partitions (unless -p) and
+    timestamps (as CreateTime).
+
+    A JSON record needs "value" (null for a tombstone). "key", "headers" (a list of
+    {"key": NAME, "value": TEXT} objects), "partition" and "timestamp" (ms since the epoch)
+    may be null or missing: then no key, no headers, the partitioner picks, the time of
+    sending (as for 0 and -1). Other fields ("topic", "offset") are ignored. A string stands
+    for its UTF-8 bytes, or, with "key_encoding": "base64" beside it ("value_encoding" for a
+    value, also in a header's object), for the bytes its base64 encodes.
+
+    A line that is not such a record stops the input: the records before it are delivered
+    (with --transactional-id, committed), then kctl names the line and exits 5.
     """
-    if key is not None and key_delimiter is not None:
-        raise KctlError("use either --key or --key-delimiter, not both", ExitCode.USAGE)
-    if key_delimiter == "":
-        raise KctlError("--key-delimiter must not be empty", ExitCode.INVALID_INPUT)
+    records_for = _records(input_format, key, key_delimiter, partition, header)
     transactions.check_options(transactional_id, txn_size, acks)
-    split = _splitter(key, key_delimiter)
-    extra = _record_extras(partition, parse_pairs(header, "--header"))
     per_second = None if rate is None else throttle.parse_rate(rate)
     txns = None if transactional_id is None else Transactions(transactional_id, timeout)
     tally = DeliveryTally(topic, json_output, stop_at_rejection=txns is not None)
@@ -96,16 +131,18 @@ def produce(
         producer = conn.producer(PRODUCER_DEFAULTS | transactions.producer_config(txns) | {
             "acks": acks.value, "compression.type": compression.value, "on_delivery": tally,
             "message.timeout.ms": int(timeout * 1000)})
-        _check_target(producer, conn, topic, partition, acks)
+        source = records_for(_check_target(producer, conn, topic, partition, acks))
         explain = partial(_delivery_error, conn=conn, topic=topic, acks=acks)
-        send = partial(_send_lines, producer=producer, topic=topic, split=split, extra=extra,
-                       tally=tally, tick=tick, every=every)
+        send = partial(_send, producer=producer, topic=topic, tally=tally, tick=tick, every=every)
         if txns is None:
-            _produce_stream(producer, lambda: send(stream), tally, txns, explain)
+            _produce_stream(producer, lambda: send(source.records(stream)), tally, txns, explain)
         else:
-            batches = linebatches.batches(stream, txn_size)
-            _produce_stream(producer, lambda: txns.run(producer, batches, send), tally, txns, explain)
+            batches = _record_batches(linebatches.batches(stream, txn_size), source)
+            run = partial(txns.run, producer, batches, send)
+            _produce_stream(producer, run, tally, txns, explain)
     console.info(_summary(tally, txns))
+    if source.error is not None:
+        raise source.error
     if tally.first_error is not None:
         raise explain(tally.first_error, None)
 
@@ -114,6 +151,57 @@ def produce(
 # records are spread record by record: librdkafka's default sticks to one partition per
 # batch, which would put a short `seq 100 | kctl produce` entirely in one partition.
 PRODUCER_DEFAULTS = {"partitioner": "murmur2_random", "sticky.partitioning.linger.ms": 0}
+
+
+def _records(input_format: InputFormat, key: str | None, delimiter: str | None,
+             partition: int | None, header: list[str] | None) -> Callable[[int], Records]:
+    """How lines become records, given the topic's partition count (known once connected);
+    refuses options that do not go with the input format before connecting."""
+    headers = [(k, v.encode()) for k, v in parse_pairs(header, "--header")]
+    if input_format is InputFormat.JSON:
+        if key is not None or delimiter is not None:
+            raise KctlError("--input-format json takes keys from the records: drop --key and "
+                            "--key-delimiter", ExitCode.USAGE)
+        return partial(JsonLines, partition, headers)
+    if key is not None and delimiter is not None:
+        raise KctlError("use either --key or --key-delimiter, not both", ExitCode.USAGE)
+    if delimiter == "":
+        raise KctlError("--key-delimiter must not be empty", ExitCode.INVALID_INPUT)
+    text = TextLines(_splitter(key, delimiter), _record_extras(partition, headers))
+    return lambda _partitions: text
+
+
+class TextLines:
+    """--input-format text: each line is a value, or a key and a value split by -K."""
+
+    error: KctlError | None = None  # every line is a record
+
+    def __init__(self, split: Splitter, extra: dict):
+        self.split = split
+        self.extra = extra
+
+    def records(self, lines: Iterable[bytes]) -> Iterator[ProduceArgs]:
+        split, extra = self.split, self.extra
+        for line in lines:
+            if line.endswith(b"\n"):
+                line = line[:-1]
+            key, value = split(line)
+            yield value, key, extra
+
+
+def _record_batches(batches: Iterable[Iterable[bytes]], source: Records
+                    ) -> Iterator[Iterable[ProduceArgs]]:
+    """Batches of lines as batches of records, up to a bad line: the records before it in its
+    batch are still sent, then no more input is read. A batch is only started once its first
+    line is a record, so a bad line never leaves an empty transaction behind."""
+    for batch in batches:
+        records = source.records(batch)
+        first = next(records, None)
+        if first is None:  # the batch's first line was bad (batches are never empty)
+            return
+        yield chain((first,), records)
+        if source.error is not None:
+            return
 
 
 def _splitter(key: str | None, delimiter: str | None) -> Splitter:
@@ -128,19 +216,20 @@ def _splitter(key: str | None, delimiter: str | None) -> Splitter:
     return lambda line: (fixed, line)
 
 
-def _record_extras(partition: int | None, headers: list[tuple[str, str]]) -> dict:
+def _record_extras(partition: int | None, headers: list[tuple[str, bytes]]) -> dict:
     """produce() keyword arguments that are the same for every record."""
     extra: dict = {}
     if partition is not None:
         extra["partition"] = partition
     if headers:
-        extra["headers"] = [(k, v.encode()) for k, v in headers]
+        extra["headers"] = headers
     return extra
 
 
 def _check_target(producer: Producer, conn: Connection, topic: str, partition: int | None,
-                  acks: Acks) -> None:
-    """Fail fast (exit 3, 4 or 6) instead of letting every record time out."""
+                  acks: Acks) -> int:
+    """Fail fast (exit 3, 4 or 6) instead of letting every record time out; returns how many
+    partitions the topic has."""
     meta = find_topic(fetch_metadata(producer, conn, topic), topic)
     if partition is not None and partition not in meta.partitions:
         raise KctlError(f"topic {topic!r} has no partition {partition} "
@@ -149,6 +238,7 @@ def _check_target(producer: Producer, conn: Connection, topic: str, partition: i
         refused = insync.refusal(conn, meta, None if partition is None else [partition])
         if refused is not None:
             raise refused
+    return len(meta.partitions)
 
 
 def _delivery_error(error: KafkaError, partition: int | None, conn: Connection, topic: str,
@@ -236,17 +326,14 @@ def _summary(tally: DeliveryTally, txns: Transactions | None) -> str:
     return tally.summary() if txns is None else f"{tally.summary()}; {txns.summary()}"
 
 
-def _send_lines(lines: Iterable[bytes], producer: Producer, topic: str, split: Splitter,
-                extra: dict, tally: DeliveryTally, tick: Callable[[int], None], every: int) -> int:
+def _send(records: Iterable[ProduceArgs], producer: Producer, topic: str, tally: DeliveryTally,
+          tick: Callable[[int], None], every: int) -> int:
     """The hot loop: as little Python per record as possible (callbacks run in the poller).
     Calls tick(n) after every `every` records (a power of two) and for the rest at the end.
     Returns how many records it sent."""
     count = 0
     mask = every - 1
-    for line in lines:
-        if line.endswith(b"\n"):
-            line = line[:-1]
-        key, value = split(line)
+    for value, key, extra in records:
         try:
             produce_waiting(producer, topic, value, key, **extra)
         except KafkaException as exc:
