@@ -24,6 +24,9 @@ NO_EPOCH = -1
 # Propose a new ISR for the partition (Kafka's AlterPartition). The answer comes back as
 # metadata (update), or as proposal_refused when the leader's view was stale.
 AlterIsr = Callable[["Partition", list[int]], None]
+# Told whenever something `status` shows changed, so the broker republishes only changed
+# replicas and visits only those, however many it hosts.
+StatusChanged = Callable[["Partition"], None]
 
 
 def _now_ms() -> int:
@@ -69,7 +72,8 @@ class Partition:
     """
 
     def __init__(self, broker_id: int, topic: str, index: int, log: PartitionLog,
-                 alter_isr: AlterIsr, high_watermark: int = 0):
+                 alter_isr: AlterIsr, high_watermark: int = 0,
+                 status_changed: StatusChanged = lambda partition: None):
         self.broker_id = broker_id
         self.topic = topic
         self.index = index
@@ -84,7 +88,7 @@ class Partition:
         self.leader_epoch_start_offset: int | None = None
         self.followers: dict[int, FollowerState] = {}
         self._high_watermark_waiting_since_ms: int | None = None
-        self.status_dirty = True  # something `status` shows changed since it was published
+        self._status_changed = status_changed
         # counts every change a fetch could see: appends, high watermark, log start, ISR,
         # leadership (an idle follower's session fetch is answered from it, see fetch.py)
         self.changes = 0
@@ -245,7 +249,7 @@ class Partition:
         if fetch_offset >= leader_end or fetch_offset >= state.leader_end_at_last_fetch:
             state.last_caught_up_ms = now
         if fetch_offset != state.log_end_offset:
-            self.status_dirty = True
+            self._status_changed(self)
         state.log_end_offset = fetch_offset
         state.leader_end_at_last_fetch = leader_end
         self._maybe_expand_isr(follower, state)
@@ -329,7 +333,7 @@ class Partition:
             self.log.append_as_follower(records)
         self.log.maybe_increment_log_start_offset(min(leader_log_start_offset, self.log.log_end_offset))
         self._high_watermark = max(self.high_watermark, leader_high_watermark)
-        self.status_dirty = True
+        self._status_changed(self)
 
     def truncate_to(self, offset: int) -> None:
         if offset < self.log.log_end_offset:
@@ -339,7 +343,7 @@ class Partition:
                                     "leader_epoch": self.leader_epoch, "time_ms": _now_ms()}
             self.log.truncate_to(offset)
         self._high_watermark = self.high_watermark
-        self.status_dirty = True
+        self._status_changed(self)
 
     # -- reads ------------------------------------------------------------------------------
     @property
@@ -383,7 +387,7 @@ class Partition:
             self._waiters.remove(waiter)
 
     def _wake_waiters(self) -> None:
-        self.status_dirty = True
+        self._status_changed(self)
         self.changes += 1
         self._unpark_followers()
         waiters, self._waiters = self._waiters, []

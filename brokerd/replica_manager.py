@@ -33,6 +33,10 @@ class ReplicaManager:
         self._configs: dict[str, LogConfig] = {}  # each topic's, with the broker's defaults
         self._log_defaults: dict[str, str] = {}
         self._status_json: dict[tuple[str, int], str] = {}  # the last published, encoded
+        self._status_changed: set[tuple[str, int]] = set()  # to encode again at the next publish
+        self._high_watermarks_changed = False
+        self._led: set[tuple[str, int]] = set()  # partitions led here: the ISR shrink visits these
+        self._written: set[tuple[str, int]] = set()  # logs with records: retention and flushes visit these
         self._pending: dict[tuple[str, int], None] = {}  # partition changes still to apply
         self._topics: dict[str, TopicRecord] = {}
         self._cleaner = LogCleaner()
@@ -100,11 +104,24 @@ class ReplicaManager:
             log_dir = self.data_dir / f"{topic}-{index}"
             partition = Partition(self.broker_id, topic, index, PartitionLog.open(log_dir, config),
                                   self._alter_isr,
-                                  self._restored_high_watermarks.pop((topic, index), 0))
+                                  self._restored_high_watermarks.pop((topic, index), 0),
+                                  self._partition_status_changed)
             self.partitions[(topic, index)] = partition
         elif partition.log.config != config:
             partition.log.update_config(config)
-        return {(topic, index)} if partition.update(record) else set()
+        fresh = partition.update(record)
+        if partition.is_leader:
+            self._led.add((topic, index))
+        else:
+            self._led.discard((topic, index))
+        return {(topic, index)} if fresh else set()
+
+    def _partition_status_changed(self, partition: Partition) -> None:
+        key = (partition.topic, partition.index)
+        self._status_changed.add(key)
+        self._high_watermarks_changed = True
+        if partition.log.log_end_offset > 0:
+            self._written.add(key)
 
     def _stop_replica(self, topic: str, index: int) -> None:
         """Kafka's StopReplica with deletion: a reassignment moved this replica elsewhere, so
@@ -112,6 +129,7 @@ class ReplicaManager:
         partition = self.partitions.pop((topic, index), None)
         if partition is not None:
             partition.stop()
+            self._forget(topic, index)
             partition.log.delete()
             log.info("%s-%d moved away: replica deleted", topic, index)
 
@@ -119,10 +137,15 @@ class ReplicaManager:
         for key in [k for k in self.partitions if k[0] == name]:
             partition = self.partitions.pop(key)
             partition.stop()
+            self._forget(*key)
             partition.log.delete()
         del self._topic_ids[name]
         self._configs.pop(name, None)
         log.info("deleted the replicas of topic %s", name)
+
+    def _forget(self, topic: str, index: int) -> None:
+        self._led.discard((topic, index))
+        self._written.discard((topic, index))
 
     def delete_stray_logs(self) -> None:
         """Remove partition directories left by topics deleted while this broker was down."""
@@ -144,50 +167,59 @@ class ReplicaManager:
         return partition
 
     def shrink_isrs(self, replica_lag_time_max_ms: int) -> None:
-        for partition in list(self.partitions.values()):
-            partition.maybe_shrink_isr(replica_lag_time_max_ms)
+        for key in list(self._led):
+            self.partitions[key].maybe_shrink_isr(replica_lag_time_max_ms)
 
     def leads_alone(self) -> bool:
         """True when no partition led here has another in-sync replica to hand over to."""
-        return all(p.isr == [self.broker_id] for p in self.partitions.values() if p.is_leader)
+        return all(self.partitions[key].isr == [self.broker_id] for key in self._led)
 
     def enforce_retention(self, now_ms: int) -> None:
         """segment.ms rolls and retention.ms/bytes deletion; never beyond the high watermark."""
-        for partition in self.partitions.values():
+        for partition in self._with_records():
             partition.enforce_retention(now_ms)
 
     def clean_logs(self, now_ms: int) -> None:
         """Compact the logs of compacted topics that have enough new data, never past what
         consumers may read (the last stable offset, at most the high watermark)."""
-        for partition in self.partitions.values():
+        for partition in self._with_records():
             if "compact" in partition.log.config.cleanup_policy:
                 self._cleaner.maybe_clean(partition.log, partition.last_stable_offset, now_ms)
 
     def flush_due(self, now_ms: int) -> None:
         """The flush.ms half of the flush policy (flush.messages is applied on append)."""
-        for partition in self.partitions.values():
+        for partition in self._with_records():
             partition.log.maybe_flush(now_ms)
+
+    def _with_records(self) -> list[Partition]:
+        """The replicas whose logs ever held records: housekeeping has nothing to do on the
+        others, however many there are."""
+        return [self.partitions[key] for key in self._written]
 
     def status_document(self) -> bytes | None:
         """Every hosted replica's status as the JSON document `kctl watch` reads, or None when
-        none changed since the last call. Only changed replicas are encoded again: an idle
-        broker pays a flag check per replica, not an encoding."""
-        changed = False
-        for key in [k for k in self._status_json if k not in self.partitions]:
-            del self._status_json[key]
-            changed = True
-        for key, partition in self.partitions.items():
-            if partition.status_dirty or partition.status_changes_with_time:
-                partition.status_dirty = False
-                self._status_json[key] = json.dumps(f"{key[0]}:{key[1]}") + ":" + \
-                    json.dumps(partition.status(), sort_keys=True)
-                changed = True
+        none changed since the last call. Only the replicas that told of a change are visited
+        and encoded again (and leaders whose records wait for the high watermark, whose
+        status shows for how long): an idle broker pays nothing per replica."""
+        changed, self._status_changed = self._status_changed, set()
+        for key in changed:
+            partition = self.partitions.get(key)
+            if partition is None:
+                self._status_json.pop(key, None)
+                continue
+            self._status_json[key] = json.dumps(f"{key[0]}:{key[1]}") + ":" + \
+                json.dumps(partition.status(), sort_keys=True)
+            if partition.status_changes_with_time:
+                self._status_changed.add(key)
         return ("{" + ",".join(self._status_json.values()) + "}").encode() if changed else None
 
     def checkpoint_high_watermarks(self) -> None:
         """Kafka's replication-offset-checkpoint: a restarted leader answers with the high
         watermark it had, not 0, before any follower has fetched. Written when it changed,
         every replica.high.watermark.checkpoint.interval.ms and on shutdown."""
+        if not self._high_watermarks_changed:
+            return
+        self._high_watermarks_changed = False
         entries = sorted((t, i, p.high_watermark) for (t, i), p in self.partitions.items())
         if entries != self._checkpointed:
             self._high_watermarks.write(entries)

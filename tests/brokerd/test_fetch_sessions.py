@@ -17,6 +17,7 @@ from kafka import KafkaConsumer, TopicPartition
 from brokerd.fetch_session import CachedPartition, FetchSession, FetchSessionCache, next_epoch
 from brokerd.metadata.image import PartitionRecord
 from brokerd.partition import Partition
+from brokerd.replication.fetch_session_handler import FetchSessionHandler
 from brokerd.storage import LogConfig, PartitionLog
 from tests.brokerd.storage.conftest import records
 from tests.brokerd.test_fetch_limits import RawClient, request_partitions
@@ -352,3 +353,25 @@ def test_a_parked_follower_stays_in_sync_while_its_session_fetches_and_leaves_wh
 def request(partition: int) -> SimpleNamespace:
     return SimpleNamespace(partition=partition, fetch_offset=0, log_start_offset=0,
                            partition_max_bytes=1 << 20, current_leader_epoch=-1)
+
+
+def test_a_follower_session_sends_only_changed_entries_and_forgets_stopped_partitions():
+    """The follower's side: a full fetch names every partition; an incremental one only the
+    entries that differ from what the leader's session holds, and forgets the partitions
+    no longer fetched; a lost session starts over with a full fetch."""
+    handler = FetchSessionHandler()
+    a, b, c = ("t", 0), ("t", 1), ("t", 2)
+    fields, send = handler.request({a: {"fetch_offset": 0}, b: {"fetch_offset": 0}}, set())
+    assert fields["session_epoch"] == 0 and set(send) == {a, b}
+    assert handler.handle_response(0, 7) and not handler.needs_full_request
+
+    fields, send = handler.request({a: {"fetch_offset": 0}, c: {"fetch_offset": 3}}, {b})
+    assert (fields["session_id"], fields["session_epoch"]) == (7, 1)
+    assert send == {c: {"fetch_offset": 3}}
+    assert fields["forgotten_topics_data"] == [{"topic": "t", "partitions": [1]}]
+    assert handler.handle_response(0, 7)
+
+    fields, send = handler.request({a: {"fetch_offset": 0}}, {b})
+    assert send == {} and fields["forgotten_topics_data"] == [] and fields["session_epoch"] == 2
+    assert not handler.handle_response(INVALID_FETCH_SESSION_EPOCH, 0)
+    assert handler.needs_full_request
