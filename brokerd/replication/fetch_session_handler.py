@@ -22,17 +22,24 @@ class FetchSessionHandler:
         self.session_id = INVALID_SESSION_ID
         self.epoch = INITIAL_EPOCH
         self._sent: dict[Key, dict] = {}  # what the leader's session holds, as last sent
-        self._pending: dict[Key, dict] = {}
+        self._next: tuple[dict[Key, dict], list[Key]] = ({}, [])  # sent and forgotten, in flight
 
-    def request(self, wanted: dict[Key, dict]) -> tuple[dict, dict[Key, dict]]:
+    @property
+    def needs_full_request(self) -> bool:
+        """No session: the next request names every partition fetched."""
+        return self.session_id == INVALID_SESSION_ID
+
+    def request(self, entries: dict[Key, dict], stopped: set[Key]) -> tuple[dict, dict[Key, dict]]:
         """The session fields and forgotten partitions of the next request, and the partition
-        entries it must carry (all of them in a full fetch, the changed ones otherwise)."""
-        self._pending = wanted
-        if self.session_id == INVALID_SESSION_ID:
-            send, forgotten = wanted, []
+        entries it must carry. ``entries`` are every fetched partition's for a full fetch, and
+        at least the changed ones' otherwise; ``stopped`` are partitions no longer fetched.
+        An incremental fetch carries only entries that differ from what the session holds."""
+        if self.needs_full_request:
+            send, forgotten = entries, []
         else:
-            send = {key: entry for key, entry in wanted.items() if self._sent.get(key) != entry}
-            forgotten = [key for key in self._sent if key not in wanted]
+            send = {key: entry for key, entry in entries.items() if self._sent.get(key) != entry}
+            forgotten = [key for key in stopped if key in self._sent]
+        self._next = (send, forgotten)
         by_topic: dict[str, list[int]] = {}
         for topic, index in forgotten:
             by_topic.setdefault(topic, []).append(index)
@@ -46,12 +53,16 @@ class FetchSessionHandler:
         if error_code in SESSION_ERRORS:
             self.reset()
             return False
+        send, forgotten = self._next
         if self.epoch == INITIAL_EPOCH:
             self.session_id = session_id
             self.epoch = next_epoch(INITIAL_EPOCH) if session_id != INVALID_SESSION_ID else INITIAL_EPOCH
+            self._sent = dict(send)
         else:
             self.epoch = next_epoch(self.epoch)
-        self._sent = self._pending
+            self._sent.update(send)
+            for key in forgotten:
+                del self._sent[key]
         return True
 
     def reset(self) -> None:

@@ -40,6 +40,10 @@ class ReplicaFetcher:
         self.leader_id = leader_id
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._needs_truncation: set[tuple[str, int]] = set()
+        # partitions whose fetch entry may differ from what the leader's session holds: only
+        # these are looked at when the next incremental fetch is built
+        self._changed: set[tuple[str, int]] = set()
+        self._max_bytes: int | None = None  # the partition_max_bytes last asked for
         self._client: BrokerClient | None = None
         self._session = FetchSessionHandler()
         self._assigned = asyncio.Event()
@@ -47,6 +51,9 @@ class ReplicaFetcher:
 
     def assign(self, partitions: dict[tuple[str, int], Partition], fresh: set) -> None:
         """Follow exactly ``partitions``; those in ``fresh`` just got a new leader epoch."""
+        self._changed |= {k for k, p in partitions.items() if self.partitions.get(k) is not p}
+        self._changed |= self.partitions.keys() - partitions.keys()
+        self._changed |= fresh
         self.partitions = dict(partitions)
         self._needs_truncation = (self._needs_truncation | fresh) & set(partitions)
         if partitions:
@@ -99,6 +106,7 @@ class ReplicaFetcher:
         asks = {k: p for k, p in pending.items() if p.log.latest_epoch is not None}
         for key in set(pending) - set(asks):
             self._needs_truncation.discard(key)  # an empty log has nothing to diverge
+            self._changed.add(key)
         if not asks:
             return
         response = await client.request(ApiKey.OffsetForLeaderEpoch, OFFSET_FOR_LEADER_EPOCH_VERSION, {
@@ -114,6 +122,7 @@ class ReplicaFetcher:
                     continue  # the leader does not know its epoch yet: ask again next round
                 self._truncate_partition(partition, result.leader_epoch, result.end_offset)
                 self._needs_truncation.discard((topic.topic, result.partition))
+                self._changed.add((topic.topic, result.partition))
 
     @staticmethod
     def _truncate_partition(partition: Partition, leader_epoch: int, end_offset: int) -> None:
@@ -127,16 +136,11 @@ class ReplicaFetcher:
     # -- fetching ---------------------------------------------------------------------------
     async def _fetch(self, client: BrokerClient) -> bool:
         """One Fetch round; False when nothing could be fetched (back off before retrying)."""
-        wanted = {k: p for k, p in self.partitions.items() if k not in self._needs_truncation}
-        if not wanted:
+        if not self.partitions.keys() - self._needs_truncation:
             return False
         throttle = self.broker.fetchers.throttle_bytes_per_s
         max_bytes = FETCH_MAX_BYTES if throttle is None else max(1, int(throttle * THROTTLE_SLICE_S))
-        session_fields, send = self._session.request({key: {
-            "partition": p.index, "current_leader_epoch": p.leader_epoch,
-            "fetch_offset": p.log.log_end_offset, "log_start_offset": p.log.log_start_offset,
-            "partition_max_bytes": min(PARTITION_MAX_BYTES, max_bytes)}
-            for key, p in wanted.items()})
+        session_fields, send = self._session.request(*self._fetch_entries(min(PARTITION_MAX_BYTES, max_bytes)))
         response = await client.request(ApiKey.Fetch, FETCH_VERSION, {
             "replica_id": self.broker.broker_id, "max_wait_ms": FETCH_MAX_WAIT_MS,
             "min_bytes": 1, "max_bytes": max_bytes, "isolation_level": 0, "rack_id": "",
@@ -148,13 +152,30 @@ class ReplicaFetcher:
         copied = 0
         for topic in response.responses:
             for data in topic.partitions:
-                partition = wanted.get((topic.topic, data.partition_index))
+                key = (topic.topic, data.partition_index)
+                partition = self.partitions.get(key)
                 if partition is not None and self._apply(partition, data):
+                    self._changed.add(key)
                     progressed = True
                     copied += len(data.records or b"")
         if throttle is not None:
             await asyncio.sleep(copied / throttle)  # at most `throttle` bytes a second, on average
         return progressed
+
+    def _fetch_entries(self, partition_max_bytes: int) -> tuple[dict, set]:
+        """The fetch entries the next request may carry, and the partitions no longer fetched.
+        An incremental fetch needs only the partitions that changed since the last one (data
+        applied, truncated, reassigned); a full one, or a new byte budget, needs them all."""
+        full = self._session.needs_full_request or partition_max_bytes != self._max_bytes
+        self._max_bytes = partition_max_bytes
+        keys, self._changed = (self.partitions.keys() if full else self._changed), set()
+        entries = {key: {
+            "partition": p.index, "current_leader_epoch": p.leader_epoch,
+            "fetch_offset": p.log.log_end_offset, "log_start_offset": p.log.log_start_offset,
+            "partition_max_bytes": partition_max_bytes}
+            for key in keys
+            if (p := self.partitions.get(key)) is not None and key not in self._needs_truncation}
+        return entries, {key for key in keys if key not in entries}
 
     def _apply(self, partition: Partition, data) -> bool:
         key = (partition.topic, partition.index)
