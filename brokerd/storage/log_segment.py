@@ -4,8 +4,10 @@ Files are named by the segment's base offset, zero-padded to 20 digits, as in
 Kafka. The ``.log`` holds batches exactly as they go out on the wire; while
 the segment is active the file is preallocated (sparse) to ``segment.bytes``
 and batches are copied into its mmap, and reads are memoryview slices of it.
-Beside the sparse ``.index`` and ``.timeindex``, a ``.txnindex`` lists the
-transactions aborted by markers in the segment.
+The sparse ``.index`` and ``.timeindex`` are kept in memory and written out
+(see ``abstract_index``), so the log's mapping is the one descriptor a segment
+in use holds. A ``.txnindex`` lists the transactions aborted by markers in
+the segment.
 """
 
 from __future__ import annotations
@@ -97,8 +99,9 @@ class LogSegment:
         """A new, empty active segment with room for ``capacity`` bytes."""
         segment = cls(directory, base_offset, config, now_ms)
         segment._log.resize(0)
-        segment.offset_index.reset()
-        segment.time_index.reset()
+        for index in (segment.offset_index, segment.time_index):
+            index.reset()
+            index.path.touch()  # beside every log from the start, as in Kafka; written at the first flush
         segment.txn_index.replace([])
         segment.activate(capacity)
         return segment
@@ -159,15 +162,14 @@ class LogSegment:
     def activate(self, capacity: int) -> None:
         """Make this the segment that takes appends: room for at least ``capacity`` bytes."""
         self._log.resize(max(capacity, self._log.capacity))
-        self.offset_index.preallocate()
-        self.time_index.preallocate()
 
     def on_become_inactive(self) -> None:
-        """Record the final largest timestamp and trim all three files to their data."""
+        """Record the final largest timestamp, trim the log to its data, and write both indexes
+        and drop them from memory (an inactive segment changes no more)."""
         self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp, skip_full_check=True)
         self._log.resize(self.size)
-        self.offset_index.trim()
-        self.time_index.trim()
+        self.offset_index.close()
+        self.time_index.close()
 
     # -- writing --------------------------------------------------------------
 
@@ -226,11 +228,13 @@ class LogSegment:
         self.time_index.flush()
         self.txn_index.flush()
 
+    def unmap(self) -> None:
+        """Give back the log's mapping, and the descriptor it holds, until the next read maps it."""
+        self._log.close()
+
     def close(self) -> None:
         self.on_become_inactive()
-        self._log.close()
-        self.offset_index.close()
-        self.time_index.close()
+        self.unmap()
 
     def delete(self) -> None:
         self._log.delete()
@@ -246,6 +250,10 @@ class LogSegment:
         return self._log.buffer
 
     def batch_headers(self, start_position: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+        """Headers of the batches from ``start_position`` on. An empty range maps nothing, so
+        a broker's idle, empty partitions hold no descriptor."""
+        if start_position >= self.size:
+            return iter(())
         return iter_batch_headers(self._log.buffer, start_position, self.size)
 
     def translate_offset(self, offset: int) -> tuple[int, int, int, int] | None:

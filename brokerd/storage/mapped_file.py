@@ -1,9 +1,10 @@
 """A file mapped into memory whose mapped length can be changed.
 
-Segments and indexes are written and read through a shared mmap. Python's
-mmap cannot grow safely while readers hold memoryviews of it, so files are
-preallocated (a sparse ``ftruncate``) to the most they may hold while active
-and trimmed to their real size once they stop growing.
+Segment logs are written and read through a shared mmap (indexes are kept in
+memory instead, see ``abstract_index``). Python's mmap cannot grow safely
+while readers hold memoryviews of it, so a file is preallocated (a sparse
+``ftruncate``) to the most it may hold while active and trimmed to its real
+size once it stops growing.
 
 Readers may keep memoryviews returned by ``view`` after the mapping is
 replaced or the file is closed or deleted: an mmap with exported buffers

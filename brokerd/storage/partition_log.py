@@ -247,7 +247,8 @@ class PartitionLog:
 
     def _replay_batch_headers(self) -> None:
         """Rebuild producer state and every segment's ``.txnindex`` from the log (after a load
-        or a truncation); an index file that disagrees with the log is rewritten."""
+        or a truncation); an index file that disagrees with the log is rewritten. Inactive
+        segments are unmapped after the walk, so a replica in use keeps one descriptor."""
         self._producer_state.clear()
         for segment in self._segments:
             self._note_segment_start(segment)
@@ -257,6 +258,8 @@ class PartitionLog:
                 if txn is not None:
                     aborted.append(txn)
             segment.txn_index.replace(aborted)
+            if segment is not self._segments[-1]:
+                segment.unmap()
 
     def _note_segment_start(self, segment: LogSegment) -> None:
         first_unstable = self._producer_state.first_unstable_offset

@@ -69,7 +69,7 @@ def open_log(log_dir: Path, clock: Clock):
 
 
 def crash(log: PartitionLog) -> None:
-    """Lose the process without close(): the page cache keeps what was written, nothing is trimmed."""
+    """Lose the process without close(): the page cache keeps what was written to the mapped logs,
+    index entries not yet flushed are lost, nothing is trimmed."""
     for segment in log.segments:
-        for mapped in (segment._log, segment.offset_index._file, segment.time_index._file):
-            mapped.close()
+        segment._log.close()

@@ -6,7 +6,6 @@ from brokerd.storage.time_index import TimeIndex, TimestampOffset
 
 def test_offset_lookup_finds_the_last_entry_at_or_before(tmp_path):
     index = OffsetIndex(tmp_path / "00000000000000000100.index", 100, 1024)
-    index.preallocate()
     for offset, position in [(104, 0), (109, 4100), (130, 8300)]:
         index.append(offset, position)
     assert index.lookup(99) == OffsetPosition(100, 0)
@@ -20,8 +19,6 @@ def test_offset_lookup_finds_the_last_entry_at_or_before(tmp_path):
 def test_offset_index_is_trimmed_and_reloaded_in_kafkas_format(tmp_path):
     path = tmp_path / "00000000000000000000.index"
     index = OffsetIndex(path, 0, 1024)
-    index.preallocate()
-    assert path.stat().st_size == 1024
     index.append(3, 0)
     index.append(7, 4200)
     index.close()
