@@ -38,9 +38,9 @@ from brokerd.state import BrokerRegistration, ClusterState, PartitionRecord, Top
 log = logging.getLogger(__name__)
 
 TICK_S = 0.1
-# A replica in use maps its active segment, offset index and time index (one descriptor
-# each); connections, the state directory and Python keep the rest.
-DESCRIPTORS_PER_REPLICA = 3
+# A replica in use maps its active segment's log (one descriptor; its indexes are kept in
+# memory); connections, the state directory and Python keep the rest.
+DESCRIPTORS_PER_REPLICA = 1
 DESCRIPTORS_RESERVED = 1024
 
 
