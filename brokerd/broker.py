@@ -12,7 +12,7 @@ from kafka.errors import TopicAlreadyExistsError
 
 from brokerd.api import build_handlers
 from brokerd.config import BrokerConfig
-from brokerd.controller import Controller
+from brokerd.controller import Controller, LeaderRebalance
 from brokerd.coordinator.group_coordinator import GroupCoordinator
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_coordinator import TransactionCoordinator
@@ -63,7 +63,7 @@ class Broker:
         self.cluster_id = self.state.cluster_id()
         self.session_timeout_s = config.get("broker.session.timeout.ms") / 1000
         self.controller = Controller(self.broker_id, self.state, self.session_timeout_s,
-                                     config.get("auto.leader.rebalance.enable"),
+                                     LeaderRebalance.from_config(config),
                                      lambda: config.get("unclean.leader.election.enable"),
                                      lambda: min(config.get("max.broker.partitions"),
                                                  replicas_within_open_file_limit()))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from brokerd import dynamic_config
+from brokerd.storage.log_config import INT32_MAX, INT64_MAX, _integer
 
 def _boolean(value: str) -> bool:
     return value.lower() == "true"
@@ -46,6 +47,12 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     "replica.lag.time.max.ms": ("5000", int),
     "replica.high.watermark.checkpoint.interval.ms": ("5000", int),
     "auto.leader.rebalance.enable": ("true", _boolean),
+    # How often the controller looks for brokers leading too few of the partitions they are the
+    # preferred (first) replica of, and the share led elsewhere above which it moves them back
+    # (with auto.leader.rebalance.enable). Kafka's defaults and checks: an interval of at least
+    # 1 s, any INT percentage.
+    "leader.imbalance.check.interval.seconds": ("300", _integer(1, INT64_MAX)),
+    "leader.imbalance.per.broker.percentage": ("10", _integer(-INT32_MAX - 1, INT32_MAX)),
     "controlled.shutdown.timeout.ms": ("5000", int),
     # Kafka: 50 partitions and a 3 s initial delay; lighter and quicker for one machine.
     "offsets.topic.num.partitions": ("10", int),

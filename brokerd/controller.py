@@ -8,13 +8,17 @@ another took over changes nothing when it wakes up: its first write is refused a
 Its duties: create and delete topics with evenly spread replicas; when a broker dies, is
 paused past broker.session.timeout.ms or shuts down, move leadership to the first live
 in-sync replica (bumping the leader epoch) and drop it from every ISR; bring preferred leaders
-back (auto.leader.rebalance.enable); create topics other brokers were asked to auto-create.
+back on the imbalance check (auto.leader.rebalance.enable); create topics other brokers were
+asked to auto-create.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 import uuid
+from collections.abc import Collection
+from dataclasses import dataclass, field
 from typing import Callable
 
 from kafka.errors import (
@@ -25,6 +29,7 @@ from kafka.errors import (
 )
 
 from brokerd import reassignment
+from brokerd.config import BrokerConfig
 from brokerd.metadata.image import MetadataDelta
 from brokerd.state import (
     BrokerRegistration, ClusterState, PartitionRecord, StaleControllerEpoch, TopicRecord,
@@ -34,21 +39,26 @@ from brokerd.storage import LogConfig, validate_topic_name
 log = logging.getLogger(__name__)
 
 UNCLEAN_ELECTION = "unclean.leader.election.enable"
+REBALANCE_ENABLE = "auto.leader.rebalance.enable"
+IMBALANCE_CHECK_INTERVAL = "leader.imbalance.check.interval.seconds"
+IMBALANCE_PERCENTAGE = "leader.imbalance.per.broker.percentage"
+
+# per partition: the partition epoch a decision was made at, and the record decided
+Decisions = dict[tuple[str, int], tuple[int, PartitionRecord]]
 
 
-def elect_leader(record: PartitionRecord, isr: list[int], eligible: set[int], unclean: bool,
-                 prefer_first: bool) -> int | None:
+def elect_leader(record: PartitionRecord, isr: list[int], eligible: set[int],
+                 unclean: bool) -> int | None:
     """The leader a partition should have, or None to keep the current one.
 
-    Kafka's rule: the first replica (in assignment order) that is alive and in sync; the
-    preferred (first) replica takes leadership back when it is; without one the partition
+    Kafka's rule: a live in-sync leader stays (the preferred replica takes leadership back
+    only on the imbalance check, see LeaderRebalance, or when asked: ElectLeaders); else the
+    first replica (in assignment order) that is alive and in sync; without one the partition
     stays offline (-1) unless unclean.leader.election.enable allows an out-of-sync replica.
     """
-    candidates = [r for r in record.replicas if r in isr and r in eligible]
-    if prefer_first and candidates and candidates[0] == record.replicas[0]:
-        return candidates[0] if record.leader != candidates[0] else None
     if record.leader in eligible and record.leader in isr:
         return None
+    candidates = [r for r in record.replicas if r in isr and r in eligible]
     if candidates:
         return candidates[0]
     if unclean:
@@ -91,7 +101,7 @@ def check_assignment(assignment: list[list[int]], live_brokers: list[int],
                 f"partition {p}: unknown or dead broker(s) {unknown}")
 
 
-def _elect_preferred(record: PartitionRecord, live_brokers: list[int]) -> Exception | None:
+def _elect_preferred(record: PartitionRecord, live_brokers: Collection[int]) -> Exception | None:
     preferred = record.replicas[0]
     if record.leader == preferred:
         return ElectionNotNeededError(f"broker {preferred} already leads partition "
@@ -113,7 +123,7 @@ def _elect_unclean(record: PartitionRecord, live_brokers: list[int]) -> Exceptio
     if record.leader in live_brokers:
         return ElectionNotNeededError(f"partition {record.partition} is led by live broker "
                                       f"{record.leader}")
-    leader = elect_leader(record, record.isr, set(live_brokers), True, False)
+    leader = elect_leader(record, record.isr, set(live_brokers), True)
     if leader is None or leader < 0:
         return EligibleLeadersNotAvailableError(
             f"no replica of partition {record.partition} is live")
@@ -163,18 +173,94 @@ def _described(before: PartitionRecord, after: PartitionRecord) -> str:
                      for name, value in after.changes_from(before).items())
 
 
+@dataclass(frozen=True)
+class LeaderRebalance:
+    """auto.leader.rebalance.enable as Kafka's controller applies it.
+
+    A live in-sync leader is never moved the moment the preferred replica is back in sync:
+    it would truncate what it appended but had not committed yet, and leadership would bounce
+    with every blip. Instead, every leader.imbalance.check.interval.seconds, each broker for
+    which more than leader.imbalance.per.broker.percentage of the partitions it is the
+    preferred (first) replica of are led elsewhere takes those back where it is live and in
+    sync. `kctl topic elect-leaders` (ElectLeaders) does it at once.
+    """
+
+    enabled: bool
+    interval_s: float
+    percentage: int
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> "LeaderRebalance":
+        """Read once, at start: in Kafka too these settings are not dynamic."""
+        return cls(config.get(REBALANCE_ENABLE), config.get(IMBALANCE_CHECK_INTERVAL),
+                   config.get(IMBALANCE_PERCENTAGE))
+
+
+@dataclass
+class PreferredLeadership:
+    """One broker's leadership of the partitions it is the preferred (first) replica of."""
+
+    broker: int
+    preferred: int = 0
+    led_elsewhere: list[tuple[str, int]] = field(default_factory=list)  # or led by none
+
+    def exceeds(self, percentage: int) -> bool:
+        """Kafka's imbalance test: the share led elsewhere is above the percentage."""
+        return len(self.led_elsewhere) * 100 > percentage * self.preferred
+
+    def reason(self, leader_epoch: int, percentage: int) -> dict:
+        """What a partition keeps (last_leader_rebalance) when this imbalance moves its
+        leadership back at ``leader_epoch``, so views can say why."""
+        return {"leader_epoch": leader_epoch, "led": self.preferred - len(self.led_elsewhere),
+                "preferred": self.preferred, "percentage": percentage}
+
+
+def preferred_leadership(topics: dict[str, TopicRecord]) -> dict[int, PreferredLeadership]:
+    """Each broker's PreferredLeadership, in one pass over every partition: the imbalance
+    check's whole cost, paid once per leader.imbalance.check.interval.seconds."""
+    shares: dict[int, PreferredLeadership] = {}
+    for topic in topics.values():
+        for index, record in topic.partitions.items():
+            preferred = record.replicas[0]
+            share = shares.setdefault(preferred, PreferredLeadership(preferred))
+            share.preferred += 1
+            if record.leader != preferred:
+                share.led_elsewhere.append((topic.name, index))
+    return shares
+
+
+def _elect_back(topics: dict[str, TopicRecord], share: PreferredLeadership, eligible: set[int],
+                percentage: int) -> Decisions:
+    """Preferred leader elections for the partitions of an imbalanced broker that it can lead
+    (live, not shutting down, in sync), each recording the imbalance as its reason."""
+    decided: Decisions = {}
+    for name, index in share.led_elsewhere:
+        record = topics[name].partitions[index]
+        trial = record.clone()
+        if _elect_preferred(trial, eligible) is None:
+            trial.last_leader_rebalance = share.reason(trial.leader_epoch, percentage)
+            decided[(name, index)] = (record.partition_epoch, trial)
+    if decided:
+        log.info("broker %d leads %d of the %d partitions it is the preferred replica of, more "
+                 "than %s=%d%% led elsewhere: leadership of %d back to it", share.broker,
+                 share.preferred - len(share.led_elsewhere), share.preferred,
+                 IMBALANCE_PERCENTAGE, percentage, len(decided))
+    return decided
+
+
 class Controller:
     def __init__(self, broker_id: int, state: ClusterState, session_timeout_s: float,
-                 preferred_leader_rebalance: bool, unclean_by_default: Callable[[], bool],
+                 rebalance: LeaderRebalance, unclean_by_default: Callable[[], bool],
                  max_broker_partitions: Callable[[], int]):
         self.broker_id = broker_id
         self.state = state
         self.session_timeout_s = session_timeout_s
-        self.preferred_leader_rebalance = preferred_leader_rebalance
+        self.rebalance = rebalance
         self.unclean_by_default = unclean_by_default
         self.max_broker_partitions = max_broker_partitions
         self.epoch: int | None = None
         self._seen: tuple[frozenset[int], frozenset[int]] | None = None  # live, eligible
+        self._next_imbalance_check = 0.0  # time.monotonic(); set on becoming controller
 
     @property
     def is_active(self) -> bool:
@@ -188,13 +274,15 @@ class Controller:
         round looks at those partitions (and those of topics whose configs changed), and at
         every partition only when a broker came, went or started shutting down, a broker
         config changed (unclean.leader.election.enable) or this broker just became
-        controller. An idle cluster costs nothing per partition."""
+        controller. An idle cluster costs nothing per partition, except on the imbalance
+        check (see LeaderRebalance), one pass over every partition per interval."""
         live = {r.broker_id for r in registrations if r.is_live(self.session_timeout_s)}
         if not self.is_active:
             self.epoch = self.state.claim_controller(self.broker_id, lambda b: b in live)
             if self.epoch is not None:
                 log.info("broker %d is controller at epoch %d", self.broker_id, self.epoch)
                 self._seen = None
+                self._next_imbalance_check = time.monotonic() + self.rebalance.interval_s
             return
         if self.state.controller() != (self.broker_id, self.epoch):
             self._fenced("another broker holds a newer controller epoch")
@@ -208,17 +296,43 @@ class Controller:
                 (name, p) for name in changed.topic_configs | changed.created_topics
                 if name in topics for p in topics[name].partitions}
         try:
-            decided = self._decide(topics, candidates, eligible)
-            if decided:
-                told = {key: _described(topics[key[0]].partitions[key[1]], record)
-                        for key, (_, record) in decided.items()}
-                for key in self.state.change_partitions(self.epoch, decided):
-                    log.info("%s-%d: %s", *key, told[key])
+            self._write(topics, self._decide(topics, candidates, eligible))
             self._seen = seen
+            if self._imbalance_check_due():
+                self._write(topics, self._rebalance_leaders(topics, eligible))
             for name in self.state.take_topic_requests():
                 auto_create(name)
         except StaleControllerEpoch as exc:
             self._fenced(str(exc))
+
+    def _write(self, topics: dict[str, TopicRecord], decided: Decisions) -> None:
+        """Record decisions, each a compare-and-set on its partition epoch, and log those made."""
+        if not decided:
+            return
+        told = {key: _described(topics[key[0]].partitions[key[1]], record)
+                for key, (_, record) in decided.items()}
+        for key in self.state.change_partitions(self.epoch, decided):
+            log.info("%s-%d: %s", *key, told[key])
+
+    def _imbalance_check_due(self) -> bool:
+        """Whether the imbalance check runs this round: every interval, from the moment this
+        broker became controller, with auto.leader.rebalance.enable."""
+        now = time.monotonic()
+        if not self.rebalance.enabled or now < self._next_imbalance_check:
+            return False
+        self._next_imbalance_check = now + self.rebalance.interval_s
+        return True
+
+    def _rebalance_leaders(self, topics: dict[str, TopicRecord], eligible: set[int]) -> Decisions:
+        """The imbalance check (see LeaderRebalance): each broker whose share of preferred
+        partitions led elsewhere is above the percentage is elected on those where it is
+        live and in sync, and each such partition records the imbalance that moved it."""
+        decided: Decisions = {}
+        percentage = self.rebalance.percentage
+        for share in preferred_leadership(topics).values():
+            if share.exceeds(percentage):
+                decided |= _elect_back(topics, share, eligible, percentage)
+        return decided
 
     def _fenced(self, why: str) -> None:
         """A zombie controller: its epoch has been superseded while it was not looking."""
@@ -232,7 +346,7 @@ class Controller:
         self.epoch = None
 
     def _decide(self, topics: dict[str, TopicRecord], candidates, eligible: set[int]
-                ) -> dict[tuple[str, int], tuple[int, PartitionRecord]]:
+                ) -> Decisions:
         """The candidates whose leader, ISR or reassignment must change, each with the
         partition epoch it was decided at and its new record."""
         decided = {}
@@ -261,7 +375,7 @@ class Controller:
         isr = [r for r in record.isr if r in eligible]
         if not isr:  # keep the last in-sync replica on record, as Kafka does
             isr = [record.leader] if record.leader in record.isr else record.isr[:1]
-        leader = elect_leader(record, isr, eligible, unclean, self.preferred_leader_rebalance)
+        leader = elect_leader(record, isr, eligible, unclean)
         changed = False
         if leader is not None and leader != record.leader:
             record.leader = leader

@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field
 from brokerd.metadata import records as r
 
 PARTITION_FIELDS = ("replicas", "leader", "leader_epoch", "isr", "partition_epoch",
-                    "adding_replicas", "removing_replicas", "last_unclean_election")
+                    "adding_replicas", "removing_replicas", "last_unclean_election",
+                    "last_leader_rebalance")
 
 
 @dataclass
@@ -28,18 +29,25 @@ class PartitionRecord:
     removing_replicas: list[int] = field(default_factory=list)
     # the controller's last unclean election here: {"leader_epoch", "isr"} (the ISR it bypassed)
     last_unclean_election: dict | None = None
+    # the controller's last move back to the preferred leader here on its imbalance check:
+    # {"leader_epoch", "led", "preferred", "percentage"} (the broker's imbalance that moved it)
+    last_leader_rebalance: dict | None = None
 
     def clone(self) -> "PartitionRecord":
         return PartitionRecord(self.partition, list(self.replicas), self.leader,
                                self.leader_epoch, list(self.isr), self.partition_epoch,
                                list(self.adding_replicas), list(self.removing_replicas),
-                               None if self.last_unclean_election is None
-                               else dict(self.last_unclean_election))
+                               _copy(self.last_unclean_election),
+                               _copy(self.last_leader_rebalance))
 
     def changes_from(self, before: "PartitionRecord") -> dict:
         """The fields that differ from ``before`` (a PartitionChangeRecord's payload)."""
         return {name: getattr(self, name) for name in PARTITION_FIELDS
                 if getattr(self, name) != getattr(before, name)}
+
+
+def _copy(reason: dict | None) -> dict | None:
+    return None if reason is None else dict(reason)
 
 
 @dataclass

@@ -3,7 +3,11 @@
 A record is a small JSON object named after its KRaft counterpart (TopicRecord,
 PartitionRecord, PartitionChangeRecord, RemoveTopicRecord, ConfigRecord), with its offset in
 the log, the controller epoch of the controller that wrote it (None for a leader's ISR change
-or a config change, which any broker may write) and the time it was written.
+or a config change, which any broker may write) and the time it was written. Beyond KRaft's
+fields, PartitionRecord and PartitionChangeRecord carry the controller's reasons for the
+leader moves that views narrate: its last unclean election (last_unclean_election) and its
+last move back to the preferred leader on the imbalance check (last_leader_rebalance). A
+record written before a field existed lacks it, and the partition keeps the field's default.
 
 On disk each record is a frame: 4-byte length, 4-byte CRC-32C of the payload, the payload.
 A reader stops at the first frame that is incomplete or fails its CRC: a torn tail left by

@@ -165,14 +165,16 @@ def commit(bootstrap: str, group: str, topic: str, offsets: list[int]) -> None:
 
 
 def test_committed_offsets_survive_restarting_every_broker(cluster_factory):
-    cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500"})
+    cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500",
+                                  "leader.imbalance.check.interval.seconds": "1"})
     create(cluster.bootstrap, "kept", 3, 3)
     commit(cluster.bootstrap, "keeper", "kept", [5, 6, 7])
     cluster.stop()
     cluster.start()
-    # Preferred leaders take their __consumer_offsets partitions back after a restart; a
-    # coordinator lookup made before one has taken over (and loaded the partition) would
-    # name a broker that no longer coordinates the group.
+    # Preferred leaders take their __consumer_offsets partitions back after a restart, on the
+    # controller's imbalance check (every second here); a coordinator lookup made before one
+    # has taken over (and loaded the partition) would name a broker that no longer
+    # coordinates the group.
     from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 
     def settled():

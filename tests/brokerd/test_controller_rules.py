@@ -2,8 +2,10 @@
 
 from kafka.errors import ElectionNotNeededError, EligibleLeadersNotAvailableError
 
-from brokerd.controller import ELECTIONS, assign_replicas, elect_leader
-from brokerd.state import PartitionRecord
+from brokerd.controller import (
+    ELECTIONS, PreferredLeadership, assign_replicas, elect_leader, preferred_leadership,
+)
+from brokerd.state import PartitionRecord, TopicRecord
 
 
 def test_round_robin_placement_matches_the_seeds_cases():
@@ -19,22 +21,42 @@ def record(leader, isr, replicas=(1, 2, 3)):
 
 
 def test_a_live_in_sync_leader_is_kept():
-    assert elect_leader(record(2, [1, 2, 3]), [1, 2, 3], {2, 3}, False, False) is None
+    assert elect_leader(record(2, [1, 2, 3]), [1, 2, 3], {2, 3}, False) is None
 
 
 def test_a_dead_leader_is_replaced_by_the_first_live_in_sync_replica():
-    assert elect_leader(record(1, [1, 2, 3]), [2, 3], {2, 3}, False, False) == 2
-    assert elect_leader(record(1, [1, 3]), [3], {2, 3}, False, False) == 3
+    assert elect_leader(record(1, [1, 2, 3]), [2, 3], {2, 3}, False) == 2
+    assert elect_leader(record(1, [1, 3]), [3], {2, 3}, False) == 3
 
 
 def test_no_in_sync_replica_left_means_offline_unless_unclean_election_is_allowed():
-    assert elect_leader(record(1, [1]), [1], {2, 3}, False, False) == -1
-    assert elect_leader(record(1, [1]), [1], {2, 3}, True, False) == 2
+    assert elect_leader(record(1, [1]), [1], {2, 3}, False) == -1
+    assert elect_leader(record(1, [1]), [1], {2, 3}, True) == 2
 
 
-def test_the_preferred_replica_takes_leadership_back_once_in_sync():
-    assert elect_leader(record(2, [1, 2, 3]), [1, 2, 3], {1, 2, 3}, False, True) == 1
-    assert elect_leader(record(2, [2, 3]), [2, 3], {1, 2, 3}, False, True) is None
+def test_a_preferred_replica_back_in_sync_does_not_take_leadership_on_sight():
+    assert elect_leader(record(2, [1, 2, 3]), [1, 2, 3], {1, 2, 3}, False) is None
+
+
+def topics_led_by(leaders: list[int]) -> dict[str, TopicRecord]:
+    """One topic whose partition p has replicas [p%3+1, ...] (its preferred leader first)."""
+    partitions = {p: PartitionRecord(p, [p % 3 + 1, (p + 1) % 3 + 1, (p + 2) % 3 + 1],
+                                     leader=leader, isr=[1, 2, 3])
+                  for p, leader in enumerate(leaders)}
+    return {"t": TopicRecord("t", "id", {}, partitions)}
+
+
+def test_the_imbalance_of_each_broker_is_its_preferred_partitions_led_elsewhere():
+    shares = preferred_leadership(topics_led_by([2, 2, 3, 1, 2, -1]))   # preferred 1,2,3,1,2,3
+    assert {b: (s.preferred, s.led_elsewhere) for b, s in shares.items()} == {
+        1: (2, [("t", 0)]), 2: (2, []), 3: (2, [("t", 5)])}
+
+
+def test_only_an_imbalance_above_the_percentage_moves_leaders_back():
+    share = PreferredLeadership(1, preferred=10, led_elsewhere=[("t", 0)])   # 10% elsewhere
+    assert not share.exceeds(10) and share.exceeds(9)
+    assert PreferredLeadership(1, preferred=4).exceeds(0) is False        # all led at home
+    assert share.reason(8, 9) == {"leader_epoch": 8, "led": 9, "preferred": 10, "percentage": 9}
 
 
 def test_an_unclean_election_by_hand_prefers_a_live_in_sync_replica_then_any_live_one():

@@ -259,7 +259,8 @@ def test_kcat_consumer_follows_a_leader_change(three):
         [b"after%d" % i for i in range(5)]
 
 
-def test_graceful_stop_hands_leadership_over_and_preferred_leader_returns(three):
+def test_graceful_stop_hands_leadership_over_and_preferred_leader_returns(cluster_factory):
+    three = cluster_factory(3, FAST | {"leader.imbalance.check.interval.seconds": "1"})
     create(three, "handover", 1)
     preferred = partition_record(three, "handover").leader
     epoch = partition_record(three, "handover").leader_epoch
@@ -271,6 +272,6 @@ def test_graceful_stop_hands_leadership_over_and_preferred_leader_returns(three)
     assert produce_sync(three.bootstrap, "handover", [b"during"], **exactly_once)[0][0] is None
     three.start(preferred)
     wait_until(lambda: partition_record(three, "handover").leader == preferred, 20,
-               "the preferred leader to take leadership back")
+               "the imbalance check to give the preferred leader its leadership back")
     assert produce_sync(three.bootstrap, "handover", [b"after"], **exactly_once)[0][0] is None
     assert [v for *_, v in consume_all(three.bootstrap, "handover", 1, 2)] == [b"during", b"after"]
