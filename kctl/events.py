@@ -3,10 +3,10 @@
 The dashboard shows the state; these lines narrate the transitions a teacher points at,
 with the moment they were seen: a broker paused, the controller moved (and a paused one
 woke up fenced), a leader was elected with a higher epoch (out of sync, in an unclean
-election), the ISR shrank or grew, fell below
-min.insync.replicas, the high watermark stalled, a replica truncated a divergent tail,
-retention or DeleteRecords moved the log start, a transaction opened or ended, a group started
-rebalancing.
+election; or the preferred one back, on the controller's imbalance check, and why), the ISR
+shrank or grew, fell below min.insync.replicas, the high watermark stalled, a replica
+truncated a divergent tail, retention or DeleteRecords moved the log start, a transaction
+opened or ended, a group started rebalancing.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ def _partition_change(name: str, old: dict, new: dict) -> list[str]:
     lines = []
     if old["leader"] != new["leader"] or old["leader_epoch"] != new["leader_epoch"]:
         lines.append(f"{name}: leader {_leader(old['leader'])} -> {_leader(new['leader'])}, "
-                     f"epoch {old['leader_epoch']} -> {new['leader_epoch']}")
+                     f"epoch {old['leader_epoch']} -> {new['leader_epoch']}"
+                     + _leader_rebalance(new))
     shrunk = set(old["isr"]) - set(new["isr"])
     grown = set(new["isr"]) - set(old["isr"])
     if shrunk or grown:
@@ -87,6 +88,20 @@ def _unclean_election(name: str, old: dict, new: dict) -> list[str]:
     bypassed = ",".join(map(str, election["isr"]))
     return [f"{name}: unclean election at epoch {election['leader_epoch']}: broker "
             f"{new['leader']} was not in the ISR [{bypassed}]; records only [{bypassed}] had are lost"]
+
+
+def _leader_rebalance(new: dict) -> str:
+    """Why leadership went back to the preferred replica, when the controller's imbalance check
+    moved it at this leader epoch: the imbalance of the broker it went to, as recorded then."""
+    moved = new.get("last_leader_rebalance")
+    if moved is None or moved["leader_epoch"] != new["leader_epoch"]:
+        return ""
+    preferred = moved["preferred"]
+    partitions = "partition" if preferred == 1 else "partitions"
+    elsewhere = 100 * (preferred - moved["led"]) / preferred
+    return (f": preferred leader back after the imbalance check (broker {new['leader']} led "
+            f"{moved['led']} of its {preferred} preferred {partitions}, {elsewhere:.4g}% led "
+            f"elsewhere, above leader.imbalance.per.broker.percentage={moved['percentage']})")
 
 
 def _min_isr_change(name: str, old: dict, new: dict) -> list[str]:

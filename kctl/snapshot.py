@@ -75,6 +75,7 @@ def _partition(topic: str, record: PartitionRecord, status: Status) -> dict:
         "truncations": {str(b): status.get(b, {}).get((topic, p), {}).get("last_truncation")
                         for b in record.replicas},
         "last_unclean_election": record.last_unclean_election,
+        "last_leader_rebalance": record.last_leader_rebalance,
     }
 
 

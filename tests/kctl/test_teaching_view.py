@@ -151,3 +151,34 @@ def test_a_paused_controller_wakes_up_fenced(cluster_factory):
         narrator.done.set()
         narrator.join(5)
     assert line.startswith(f"controller: broker {old} woke up with controller epoch {epoch}")
+
+
+def test_a_preferred_leader_back_is_told_with_the_imbalance_that_moved_it(cluster_factory):
+    cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500",
+                                  "leader.imbalance.check.interval.seconds": "2"})
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic("payments", 3, 3)])["payments"].result(10)  # one preferred each
+
+    def partition(index: int):
+        return cluster.state.topics()["payments"].partitions[index]
+    wait_until(lambda: all(len(partition(i).isr) == 3 for i in range(3)), 15, "replicated partitions")
+    controller, _ = cluster.state.controller()
+    index = next(i for i in range(3) if partition(i).replicas[0] != controller)
+    preferred = partition(index).replicas[0]
+    narrator = Narrator(cluster, "payments")
+    narrator.start()
+    try:
+        cluster.kill(preferred)
+        interim = wait_until(lambda: (p := partition(index)).leader not in (preferred, -1) and p,
+                             15, "a failover").leader
+        cluster.start(preferred)
+        line = wait_until(lambda: narrator.said("preferred leader back"), 20,
+                          "the imbalance check's move, narrated")
+    finally:
+        narrator.done.set()
+        narrator.join(5)
+    epoch = partition(index).leader_epoch
+    assert line == (f"payments/{index}: leader {interim} -> {preferred}, epoch {epoch - 1} -> "
+                    f"{epoch}: preferred leader back after the imbalance check (broker "
+                    f"{preferred} led 0 of its 1 preferred partition, 100% led elsewhere, above "
+                    "leader.imbalance.per.broker.percentage=10)")

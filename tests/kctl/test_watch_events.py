@@ -47,6 +47,21 @@ def test_an_unclean_election_is_told_with_the_isr_it_bypassed():
     assert changes(elected, elected) == []
 
 
+def test_a_preferred_leader_back_on_the_imbalance_check_is_told_why():
+    led_elsewhere = snap(leader=3, epoch=7)
+    back = snap(leader=2, epoch=8)
+    back["topics"][0]["partitions"][0]["last_leader_rebalance"] = {
+        "leader_epoch": 8, "led": 0, "preferred": 4, "percentage": 10}
+    assert changes(led_elsewhere, back) == [
+        "demo/0: leader 3 -> 2, epoch 7 -> 8: preferred leader back after the imbalance check "
+        "(broker 2 led 0 of its 4 preferred partitions, 100% led elsewhere, above "
+        "leader.imbalance.per.broker.percentage=10)"]
+    failover = snap(leader=3, epoch=9)
+    failover["topics"][0]["partitions"][0]["last_leader_rebalance"] = {
+        "leader_epoch": 8, "led": 0, "preferred": 4, "percentage": 10}
+    assert changes(back, failover) == ["demo/0: leader 2 -> 3, epoch 8 -> 9"]  # a later move
+
+
 def test_a_rebalancing_group():
     stable = {"group": "g", "state": "Stable", "members": [{}, {}]}
     joining = {"group": "g", "state": "PreparingRebalance", "members": [{}, {}, {}]}
