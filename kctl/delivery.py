@@ -38,6 +38,7 @@ class DeliveryTally:
         self.topic = topic
         self.delivered = 0
         self.failed = 0
+        self.timed_out = 0  # of the failed: retried by librdkafka until message.timeout.ms
         self.first_error: KafkaError | None = None
         self.json_reports = json_reports
         self.stop_at_rejection = stop_at_rejection
@@ -68,6 +69,8 @@ class DeliveryTally:
     def _fail(self, error: KafkaError) -> None:
         with self._lock:
             self.failed += 1
+            if error.code() == KafkaError._MSG_TIMED_OUT:
+                self.timed_out += 1
             if self.first_error is None:
                 self.first_error = error
 
@@ -78,8 +81,12 @@ class DeliveryTally:
         sys.stdout.flush()
 
     def summary(self) -> str:
+        """The run's summary: "N records produced to TOPIC, M failed", and how many of the
+        failed timed out, since a refusal librdkafka retries (NOT_ENOUGH_REPLICAS) ends as a
+        timeout; the error printed after it says why."""
         records = "record" if self.delivered == 1 else "records"
-        return f"{self.delivered} {records} produced to {self.topic}, {self.failed} failed"
+        text = f"{self.delivered} {records} produced to {self.topic}, {self.failed} failed"
+        return f"{text} ({self.timed_out} timed out)" if self.timed_out else text
 
 
 class DeliveryPoller:
