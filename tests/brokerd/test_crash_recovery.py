@@ -28,7 +28,11 @@ def test_sigkill_during_produce_loses_nothing_acknowledged(cluster):
                 acked[msg.value()] = (msg.partition(), msg.offset())
         i = 0
         while not stop.is_set():
-            producer.produce("durable", b"r%08d" % i, on_delivery=on_delivery)
+            try:
+                producer.produce("durable", b"r%08d" % i, on_delivery=on_delivery)
+            except BufferError:  # the local queue is full: let deliveries drain it
+                producer.poll(0.05)
+                continue
             i += 1
             if i % 200 == 0:
                 producer.poll(0.001)
