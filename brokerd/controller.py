@@ -77,6 +77,14 @@ def assign_replicas(brokers: list[int], partitions: int, replication_factor: int
             for p in range(partitions)]
 
 
+def _check_replication_factor(replication_factor: int, live_brokers: list[int]) -> None:
+    """New partitions placed by the controller need as many live brokers as replicas."""
+    if not 1 <= replication_factor <= len(live_brokers):
+        raise InvalidReplicationFactorError(
+            f"replication factor {replication_factor} is not between 1 and the "
+            f"{len(live_brokers)} live broker(s)")
+
+
 def new_partition(index: int, replicas: list[int]) -> PartitionRecord:
     """A partition as created: led by its first (preferred) replica, every replica in sync."""
     return PartitionRecord(index, list(replicas), leader=replicas[0], leader_epoch=0,
@@ -408,10 +416,7 @@ class Controller:
             partitions, replication_factor = len(assignment), len(assignment[0])
         if partitions < 1:
             raise InvalidPartitionsError(f"number of partitions must be at least 1, got {partitions}")
-        if not 1 <= replication_factor <= len(live_brokers):
-            raise InvalidReplicationFactorError(
-                f"replication factor {replication_factor} is not between 1 and the "
-                f"{len(live_brokers)} live broker(s)")
+        _check_replication_factor(replication_factor, live_brokers)
         with self.state.update_topics(epoch) as topics:
             if name in topics:
                 raise TopicAlreadyExistsError(f"topic {name!r} already exists")
@@ -449,6 +454,7 @@ class Controller:
                     f"got {count}")
             replication_factor = len(topic.partitions[0].replicas)
             if assignment is None:
+                _check_replication_factor(replication_factor, live_brokers)
                 assignment = assign_replicas(sorted(live_brokers), count, replication_factor,
                                              start=len(topics))[current:]
             elif len(assignment) != count - current:
