@@ -7,6 +7,7 @@ import logging
 import resource
 import threading
 import time
+from typing import Callable
 
 from kafka.errors import TopicAlreadyExistsError
 
@@ -77,6 +78,8 @@ class Broker:
         self.topics: dict[str, TopicRecord] = {}
         self.registrations: list[BrokerRegistration] = []
         self.live_brokers: list[BrokerRegistration] = []
+        # told of every metadata delta applied here (the Metadata handler's topic cache)
+        self.metadata_listeners: list[Callable[[MetadataDelta], None]] = []
         self._init_security(config)
         handlers = build_handlers(self)
         self.servers = [KafkaServer(handlers, listener, config.get("socket.request.max.bytes"),
@@ -252,6 +255,8 @@ class Broker:
         if delta:
             self.topics = self.state.topics()
             self._changed_metadata.merge(delta)
+            for listener in self.metadata_listeners:
+                listener(delta)
             self._apply_dynamic_configs()
             fresh = self.replicas.apply_metadata(self.topics, delta, self.config.log_defaults())
         elif self.replicas.has_pending:

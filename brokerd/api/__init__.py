@@ -24,9 +24,11 @@ def build_handlers(broker) -> dict:
         broker.config.get("max.incremental.fetch.session.cache.slots"),
         broker.config.get("min.incremental.fetch.session.eviction.ms")))
     quotas = ClientQuotas(broker.state.client_quotas_version, broker.state.client_quotas)
+    topic_metadata = metadata.TopicMetadataCache()
+    broker.metadata_listeners.append(topic_metadata.forget)
     table = {
         ApiKey.ApiVersions: api_versions.handle,
-        ApiKey.Metadata: metadata.handle,
+        ApiKey.Metadata: partial(metadata.handle, cache=topic_metadata),
         ApiKey.Produce: client_quotas.throttled_produce(produce.handle, quotas),
         ApiKey.Fetch: client_quotas.throttled_fetch(
             partial(fetch.handle, fetch_manager=fetch_manager), quotas),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import uuid
 
 from kafka.admin import ACLOperation, ResourceType
+from kafka.protocol.api_key import ApiKey
 from kafka.errors import (
     KafkaError, LeaderNotAvailableError, UnknownTopicIdError, UnknownTopicOrPartitionError,
     UnsupportedEndpointTypeError,
@@ -25,6 +26,8 @@ from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.authorized_operations import authorized_operations, cluster_operations
 from brokerd.api.errors import error_code, error_message
 from brokerd.coordinator import INTERNAL_TOPICS
+from brokerd.metadata.image import MetadataDelta
+from brokerd.protocol.codec import response_element
 from brokerd.state import TopicRecord
 from brokerd.storage import validate_topic_name
 
@@ -32,7 +35,38 @@ ZERO_TOPIC_ID = uuid.UUID(int=0)
 BROKER_ENDPOINTS = 1
 
 
-async def handle(broker, request) -> dict:
+class TopicMetadataCache:
+    """Each topic's part of a Metadata response, built once and reused until the metadata
+    changes that topic or the set of live brokers changes (Kafka's brokers answer from their
+    MetadataCache the same way): a client listing 10,000 partitions does not make the broker
+    describe and build 10,000 partitions again when nothing moved."""
+
+    def __init__(self) -> None:
+        self._topics: dict[str, object] = {}
+        self._live: frozenset[int] = frozenset()
+
+    def forget(self, delta: MetadataDelta) -> None:
+        """Drop what the metadata records just applied changed."""
+        if delta.full:
+            self._topics.clear()
+            return
+        for name in delta.created_topics | delta.removed_topics | {t for t, _ in delta.partitions}:
+            self._topics.pop(name, None)
+
+    def topic(self, broker, name: str, live: frozenset[int]):
+        """The topic's response element (its authorized operations not asked for)."""
+        if live != self._live:
+            self._topics.clear()
+            self._live = live
+        element = self._topics.get(name)
+        if element is None:
+            topic = _describe_topic(broker, name, allow_create=False)
+            topic["authorized_operations"] = None
+            element = self._topics[name] = response_element(ApiKey.Metadata, "topics", topic)
+        return element
+
+
+async def handle(broker, request, cache: TopicMetadataCache) -> dict:
     body = request.body
     version = request.header.api_version
     broker.refresh_registrations()  # a broker started a moment ago is listed at once
@@ -44,6 +78,7 @@ async def handle(broker, request) -> dict:
     describable = Permission(broker, request, ACLOperation.DESCRIBE, audit=not all_topics)
     creatable = _creatable(broker, request) if allow_create else None
     asks_topic_ops = getattr(body, "include_topic_authorized_operations", False)
+    live = frozenset(b.broker_id for b in broker.live_brokers)
     topics = []
     for name, by_id in _requested_names(body, all_topics, broker):
         if isinstance(name, uuid.UUID):
@@ -54,6 +89,8 @@ async def handle(broker, request) -> dict:
                                            _topic_id(broker, name) if by_id else ZERO_TOPIC_ID))
         elif creatable is not None and name not in broker.topics and not creatable.allows(name):
             topics.append(_topic_error(name, creatable.refusal(name)))
+        elif name in broker.topics and not asks_topic_ops:
+            topics.append(cache.topic(broker, name, live))
         else:
             topic = _describe_topic(broker, name, allow_create)
             topic["authorized_operations"] = authorized_operations(
@@ -123,7 +160,7 @@ def _describe_topic(broker, name: str, allow_create: bool) -> dict:
             return _topic_error(name, exc)
         if topic is None:
             return _topic_error(name, UnknownTopicOrPartitionError())
-    live = {b.broker_id for b in broker.live_brokers}
+    live = frozenset(b.broker_id for b in broker.live_brokers)
     return {
         "error_code": 0, "name": name, "topic_id": uuid.UUID(hex=topic.topic_id),
         "is_internal": name in INTERNAL_TOPICS,

@@ -208,8 +208,16 @@ def decode_response(header: RequestHeader, payload: bytes):
         raise MalformedRequest(f"undecodable {response_class.__name__}: {exc!r}") from exc
 
 
+def response_element(api_key: int, array_field: str, fields: dict):
+    """One element of a response's top-level struct array (a Metadata topic, say), built
+    from a dict once so that responses can reuse it while it stays true."""
+    data_class = MESSAGES[api_key][1]._struct.fields[array_field].data_class
+    return _build(data_class, fields)
+
+
 def _build(container_class, fields: dict, version: int | None = None):
-    """Build a kafka-python message from a dict, converting nested dicts and lists of dicts."""
+    """Build a kafka-python message from a dict, converting nested dicts and lists of dicts
+    (an element already built by ``response_element`` is taken as it is)."""
     struct_fields = container_class._struct.fields
     values = {}
     for name, value in fields.items():
@@ -217,7 +225,8 @@ def _build(container_class, fields: dict, version: int | None = None):
         if field is None:
             raise KeyError(f"{container_class.__name__} has no field {name!r}")
         if field.is_struct_array() and value is not None:
-            value = [_build(field.data_class, item) for item in value]
+            value = [item if isinstance(item, field.data_class) else _build(field.data_class, item)
+                     for item in value]
         elif field.is_struct() and value is not None:
             value = _build(field.data_class, value)
         values[name] = value
