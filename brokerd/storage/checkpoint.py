@@ -27,15 +27,19 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file."""
+def write_atomically(path: Path, data: bytes, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` so that a crash leaves the old or the new file; with
+    ``durable`` False the new content may still be lost to a power failure (not to a killed
+    process), for files whose content can be rebuilt."""
     temp = path.with_name(path.name + TEMP_SUFFIX)
     with open(temp, "wb") as file:
         file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
+        if durable:
+            file.flush()
+            os.fsync(file.fileno())
     os.replace(temp, path)
-    fsync_directory(path.parent)
+    if durable:
+        fsync_directory(path.parent)
 
 
 class CheckpointFile:
@@ -47,14 +51,15 @@ class CheckpointFile:
     rebuild, never a refusal to start.
     """
 
-    def __init__(self, path: Path, version: int = 0) -> None:
+    def __init__(self, path: Path, version: int = 0, durable: bool = True) -> None:
         self.path = path
         self.version = version
+        self.durable = durable
 
     def write(self, entries: Iterable[Sequence[object]]) -> None:
         lines = [" ".join(str(field) for field in entry) for entry in entries]
         text = "\n".join([str(self.version), str(len(lines)), *lines]) + "\n"
-        write_atomically(self.path, text.encode())
+        write_atomically(self.path, text.encode(), self.durable)
 
     def read(self) -> list[list[str]] | None:
         try:

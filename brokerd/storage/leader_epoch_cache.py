@@ -4,6 +4,11 @@ This is what lets a replica that comes back after a leader change find the
 point where its log diverged from the new leader's (OffsetForLeaderEpoch,
 KIP-101/279) instead of trusting its high watermark. Entries are written to
 disk whenever they change, which is rare: once per new epoch or truncation.
+
+The file is replaced atomically but not fsynced: every entry for records in the log is
+rebuilt from their batch headers each time the log is opened, and entries past the log end
+are cut then, so nothing depends on the write reaching the disk first. A broker taking the
+leadership of thousands of partitions at once then waits for no fsync per partition.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ class LeaderEpochFileCache:
     """Epochs in increasing order, each with the first offset written in it."""
 
     def __init__(self, directory: Path) -> None:
-        self._checkpoint = CheckpointFile(directory / LEADER_EPOCH_CHECKPOINT)
+        self._checkpoint = CheckpointFile(directory / LEADER_EPOCH_CHECKPOINT, durable=False)
         self._entries = self._read()
 
     @property
