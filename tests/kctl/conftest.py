@@ -5,7 +5,7 @@ import uuid
 import pytest
 from brokerd.state import ClusterState
 
-from kctl.testing import run_kctl
+from tests.kctl.cli import run_kctl
 from tests.kctl.local import KctlProcess
 from tests.kctl.mock_cluster import mock_cluster
 

@@ -6,8 +6,8 @@ import json
 import subprocess
 import threading
 
-from kctl.testing import kctl_command, kctl_env, run_kctl
 from tests.cluster_harness import wait_until
+from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 
 
 def kctl_in(directory, *args, expect=0, **kwargs):

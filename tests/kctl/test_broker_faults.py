@@ -15,8 +15,8 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
 from kctl.exit_codes import ExitCode
-from kctl.testing import kctl_command, kctl_env
 from tests.cluster_harness import wait_until
+from tests.kctl.cli import kctl_command, kctl_env
 from tests.kctl.local import kctl_in, kctl_json
 
 pytestmark = pytest.mark.timeout(180)

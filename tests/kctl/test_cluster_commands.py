@@ -11,8 +11,8 @@ import pytest
 from brokerd.state import ClusterState
 
 from kctl.exit_codes import ExitCode
-from kctl.testing import run_kctl
 from tests.cluster_harness import free_port, wait_until
+from tests.kctl.cli import run_kctl
 from tests.kctl.local import kctl_in
 
 pytestmark = pytest.mark.timeout(120)

@@ -17,8 +17,8 @@ from brokerd.state import ClusterState
 
 from kctl.exit_codes import ExitCode
 from kctl.metadatalog import Narrator, sentence
-from kctl.testing import kctl_command, kctl_env
 from tests.cluster_harness import free_port, wait_until
+from tests.kctl.cli import kctl_command, kctl_env
 from tests.kctl.local import kctl_in, kctl_json
 
 TOPIC_ID = "3f9a2b7c0d1e4f5a6b7c8d9e0f1a2b3c"

@@ -7,8 +7,8 @@ from typer.testing import CliRunner
 
 from kctl.exit_codes import ExitCode
 from kctl.main import app
-from kctl.testing import run_kctl
 from tests.cluster_harness import free_port
+from tests.kctl.cli import run_kctl
 
 NOWHERE = f"127.0.0.1:{free_port()}"  # nothing listens; these commands fail before connecting
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from kctl.exit_codes import ExitCode
 from kctl.main import app
-from kctl.testing import kctl_command, kctl_env, run_kctl
+from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 from tests.kctl.murmur2 import java_partition
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(60)]

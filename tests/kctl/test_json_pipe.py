@@ -18,8 +18,8 @@ from kctl.exit_codes import ExitCode
 from kctl.formatting import record_json
 from kctl.main import app
 from kctl.recordjson import JsonLines
-from kctl.testing import kctl_command, kctl_env
 from tests.cluster_harness import free_port
+from tests.kctl.cli import kctl_command, kctl_env
 from tests.kctl.local import kctl_in
 
 pytestmark = pytest.mark.timeout(120)

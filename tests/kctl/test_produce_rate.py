@@ -4,8 +4,8 @@ in order, and a rate that is not a number of records per second is refused."""
 import pytest
 
 from kctl.exit_codes import ExitCode
-from kctl.testing import run_kctl
 from kctl.throttle import batch_size, parse_rate
+from tests.kctl.cli import run_kctl
 from tests.kctl.local import kctl_in
 
 pytestmark = pytest.mark.timeout(120)

@@ -15,8 +15,8 @@ from brokerd.state import ClusterState
 from confluent_kafka import KafkaError
 
 from kctl.exit_codes import ExitCode
-from kctl.testing import run_kctl
 from tests.cluster_harness import wait_until
+from tests.kctl.cli import run_kctl
 from tests.security_harness import login_error, sasl_settings
 
 pytestmark = pytest.mark.timeout(180)

@@ -14,8 +14,8 @@ import pytest
 
 from kctl import linebatches
 from kctl.exit_codes import ExitCode
-from kctl.testing import run_kctl
 from tests.cluster_harness import wait_until
+from tests.kctl.cli import run_kctl
 from tests.kctl.local import kctl_in, kctl_json
 
 pytestmark = pytest.mark.timeout(120)

@@ -1,6 +1,6 @@
 """Running the real `kctl` CLI from tests, as a separate process.
 
-    from kctl.testing import run_kctl
+    from tests.kctl.cli import run_kctl
     result = run_kctl("consume", "t", "-e", env={"KCTL_HOME": str(tmp_path)})
     assert result.returncode == 0, result.stderr
 
