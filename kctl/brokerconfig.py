@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from brokerd.config import BROKER_DEFAULTS, BrokerConfig
-from brokerd.state import atomic_write
+from brokerd.atomic_file import atomic_write
 
 from kctl.errors import KctlError
 from kctl.exit_codes import ExitCode

@@ -1,0 +1,38 @@
+"""The shared state directory: kctl's stand-in for ZooKeeper / the KRaft metadata quorum.
+
+Every broker of a local cluster and the `kctl` CLI read the cluster's state from here, and
+this package is the only code that opens these files (ClusterState, one module per job).
+Layout of ``<cluster>/state/``:
+
+    cluster.json            cluster_plan: the cluster id and the planned brokers (id -> port)
+    metadata/               metadata_store, topics, partition_changes: the metadata log
+                            (brokerd.metadata): topics, their configs and partitions, dynamic
+                            broker configs by broker id and "<default>"
+    controller.json         controller_epoch: the active controller's broker id and epoch
+    fenced-controller.json  controller_epoch: the last controller found stale (a zombie)
+    brokers/<id>.json       broker_registrations: a broker's registration (host, port, pid,
+                            listeners)
+    brokers/<id>.lock       broker_registrations: held (flock) by the live broker process,
+                            released by the OS when it dies
+    brokers/<id>.heartbeat  broker_registrations: the broker's lease, touched several times
+                            per session timeout
+    topic_requests.json     topic_requests: topics other brokers were asked to auto-create
+    producer_ids.json       producer_ids: the next free block of producer ids
+    replicas/<id>.json      replica_status: every replica a broker hosts, at one moment
+    faults/<id>.json        faults: what kctl injects into a running broker (a throttle)
+    scram-credentials.json, acls.json, client-quotas.json, security-events/<id>.json
+                            security: SCRAM credentials, ACLs, client quotas, security events
+    .lock                   directory: the write lock, held by every read-modify-write of a
+                            shared file and every append to the metadata log
+
+The metadata log is appended to; every other file is replaced atomically (temp file, fsync,
+rename, fsync of the directory), so readers never see half a file.
+"""
+
+from brokerd.metadata.image import PartitionRecord, TopicRecord
+from brokerd.state.broker_registrations import BrokerRegistration
+from brokerd.state.cluster_state import ClusterState
+from brokerd.state.controller_epoch import StaleControllerEpoch
+
+__all__ = ["BrokerRegistration", "ClusterState", "PartitionRecord", "StaleControllerEpoch",
+           "TopicRecord"]

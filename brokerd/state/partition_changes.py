@@ -1,0 +1,72 @@
+"""Leader and ISR changes: compare-and-sets on a partition's epochs in the metadata log.
+
+The controller's leader and ISR decisions (change_partitions) are made on a view that a
+leader's ISR change may overtake, and a leader's ISR change (alter_isrs, Kafka's
+AlterPartition) on a view that a controller decision may overtake; each is therefore written
+only while the partition is still as its writer saw it, else dropped. Every accepted change
+raises the partition epoch, so the loser of a race always notices.
+"""
+
+from __future__ import annotations
+
+from brokerd.metadata import records as metadata_records
+from brokerd.metadata.image import PartitionRecord, TopicRecord
+from brokerd.state.metadata_store import MetadataStore, stamped
+
+# per partition: the partition epoch a decision was made at, and the record decided
+Decisions = dict[tuple[str, int], tuple[int, PartitionRecord]]
+# per partition: the leader epoch and partition epoch a leader saw, and the ISR it proposes
+IsrProposals = dict[tuple[str, int], tuple[int, int, list[int]]]
+
+
+def _current(topics: dict[str, TopicRecord], key: tuple[str, int]) -> PartitionRecord | None:
+    topic = topics.get(key[0])
+    return None if topic is None else topic.partitions.get(key[1])
+
+
+def _partition_change(key: tuple[str, int], fields: dict) -> dict:
+    """A PartitionChangeRecord: only the fields of one partition that changed."""
+    return {"type": metadata_records.PARTITION_CHANGE, "topic": key[0], "partition": key[1],
+            **fields}
+
+
+class PartitionChanges(MetadataStore):
+    def change_partitions(self, controller_epoch: int, changes: Decisions) -> list[tuple[str, int]]:
+        """A controller round's leader and ISR decisions, each a compare-and-set: a partition
+        is changed only while its partition epoch is still the one the decision was made at
+        (else a leader's ISR change came first, and the next round decides again). Returns the
+        partitions changed. O(changes), whatever the size of the cluster."""
+        with self._writing(controller_epoch) as log:
+            new_records, done = [], []
+            for key, (expected_epoch, decided) in changes.items():
+                current = _current(log.image.topics, key)
+                if current is not None and current.partition_epoch == expected_epoch:
+                    new_records.append(_partition_change(key, decided.changes_from(current)))
+                    done.append(key)
+            log.append(stamped(new_records, controller_epoch))
+        return done
+
+    def alter_isrs(self, proposals: IsrProposals) -> dict[tuple[str, int], PartitionRecord | None]:
+        """Leaders' ISR changes, each a compare-and-set on its partition's leader epoch and
+        partition epoch (Kafka's AlterPartition), written together: one lock and one fsync
+        for a round's worth of changes. Per partition the new record, or None when the
+        leader's view is stale (a new leader epoch, or a controller change in between)."""
+        with self._writing(None) as log:
+            accepted: dict[tuple[str, int], PartitionRecord] = {}
+            new_records = []
+            for key, (leader_epoch, partition_epoch, isr) in proposals.items():
+                current = _current(log.image.topics, key)
+                if current is not None and current.leader_epoch == leader_epoch \
+                        and current.partition_epoch == partition_epoch:
+                    accepted[key] = current
+                    new_records.append(_partition_change(key, {
+                        "isr": sorted(isr), "partition_epoch": partition_epoch + 1}))
+            log.append(stamped(new_records, None))
+            # the append changed the accepted records in place: answer copies of the new state
+            return {key: accepted[key].clone() if key in accepted else None for key in proposals}
+
+    def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
+                  isr: list[int]) -> PartitionRecord | None:
+        """One leader's ISR change (see alter_isrs)."""
+        return self.alter_isrs({(topic, partition): (leader_epoch, partition_epoch, isr)})[
+            (topic, partition)]

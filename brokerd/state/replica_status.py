@@ -1,0 +1,27 @@
+"""Replica status publishing, `replicas/<id>.json`: every replica a broker hosts at one moment
+(log start, log end, high watermark, ISR, ...), what `kctl watch` and `kctl topic describe`
+show. Each broker writes only its own file, at its own moment, so views never mix numbers
+from different instants of one broker, and no lock is needed."""
+
+from __future__ import annotations
+
+from brokerd.atomic_file import atomic_write
+from brokerd.state.directory import StateDirectory, read_json
+
+
+class ReplicaStatusFiles(StateDirectory):
+    def publish_replica_status(self, broker_id: int, document: bytes) -> None:
+        """Replace the broker's own file; ``document`` maps "topic:partition" to that
+        replica's status (JSON, encoded by the broker, which re-encodes only what changed)."""
+        atomic_write(self.dir / "replicas" / f"{broker_id}.json", document)
+
+    def replica_status(self) -> dict[int, dict[tuple[str, int], dict]]:
+        """broker id -> (topic, partition) -> the status that broker last published."""
+        out = {}
+        for path in (self.dir / "replicas").glob("*.json"):
+            entries = {}
+            for key, status in read_json(path, {}).items():
+                topic, _, part = key.rpartition(":")
+                entries[(topic, int(part))] = status
+            out[int(path.stem)] = entries
+        return out
