@@ -21,8 +21,8 @@ from confluent_kafka import admin as confluent
 from kafka.admin import ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourceType
 
 from kctl.client import Connection, result
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 WILDCARD = "*"
 OPERATIONS: dict[str, ACLOperation] = {

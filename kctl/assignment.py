@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from kctl.client import Connection, fetch_metadata, find_topic
-from kctl.errors import KctlError, from_kafka
-from kctl.exit_codes import ExitCode
-from kctl.offsets import Kind, OffsetRange, Position, resolve, resolve_stop
+from kctl.errors import from_kafka
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.offsets import Kind, OffsetRange, Position, resolve, resolve_stop
 
 LEADER_MOVING = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
                  KafkaError.NOT_LEADER_FOR_PARTITION}

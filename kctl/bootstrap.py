@@ -14,8 +14,8 @@ from typing import Mapping
 
 from brokerd.state import ClusterState
 
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 BOOTSTRAP_ENV = "KCTL_BOOTSTRAP"
 HOME_ENV = "KCTL_HOME"

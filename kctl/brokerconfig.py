@@ -20,9 +20,9 @@ from pathlib import Path
 from brokerd.config import BROKER_DEFAULTS, BrokerConfig
 from brokerd.atomic_file import atomic_write
 
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
-from kctl.keyvalue import parse_pairs
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.keyvalue import parse_pairs
 
 FILE_NAME = "kctl.json"
 REPLICATION_FACTOR = "default.replication.factor"

@@ -14,8 +14,8 @@ from brokerd.state import ClusterState
 
 from kctl import brokerconfig, brokerview, localcluster
 from kctl.brokerview import BrokerView
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 KILL_TIMEOUT_S = 5.0
 UNITS = {"": 1, "k": 1000, "m": 1000 ** 2, "g": 1000 ** 3, "ki": 1024, "mi": 1024 ** 2, "gi": 1024 ** 3}

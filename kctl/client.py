@@ -20,9 +20,10 @@ from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec, Topi
 
 from kctl import clientprops
 from kctl.bootstrap import Bootstrap, local_servers, resolve_bootstrap, resolve_cluster_dir
-from kctl.errors import NOT_AUTHORIZED, KctlError, from_kafka
-from kctl.exit_codes import ExitCode
-from kctl.keyvalue import parse_pairs
+from kctl.errors import NOT_AUTHORIZED, from_kafka
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.keyvalue import parse_pairs
 
 Client = AdminClient | Producer | Consumer
 REFUSALS = NOT_AUTHORIZED | {KafkaError._SSL}   # the cluster answered, but not to these settings

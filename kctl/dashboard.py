@@ -12,9 +12,10 @@ import time
 from rich.console import Group
 from rich.text import Text
 
-from kctl import sections, securityevents
+from kctl import securityevents
 from kctl.brokerview import BrokerView
-from kctl.console import Section, rich_table
+from kctl.shell import sections
+from kctl.shell.console import Section, rich_table
 
 Event = tuple[float, str]
 

@@ -14,8 +14,9 @@ from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 
 from kctl.client import Connection, find_topic, list_offsets
-from kctl.errors import KctlError, from_kafka
-from kctl.exit_codes import ExitCode
+from kctl.errors import from_kafka
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 Cuts = dict[tuple[str, int], int]
 HIGH_WATERMARK = -1

@@ -1,14 +1,12 @@
-"""The one exception type commands raise for expected failures, and librdkafka error mapping.
-
-Commands never print errors themselves: they raise KctlError, and the top-level group turns
-it into a single line on stderr plus the matching exit code, so no user sees a traceback.
-"""
+"""librdkafka's errors as kctl's: the exit code each one means, and the one-line KctlError
+that says what could not be done and why."""
 
 from __future__ import annotations
 
 from confluent_kafka import KafkaError, KafkaException
 
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 _UNREACHABLE = {
     KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT,
@@ -37,15 +35,6 @@ _CONFLICT = {KafkaError.NON_EMPTY_GROUP, KafkaError.UNKNOWN_MEMBER_ID, KafkaErro
              KafkaError.GROUP_SUBSCRIBED_TO_TOPIC, KafkaError.NOT_ENOUGH_REPLICAS,
              KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND, KafkaError.PREFERRED_LEADER_NOT_AVAILABLE,
              KafkaError.ELIGIBLE_LEADERS_NOT_AVAILABLE, *FENCED}
-
-
-class KctlError(Exception):
-    """An expected failure: one line for the user and the exit code scripts see."""
-
-    def __init__(self, message: str, code: ExitCode = ExitCode.ERROR):
-        super().__init__(message)
-        self.message = message
-        self.code = code
 
 
 def exit_code_for(error: KafkaError) -> ExitCode:

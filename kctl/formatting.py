@@ -14,7 +14,7 @@ import json
 import re
 from typing import Callable, Protocol
 
-from kctl.recordjson import header_json, put_bytes
+from kctl.shell.recordjson import header_json, put_bytes
 
 DEFAULT_FORMAT = "%v\\n"
 
@@ -109,7 +109,7 @@ def _parse(fmt: str) -> list[bytes | Part]:
 
 def record_json(record: Record) -> bytes:
     """One compact JSON line, lossless: UTF-8 keys, values and header values as text, others
-    as base64 with a `*_encoding` field saying so (the scheme is in kctl.recordjson)."""
+    as base64 with a `*_encoding` field saying so (the scheme is in kctl.shell.recordjson)."""
     doc = {
         "topic": record.topic(),
         "partition": record.partition(),

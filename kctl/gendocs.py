@@ -18,8 +18,8 @@ from pathlib import Path
 import typer
 from typer.completion import shell_complete
 
-from kctl.exit_codes import table
 from kctl.main import app
+from kctl.shell.exit_codes import table
 
 Command = typer.core.TyperCommand | typer.core.TyperGroup
 

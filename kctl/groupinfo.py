@@ -14,8 +14,8 @@ from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, Is
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, MemberDescription, OffsetSpec
 
 from kctl.client import Connection, list_offsets, result
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 # Kafka's own spelling of group states, as kafka-consumer-groups.sh and rpk print them.
 STATE_NAMES = {

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient
 
 from kctl import groupinfo
 from kctl.client import Connection
-from kctl.errors import KctlError
+from kctl.shell.errors import KctlError
 
 
 class GroupSource:

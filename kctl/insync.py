@@ -15,8 +15,8 @@ from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource, ResourceType, TopicMetadata
 
 from kctl.client import Connection
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 SETTING = "min.insync.replicas"
 

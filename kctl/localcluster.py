@@ -20,11 +20,11 @@ from brokerd.state import ClusterState
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from kctl.bootstrap import resolve_cluster_dir
 from kctl import brokerconfig, brokerview, securecluster
+from kctl.bootstrap import resolve_cluster_dir
 from kctl.brokerview import HOST
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 DEFAULT_BROKERS = 3
 READY_TIMEOUT_S = 10.0

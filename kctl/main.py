@@ -10,11 +10,10 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from kctl import console
-from kctl.commands import (acl, bench, broker, cluster, consume, group, produce, quota, sql, topic, user,
-                           watch)
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode, table
+from kctl.commands import acl, bench, broker, cluster, consume, group, produce, quota, sql, topic, user, watch
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode, table
 
 EPILOG = "**Exit codes**\n\n" + "\n".join(f"* {code}: {meaning}" for code, meaning in table())
 
@@ -78,6 +77,6 @@ def main(
     version: Annotated[Optional[bool], typer.Option(
         "--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = None,
 ) -> None:
-    # Global options only: each command carries its own connection options (kctl.options),
+    # Global options only: each command carries its own connection options (kctl.shell.options),
     # so they can follow the command name as with kcat and rpk.
     return None

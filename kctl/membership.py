@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from confluent_kafka import Consumer, TopicPartition
 
-from kctl import console
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
-from kctl.offsets import Kind, OffsetRange
 from kctl.reader import Reader
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.offsets import Kind, OffsetRange
 
 # librdkafka waits 45 s before giving a killed member's partitions away; a demo should not.
 GROUP_DEFAULTS = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}

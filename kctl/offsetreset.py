@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
-from kctl.offsets import END, START, OffsetSyntaxError, Position, parse, resolve
-from kctl.offsets import Kind as OffsetKind
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.offsets import END, START, Kind as OffsetKind, OffsetSyntaxError, Position, parse, resolve
 
 
 class Kind(Enum):

@@ -15,9 +15,9 @@ from kafka.admin import ProducerState
 
 from kctl import topics
 from kctl.client import Connection, fetch_metadata, find_topic
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
 from kctl.pyadmin import call
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 # kafka-transactions.sh's ProducerId, ProducerEpoch, ... in kctl's style; the JSON keys are
 # the same names with underscores.

@@ -18,8 +18,8 @@ from kafka.errors import (AuthorizationError, IllegalSaslStateError, InvalidRepl
                           UnsupportedSaslMechanismError)
 
 from kctl.client import Connection
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 T = TypeVar("T")
 

@@ -14,8 +14,8 @@ from kafka.protocol.admin.client_quotas import (
 
 from kctl import pyadmin
 from kctl.client import Connection
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 DEFAULT = "<default>"
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2

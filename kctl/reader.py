@@ -14,10 +14,11 @@ from typing import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from kctl import console
 from kctl.assignment import PartitionPlan
 from kctl.client import Connection, fetch_metadata
-from kctl.errors import KctlError, exit_code_for
+from kctl.errors import exit_code_for
+from kctl.shell import console
+from kctl.shell.errors import KctlError
 
 BATCH = 1000
 POLL_TIMEOUT_S = 0.2

@@ -17,9 +17,9 @@ from kafka import TopicPartition
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 
 from kctl.client import Connection
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
 from kctl.pyadmin import call, exit_code
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 Plan = dict[tuple[str, int], list[int] | None]
 POLL_S = 0.1

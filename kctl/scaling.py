@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from brokerd.state import ClusterState
 
-from kctl import brokerconfig, brokerctl, brokerview, client, console, localcluster, reassign
+from kctl import brokerconfig, brokerctl, brokerview, client, localcluster, reassign
 from kctl.client import Connection, fetch_metadata
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 ADMIN_TIMEOUT_S = 10.0
 

@@ -13,8 +13,8 @@ from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism, UserScra
                                    UserScramCredentialUpsertion)
 
 from kctl.client import Connection, result
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 DEFAULT_MECHANISM = "SCRAM-SHA-512"

@@ -27,8 +27,8 @@ from brokerd.security import client_properties
 from brokerd.state import ClusterState
 
 from kctl import tls
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 
 class SecurityProtocol(str, Enum):

@@ -19,8 +19,8 @@ import time
 from brokerd.state import ClusterState, PartitionRecord
 
 from kctl import brokerview, securityevents
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 Status = dict[int, dict[tuple[str, int], dict]]
 

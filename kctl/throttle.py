@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 import time
 
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 PACING_HZ = 20  # batches per second: smooth to the eye, coarse enough to cost nothing
 

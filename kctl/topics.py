@@ -8,8 +8,9 @@ from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
 from kctl.client import Connection, fetch_metadata
-from kctl.errors import KctlError, from_kafka
-from kctl.exit_codes import ExitCode
+from kctl.errors import from_kafka
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 

@@ -14,10 +14,11 @@ from typing import Callable, Iterable, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from kctl import console
-from kctl.errors import FENCED, KctlError, from_kafka
-from kctl.exit_codes import ExitCode
-from kctl.options import Acks
+from kctl.errors import FENCED, from_kafka
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.options import Acks
 
 Batch = TypeVar("Batch")
 

@@ -8,12 +8,13 @@ from typing import Annotated, Callable, Optional
 import typer
 from brokerd.security.acl import AclBinding
 
-from kctl import aclexplain, acls, console
+from kctl import aclexplain, acls
 from kctl.acls import Who
 from kctl.client import Connection, checked, connect
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
 
 app = typer.Typer(
     help="Create, list, delete and explain ACLs (KIP-11; prefixed patterns, KIP-290). A request "

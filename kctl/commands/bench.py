@@ -13,13 +13,15 @@ from typing import Annotated, Optional
 import typer
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from kctl import console, topics, transactions
+from kctl import topics, transactions
 from kctl.assignment import plan
 from kctl.client import Connection, connect, produce_waiting
-from kctl.errors import KctlError, exit_code_for, from_kafka
-from kctl.offsets import END, START, OffsetRange
-from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
-                          Compression, CompressionOption, Json, Settings, Timeout, TransactionalId)
+from kctl.errors import exit_code_for, from_kafka
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.offsets import END, START, OffsetRange
+from kctl.shell.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
+                                Compression, CompressionOption, Json, Settings, Timeout, TransactionalId)
 from kctl.transactions import Transactions
 
 MIB = 1024 * 1024

@@ -10,10 +10,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl import brokerconfig, brokerctl, brokerview, console, localcluster, sections
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
-from kctl.options import ClusterDir, Json
+from kctl import brokerconfig, brokerctl, brokerview, localcluster
+from kctl.shell import console, sections
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.options import ClusterDir, Json
 
 app = typer.Typer(
     help="List the local cluster's brokers and inject faults: kill, stop, start, pause, resume, throttle.",

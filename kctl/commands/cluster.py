@@ -14,13 +14,13 @@ import typer
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
 
-from kctl import (brokerconfig, brokerview, console, localcluster, metadatalog, scaling, sections,
-                  securecluster)
+from kctl import brokerconfig, brokerview, localcluster, metadatalog, scaling, securecluster
 from kctl.bootstrap import resolve_cluster_dir
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
-from kctl.options import ClusterDir, Json
 from kctl.securecluster import SecurityProtocol
+from kctl.shell import console, sections
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.options import ClusterDir, Json
 
 app = typer.Typer(
     help="Start, stop and inspect the local cluster (brokerd daemons).\n\n"

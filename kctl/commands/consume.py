@@ -7,16 +7,17 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl import console
 from kctl.assignment import parse_partitions, plan
 from kctl.client import Connection, connect, fetch_metadata, find_topic
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
 from kctl.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
 from kctl.membership import GROUP_DEFAULTS, Membership, reset_policy
-from kctl.offsets import OffsetRange, OffsetSyntaxError, parse
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Isolation, Settings, Timeout
 from kctl.reader import ClusterWatch, Commit, Reader, Render
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.offsets import OffsetRange, OffsetSyntaxError, parse
+from kctl.shell.options import (DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Isolation, Settings,
+                                Timeout)
 
 
 def consume(

@@ -11,13 +11,15 @@ import typer
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from kctl import console, groupinfo, offsetreset, sections
+from kctl import groupinfo, offsetreset
 from kctl.assignment import parse_partitions
 from kctl.client import Connection, connect, fetch_metadata, find_topic, list_offsets, result
-from kctl.errors import KctlError, from_kafka
-from kctl.exit_codes import ExitCode
+from kctl.errors import from_kafka
 from kctl.offsetreset import Current, Kind, Strategy
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell import console, sections
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
 
 app = typer.Typer(help="List, describe, reset and delete consumer groups.", no_args_is_help=True)
 

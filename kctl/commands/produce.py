@@ -16,15 +16,17 @@ import typer
 from confluent_kafka import KafkaError, KafkaException, Producer
 from rich.progress import Progress
 
-from kctl import console, insync, linebatches, throttle, transactions
+from kctl import insync, linebatches, throttle, transactions
 from kctl.client import Connection, connect, fetch_metadata, find_topic, produce_waiting
 from kctl.delivery import STALLED, DeliveryPoller, DeliveryStopped, DeliveryTally
-from kctl.errors import KctlError, exit_code_for, from_kafka
-from kctl.exit_codes import ExitCode
-from kctl.keyvalue import parse_pairs
-from kctl.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
-                          Compression, CompressionOption, DeliveryTimeout, Settings, TransactionalId)
-from kctl.recordjson import JsonLines, ProduceArgs
+from kctl.errors import exit_code_for, from_kafka
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.keyvalue import parse_pairs
+from kctl.shell.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
+                                Compression, CompressionOption, DeliveryTimeout, Settings, TransactionalId)
+from kctl.shell.recordjson import JsonLines, ProduceArgs
 from kctl.transactions import Transactions
 
 INTERRUPT_FLUSH_S = 5.0

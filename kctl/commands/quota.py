@@ -8,12 +8,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl import console, quotas
+from kctl import quotas
 from kctl.client import checked, connect
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
-from kctl.keyvalue import parse_pairs
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.keyvalue import parse_pairs
+from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
 
 app = typer.Typer(
     help="Alter and describe client quotas (KIP-13, KIP-55): byte rates per user, per client id "

@@ -15,11 +15,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl import console, topics
+from kctl import topics
 from kctl.client import connect, fetch_metadata
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Settings, Timeout
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Settings, Timeout
 
 _INTERVAL = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)")
 _UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}

@@ -13,13 +13,15 @@ from confluent_kafka.admin import (AlterConfigOpType, ClusterMetadata, ConfigEnt
                                   ResourceType)
 from rich.text import Text
 
-from kctl import (console, deleterecords, localcluster, producers as producerstate, reassign as reassignment,
-                  sections, segments as segfiles, topicinfo, topics)
+from kctl import (deleterecords, localcluster, producers as producerstate, reassign as reassignment,
+                  segments as segfiles, topicinfo, topics)
 from kctl.client import connect, fetch_metadata, find_topic, result
-from kctl.errors import KctlError, exit_code_for
-from kctl.exit_codes import ExitCode
-from kctl.keyvalue import parse_pairs
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.errors import exit_code_for
+from kctl.shell import console, sections
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.keyvalue import parse_pairs
+from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
 
 
 class Election(str, Enum):

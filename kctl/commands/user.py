@@ -9,11 +9,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl import console, scram
+from kctl import scram
 from kctl.client import Connection, checked, connect
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
 
 app = typer.Typer(
     help="Create, list and delete SASL/SCRAM users (KIP-554). A user logs in with SCRAM-SHA-256 "

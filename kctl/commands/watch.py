@@ -10,11 +10,12 @@ import typer
 from brokerd.state import ClusterState
 from rich.live import Live
 
-from kctl import console, dashboard, events, localcluster, snapshot
+from kctl import dashboard, events, localcluster, snapshot
 from kctl.client import connect
-from kctl.exit_codes import ExitCode
 from kctl.groupwatch import GroupPoller, GroupSource, poll_once
-from kctl.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell import console
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
 
 MAX_EVENTS = 10
 

@@ -20,8 +20,8 @@ import uuid
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from kctl import console
 from kctl.commands.bench import rates
+from kctl.shell import console
 from kctl.spark.lookup import ClusterOffsets
 from kctl.spark.options import Subscription
 from kctl.spark.produce import Outbox

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, Row
 from rich.live import Live
 from rich.table import Table
 
-from kctl import console
+from kctl.shell import console
 
 
 def plain(value: Any) -> Any:

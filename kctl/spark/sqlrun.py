@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
 
-from kctl import console
+from kctl.shell import console
 from kctl.spark.output import BatchPrinter, print_rows
 from kctl.spark.session import local_session
 from kctl.spark.views import ViewSpec, client_options, register_views

@@ -6,8 +6,8 @@ import pytest
 from brokerd.state import ClusterState
 
 from kctl.bootstrap import resolve_bootstrap, resolve_cluster_dir
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import time
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 
-from kctl.exit_codes import ExitCode
+from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env
 from tests.kctl.local import kctl_in, kctl_json

@@ -5,8 +5,8 @@ from brokerd.state import BrokerRegistration
 
 from kctl import brokerconfig
 from kctl.brokerview import state_of
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 
 def test_settings_are_checked_remembered_and_defaulted(tmp_path):

@@ -11,7 +11,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kctl import snapshot
-from kctl.exit_codes import ExitCode
+from kctl.shell.exit_codes import ExitCode
 from tests.brokerd.test_wire_interop import consume_all
 from tests.cluster_harness import wait_until
 from tests.kctl.local import kctl_in

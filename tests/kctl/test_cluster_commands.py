@@ -10,7 +10,7 @@ import time
 import pytest
 from brokerd.state import ClusterState
 
-from kctl.exit_codes import ExitCode
+from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import free_port, wait_until
 from tests.kctl.cli import run_kctl
 from tests.kctl.local import kctl_in

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kctl.exit_codes import ExitCode
+from kctl.shell.exit_codes import ExitCode
 from tests.kctl.local import kctl_in, kctl_json
 
 pytestmark = pytest.mark.timeout(120)

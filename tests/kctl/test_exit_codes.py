@@ -5,8 +5,8 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from kctl.exit_codes import ExitCode
 from kctl.main import app
+from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import free_port
 from tests.kctl.cli import run_kctl
 

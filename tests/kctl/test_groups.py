@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from kctl.exit_codes import ExitCode
+from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env
 from tests.kctl.local import kctl_in, kctl_json

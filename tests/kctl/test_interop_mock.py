@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import pytest
 from typer.testing import CliRunner
 
-from kctl.exit_codes import ExitCode
 from kctl.main import app
+from kctl.shell.exit_codes import ExitCode
 from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 from tests.kctl.murmur2 import java_partition
 

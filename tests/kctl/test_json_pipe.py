@@ -14,10 +14,10 @@ import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, KafkaError, Message, Producer, TopicPartition
 from typer.testing import CliRunner
 
-from kctl.exit_codes import ExitCode
 from kctl.formatting import record_json
 from kctl.main import app
-from kctl.recordjson import JsonLines
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.recordjson import JsonLines
 from tests.cluster_harness import free_port
 from tests.kctl.cli import kctl_command, kctl_env
 from tests.kctl.local import kctl_in

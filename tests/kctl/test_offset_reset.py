@@ -2,9 +2,9 @@
 
 import pytest
 
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
 from kctl.offsetreset import Current, Kind, Strategy, choose, new_offset
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 NOW_MS = 1_700_000_000_000
 PART = Current("t", 0, committed=40, log_start=10, high_watermark=100, time_offset=55)

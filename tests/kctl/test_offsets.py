@@ -2,8 +2,8 @@
 
 import pytest
 
-from kctl.offsets import (END, START, Kind, OffsetRange, OffsetSyntaxError, Position, duration_ms,
-                          parse, resolve, resolve_stop, timestamp_ms)
+from kctl.shell.offsets import (END, START, Kind, OffsetRange, OffsetSyntaxError, Position, duration_ms,
+                                parse, resolve, resolve_stop, timestamp_ms)
 
 NOW = 1_700_000_000_000  # 2023-11-14T22:13:20Z
 

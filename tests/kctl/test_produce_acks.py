@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kctl.exit_codes import ExitCode
+from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kctl.local import kctl_in, kctl_json
 

@@ -14,7 +14,7 @@ from brokerd.security import client_properties
 from brokerd.state import ClusterState
 from confluent_kafka import KafkaError
 
-from kctl.exit_codes import ExitCode
+from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import run_kctl
 from tests.security_harness import login_error, sasl_settings

@@ -23,8 +23,8 @@ from kctl import acls, brokerconfig, clientprops, dashboard, pyadmin, secureclus
 from kctl.aclexplain import Explanation
 from kctl.bootstrap import Bootstrap
 from kctl.commands.user import read_password
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 
 def mode(path) -> int:

@@ -6,7 +6,7 @@ transactional.id fencing the old one by a higher epoch."""
 import pytest
 from confluent_kafka import Producer
 
-from kctl.exit_codes import ExitCode
+from kctl.shell.exit_codes import ExitCode
 from tests.brokerd.test_read_committed import transactional
 from tests.cluster_harness import free_port, wait_until
 from tests.kctl.local import kctl_in, kctl_json

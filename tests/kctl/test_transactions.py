@@ -13,7 +13,7 @@ import signal
 import pytest
 
 from kctl import linebatches
-from kctl.exit_codes import ExitCode
+from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import run_kctl
 from tests.kctl.local import kctl_in, kctl_json

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from kctl.exit_codes import ExitCode
+from kctl.shell.exit_codes import ExitCode
 from tests.kctl.cli import kctl_command, kctl_env
 from tests.spark.conftest import SPARK_ENV
 from tests.spark.helpers import create_topic, kill_group, produce

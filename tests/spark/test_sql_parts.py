@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql import Row
 
 from kctl.commands.sql import parse_trigger
-from kctl.errors import KctlError
+from kctl.shell.errors import KctlError
 from kctl.spark.output import plain, print_rows
 from kctl.spark.sqlrun import summary
 from kctl.spark.views import named_topics, quote

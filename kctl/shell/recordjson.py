@@ -20,8 +20,8 @@ import binascii
 import json
 from typing import Any, Iterable, Iterator
 
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 BASE64 = "base64"
 HEADERS_SHAPE = '"headers" must be a list of {"key": NAME, "value": TEXT} objects'

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from kctl import brokerview
 from kctl.brokerview import BrokerView
-from kctl.console import Cell, Section
+from kctl.shell.console import Cell, Section
 
 _BROKER_STYLES = {brokerview.ALIVE: "green", brokerview.PAUSED: "bold yellow",
                   brokerview.SHUTTING_DOWN: "yellow", brokerview.DEAD: "bold red"}

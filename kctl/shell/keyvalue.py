@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kctl.errors import KctlError
-from kctl.exit_codes import ExitCode
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 
 def parse_pairs(items: list[str] | None, option: str) -> list[tuple[str, str]]:
