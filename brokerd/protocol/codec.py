@@ -10,7 +10,9 @@ Record batches pass through as opaque bytes in both directions.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from kafka.protocol.admin import (
     CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
@@ -57,6 +59,7 @@ from kafka.protocol.admin.users import (
     DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
 )
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+from kafka.protocol.data_container import DataContainer
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 )
@@ -173,15 +176,15 @@ def decode_request(payload: bytes) -> Request:
     return Request(header, body)
 
 
-def encode_response(header: RequestHeader, fields: dict) -> bytes:
+def encode_response(header: RequestHeader, fields: Mapping[str, Any]) -> bytearray:
     """Encode a response (a nested dict of snake_case field names) as a framed message."""
     response_class = MESSAGES[header.api_key][1]
     response = _build(response_class, fields, header.api_version)
     response.with_header(correlation_id=header.correlation_id)
-    return response.encode(header=True, framed=True)
+    return cast(bytearray, response.encode(header=True, framed=True))
 
 
-def encode_api_versions_unsupported(correlation_id: int) -> bytes:
+def encode_api_versions_unsupported(correlation_id: int) -> bytearray:
     """KIP-511: an unsupported ApiVersions version is answered in v0 format, error 35."""
     low, high = ADVERTISED[ApiKey.ApiVersions]
     fields = {
@@ -191,15 +194,15 @@ def encode_api_versions_unsupported(correlation_id: int) -> bytes:
     return encode_response(RequestHeader(ApiKey.ApiVersions, 0, correlation_id), fields)
 
 
-def encode_request(header: RequestHeader, fields: dict) -> bytes:
+def encode_request(header: RequestHeader, fields: Mapping[str, Any]) -> bytearray:
     """Encode a request, framed, for brokerd's own broker-to-broker client (replica fetchers,
     transaction markers)."""
     request = _build(MESSAGES[header.api_key][0], fields, header.api_version)
     request.with_header(correlation_id=header.correlation_id, client_id=header.client_id)
-    return request.encode(header=True, framed=True)
+    return cast(bytearray, request.encode(header=True, framed=True))
 
 
-def decode_response(header: RequestHeader, payload: bytes):
+def decode_response(header: RequestHeader, payload: bytes) -> ApiMessage:
     """Decode a response frame (without its size prefix) to the request described by ``header``."""
     response_class = MESSAGES[header.api_key][1]
     try:
@@ -208,14 +211,15 @@ def decode_response(header: RequestHeader, payload: bytes):
         raise MalformedRequest(f"undecodable {response_class.__name__}: {exc!r}") from exc
 
 
-def response_element(api_key: int, array_field: str, fields: dict):
+def response_element(api_key: int, array_field: str, fields: Mapping[str, Any]) -> DataContainer:
     """One element of a response's top-level struct array (a Metadata topic, say), built
     from a dict once so that responses can reuse it while it stays true."""
     data_class = MESSAGES[api_key][1]._struct.fields[array_field].data_class
     return _build(data_class, fields)
 
 
-def _build(container_class, fields: dict, version: int | None = None):
+def _build(container_class: type[DataContainer], fields: Mapping[str, Any],
+           version: int | None = None) -> DataContainer:
     """Build a kafka-python message from a dict, converting nested dicts and lists of dicts
     (an element already built by ``response_element`` is taken as it is)."""
     struct_fields = container_class._struct.fields

@@ -54,10 +54,10 @@ class AbstractIndex:
     def is_full(self) -> bool:
         return self.entries >= self.max_entries
 
-    def entry(self, slot: int) -> tuple:
+    def entry(self, slot: int) -> tuple[int, ...]:
         return self.ENTRY.unpack_from(self._loaded(), slot * self.ENTRY.size)
 
-    def last_entry(self) -> tuple | None:
+    def last_entry(self) -> tuple[int, ...] | None:
         return self.entry(self.entries - 1) if self.entries else None
 
     def is_sane(self) -> bool:
@@ -89,6 +89,7 @@ class AbstractIndex:
         """Write the entries the file lacks, cut it to the entries and fsync it."""
         if self._unwritten_from is None:
             return
+        assert self._buffer is not None  # the file can only lag entries that are in memory
         with open(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644), "r+b") as file:
             file.seek(self._unwritten_from)
             file.write(self._buffer[self._unwritten_from :])

@@ -22,6 +22,7 @@ from brokerd.storage.record_batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     TRANSACTIONAL_MASK,
+    ByteBuffer,
 )
 
 ABORT = 0
@@ -59,7 +60,7 @@ def build_end_txn_marker(producer_id: int, producer_epoch: int, commit: bool, co
     return bytes(batch)
 
 
-def read_end_txn_marker(buf, position: int) -> EndTxnMarker | None:
+def read_end_txn_marker(buf: ByteBuffer, position: int) -> EndTxnMarker | None:
     """The end-transaction marker in the control batch at ``position``; None when its record
     is of another control type or unreadable."""
     try:
@@ -78,7 +79,7 @@ def read_end_txn_marker(buf, position: int) -> EndTxnMarker | None:
         return None
 
 
-def _read_varint(buf, position: int) -> tuple[int, int]:
+def _read_varint(buf: ByteBuffer, position: int) -> tuple[int, int]:
     """A zigzag varint at ``position``: its value and the position after it."""
     shift = raw = 0
     while True:
@@ -90,5 +91,5 @@ def _read_varint(buf, position: int) -> tuple[int, int]:
         shift += 7
 
 
-def _skip_varint(buf, position: int) -> int:
+def _skip_varint(buf: ByteBuffer, position: int) -> int:
     return _read_varint(buf, position)[1]

@@ -23,6 +23,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 from weakref import WeakKeyDictionary
 
 import crc32c
@@ -35,6 +36,9 @@ from brokerd.storage.record_batch import (
     CRC_START, BatchHeader, read_header, set_base_offset_and_epoch, set_log_append_time,
 )
 
+if TYPE_CHECKING:
+    from brokerd.storage.partition_log import PartitionLog  # which imports this module
+
 CLEANED_SUFFIX = ".cleaned"
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _LAST_OFFSET_DELTA_POSITION = 23
@@ -43,6 +47,21 @@ _CRC_POSITION = 17
 _UNLIMITED = 2**31 - 1
 
 OffsetMap = dict[bytes, int]
+
+
+class _Record(Protocol):
+    """What the cleaner reads of a decoded record (kafka-python's ``DefaultRecord``, untyped)."""
+
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> list[tuple[str, bytes | None]]: ...
 
 
 @dataclass(frozen=True)
@@ -70,7 +89,7 @@ def clean_segment(segment: LogSegment, latest: OffsetMap, tombstone_horizon_ms: 
     out = bytearray()
     for raw, header in _batches(segment):
         records = _decode(raw, header)
-        kept = records and [r for r in records if _survives(r, latest, tombstone_horizon_ms)]
+        kept = [r for r in records or () if _survives(r, latest, tombstone_horizon_ms)]
         if records is None or len(kept) == header.records_count:
             out += raw
         elif kept:
@@ -84,7 +103,7 @@ def _batches(segment: LogSegment) -> Iterable[tuple[memoryview, BatchHeader]]:
         yield view[position:position + header.size], header
 
 
-def _decode(raw: memoryview, header: BatchHeader) -> list | None:
+def _decode(raw: memoryview, header: BatchHeader) -> list[_Record] | None:
     """The batch's records, or None for batches kept whole: transactional and control
     batches, and any whose codec this machine lacks."""
     if header.is_transactional or header.is_control:
@@ -95,7 +114,7 @@ def _decode(raw: memoryview, header: BatchHeader) -> list | None:
         return None
 
 
-def _survives(record, latest: OffsetMap, tombstone_horizon_ms: int) -> bool:
+def _survives(record: _Record, latest: OffsetMap, tombstone_horizon_ms: int) -> bool:
     if record.key is None:
         return True  # nothing supersedes a keyless record
     if latest.get(record.key, record.offset) > record.offset:
@@ -103,7 +122,7 @@ def _survives(record, latest: OffsetMap, tombstone_horizon_ms: int) -> bool:
     return record.value is not None or record.timestamp >= tombstone_horizon_ms
 
 
-def _rebuild(header: BatchHeader, records: list) -> bytes | None:
+def _rebuild(header: BatchHeader, records: list[_Record]) -> bytes | None:
     """A batch of the surviving records with the original's offsets and producer fields
     (None when its codec cannot compress here)."""
     builder = DefaultRecordBatchBuilder(
@@ -153,9 +172,11 @@ class LogCleaner:
     its oldest uncleaned batch is older than ``max.compaction.lag.ms`` whatever that share."""
 
     def __init__(self) -> None:
-        self._cleaned_to: WeakKeyDictionary = WeakKeyDictionary()  # log -> end of its last pass
+        # log -> end of its last pass
+        self._cleaned_to: WeakKeyDictionary[PartitionLog, int] = WeakKeyDictionary()
 
-    def maybe_clean(self, log, first_uncleanable_offset: int, now_ms: int) -> CleaningResult | None:
+    def maybe_clean(self, log: PartitionLog, first_uncleanable_offset: int,
+                    now_ms: int) -> CleaningResult | None:
         segments = _cleanable(log, first_uncleanable_offset, now_ms)
         total = sum(s.size for s in segments)
         cleaned_to = self._cleaned_to.get(log, 0)
@@ -170,13 +191,13 @@ class LogCleaner:
         return result
 
 
-def _overdue(log, dirty_segments: list[LogSegment], now_ms: int) -> bool:
+def _overdue(log: PartitionLog, dirty_segments: list[LogSegment], now_ms: int) -> bool:
     """Whether the first batch of the dirty part was written over ``max.compaction.lag.ms`` ago."""
     _, first_batch = next(dirty_segments[0].batch_headers())
     return first_batch.max_timestamp < now_ms - log.config.max_compaction_lag_ms
 
 
-def _cleanable(log, first_uncleanable_offset: int, now_ms: int) -> list[LogSegment]:
+def _cleanable(log: PartitionLog, first_uncleanable_offset: int, now_ms: int) -> list[LogSegment]:
     """Closed segments wholly below the first offset that may not be cleaned yet, and, with
     ``min.compaction.lag.ms``, before the first segment holding a record younger than that."""
     lag = log.config.min_compaction_lag_ms
@@ -188,7 +209,7 @@ def _cleanable(log, first_uncleanable_offset: int, now_ms: int) -> list[LogSegme
     return cleanable
 
 
-def compact(log, first_uncleanable_offset: int, now_ms: int) -> CleaningResult:
+def compact(log: PartitionLog, first_uncleanable_offset: int, now_ms: int) -> CleaningResult:
     """One cleaning pass over the cleanable segments of ``log`` (see ``_cleanable``),
     swapping each cleaned segment in as it is done."""
     segments = _cleanable(log, first_uncleanable_offset, now_ms)

@@ -12,7 +12,7 @@ import random
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from kafka.errors import InvalidConfigurationError
 
@@ -273,7 +273,8 @@ class LogConfig:
         unknown = sorted(set(configs) - KEYS_BY_NAME.keys())
         if unknown:
             raise InvalidConfigurationError(f"Unknown topic config name: {', '.join(unknown)}")
-        values = {
+        # each key's parser returns the type of its attribute, which a dict cannot express
+        values: dict[str, Any] = {
             key.attribute: _parse(key, configs.get(key.name, key.default)) for key in CONFIG_KEYS
         }
         return cls(**values, overrides=dict(configs))

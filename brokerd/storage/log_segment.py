@@ -12,6 +12,7 @@ the segment.
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from brokerd.storage.record_batch import (
     HEADER_SIZE,
     INT32_MAX,
     BatchHeader,
+    ByteBuffer,
     crc_matches,
     iter_batch_headers,
     iter_batch_spans,
@@ -197,7 +199,7 @@ class LogSegment:
             return timestamp_ms - self.rolling_based_timestamp
         return now_ms - self._created_ms
 
-    def append(self, batch, header: BatchHeader) -> None:
+    def append(self, batch: ByteBuffer, header: BatchHeader) -> None:
         """Copy an offset-stamped batch to the end of the segment and index it."""
         position = self.size
         if position + header.size > self._log.capacity:
@@ -245,7 +247,7 @@ class LogSegment:
     # -- reading --------------------------------------------------------------
 
     @property
-    def buffer(self):
+    def buffer(self) -> mmap.mmap | memoryview:
         """The mapped ``.log`` bytes, for the rare reads past a batch header (control records)."""
         return self._log.buffer
 
@@ -311,7 +313,7 @@ class LogSegment:
         self._bytes_since_last_index_entry = 0
         self.rolling_based_timestamp = None
 
-    def _continues_log(self, buffer, position: int, header: BatchHeader) -> bool:
+    def _continues_log(self, buffer: ByteBuffer, position: int, header: BatchHeader) -> bool:
         return (
             header.magic == CURRENT_MAGIC
             and header.base_offset >= self.next_offset

@@ -28,6 +28,7 @@ from brokerd.storage.record_batch import (
     MAGIC_POSITION,
     MAX_COMPRESSION_TYPE,
     BatchHeader,
+    ByteBuffer,
     crc_matches,
     read_header,
     set_base_offset_and_epoch,
@@ -37,7 +38,7 @@ from brokerd.storage.record_batch import (
 NO_TIMESTAMP = -1  # Kafka's RecordBatch.NO_TIMESTAMP: the producer gave none
 
 
-def validate_client_batch(batch, max_message_bytes: int) -> BatchHeader:
+def validate_client_batch(batch: ByteBuffer, max_message_bytes: int) -> BatchHeader:
     """Check the single batch a produce request carries for one partition; return its header."""
     view = memoryview(batch)
     if len(view) <= MAGIC_POSITION:
@@ -95,7 +96,7 @@ def validate_timestamps(header: BatchHeader, config: LogConfig, now_ms: int) -> 
                 f"The timestamp should be within [{earliest}, {latest}]")
 
 
-class RecordErrorsError(InvalidRecordError):
+class RecordErrorsError(InvalidRecordError):  # type: ignore[misc]  # kafka-python's errors are untyped (Any)
     """INVALID_RECORD naming the rejected records: Produce v8+ reports them as record_errors
     (``(batch index, message)``), as Kafka's RecordValidationException does."""
 
@@ -104,7 +105,7 @@ class RecordErrorsError(InvalidRecordError):
         self.record_errors = record_errors
 
 
-def validate_keys_for_compaction(batch, topic_partition: str) -> None:
+def validate_keys_for_compaction(batch: ByteBuffer, topic_partition: str) -> None:
     """A compacted topic keeps the latest record of every key, so a keyless record has no
     place in it; Kafka refuses such batches whole. The one check that decodes records, and
     only for compacted topics."""
@@ -122,7 +123,7 @@ def validate_keys_for_compaction(batch, topic_partition: str) -> None:
     )
 
 
-def stamp_batch(batch, base_offset: int, leader_epoch: int,
+def stamp_batch(batch: ByteBuffer, base_offset: int, leader_epoch: int,
                 log_append_time_ms: int | None = None) -> tuple[bytearray, BatchHeader]:
     """Copy a validated client batch with the broker's fields set; return it and its new header.
 

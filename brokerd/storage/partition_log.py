@@ -41,7 +41,9 @@ from brokerd.storage.log_validator import (
 )
 from brokerd.storage.producer_state import ProducerStateEntry, ProducerStateManager
 from brokerd.storage.recompression import recompress, target_codec
-from brokerd.storage.record_batch import CURRENT_MAGIC, BatchHeader, crc_matches, iter_batch_headers
+from brokerd.storage.record_batch import (
+    CURRENT_MAGIC, BatchHeader, ByteBuffer, crc_matches, iter_batch_headers,
+)
 from brokerd.storage.time_index import TimestampOffset
 from brokerd.storage.transaction_index import AbortedTxn
 
@@ -133,7 +135,7 @@ class PartitionLog:
 
     # -- appends ----------------------------------------------------------------
 
-    def append_as_leader(self, batch, leader_epoch: int, now_ms: int | None = None) -> AppendInfo:
+    def append_as_leader(self, batch: ByteBuffer, leader_epoch: int, now_ms: int | None = None) -> AppendInfo:
         """Validate a producer's batch, assign it the next offsets and append it.
 
         A retry of one of an idempotent producer's last five batches is not
@@ -155,7 +157,7 @@ class PartitionLog:
             batch = self._recompressed(batch, codec_id)
         return self._stamp_and_append(batch, leader_epoch, now_ms)
 
-    def _recompressed(self, batch, codec_id: int) -> bytes:
+    def _recompressed(self, batch: ByteBuffer, codec_id: int) -> bytes:
         """The batch in the topic's compression.type, still within max.message.bytes."""
         rebuilt = recompress(batch, codec_id, self._config.compression_level)
         if len(rebuilt) > self._config.max_message_bytes:
@@ -180,14 +182,14 @@ class PartitionLog:
         marker = build_end_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch, now_ms)
         return self._stamp_and_append(marker, leader_epoch, now_ms)
 
-    def _stamp_and_append(self, batch, leader_epoch: int, now_ms: int) -> AppendInfo:
+    def _stamp_and_append(self, batch: ByteBuffer, leader_epoch: int, now_ms: int) -> AppendInfo:
         append_time = now_ms if self._config.log_append_time else None
         stamped, header = stamp_batch(batch, self.log_end_offset, leader_epoch, append_time)
         self._append(stamped, header, now_ms)
         return AppendInfo(header.base_offset, header.last_offset, header.max_timestamp,
                           -1 if append_time is None else append_time)
 
-    def append_as_follower(self, batches) -> AppendInfo | None:
+    def append_as_follower(self, batches: ByteBuffer) -> AppendInfo | None:
         """Append batches copied from the leader, keeping their offsets and epochs.
 
         They must continue this log exactly. Every batch is checked before any
@@ -219,7 +221,7 @@ class PartitionLog:
             expected = header.next_offset
         return headers
 
-    def _append(self, batch, header: BatchHeader, now_ms: int) -> None:
+    def _append(self, batch: ByteBuffer, header: BatchHeader, now_ms: int) -> None:
         if self._segments[-1].should_roll(self._config, header, now_ms):
             self._roll(header.size, now_ms)
         active = self._segments[-1]
@@ -229,7 +231,7 @@ class PartitionLog:
             active.txn_index.append(aborted)
         self.maybe_flush(now_ms)
 
-    def _note_batch(self, header: BatchHeader, buf, position: int) -> AbortedTxn | None:
+    def _note_batch(self, header: BatchHeader, buf: ByteBuffer, position: int) -> AbortedTxn | None:
         """Update the state derived from batch headers: epoch starts, producer sequences and
         transactions. Returns the transaction an abort marker (at ``position`` in ``buf``) ends."""
         self.maybe_assign_epoch_start_offset(header.partition_leader_epoch, header.base_offset)
@@ -318,7 +320,7 @@ class PartitionLog:
         first = self._producer_state.first_unstable_offset
         return None if first is None else max(first, self.log_start_offset)
 
-    def open_transactions(self) -> list[dict]:
+    def open_transactions(self) -> list[dict[str, int]]:
         """``{"producer_id", "producer_epoch", "first_offset"}`` of each open transaction, earliest first."""
         return self._producer_state.open_transactions()
 

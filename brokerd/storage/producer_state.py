@@ -15,6 +15,7 @@ loaded or truncated.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -160,7 +161,7 @@ class ProducerStateManager:
         """Every producer this partition remembers (DescribeProducers shows them)."""
         return list(self._producers.values())
 
-    def open_transactions(self) -> list[dict]:
+    def open_transactions(self) -> list[dict[str, int]]:
         return [{"producer_id": pid, "producer_epoch": self._producers[pid].producer_epoch,
                  "first_offset": first_offset} for pid, first_offset in self._open_txns.items()]
 
@@ -188,7 +189,7 @@ class ProducerStateManager:
         with an open transaction (the coordinator's timeout ends it, not this)."""
         self._retain(lambda entry: now_ms - entry.last_timestamp < expiration_ms)
 
-    def _retain(self, keep) -> None:
+    def _retain(self, keep: Callable[[ProducerStateEntry], bool]) -> None:
         self._producers = {pid: entry for pid, entry in self._producers.items()
                            if entry.current_txn_first_offset is not None or keep(entry)}
 

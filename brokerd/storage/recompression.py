@@ -9,17 +9,22 @@ idempotence and transactions see the same batch; only the codec and the CRC chan
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import crc32c
 from kafka import codec
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from brokerd.storage.record_batch import COMPRESSION_MASK, CRC_START, CURRENT_MAGIC, HEADER_SIZE, LOG_OVERHEAD
+from brokerd.storage.record_batch import (
+    COMPRESSION_MASK, CRC_START, CURRENT_MAGIC, HEADER_SIZE, LOG_OVERHEAD, ByteBuffer,
+)
 
 PRODUCER = "producer"
 CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-_AVAILABLE = {"uncompressed": lambda: True, "gzip": codec.has_gzip, "snappy": codec.has_snappy,
-              "lz4": codec.has_lz4, "zstd": codec.has_zstd}
+_AVAILABLE: dict[str, Callable[[], bool]] = {
+    "uncompressed": lambda: True, "gzip": codec.has_gzip, "snappy": codec.has_snappy,
+    "lz4": codec.has_lz4, "zstd": codec.has_zstd,
+}
 
 _ENCODERS = {1: codec.gzip_encode, 2: codec.snappy_encode, 3: codec.lz4_encode, 4: codec.zstd_encode}
 # compression.gzip.level and compression.lz4.level, passed to the kafka-python encoders that
@@ -43,7 +48,7 @@ def target_codec(compression_type: str, batch_codec: int) -> int | None:
     return None if wanted == batch_codec else wanted
 
 
-def recompress(batch, codec_id: int, level: int | None = None) -> bytes:
+def recompress(batch: ByteBuffer, codec_id: int, level: int | None = None) -> bytes:
     """Rebuild a validated client batch (base offset 0) with codec ``codec_id``, at the
     topic's ``level`` for it where the codec's encoder takes one."""
     source = DefaultRecordBatch(bytes(batch))

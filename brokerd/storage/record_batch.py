@@ -8,9 +8,10 @@ batch is the whole cost of understanding it.
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 import crc32c
 
@@ -35,6 +36,10 @@ TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 
 INT32_MAX = 2**31 - 1
+
+# What batches are read from: a request's bytes, a bytearray being stamped, a memoryview of
+# either or of a segment's mapping, or the mapping itself.
+ByteBuffer: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
 
 
 class BatchHeader(NamedTuple):
@@ -90,18 +95,18 @@ class BatchHeader(NamedTuple):
         return last - INT32_MAX - 1 if last > INT32_MAX else last
 
 
-def read_header(buf, position: int = 0) -> BatchHeader:
+def read_header(buf: ByteBuffer, position: int = 0) -> BatchHeader:
     """Parse the header of the batch starting at ``position`` (the caller checked it fits)."""
     return BatchHeader._make(HEADER.unpack_from(buf, position))
 
 
-def crc_matches(buf, position: int, header: BatchHeader) -> bool:
+def crc_matches(buf: ByteBuffer, position: int, header: BatchHeader) -> bool:
     """True when the stored CRC-32C covers the batch bytes as they are now."""
     view = memoryview(buf)[position + CRC_START : position + header.size]
     return crc32c.crc32c(view) == header.crc
 
 
-def iter_batch_spans(buf, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+def iter_batch_spans(buf: ByteBuffer, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
     """Yield ``(position, base_offset, last_offset, size)`` for each complete batch in ``buf[start:end]``.
 
     Stops silently at the first batch that is incomplete or whose length field
@@ -119,13 +124,13 @@ def iter_batch_spans(buf, start: int, end: int) -> Iterator[tuple[int, int, int,
         position += size
 
 
-def iter_batch_headers(buf, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
+def iter_batch_headers(buf: ByteBuffer, start: int, end: int) -> Iterator[tuple[int, BatchHeader]]:
     """Yield ``(position, header)`` for each complete batch, stopping as ``iter_batch_spans`` does."""
     for position, *_ in iter_batch_spans(buf, start, end):
         yield position, read_header(buf, position)
 
 
-def last_offset_in(buf) -> int | None:
+def last_offset_in(buf: ByteBuffer) -> int | None:
     """Last offset of the last complete batch in ``buf``, None if it holds none."""
     last = None
     for _, _, last_offset, _ in iter_batch_spans(buf, 0, len(buf)):
