@@ -19,9 +19,10 @@ from confluent_kafka.admin import ConfigResource
 from confluent_kafka.admin import ResourceType as ConfluentResourceType
 from kafka.admin import ACLOperation, ACLResourcePatternType
 
-from kctl import acls, brokerconfig, clientprops
+from kctl import acls, brokerconfig
 from kctl.acls import Resource
-from kctl.client import Connection, fetch_metadata
+from kctl.kafka import clientprops
+from kctl.kafka.client import Connection, fetch_metadata
 from kctl.securecluster import ALLOW_IF_NO_ACL, SUPER_USERS
 
 Decide = Callable[..., authorizer.Decision]

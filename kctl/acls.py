@@ -20,7 +20,7 @@ from confluent_kafka import KafkaException
 from confluent_kafka import admin as confluent
 from kafka.admin import ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourceType
 
-from kctl.client import Connection, result
+from kctl.kafka.client import Connection, result
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

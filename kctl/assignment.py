@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from kctl.client import Connection, fetch_metadata, find_topic
-from kctl.errors import from_kafka
+from kctl.kafka.client import Connection, fetch_metadata, find_topic
+from kctl.kafka.errors import from_kafka
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.offsets import Kind, OffsetRange, Position, resolve, resolve_stop

@@ -13,8 +13,8 @@ from pathlib import Path
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 
-from kctl.client import Connection, find_topic, list_offsets
-from kctl.errors import from_kafka
+from kctl.kafka.client import Connection, find_topic, list_offsets
+from kctl.kafka.errors import from_kafka
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

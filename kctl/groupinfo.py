@@ -13,7 +13,7 @@ from __future__ import annotations
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, IsolationLevel
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, MemberDescription, OffsetSpec
 
-from kctl.client import Connection, list_offsets, result
+from kctl.kafka.client import Connection, list_offsets, result
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

@@ -14,7 +14,7 @@ from typing import Callable
 from confluent_kafka.admin import AdminClient
 
 from kctl import groupinfo
-from kctl.client import Connection
+from kctl.kafka.client import Connection
 from kctl.shell.errors import KctlError
 
 

@@ -14,7 +14,7 @@ from typing import Iterable
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import ConfigResource, ResourceType, TopicMetadata
 
-from kctl.client import Connection
+from kctl.kafka.client import Connection
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

@@ -15,14 +15,13 @@ import sys
 import time
 from pathlib import Path
 
-from brokerd.security import client_properties
 from brokerd.state import ClusterState
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient
 
 from kctl import brokerconfig, brokerview, securecluster
-from kctl.bootstrap import resolve_cluster_dir
 from kctl.brokerview import HOST
+from kctl.kafka import clientprops
+from kctl.kafka.bootstrap import Bootstrap, local_state, resolve_cluster_dir
+from kctl.kafka.client import Connection, fetch_metadata
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -30,6 +29,7 @@ DEFAULT_BROKERS = 3
 READY_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.05
+ANSWER_TIMEOUT_S = 1.0
 
 
 def plan(state: ClusterState, brokers: int | None, port_base: int | None) -> dict[int, int]:
@@ -52,12 +52,9 @@ def plan(state: ClusterState, brokers: int | None, port_base: int | None) -> dic
 
 
 def existing(cluster_dir: Path | None) -> ClusterState:
-    """The local cluster's state, or exit 3 when the directory holds no cluster."""
-    state = ClusterState(resolve_cluster_dir(cluster_dir))
-    if not state.exists():
-        raise KctlError(f"no cluster in {state.cluster_dir}: start one with `kctl cluster up`",
-                        ExitCode.UNREACHABLE)
-    return state
+    """The local cluster's state (--dir, else $KCTL_HOME, else ~/.kctl), or exit 3 when the
+    directory holds no cluster."""
+    return local_state(resolve_cluster_dir(cluster_dir))
 
 
 def free_ports(count: int) -> list[int]:
@@ -142,12 +139,13 @@ def _answers(state: ClusterState, broker_id: int, pid: int) -> bool:
     if reg is None or reg.pid != pid or not reg.alive:
         return False
     # A secured cluster answers only clients that authenticate: ask as its super user.
-    admin = AdminClient({"bootstrap.servers": f"{reg.host}:{reg.port}", "log_level": 0,
-                         **client_properties.read(client_properties.path(state.cluster_dir))})
+    broker = Bootstrap(f"{reg.host}:{reg.port}", "local", state.cluster_dir)
+    conn = Connection(broker, ANSWER_TIMEOUT_S, properties=clientprops.for_bootstrap(broker, None))
+    admin = conn.admin()
     try:
-        admin.list_topics(timeout=1.0)
+        fetch_metadata(admin, conn)
         return True
-    except KafkaException:
+    except KctlError:
         return False
 
 

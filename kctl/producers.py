@@ -14,8 +14,8 @@ from kafka import TopicPartition
 from kafka.admin import ProducerState
 
 from kctl import topics
-from kctl.client import Connection, fetch_metadata, find_topic
-from kctl.pyadmin import call
+from kctl.kafka.client import Connection, fetch_metadata, find_topic
+from kctl.kafka.pyadmin import call
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

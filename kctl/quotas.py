@@ -12,8 +12,8 @@ from kafka.protocol.admin.client_quotas import (
     AlterClientQuotasRequest, DescribeClientQuotasRequest,
 )
 
-from kctl import pyadmin
-from kctl.client import Connection
+from kctl.kafka import pyadmin
+from kctl.kafka.client import Connection
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

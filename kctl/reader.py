@@ -15,8 +15,8 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from kctl.assignment import PartitionPlan
-from kctl.client import Connection, fetch_metadata
-from kctl.errors import exit_code_for
+from kctl.kafka.client import Connection, fetch_metadata
+from kctl.kafka.errors import exit_code_for
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 

@@ -16,8 +16,8 @@ from typing import Callable
 from kafka import TopicPartition
 from kafka.errors import InvalidReplicationAssignmentError, NoReassignmentInProgressError
 
-from kctl.client import Connection
-from kctl.pyadmin import call, exit_code
+from kctl.kafka.client import Connection
+from kctl.kafka.pyadmin import call, exit_code
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from brokerd.state import ClusterState
 
-from kctl import brokerconfig, brokerctl, brokerview, client, localcluster, reassign
-from kctl.client import Connection, fetch_metadata
+from kctl import brokerconfig, brokerctl, brokerview, localcluster, reassign
+from kctl.kafka import client
+from kctl.kafka.client import Connection, fetch_metadata
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode

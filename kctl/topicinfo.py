@@ -18,7 +18,7 @@ from confluent_kafka import IsolationLevel, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec, ResourceType, TopicMetadata
 
 from kctl import snapshot
-from kctl.client import Connection, fetch_metadata, find_topic, list_offsets
+from kctl.kafka.client import Connection, fetch_metadata, find_topic, list_offsets
 from kctl.shell import console
 
 LEADER_MOMENT_WAIT_S = 2.0  # brokers publish every 0.5 s; a leader just elected takes a little longer

@@ -7,8 +7,8 @@ import re
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import NewTopic
 
-from kctl.client import Connection, fetch_metadata
-from kctl.errors import from_kafka
+from kctl.kafka.client import Connection, fetch_metadata
+from kctl.kafka.errors import from_kafka
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from kctl.errors import FENCED, from_kafka
+from kctl.kafka.errors import FENCED, from_kafka
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode

@@ -10,7 +10,7 @@ from brokerd.security.acl import AclBinding
 
 from kctl import aclexplain, acls
 from kctl.acls import Who
-from kctl.client import Connection, checked, connect
+from kctl.kafka.client import Connection, checked, connect
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode

@@ -15,8 +15,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 
 from kctl import topics, transactions
 from kctl.assignment import plan
-from kctl.client import Connection, connect, produce_waiting
-from kctl.errors import exit_code_for, from_kafka
+from kctl.kafka.client import Connection, connect, produce_waiting
+from kctl.kafka.errors import exit_code_for, from_kafka
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.offsets import END, START, OffsetRange

@@ -15,7 +15,7 @@ from brokerd.security import client_properties
 from brokerd.state import ClusterState
 
 from kctl import brokerconfig, brokerview, localcluster, metadatalog, scaling, securecluster
-from kctl.bootstrap import resolve_cluster_dir
+from kctl.kafka.bootstrap import resolve_cluster_dir
 from kctl.securecluster import SecurityProtocol
 from kctl.shell import console, sections
 from kctl.shell.errors import KctlError

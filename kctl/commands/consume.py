@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from kctl.assignment import parse_partitions, plan
-from kctl.client import Connection, connect, fetch_metadata, find_topic
 from kctl.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
+from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic
 from kctl.membership import GROUP_DEFAULTS, Membership, reset_policy
 from kctl.reader import ClusterWatch, Commit, Reader, Render
 from kctl.shell import console

@@ -13,8 +13,8 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from kctl import groupinfo, offsetreset
 from kctl.assignment import parse_partitions
-from kctl.client import Connection, connect, fetch_metadata, find_topic, list_offsets, result
-from kctl.errors import from_kafka
+from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic, list_offsets, result
+from kctl.kafka.errors import from_kafka
 from kctl.offsetreset import Current, Kind, Strategy
 from kctl.shell import console, sections
 from kctl.shell.errors import KctlError

@@ -17,9 +17,9 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from rich.progress import Progress
 
 from kctl import insync, linebatches, throttle, transactions
-from kctl.client import Connection, connect, fetch_metadata, find_topic, produce_waiting
 from kctl.delivery import STALLED, DeliveryPoller, DeliveryStopped, DeliveryTally
-from kctl.errors import exit_code_for, from_kafka
+from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic, produce_waiting
+from kctl.kafka.errors import exit_code_for, from_kafka
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode

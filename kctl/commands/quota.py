@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from kctl import quotas
-from kctl.client import checked, connect
+from kctl.kafka.client import checked, connect
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode

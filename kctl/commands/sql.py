@@ -16,7 +16,7 @@ from typing import Annotated, Optional
 import typer
 
 from kctl import topics
-from kctl.client import connect, fetch_metadata
+from kctl.kafka.client import connect, fetch_metadata
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode

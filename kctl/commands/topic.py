@@ -15,8 +15,8 @@ from rich.text import Text
 
 from kctl import (deleterecords, localcluster, producers as producerstate, reassign as reassignment,
                   segments as segfiles, topicinfo, topics)
-from kctl.client import connect, fetch_metadata, find_topic, result
-from kctl.errors import exit_code_for
+from kctl.kafka.client import connect, fetch_metadata, find_topic, result
+from kctl.kafka.errors import exit_code_for
 from kctl.shell import console, sections
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode

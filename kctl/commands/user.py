@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from kctl import scram
-from kctl.client import Connection, checked, connect
+from kctl.kafka.client import Connection, checked, connect
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode

@@ -11,8 +11,8 @@ from brokerd.state import ClusterState
 from rich.live import Live
 
 from kctl import dashboard, events, localcluster, snapshot
-from kctl.client import connect
 from kctl.groupwatch import GroupPoller, GroupSource, poll_once
+from kctl.kafka.client import connect
 from kctl.shell import console
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout

@@ -16,8 +16,8 @@ from pyspark.logger import PySparkLogger
 from pyspark.sql import SparkSession
 
 import kctl.spark
-from kctl import clientprops
-from kctl.bootstrap import resolve_bootstrap, resolve_cluster_dir
+from kctl.kafka import clientprops
+from kctl.kafka.bootstrap import resolve_bootstrap, resolve_cluster_dir
 
 # Spark logs WARN and INFO lines to stderr from the moment the JVM starts; a command-line
 # tool should print only its own messages and real errors.
@@ -69,6 +69,6 @@ def cluster_bootstrap(flag: str | None = None) -> str:
 
 def cluster_client(flag: str | None = None) -> dict[str, str]:
     """librdkafka settings for the cluster kctl would use: its bootstrap, and for a secured
-    local cluster its admin.properties (kctl.clientprops)."""
+    local cluster its admin.properties (kctl.kafka.clientprops)."""
     bootstrap = resolve_bootstrap(flag, resolve_cluster_dir(None))
     return {"bootstrap.servers": bootstrap.servers, **clientprops.for_bootstrap(bootstrap, None)}

@@ -3,7 +3,7 @@
 confluent-kafka has no AlterPartitionReassignments, ListPartitionReassignments or
 DescribeProducers, so kctl sends those through kafka-python. Its errors are exception
 classes rather than librdkafka codes; this module turns them into kctl's one-line errors
-and exit codes, as kctl.errors does for librdkafka.
+and exit codes, as kctl.kafka.errors does for librdkafka.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from kafka.errors import (AuthorizationError, IllegalSaslStateError, InvalidRepl
                           SaslAuthenticationFailedError, UnknownTopicOrPartitionError,
                           UnsupportedSaslMechanismError)
 
-from kctl.client import Connection
+from kctl.kafka.client import Connection
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

@@ -45,12 +45,19 @@ def resolve_bootstrap(flag: str | None, cluster_dir: Path,
     return Bootstrap(local_servers(cluster_dir), "local", cluster_dir)
 
 
-def local_servers(cluster_dir: Path) -> str:
-    """HOST:PORT of every live broker of the local cluster, or a KctlError saying what to do."""
+def local_state(cluster_dir: Path, alternative: str = "") -> ClusterState:
+    """The state of the local cluster in `cluster_dir`; exit 3 when the directory holds none,
+    saying how to start one (and the `alternative` to doing so, if any)."""
     state = ClusterState(cluster_dir)
     if not state.exists():
-        raise KctlError(f"no cluster in {cluster_dir}: start one with `kctl cluster up`, "
-                        f"or pass -b HOST:PORT (or set {BOOTSTRAP_ENV})", ExitCode.UNREACHABLE)
+        raise KctlError(f"no cluster in {cluster_dir}: start one with `kctl cluster up`{alternative}",
+                        ExitCode.UNREACHABLE)
+    return state
+
+
+def local_servers(cluster_dir: Path) -> str:
+    """HOST:PORT of every live broker of the local cluster, or a KctlError saying what to do."""
+    state = local_state(cluster_dir, f", or pass -b HOST:PORT (or set {BOOTSTRAP_ENV})")
     live = [f"{b.host}:{b.port}" for b in state.brokers() if b.alive]
     if not live:
         raise KctlError(f"the cluster in {cluster_dir} is not running: start it with "

@@ -2,8 +2,8 @@
 
 Every client gets the resolved bootstrap, quiet librdkafka logging (kctl reports errors
 itself, in one line), timeouts bounded by `--timeout`, then the settings of a properties file
-(kctl.clientprops: a secured local cluster's admin.properties, or --command-config), then the
-user's `-X` settings last so they can override anything.
+(kctl.kafka.clientprops: a secured local cluster's admin.properties, or --command-config),
+then the user's `-X` settings last so they can override anything.
 """
 
 from __future__ import annotations
@@ -12,15 +12,16 @@ import logging
 from collections import deque
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec, TopicMetadata
 
-from kctl import clientprops
-from kctl.bootstrap import Bootstrap, local_servers, resolve_bootstrap, resolve_cluster_dir
-from kctl.errors import NOT_AUTHORIZED, from_kafka
+from kctl.kafka import clientprops
+from kctl.kafka.bootstrap import Bootstrap, local_servers, resolve_bootstrap, resolve_cluster_dir
+from kctl.kafka.errors import NOT_AUTHORIZED, from_kafka
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
@@ -71,6 +72,13 @@ class Connection:
         return record
 
     def admin(self) -> AdminClient:
+        """The connection's admin client, made on first use and kept: a command's admin
+        requests share it, and it outlives their answers (a client dropped while requests
+        are pending cancels them)."""
+        return self._admin
+
+    @cached_property
+    def _admin(self) -> AdminClient:
         # An admin client is a producer inside librdkafka: without this, describing a topic
         # that does not exist would create it on brokers with auto.create.topics.enable.
         return _create(AdminClient, self.config({"allow.auto.create.topics": False}))

@@ -18,7 +18,7 @@ from pathlib import Path
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
 
-from kctl.bootstrap import Bootstrap
+from kctl.kafka.bootstrap import Bootstrap
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
 
