@@ -65,8 +65,8 @@ def _describe(broker, resource) -> list[tuple[str, list[ConfigValue], bool]]:
         topic = broker.topics.get(resource.resource_name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {resource.resource_name!r} does not exist")
-        return [(row.name, _topic_values(broker, topic.configs, row.name), False)
-                for row in LogConfig.describe(topic.configs)]
+        return [(name, _topic_values(broker, topic.configs, name), False)
+                for name in KEYS_BY_NAME]
     if resource.resource_type != BROKER:
         raise InvalidRequestError(f"resource type {resource.resource_type} is not supported")
     if not resource.resource_name:  # the cluster-wide defaults: only what is set there
@@ -80,9 +80,11 @@ def _describe(broker, resource) -> list[tuple[str, list[ConfigValue], bool]]:
 
 def _topic_values(broker, configs: Mapping[str, str], name: str) -> list[ConfigValue]:
     """A topic config's own override, then its broker-level default's levels (Kafka lists the
-    broker config under its broker name, e.g. log.retention.ms for retention.ms). Some have no
-    broker-level default (the throttled replica lists, the tiered storage switches,
-    message.format.version): their default is the topic config's own."""
+    broker config under its broker name, e.g. log.retention.ms for retention.ms). The first is
+    in effect: the value the topic's logs use, as they take BrokerConfig.log_defaults under the
+    topic's own configs. Some configs have no broker-level default (the throttled replica
+    lists, the tiered storage switches, message.format.version): theirs is the topic config's
+    own."""
     own = [ConfigValue(name, configs[name], SOURCE_DYNAMIC_TOPIC)] if name in configs else []
     broker_name = dynamic_config.TOPIC_CONFIG_SYNONYMS.get(name)
     if broker_name is None:
@@ -175,27 +177,41 @@ def _alter_all(broker, request, change: Callable) -> dict:
 
 
 def _alter_topic(broker, resource, change, validate_only: bool) -> None:
-    with broker.state.update_topic_configs() as topics:
+    """A change is written as ConfigRecords of what it changed (none when it changes
+    nothing); a validate-only one reads the topic without the write lock and writes nothing."""
+    def altered(topics: Mapping) -> tuple:
         topic = topics.get(resource.resource_name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {resource.resource_name!r} does not exist")
         updated = change(topic.configs, resource.configs, KEYS_BY_NAME.get)
         LogConfig.from_configs(updated)
-        if not validate_only:
-            topic.configs = updated
+        return topic, updated
+    if validate_only:
+        altered(broker.state.topics())
+        return
+    with broker.state.update_topic_configs() as topics:
+        topic, updated = altered(topics)
+        topic.configs = updated
 
 
 def _alter_broker(broker, resource, change, validate_only: bool) -> None:
     """Change one broker's dynamic configs (resource name "<id>") or the cluster-wide ones
-    (""); every broker takes the change up when it next polls the metadata."""
+    (""); every broker takes the change up when it next polls the metadata. As for topics, a
+    validate-only change reads them without the write lock and writes nothing."""
     broker_id = (_own_broker_id(broker, resource.resource_name, "Node id", str(broker.broker_id))
                  if resource.resource_name else None)
-    with broker.state.update_dynamic_broker_configs(broker_id) as configs:
+
+    def altered(configs: dict[str, str]) -> dict[str, str]:
         updated = change(configs, resource.configs, dynamic_config.key)
         dynamic_config.validate(updated, per_broker=broker_id is not None)
-        if not validate_only:
-            configs.clear()
-            configs.update(updated)
+        return updated
+    if validate_only:
+        altered(broker.state.dynamic_broker_configs(broker_id))
+        return
+    with broker.state.update_dynamic_broker_configs(broker_id) as configs:
+        updated = altered(configs)
+        configs.clear()
+        configs.update(updated)
 
 
 def _result(resource, exc: Exception | None, **extra) -> dict:

@@ -1,3 +1,5 @@
-"""The cluster metadata as KRaft keeps it: an append-only log of metadata records
-(`log.py`), periodic snapshots, and the image brokers build by applying the records
-(`image.py`), one change at a time (`delta.py`)."""
+"""The cluster metadata as KRaft keeps it: an append-only log of metadata records and their
+frames (`records.py`), its segments and snapshots (`log.py`), the image brokers build by
+applying the records and the delta of each catch-up (`image.py`), and the records of a
+decision (`editor.py`). brokerd.state opens the log in `state/metadata/` and appends
+to it under the state directory's write lock."""
