@@ -10,10 +10,11 @@ transaction is open, so lag above it is records they cannot read yet, not record
 
 from __future__ import annotations
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, IsolationLevel
-from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, MemberDescription, OffsetSpec
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions
+from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, MemberDescription
 
-from kctl.kafka.client import Connection, list_offsets, result
+from kctl.kafka import offsets
+from kctl.kafka.client import Connection, result
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -51,9 +52,9 @@ def describe(admin: AdminClient, conn: Connection, group_id: str) -> dict:
     if description.state == ConsumerGroupState.DEAD and not committed and not owners:
         raise KctlError(f"unknown group {group_id!r}", ExitCode.NOT_FOUND)
     keys = sorted(set(committed) | set(owners))
-    starts = list_offsets(admin, conn, keys, OffsetSpec.earliest())
-    ends = list_offsets(admin, conn, keys, OffsetSpec.latest())
-    stables = list_offsets(admin, conn, keys, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
+    starts = offsets.log_starts(conn, keys)
+    ends = offsets.high_watermarks(conn, keys)
+    stables = offsets.last_stable_offsets(conn, keys)
     partitions = [_partition_row(key, committed.get(key), starts[key], stables[key], ends[key],
                                  owners.get(key)) for key in keys]
     return {

@@ -10,10 +10,11 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from kctl.commands import acl, bench, broker, cluster, consume, group, produce, quota, sql, topic, user, watch
+from kctl.commands import acl, bench, broker, cluster, consume, group, produce, quota, sql, user, watch
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode, table
+from kctl.topic import topic
 
 EPILOG = "**Exit codes**\n\n" + "\n".join(f"* {code}: {meaning}" for code, meaning in table())
 

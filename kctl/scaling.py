@@ -1,17 +1,21 @@
 """Growing and shrinking the local cluster: plan a broker and start it, or drain it and stop it.
 
-Replicas move with partition reassignment (kctl.reassign), the way Kafka's operators do it
-with kafka-reassign-partitions.sh: new replicas catch up before old ones are dropped, so
-producers with acks=all keep writing and no acknowledged record is lost.
+Replicas move with partition reassignment (kctl.kafka.reassignments), the way Kafka's operators
+do it with kafka-reassign-partitions.sh: new replicas catch up before old ones are dropped, so
+producers with acks=all keep writing and no acknowledged record is lost. The plans spreading
+them over the brokers are made here.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+
 from brokerd.state import ClusterState
 
-from kctl import brokerconfig, brokerctl, brokerview, localcluster, reassign
-from kctl.kafka import client
+from kctl import brokerconfig, brokerctl, brokerview, localcluster
+from kctl.kafka import client, reassignments
 from kctl.kafka.client import Connection, fetch_metadata
+from kctl.kafka.reassignments import Plan
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -52,12 +56,56 @@ def move(conn: Connection, brokers: list[int], wait_timeout: float, drain: bool 
     A rebalance evens out the user's topics; a drain moves only what sits elsewhere,
     internal topics included, so the fewest records travel.
     """
-    plan = reassign.balanced(assignment(conn, internal=drain), brokers, even=not drain)
+    plan = balanced(assignment(conn, internal=drain), brokers, even=not drain)
     if plan:
-        reassign.alter(conn, plan)
+        reassignments.alter(conn, plan)
         console.info(f"Moving {len(plan)} partition(s) over brokers {', '.join(map(str, brokers))}...")
-        reassign.wait(conn, set(plan), wait_timeout, _progress)
+        reassignments.wait(conn, set(plan), wait_timeout, _progress)
     return len(plan)
+
+
+def balanced(placement: dict[tuple[str, int], list[int]], brokers: list[int], even: bool = True) -> Plan:
+    """Spread replicas evenly over `brokers`, keeping each partition's replication factor.
+
+    Replicas on brokers outside `brokers` must move (a drain); then, while some broker holds
+    two replicas more than another (unless `even` is off), one moves from the fullest to the
+    emptiest broker that lacks it. Only partitions whose replica set changes are in the plan,
+    so the fewest records travel.
+    """
+    current = {k: list(v) for k, v in placement.items()}
+    for key, replicas in current.items():
+        if len(replicas) > len(brokers):
+            raise KctlError(f"topic {key[0]} has replication factor {len(replicas)} but only "
+                            f"{len(brokers)} broker(s) would remain", ExitCode.CONFLICT)
+    load = Counter({b: 0 for b in brokers})
+    load.update(r for replicas in current.values() for r in replicas if r in load)
+    for key, replicas in sorted(current.items()):
+        for i, r in enumerate(replicas):
+            if r not in load:
+                target = min((b for b in brokers if b not in replicas), key=lambda b: (load[b], b))
+                replicas[i] = target
+                load[target] += 1
+    while even:
+        move = _one_move(current, load)
+        if move is None:
+            break
+        key, i, target = move
+        load[current[key][i]] -= 1
+        load[target] += 1
+        current[key][i] = target
+    return {k: v for k, v in current.items() if v != placement[k]}
+
+
+def _one_move(current: dict[tuple[str, int], list[int]], load: Counter) -> tuple | None:
+    """A replica move from the fullest broker to the emptiest, if that evens things out."""
+    fullest = max(load, key=lambda b: (load[b], -b))
+    for target in sorted(load, key=lambda b: (load[b], b)):
+        if load[fullest] - load[target] < 2:
+            return None
+        for key, replicas in sorted(current.items()):
+            if fullest in replicas and target not in replicas:
+                return key, replicas.index(fullest), target
+    return None
 
 
 def _progress(pending: dict) -> None:

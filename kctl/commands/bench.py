@@ -13,8 +13,9 @@ from typing import Annotated, Optional
 import typer
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from kctl import topics, transactions
+from kctl import transactions
 from kctl.assignment import plan
+from kctl.kafka import topics
 from kctl.kafka.client import Connection, connect, produce_waiting
 from kctl.kafka.errors import exit_code_for, from_kafka
 from kctl.shell import console

@@ -9,11 +9,12 @@ from typing import Annotated, Optional
 
 import typer
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka.admin import AdminClient
 
 from kctl import groupinfo, offsetreset
 from kctl.assignment import parse_partitions
-from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic, list_offsets, result
+from kctl.kafka import offsets
+from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic, result
 from kctl.kafka.errors import from_kafka
 from kctl.offsetreset import Current, Kind, Strategy
 from kctl.shell import console, sections
@@ -155,11 +156,11 @@ def _selected(admin: AdminClient, conn: Connection, group: str,
 
 def _plan(admin: AdminClient, conn: Connection, strategy: Strategy, keys: list[Partition],
           committed: dict[Partition, int]) -> dict[Partition, int]:
-    starts = list_offsets(admin, conn, keys, OffsetSpec.earliest())
-    ends = list_offsets(admin, conn, keys, OffsetSpec.latest())
+    starts = offsets.log_starts(conn, keys)
+    ends = offsets.high_watermarks(conn, keys)
     times = {}
     if strategy.kind is Kind.DATETIME:
-        times = list_offsets(admin, conn, keys, OffsetSpec.for_timestamp(strategy.value))
+        times = offsets.offsets_for_time(conn, keys, strategy.value)
     return {key: offsetreset.new_offset(strategy, Current(
         key[0], key[1], committed.get(key), starts[key], ends[key], times.get(key)))
         for key in keys}

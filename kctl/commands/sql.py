@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl import topics
+from kctl.kafka import topics
 from kctl.kafka.client import connect, fetch_metadata
 from kctl.shell import console
 from kctl.shell.errors import KctlError

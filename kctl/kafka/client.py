@@ -16,8 +16,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
-from confluent_kafka import Consumer, IsolationLevel, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec, TopicMetadata
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, ClusterMetadata, TopicMetadata
 
 from kctl.kafka import clientprops
 from kctl.kafka.bootstrap import Bootstrap, local_servers, resolve_bootstrap, resolve_cluster_dir
@@ -158,25 +158,6 @@ def find_topic(metadata: ClusterMetadata, topic: str) -> TopicMetadata:
     if error is not None:
         raise from_kafka(error, f"get metadata for topic {topic!r}")
     return meta
-
-
-def list_offsets(admin: AdminClient, conn: Connection, partitions: list[tuple[str, int]],
-                 spec: OffsetSpec, isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
-                 ) -> dict[tuple[str, int], int | None]:
-    """One ListOffsets round for many partitions; a partition that fails shows as None,
-    so one offline partition does not hide the others. The latest offset is the high
-    watermark, or with READ_COMMITTED the last stable offset."""
-    if not partitions:
-        return {}
-    futures = admin.list_offsets({TopicPartition(t, p): spec for t, p in partitions},
-                                 isolation_level=isolation, request_timeout=conn.timeout)
-    offsets: dict[tuple[str, int], int | None] = {}
-    for tp, future in futures.items():
-        try:
-            offsets[(tp.topic, tp.partition)] = future.result().offset
-        except KafkaException:
-            offsets[(tp.topic, tp.partition)] = None
-    return offsets
 
 
 def result(future: Future, doing: str) -> Any:

@@ -14,33 +14,32 @@ from __future__ import annotations
 import time
 
 from brokerd.state import ClusterState
-from confluent_kafka import IsolationLevel, KafkaException
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, OffsetSpec, ResourceType, TopicMetadata
 
 from kctl import snapshot
-from kctl.kafka.client import Connection, fetch_metadata, find_topic, list_offsets
+from kctl.kafka import configs, offsets
+from kctl.kafka.client import Connection, TopicMetadata, fetch_metadata, find_topic
 from kctl.shell import console
+from kctl.shell.errors import KctlError
 
 LEADER_MOMENT_WAIT_S = 2.0  # brokers publish every 0.5 s; a leader just elected takes a little longer
 POLL_S = 0.1
 
 
 def describe(conn: Connection, name: str) -> dict:
-    admin = conn.admin()
-    metadata = fetch_metadata(admin, conn, name)
+    metadata = fetch_metadata(conn.admin(), conn, name)
     topic = find_topic(metadata, name)
     ids = sorted(topic.partitions)
     parts = [(name, p) for p in ids]
-    low = list_offsets(admin, conn, parts, OffsetSpec.earliest())
+    low = offsets.log_starts(conn, parts)
     # The last stable offset first: it never passes the high watermark, which only grows.
-    stable = list_offsets(admin, conn, parts, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
-    high = list_offsets(admin, conn, parts, OffsetSpec.latest())
+    stable = offsets.last_stable_offsets(conn, parts)
+    high = offsets.high_watermarks(conn, parts)
     answered = [_partition(topic, p, (low[tp], stable[tp], high[tp])) for p, tp in zip(ids, parts)]
     state = _local_state(conn, metadata.cluster_id)
     return {
         "topic": name,
         "partitions": answered if state is None else _leader_moments(state, name, answered),
-        "configs": _configs(admin, conn, name),
+        "configs": _configs(conn, name),
     }
 
 
@@ -95,14 +94,10 @@ def _recent(published: dict | None, answered: dict) -> bool:
             and published["log_start_offset"] >= (answered["log_start_offset"] or 0))
 
 
-def _configs(admin: AdminClient, conn: Connection, name: str) -> dict[str, dict] | None:
+def _configs(conn: Connection, name: str) -> dict[str, dict] | None:
     """name -> {value, source}; None (with a warning) when the cluster cannot describe them."""
-    resource = ConfigResource(ResourceType.TOPIC, name)
-    future = admin.describe_configs([resource], request_timeout=conn.timeout)[resource]
     try:
-        entries = future.result()
-    except KafkaException as exc:
-        console.warn(f"configs of {name!r} unavailable: {exc.args[0].str()}")
+        return configs.topic_configs(conn, name)
+    except KctlError as exc:
+        console.warn(exc.message)
         return None
-    return {k: {"value": e.value, "source": ConfigSource(e.source).name.lower()}
-            for k, e in sorted(entries.items())}

@@ -8,20 +8,18 @@ from pathlib import Path
 from typing import Annotated, Callable, Optional
 
 import typer
-from confluent_kafka import ElectionType, KafkaError, TopicPartition
-from confluent_kafka.admin import (AlterConfigOpType, ClusterMetadata, ConfigEntry, ConfigResource, NewPartitions,
-                                  ResourceType)
 from rich.text import Text
 
-from kctl import (deleterecords, localcluster, producers as producerstate, reassign as reassignment,
-                  segments as segfiles, topicinfo, topics)
-from kctl.kafka.client import connect, fetch_metadata, find_topic, result
-from kctl.kafka.errors import exit_code_for
+from kctl import localcluster
+from kctl.kafka import reassignments, topics
+from kctl.kafka.client import ClusterMetadata, connect, fetch_metadata, find_topic
 from kctl.shell import console, sections
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
 from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.topic import deleterecords, producers as producerstate, segments as segfiles, topicinfo
+from kctl.topic.reassign import parse_replicas, read_plan
 
 
 class Election(str, Enum):
@@ -29,7 +27,6 @@ class Election(str, Enum):
     unclean = "unclean"
 
 
-ELECTION_TYPES = {Election.preferred: ElectionType.PREFERRED, Election.unclean: ElectionType.UNCLEAN}
 ELECTION_NEEDS = {Election.preferred: "is it alive and in the ISR?",
                   Election.unclean: "is any of its replicas alive?"}
 
@@ -165,12 +162,7 @@ def delete(
     command_config: CommandConfig = None,
 ) -> None:
     """Delete a topic and all its records."""
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
-    admin = conn.admin()
-    fetch_metadata(admin, conn)
-    future = admin.delete_topics([topics.validate_name(name)], request_timeout=timeout,
-                                 operation_timeout=timeout)[name]
-    result(future, f"delete topic {name!r}")
+    topics.delete(connect(bootstrap, cluster_dir, timeout, settings, command_config), name)
     console.info(f"Deleted topic {name}.")
 
 
@@ -202,9 +194,8 @@ def delete_records(
     """
     requested = _records_to_delete(name, partition, offset, offset_json_file)
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
-    admin = conn.admin()
-    metadata = fetch_metadata(admin, conn)
-    low, failure = deleterecords.delete(admin, conn, metadata, requested(metadata))
+    metadata = fetch_metadata(conn.admin(), conn)
+    low, failure = topics.delete_records(conn, metadata, requested(metadata))
     rows = [{"topic": t, "partition": p, "low_watermark": o} for (t, p), o in sorted(low.items())]
     if json_output:
         console.print_json(rows)
@@ -243,19 +234,11 @@ def alter_config(
     command_config: CommandConfig = None,
 ) -> None:
     """Change topic configs incrementally; configs not named stay as they are."""
-    changes = [ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
-               for k, v in parse_pairs(set_, "--set")]
-    changes += [ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE)
-                for k in delete_ or []]
-    if not changes:
+    to_set, to_delete = parse_pairs(set_, "--set"), delete_ or []
+    if not to_set and not to_delete:
         raise KctlError("nothing to change: give --set KEY=VALUE and/or --delete KEY", ExitCode.USAGE)
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
-    admin = conn.admin()
-    fetch_metadata(admin, conn)
-    resource = ConfigResource(ResourceType.TOPIC, topics.validate_name(name), incremental_configs=changes)
-    result(admin.incremental_alter_configs([resource], request_timeout=timeout)[resource],
-           f"alter configs of topic {name!r}")
-    summary = [f"{c.name}={c.value}" if c.value is not None else f"-{c.name}" for c in changes]
+    topics.alter_configs(connect(bootstrap, cluster_dir, timeout, settings, command_config), name, to_set, to_delete)
+    summary = [f"{k}={v}" for k, v in to_set] + [f"-{k}" for k in to_delete]
     console.info(f"Updated configs of {name}: {' '.join(summary)}")
 
 
@@ -275,14 +258,11 @@ def add_partitions(
     partition than before: order per key holds only within each partition.
     """
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
-    admin = conn.admin()
-    current = len(find_topic(fetch_metadata(admin, conn), topics.validate_name(name)).partitions)
+    current = len(find_topic(fetch_metadata(conn.admin(), conn), topics.validate_name(name)).partitions)
     if partitions <= current:
         raise KctlError(f"topic {name!r} already has {current} partition(s); -p must be larger "
                         "(partitions can only be added)", ExitCode.INVALID_INPUT)
-    future = admin.create_partitions([NewPartitions(name, partitions)], request_timeout=timeout,
-                                     operation_timeout=timeout)[name]
-    result(future, f"add partitions to topic {name!r}")
+    topics.add_partitions(conn, name, partitions)
     console.info(f"Topic {name} now has {partitions} partitions (was {current}).")
 
 
@@ -322,33 +302,33 @@ def reassign(
     if list_:
         if any(x is not None for x in (name, partition, replicas, plan)) or cancel:
             raise KctlError("--list takes no topic, --partition, --replicas, --plan or --cancel", ExitCode.USAGE)
-        _print_ongoing(reassignment.ongoing(conn), json_output)
+        _print_ongoing(reassignments.ongoing(conn), json_output)
         return
     moves = _requested_moves(conn, name, partition, replicas, plan, cancel)
-    reassignment.alter(conn, moves)
+    reassignments.alter(conn, moves)
     what = "Cancelled" if cancel else "Started"
     console.info(f"{what} reassignment of {len(moves)} partition(s): "
                  + ", ".join(f"{t}/{p}" + (f" -> {','.join(map(str, r))}" if r else "")
                              for (t, p), r in sorted(moves.items())))
     if wait:
-        reassignment.wait(conn, set(moves), wait_timeout, _show_progress)
+        reassignments.wait(conn, set(moves), wait_timeout, _show_progress)
         console.info("Reassignment complete.")
 
 
 def _requested_moves(conn, name: str | None, partition: int | None, replicas: str | None,
-                     plan: Path | None, cancel: bool) -> reassignment.Plan:
+                     plan: Path | None, cancel: bool) -> reassignments.Plan:
     """The partitions to move (or, with --cancel, to put back) from the command line."""
     if plan is not None:
         if name or partition is not None or replicas:
             raise KctlError("--plan replaces NAME, --partition and --replicas", ExitCode.USAGE)
-        moves = reassignment.read_plan(plan)
+        moves = read_plan(plan)
         return {k: None for k in moves} if cancel else moves
     if name is None:
         raise KctlError("give a topic with --partition and --replicas, --plan FILE, or --list", ExitCode.USAGE)
     if cancel:
         if replicas:
             raise KctlError("--cancel takes no --replicas", ExitCode.USAGE)
-        keys = [k for k in reassignment.ongoing(conn) if k[0] == name
+        keys = [k for k in reassignments.ongoing(conn) if k[0] == name
                 and (partition is None or k[1] == partition)]
         if not keys:
             raise KctlError(f"no reassignment in progress for {name}"
@@ -356,7 +336,7 @@ def _requested_moves(conn, name: str | None, partition: int | None, replicas: st
         return {k: None for k in keys}
     if partition is None or not replicas:
         raise KctlError("moving a partition needs --partition P and --replicas ID,ID,...", ExitCode.USAGE)
-    return {(name, partition): reassignment.parse_replicas(replicas)}
+    return {(name, partition): parse_replicas(replicas)}
 
 
 def _show_progress(pending: dict) -> None:
@@ -398,29 +378,21 @@ def elect_leaders(
     replicas had (Kafka's unclean.leader.election.enable, once, by hand).
     """
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
-    admin = conn.admin()
-    partitions = None
-    if name is not None:
-        meta = find_topic(fetch_metadata(admin, conn), topics.validate_name(name))
-        partitions = [TopicPartition(name, p) for p in sorted(meta.partitions)]
-    # request_timeout is not passed: confluent-kafka's elect_leaders rejects its own keyword.
-    outcome = result(admin.elect_leaders(ELECTION_TYPES[election_type], partitions),
-                     f"elect {election_type.value} leaders")
     rows, failed = [], []
-    for tp, error in sorted(outcome.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
-        if error is None:
-            status = "elected"
-        elif error.code() == KafkaError.ELECTION_NOT_NEEDED:
+    for election in topics.elect_leaders(conn, election_type is Election.unclean, name):
+        if election.error is not None:
+            status = election.error.message
+            failed.append(election.error)
+        elif not election.needed:
             status = ("already led by its preferred leader" if election_type is Election.preferred
                       else "has a live leader")
         else:
-            status = error.str()
-            failed.append(error)
-        rows.append([tp.topic, tp.partition, status])
+            status = "elected"
+        rows.append([election.topic, election.partition, status])
     console.print_table(["topic", "partition", "result"], rows)
     if failed:
         raise KctlError(f"{len(failed)} partition(s) could not get a {election_type.value} leader "
-                        f"({ELECTION_NEEDS[election_type]})", exit_code_for(failed[0]))
+                        f"({ELECTION_NEEDS[election_type]})", failed[0].code)
 
 
 @app.command()

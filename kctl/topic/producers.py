@@ -1,21 +1,17 @@
-"""The producer state each partition's leader keeps, through DescribeProducers (KIP-664).
+"""The producer state each partition's leader keeps, as `kctl topic producers` shows it.
 
 The same rows as `kafka-transactions.sh describe-producers`, for every partition of a topic
-or the ones asked for. confluent-kafka has no DescribeProducers, so the request goes through
-kafka-python (kctl.pyadmin); the topic and its partitions are checked against librdkafka's
-metadata first, so an unknown one gets the same one-line error as in every other command.
+or the ones asked for, from DescribeProducers (KIP-664, kctl.kafka.topics). The topic and its
+partitions are checked against the cluster's metadata first, so an unknown one gets the same
+one-line error as in every other command.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from kafka import TopicPartition
-from kafka.admin import ProducerState
-
-from kctl import topics
+from kctl.kafka import topics
 from kctl.kafka.client import Connection, fetch_metadata, find_topic
-from kctl.kafka.pyadmin import call
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -31,11 +27,8 @@ def describe(conn: Connection, topic: str, partitions: list[int] | None) -> tupl
     for partitions without a leader (None if every one has one): no replica answers for them,
     where Kafka's tool would wait for a leader until it timed out (exit 3)."""
     led, offline = _partitions(conn, topic, partitions)
-    wanted = [TopicPartition(topic, p) for p in led]
-    states = call(conn, f"describe the producers of topic {topic!r}",
-                  lambda admin, _timeout_ms: admin.describe_producers(wanted)) if wanted else {}
-    rows = [_row(tp.partition, producer) for tp, state in sorted(states.items())
-            for producer in sorted(state.active_producers)]
+    states = topics.describe_producers(conn, topic, led)
+    rows = [_row(partition, producer) for partition, producers in states.items() for producer in producers]
     failure = None if not offline else KctlError(
         f"topic {topic!r} partition(s) {','.join(map(str, offline))} have no leader (offline): "
         "their producers are unknown", ExitCode.UNREACHABLE)
@@ -55,11 +48,11 @@ def _partitions(conn: Connection, topic: str, partitions: list[int] | None) -> t
             [p for p in wanted if meta.partitions[p].leader < 0])
 
 
-def _row(partition: int, producer: ProducerState) -> dict:
-    """kafka-python's ProducerState as a JSON row keyed by the column names."""
-    values = [partition, producer.producer_id, producer.producer_epoch, _known(producer.coordinator_epoch),
-              producer.last_sequence, _iso(producer.last_timestamp),
-              _known(producer.current_transaction_start_offset)]
+def _row(partition: int, producer: dict) -> dict:
+    """One producer as DescribeProducers tells it, as a JSON row keyed by the column names."""
+    values = [partition, producer["producer_id"], producer["producer_epoch"],
+              _known(producer["coordinator_epoch"]), producer["last_sequence"],
+              _iso(producer["last_timestamp"]), _known(producer["current_transaction_start_offset"])]
     return {_key(column): value for column, value in zip(COLUMNS, values)}
 
 

@@ -1,0 +1,28 @@
+"""Configs as DescribeConfigs answers them: every config of a topic or a broker, with where
+its value comes from."""
+
+from __future__ import annotations
+
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
+
+from kctl.kafka.client import Connection
+from kctl.kafka.errors import exit_code_for
+from kctl.shell.errors import KctlError
+
+
+def topic_configs(conn: Connection, topic: str) -> dict[str, dict]:
+    """name -> {"value", "source"} for every config of a topic (source in Kafka's words, lower
+    case: dynamic_topic_config, default_config, ...); a KctlError when the cluster cannot
+    describe them."""
+    return _describe(conn, ConfigResource(ResourceType.TOPIC, topic), f"configs of {topic!r}")
+
+
+def _describe(conn: Connection, resource: ConfigResource, what: str) -> dict[str, dict]:
+    try:
+        entries = conn.admin().describe_configs([resource], request_timeout=conn.timeout)[resource].result()
+    except KafkaException as exc:
+        error = exc.args[0]
+        raise KctlError(f"{what} unavailable: {error.str()}", exit_code_for(error)) from None
+    return {name: {"value": e.value, "source": ConfigSource(e.source).name.lower()}
+            for name, e in sorted(entries.items())}
