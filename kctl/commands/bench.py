@@ -13,17 +13,16 @@ from typing import Annotated, Optional
 import typer
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from kctl import transactions
 from kctl.assignment import plan
-from kctl.kafka import topics
+from kctl.kafka import topics, transactions
 from kctl.kafka.client import Connection, connect, produce_waiting
 from kctl.kafka.errors import exit_code_for, from_kafka
+from kctl.kafka.transactions import Transactions
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.offsets import END, START, OffsetRange
 from kctl.shell.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
                                 Compression, CompressionOption, Json, Settings, Timeout, TransactionalId)
-from kctl.transactions import Transactions
 
 MIB = 1024 * 1024
 BATCH = 10_000

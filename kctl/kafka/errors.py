@@ -1,5 +1,9 @@
-"""librdkafka's errors as kctl's: the exit code each one means, and the one-line KctlError
-that says what could not be done and why."""
+"""Kafka's errors as librdkafka reports them, and what they mean to kctl: the exit code of each,
+and the one-line KctlError that says what could not be done and why.
+
+KafkaError (an error's code and text) and KafkaException (what a client raises) are the types
+commands see in delivery reports and failed client calls; they take them from here.
+"""
 
 from __future__ import annotations
 

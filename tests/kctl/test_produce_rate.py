@@ -3,8 +3,8 @@ in order, and a rate that is not a number of records per second is refused."""
 
 import pytest
 
+from kctl.produce.pacing import batch_size, parse_rate
 from kctl.shell.exit_codes import ExitCode
-from kctl.throttle import batch_size, parse_rate
 from tests.kctl.cli import run_kctl
 from tests.kctl.local import kctl_in
 

@@ -12,7 +12,7 @@ import signal
 
 import pytest
 
-from kctl import linebatches
+from kctl.produce import linebatches
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import run_kctl

@@ -13,13 +13,14 @@ from itertools import chain
 from typing import Annotated, BinaryIO, Callable, Iterable, Iterator, Optional, Protocol
 
 import typer
-from confluent_kafka import KafkaError, KafkaException, Producer
 from rich.progress import Progress
 
-from kctl import insync, linebatches, throttle, transactions
-from kctl.delivery import STALLED, DeliveryPoller, DeliveryStopped, DeliveryTally
-from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic, produce_waiting
-from kctl.kafka.errors import exit_code_for, from_kafka
+from kctl.kafka import delivery, transactions
+from kctl.kafka.client import Connection, Producer, connect, fetch_metadata, find_topic, produce_waiting
+from kctl.kafka.delivery import STALLED, DeliveryPoller, DeliveryStopped, DeliveryTally
+from kctl.kafka.errors import KafkaError, KafkaException, from_kafka
+from kctl.kafka.transactions import Transactions
+from kctl.produce import insync, linebatches, pacing
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -27,7 +28,6 @@ from kctl.shell.keyvalue import parse_pairs
 from kctl.shell.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
                                 Compression, CompressionOption, DeliveryTimeout, Settings, TransactionalId)
 from kctl.shell.recordjson import JsonLines, ProduceArgs
-from kctl.transactions import Transactions
 
 INTERRUPT_FLUSH_S = 5.0
 TICK_EVERY = 1024  # records between progress bar updates; a power of two for the mask
@@ -123,7 +123,7 @@ def produce(
     """
     records_for = _records(input_format, key, key_delimiter, partition, header)
     transactions.check_options(transactional_id, txn_size, acks)
-    per_second = None if rate is None else throttle.parse_rate(rate)
+    per_second = None if rate is None else pacing.parse_rate(rate)
     txns = None if transactional_id is None else Transactions(transactional_id, timeout)
     tally = DeliveryTally(topic, json_output, stop_at_rejection=txns is not None)
     with ExitStack() as stack:
@@ -256,9 +256,7 @@ def _delivery_error(error: KafkaError, partition: int | None, conn: Connection, 
             refused = None
         if refused is not None:
             return refused
-    timed_out = error.code() == KafkaError._MSG_TIMED_OUT
-    within = f" (not acknowledged within {conn.timeout:g}s)" if timed_out else ""
-    return KctlError(f"delivery failed: {error.str()}{within}", exit_code_for(error))
+    return delivery.failure(error, conn.timeout)
 
 
 def _ticker(progress: Callable[[], None], rate: float | None) -> tuple[Callable[[int], None], int]:
@@ -266,7 +264,7 @@ def _ticker(progress: Callable[[], None], rate: float | None) -> tuple[Callable[
     bar, and with --rate a token bucket that sleeps to hold the rate."""
     if rate is None:
         return lambda _sent: progress(), TICK_EVERY
-    bucket = throttle.TokenBucket(rate, throttle.batch_size(rate))
+    bucket = pacing.TokenBucket(rate, pacing.batch_size(rate))
 
     def tick(sent: int) -> None:
         progress()

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import ConfigResource, ResourceType, TopicMetadata
-
-from kctl.kafka.client import Connection
+from kctl.kafka import configs
+from kctl.kafka.client import Connection, TopicMetadata
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -45,10 +43,7 @@ def refusal(conn: Connection, meta: TopicMetadata,
 
 
 def _min_insync(conn: Connection, topic: str) -> int | None:
-    admin = conn.admin()  # held until the result: a dropped client cancels its requests
-    resource = ConfigResource(ResourceType.TOPIC, topic)
     try:
-        configs = admin.describe_configs([resource], request_timeout=conn.timeout)[resource].result()
-        return int(configs[SETTING].value)
-    except (KafkaException, KeyError, TypeError, ValueError):
+        return int(configs.topic_configs(conn, topic)[SETTING]["value"])
+    except (KctlError, KeyError, TypeError, ValueError):
         return None

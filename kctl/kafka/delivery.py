@@ -1,5 +1,6 @@
-"""Counting delivery reports, printing them as JSON lines when asked, and stopping a run
-the cluster has stopped acknowledging."""
+"""Delivery reports of `kctl produce`: counting them, printing them as JSON lines when asked,
+serving them while input is read, stopping a run the cluster has stopped acknowledging, and
+the one line a failed delivery gets."""
 
 from __future__ import annotations
 
@@ -10,12 +11,22 @@ import threading
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from kctl.kafka.errors import exit_code_for
+from kctl.shell.errors import KctlError
 
 # Failures that say the cluster is not taking records: a record that waited out
 # message.timeout.ms (librdkafka retries NOT_ENOUGH_REPLICAS until then), or the refusal
 # itself when retries are off (-X retries=0).
 STALLED = {KafkaError._MSG_TIMED_OUT, KafkaError.NOT_ENOUGH_REPLICAS,
            KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND}
+
+
+def failure(error: KafkaError, timeout: float) -> KctlError:
+    """The one line for a failed delivery; a record that timed out says it was not
+    acknowledged within `timeout` (message.timeout.ms)."""
+    timed_out = error.code() == KafkaError._MSG_TIMED_OUT
+    within = f" (not acknowledged within {timeout:g}s)" if timed_out else ""
+    return KctlError(f"delivery failed: {error.str()}{within}", exit_code_for(error))
 
 
 class DeliveryStopped(KafkaException):
