@@ -14,10 +14,11 @@ from kafka.errors import TopicAlreadyExistsError
 from brokerd.api import build_handlers
 from brokerd.config import BrokerConfig
 from brokerd.controller import Controller, LeaderRebalance
-from brokerd.coordinator.group_coordinator import GroupCoordinator
+from brokerd.coordinator.group_coordinator import GroupConfig, GroupCoordinator
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
-from brokerd.coordinator.transaction_coordinator import TransactionCoordinator
+from brokerd.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
+from brokerd.coordinator.txn_marker_writer import TransactionMarkerWriter, TxnMarkerAppender
 from brokerd.metadata.image import MetadataDelta
 from brokerd.partition import Partition
 from brokerd.producer_ids import ProducerIdManager
@@ -71,10 +72,8 @@ class Broker:
         self.replicas = ReplicaManager(self.broker_id,
                                        self.state.broker_dir(self.broker_id) / "data",
                                        self._alter_isr)
-        self.fetchers = ReplicaFetcherManager(self)
-        self.coordinator = GroupCoordinator(self)
-        self.transactions = TransactionCoordinator(self)
         self.producer_ids = ProducerIdManager(self.state)
+        self._wire_ports()
         self.topics: dict[str, TopicRecord] = {}
         self.registrations: list[BrokerRegistration] = []
         self.live_brokers: list[BrokerRegistration] = []
@@ -91,6 +90,19 @@ class Broker:
         self._isr_proposals: dict[tuple[str, int], tuple[Partition, list[int]]] = {}
         self._tasks: list[asyncio.Task] = []
         self._stopping = threading.Event()
+
+    def _wire_ports(self) -> None:
+        """The replica fetchers and the coordinators get the ports they use (brokerd/ports.py),
+        implemented by this broker's parts, never the broker itself."""
+        metadata = BrokerMetadataView(self)
+        self.fetchers = ReplicaFetcherManager(self.broker_id, self.broker_client)
+        self.coordinator = GroupCoordinator(
+            self.broker_id, GroupConfig.from_config(self.config), self.replicas, metadata)
+        self.txn_markers = TxnMarkerAppender(self.replicas, self.coordinator)
+        self.transactions = TransactionCoordinator(
+            self.broker_id, TransactionConfig.from_config(self.config), self.replicas, metadata,
+            self.producer_ids,
+            TransactionMarkerWriter(self.broker_id, metadata, self.broker_client, self.txn_markers))
 
     def _init_security(self, config: BrokerConfig) -> None:
         """Listeners, credentials, the authorizer and how to reach other brokers; a setting
@@ -356,3 +368,29 @@ class Broker:
 
     def _flush_due(self) -> None:
         self.replicas.flush_due(int(time.time() * 1000))
+
+
+class BrokerMetadataView:
+    """The MetadataView port (brokerd/ports.py) over what the broker last read of the
+    metadata log and the registrations."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    def has_topic(self, name: str) -> bool:
+        return name in self._broker.topics
+
+    def partition_leader(self, topic: str, index: int) -> int | None:
+        record = self._broker.topics.get(topic)
+        partition = None if record is None else record.partitions.get(index)
+        return None if partition is None else partition.leader
+
+    def live_broker_ids(self) -> set[int]:
+        return {r.broker_id for r in self._broker.live_brokers}
+
+    def broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        registration = self._broker.registration(broker_id)
+        return None if registration is None else (registration.host, registration.port)
+
+    def refresh(self) -> None:
+        self._broker.refresh_metadata()

@@ -28,7 +28,7 @@ from brokerd.api.offsets import partition_exists
 from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_state import TransactionState
-from brokerd.coordinator.txn_marker_writer import MARKER_ACK_TIMEOUT_S, TxnMarker, append_markers
+from brokerd.coordinator.txn_marker_writer import MARKER_ACK_TIMEOUT_S, TxnMarker
 
 FIRST_PRODUCER_FENCED_VERSION = 2  # of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
 
@@ -120,7 +120,7 @@ async def handle_write_markers(broker, request) -> dict:
                            m.coordinator_epoch)
         partitions = [(t.name, p) for t in m.topics for p in t.partition_indexes]
         errors = (dict.fromkeys(partitions, refused) if refused is not None else
-                  await append_markers(broker, marker, partitions, MARKER_ACK_TIMEOUT_S))
+                  await broker.txn_markers.append(marker, partitions, MARKER_ACK_TIMEOUT_S))
         results.append({"producer_id": m.producer_id, "topics": [
             {"name": t.name, "partitions": [
                 {"partition_index": p, "error_code": _code(errors[(t.name, p)])}

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import time
 import uuid
+from dataclasses import dataclass
 
 from kafka.errors import (
     CoordinatorNotAvailableError, FencedInstanceIdError, GroupIdNotFoundError,
@@ -25,6 +26,7 @@ from kafka.errors import (
     RequestTimedOutError, UnknownMemberIdError, UnknownTopicOrPartitionError,
 )
 
+from brokerd.config import BrokerConfig
 from brokerd.coordinator.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
 from brokerd.coordinator.offset_retention import expired_offsets
 from brokerd.coordinator.offsets_topic import (
@@ -32,6 +34,8 @@ from brokerd.coordinator.offsets_topic import (
     group_metadata_value, offset_key, offset_value, read_offsets_batches,
 )
 from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, read_whole_log
+from brokerd.ports import HostedReplica, HostedReplicas, MetadataView, ReplicaLog
+from brokerd.storage import AppendInfo
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +61,29 @@ class MemberIdRequired(MemberIdRequiredError):
         self.member_id = member_id
 
 
+@dataclass(frozen=True)
+class GroupConfig:
+    """Kafka's GroupConfig and OffsetConfig, read once at start: no setting is dynamic."""
+    offsets_topic_num_partitions: int  # offsets.topic.num.partitions
+    initial_rebalance_delay_ms: int  # group.initial.rebalance.delay.ms
+    offsets_retention_ms: int  # offsets.retention.minutes
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> GroupConfig:
+        return cls(config.get("offsets.topic.num.partitions"),
+                   config.get("group.initial.rebalance.delay.ms"),
+                   config.get("offsets.retention.minutes") * 60_000)
+
+
 class GroupCoordinator(InternalTopicCoordinator):
     topic = OFFSETS_TOPIC
-    partitions_setting = "offsets.topic.num.partitions"
 
-    def __init__(self, broker):
-        super().__init__(broker)
+    def __init__(self, broker_id: int, config: GroupConfig, replicas: HostedReplicas,
+                 metadata: MetadataView) -> None:
+        super().__init__(broker_id, config.offsets_topic_num_partitions, metadata)
+        self.config = config
+        self.replicas = replicas
+        self.loaded: set[int] = set()
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         # group -> producer id -> offsets committed in that producer's open transaction
@@ -79,22 +100,22 @@ class GroupCoordinator(InternalTopicCoordinator):
     # -- ownership: loading and unloading offsets partitions --------------------------------
     def on_metadata_change(self) -> None:
         """Load the partitions this broker now leads, unload those it lost."""
-        leading = {p for (t, p), part in self.broker.replicas.partitions.items()
-                   if t == OFFSETS_TOPIC and part.is_leader}
-        for partition in sorted(leading - self.loaded):
-            self._load(partition)
-        for partition in sorted(self.loaded - leading):
+        leading = {p: replica for (t, p), replica in self.replicas.partitions.items()
+                   if t == OFFSETS_TOPIC and replica.is_leader}
+        for partition in sorted(leading.keys() - self.loaded):
+            self._load(partition, leading[partition].log)
+        for partition in sorted(self.loaded - leading.keys()):
             self._unload(partition)
         self._remove_offsets_of_deleted_topics()
 
-    def _load(self, partition: int) -> None:
+    def _load(self, partition: int, log_: ReplicaLog) -> None:
         """Replay the partition: plain commits count at once, transactional ones stay pending
         until their producer's marker follows (commit applies them, abort drops them). Each
         group comes back as its last metadata record left it, its members' sessions
         starting now."""
         count = 0
         stored: dict[str, GroupMetadata | None] = {}
-        for chunk in read_whole_log(self.broker.replicas.get(OFFSETS_TOPIC, partition).log):
+        for chunk in read_whole_log(log_):
             for batch in read_offsets_batches(chunk):
                 self._replay(partition, batch)
                 stored.update(batch.groups)
@@ -132,7 +153,8 @@ class GroupCoordinator(InternalTopicCoordinator):
             self.pending_txn_offsets.pop(group_id, None)
         self._txn_sequences = {k: v for k, v in self._txn_sequences.items() if k[0] != partition}
 
-    def _cache(self, group_id: str, tp: TopicPartition, committed: CommittedOffset | None):
+    def _cache(self, group_id: str, tp: TopicPartition, committed: CommittedOffset | None
+               ) -> None:
         if committed is None:
             self.offsets.get(group_id, {}).pop(tp, None)
         else:
@@ -257,7 +279,7 @@ class GroupCoordinator(InternalTopicCoordinator):
             _fail_sync_waiters(group, RebalanceInProgressError())
         delay = 0.0
         if group.state == GroupState.EMPTY:  # let a starting group's members arrive together
-            delay = self.broker.config.get("group.initial.rebalance.delay.ms") / 1000
+            delay = self.config.initial_rebalance_delay_ms / 1000
         group.transition_to(GroupState.PREPARING_REBALANCE)
         group.join_delay_until = time.monotonic() + delay
         log.info("group %s rebalancing: %s", group.group_id, reason)
@@ -548,9 +570,9 @@ class GroupCoordinator(InternalTopicCoordinator):
         return (group_metadata_key(group.group_id),
                 group_metadata_value(group.metadata(assignments)))
 
-    def _append_batch(self, group_id: str, batch: bytes):
+    def _append_batch(self, group_id: str, batch: bytes) -> tuple[HostedReplica, AppendInfo]:
         try:
-            partition = self.broker.replicas.get_leader(OFFSETS_TOPIC, self.partition_of(group_id))
+            partition = self.replicas.get_leader(OFFSETS_TOPIC, self.partition_of(group_id))
         except Exception as exc:
             raise NotCoordinatorError(str(exc)) from exc
         return partition, partition.append_as_leader(batch, acks=-1)
@@ -567,18 +589,18 @@ class GroupCoordinator(InternalTopicCoordinator):
     def remove_expired_offsets(self) -> None:
         """Kafka's cleanupGroupMetadata, every offsets.retention.check.interval.ms: expired
         offsets get tombstones, and an empty group left without offsets is removed."""
-        retention_ms = self.broker.config.get("offsets.retention.minutes") * 60_000
         now_ms = int(time.time() * 1000)
         for group_id in sorted(set(self.offsets) | set(self.groups)):
             expired = expired_offsets(self.groups.get(group_id), self.offsets.get(group_id, {}),
-                                      self.unstable(group_id), now_ms, retention_ms)
+                                      self.unstable(group_id), now_ms,
+                                      self.config.offsets_retention_ms)
             self._remove_offsets(group_id, expired, "expired (offsets.retention.minutes)")
 
     def _remove_offsets_of_deleted_topics(self) -> None:
         """A deleted topic's offsets go with it, as in Kafka: a topic created again under
         the name starts without them."""
         for group_id, offsets in list(self.offsets.items()):
-            gone = sorted(tp for tp in offsets if tp[0] not in self.broker.topics)
+            gone = sorted(tp for tp in offsets if not self.metadata.has_topic(tp[0]))
             if gone:
                 self._remove_offsets(group_id, gone, "of deleted topics")
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Iterator
+from typing import Container, Iterator, Sequence
 
 from kafka.errors import NotCoordinatorError
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from brokerd.ports import MetadataView, ReplicaLog
 from brokerd.storage import iter_batch_spans
 
 READ_CHUNK_BYTES = 4 * 1024 * 1024
@@ -32,15 +33,12 @@ class InternalTopicCoordinator:
     """A coordinator of ids (groups, transactional ids) hashed onto the partitions of an
     internal topic: it coordinates the ids of the partitions it leads and has loaded."""
     topic: str
-    partitions_setting: str
+    loaded: Container[int]
 
-    def __init__(self, broker):
-        self.broker = broker
-        self.loaded: set[int] | dict[int, int] = set()
-
-    @property
-    def num_partitions(self) -> int:
-        return self.broker.config.get(self.partitions_setting)
+    def __init__(self, broker_id: int, num_partitions: int, metadata: MetadataView) -> None:
+        self.broker_id = broker_id
+        self.num_partitions = num_partitions
+        self.metadata = metadata
 
     def partition_of(self, key: str) -> int:
         return partition_for(key, self.num_partitions)
@@ -49,9 +47,9 @@ class InternalTopicCoordinator:
         """The partition of ``key``; NOT_COORDINATOR unless this broker has loaded it."""
         partition = self.partition_of(key)
         if partition not in self.loaded:
-            self.broker.refresh_metadata()  # a client may know of a leader change before us
+            self.metadata.refresh()  # a client may know of a leader change before us
         if partition not in self.loaded:
-            raise NotCoordinatorError(f"broker {self.broker.broker_id} does not coordinate "
+            raise NotCoordinatorError(f"broker {self.broker_id} does not coordinate "
                                       f"{key!r} ({self.topic}-{partition})")
         return partition
 
@@ -92,7 +90,7 @@ def read_bytes(buf: bytes, pos: int) -> tuple[bytes, int]:
     return bytes(buf[pos:pos + length]), pos + length
 
 
-def build_batch(entries: list[tuple[bytes, bytes | None]], producer_id: int = NO_PRODUCER_ID,
+def build_batch(entries: Sequence[tuple[bytes, bytes | None]], producer_id: int = NO_PRODUCER_ID,
                 producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
     """One record batch of (key, value) records; a None value is a tombstone. With a
     producer id the batch is transactional: it belongs to that producer's open transaction."""
@@ -106,7 +104,7 @@ def build_batch(entries: list[tuple[bytes, bytes | None]], producer_id: int = NO
     return bytes(builder.build())
 
 
-def read_whole_log(log) -> Iterator[bytes]:
+def read_whole_log(log: ReplicaLog) -> Iterator[bytes]:
     """The partition log from its start to its end, in chunks of whole batches; a new leader
     of an internal topic rebuilds its cache from this."""
     offset = log.log_start_offset

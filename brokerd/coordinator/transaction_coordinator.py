@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
+from typing import Callable
 
 from kafka.errors import (
     ConcurrentTransactionsError, CoordinatorNotAvailableError, InvalidProducerIdMappingError,
@@ -24,6 +26,7 @@ from kafka.errors import (
     TransactionalIdNotFoundError, UnknownTopicOrPartitionError,
 )
 
+from brokerd.config import BrokerConfig
 from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, read_whole_log
 from brokerd.coordinator.transaction_log import (
     TRANSACTION_STATE_TOPIC, read_transaction_records, transaction_key, transaction_value,
@@ -35,6 +38,7 @@ from brokerd.coordinator.transaction_state import (
 from brokerd.coordinator.txn_marker_writer import (
     RETRY_BACKOFF_S, TransactionMarkerWriter, TxnMarker,
 )
+from brokerd.ports import HostedReplicas, MetadataView, ProducerIdGenerator, ReplicaLog
 
 log = logging.getLogger(__name__)
 
@@ -46,15 +50,33 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+@dataclass(frozen=True)
+class TransactionConfig:
+    """Kafka's TransactionConfig, read once at start: neither setting is dynamic."""
+    num_partitions: int  # transaction.state.log.num.partitions
+    max_timeout_ms: int  # transaction.max.timeout.ms
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> TransactionConfig:
+        return cls(config.get("transaction.state.log.num.partitions"),
+                   config.get("transaction.max.timeout.ms"))
+
+
 class TransactionCoordinator(InternalTopicCoordinator):
     topic = TRANSACTION_STATE_TOPIC
-    partitions_setting = "transaction.state.log.num.partitions"
 
-    def __init__(self, broker):
-        super().__init__(broker)
+    def __init__(self, broker_id: int, config: TransactionConfig, replicas: HostedReplicas,
+                 metadata: MetadataView, producer_ids: ProducerIdGenerator,
+                 markers: TransactionMarkerWriter, clock_ms: Callable[[], int] = _now_ms
+                 ) -> None:
+        super().__init__(broker_id, config.num_partitions, metadata)
+        self.max_timeout_ms = config.max_timeout_ms
+        self.replicas = replicas
+        self.producer_ids = producer_ids
+        self.markers = markers
+        self.clock_ms = clock_ms  # wall clock: transaction start and update times, timeouts
         self.transactions: dict[str, TransactionMetadata] = {}
         self.loaded: dict[int, int] = {}  # __transaction_state partition -> coordinator epoch
-        self.markers = TransactionMarkerWriter(broker)
         self._completions: dict[str, asyncio.Task] = {}
         self._aborts: set[asyncio.Task] = set()
 
@@ -71,17 +93,19 @@ class TransactionCoordinator(InternalTopicCoordinator):
     def on_metadata_change(self) -> None:
         """Load the partitions this broker now leads (again, at a new leader epoch), unload
         those it lost."""
-        leading = {p: part.leader_epoch for (t, p), part in self.broker.replicas.partitions.items()
-                   if t == TRANSACTION_STATE_TOPIC and part.is_leader}
-        for partition in [p for p, epoch in self.loaded.items() if leading.get(p) != epoch]:
+        leading = {p: replica for (t, p), replica in self.replicas.partitions.items()
+                   if t == TRANSACTION_STATE_TOPIC and replica.is_leader}
+        for partition in [p for p, epoch in self.loaded.items()
+                          if p not in leading or leading[p].leader_epoch != epoch]:
             self._unload(partition)
-        for partition, epoch in sorted(leading.items()):
+        for partition, replica in sorted(leading.items()):
             if partition not in self.loaded:
-                self._load(partition, epoch)
+                self._load(partition, replica.leader_epoch, replica.log)
 
-    def _load(self, partition: int, coordinator_epoch: int) -> None:
+    def _load(self, partition: int, coordinator_epoch: int, log_: ReplicaLog) -> None:
+        """Replay the partition: each transactional id as its last record left it, and the
+        transactions found prepared are completed."""
         found: dict[str, TransactionMetadata] = {}
-        log_ = self.broker.replicas.get(TRANSACTION_STATE_TOPIC, partition).log
         for chunk in read_whole_log(log_):
             for transactional_id, meta in read_transaction_records(chunk):
                 if meta is None:
@@ -115,16 +139,15 @@ class TransactionCoordinator(InternalTopicCoordinator):
         ``expected`` is the (producer id, epoch) of a producer bumping its own epoch to recover
         from an abortable error (KIP-360): it must still be the current one, or the one just
         bumped from (a retry), else it is fenced."""
-        max_timeout_ms = self.broker.config.get("transaction.max.timeout.ms")
-        if not 0 < timeout_ms <= max_timeout_ms:
+        if not 0 < timeout_ms <= self.max_timeout_ms:
             raise InvalidTransactionTimeoutError(
-                f"transaction timeout {timeout_ms} ms is outside 1..{max_timeout_ms} "
+                f"transaction timeout {timeout_ms} ms is outside 1..{self.max_timeout_ms} "
                 f"(transaction.max.timeout.ms)")
         coordinator_epoch = self._owned(transactional_id)
         meta = self.transactions.get(transactional_id)
         if meta is None:
             meta = self.transactions[transactional_id] = TransactionMetadata(
-                transactional_id, self.broker.producer_ids.next_id(), NO_PRODUCER_EPOCH,
+                transactional_id, self.producer_ids.next_id(), NO_PRODUCER_EPOCH,
                 timeout_ms)
         if expected is not None and meta.producer_epoch != NO_PRODUCER_EPOCH \
                 and expected[0] != meta.producer_id:
@@ -136,13 +159,14 @@ class TransactionCoordinator(InternalTopicCoordinator):
             raise ConcurrentTransactionsError(
                 f"aborting the ongoing transaction of {transactional_id!r} first")
         expected_epoch = None if expected is None else expected[1]
+        now_ms = self.clock_ms()
         if meta.is_epoch_exhausted() and expected_epoch in (None, meta.producer_epoch):
-            target = meta.prepare(S.EMPTY, _now_ms(), producer_id=self.broker.producer_ids.next_id(),
+            target = meta.prepare(S.EMPTY, now_ms, producer_id=self.producer_ids.next_id(),
                                   producer_epoch=0, timeout_ms=timeout_ms)
         elif expected_epoch is not None and expected_epoch == meta.last_producer_epoch:
             return meta.producer_id, meta.producer_epoch  # a retry of the bump it already got
         else:
-            target = meta.prepare(S.EMPTY, _now_ms(), producer_epoch=_bumped(meta, expected_epoch),
+            target = meta.prepare(S.EMPTY, now_ms, producer_epoch=_bumped(meta, expected_epoch),
                                   timeout_ms=timeout_ms,
                                   last_producer_epoch=(NO_PRODUCER_EPOCH if expected is None
                                                        else meta.producer_epoch))
@@ -157,7 +181,7 @@ class TransactionCoordinator(InternalTopicCoordinator):
         _check_not_busy(meta)
         if meta.state == S.ONGOING and partitions <= meta.partitions:
             return
-        target = meta.prepare(S.ONGOING, _now_ms(), partitions=meta.partitions | partitions)
+        target = meta.prepare(S.ONGOING, self.clock_ms(), partitions=meta.partitions | partitions)
         await self._persist(meta, target, coordinator_epoch)
 
     async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -173,7 +197,7 @@ class TransactionCoordinator(InternalTopicCoordinator):
             raise InvalidTxnStateError(f"{transactional_id!r} cannot "
                                        f"{'commit' if commit else 'abort'} in state "
                                        f"{meta.state.label}")
-        await self._persist(meta, meta.prepare(prepare, _now_ms()), coordinator_epoch)
+        await self._persist(meta, meta.prepare(prepare, self.clock_ms()), coordinator_epoch)
         self._start_completion(transactional_id, coordinator_epoch)
 
     def _producer(self, transactional_id: str, producer_id: int, producer_epoch: int):
@@ -199,7 +223,7 @@ class TransactionCoordinator(InternalTopicCoordinator):
                           min_duration_ms: int) -> list[TransactionMetadata]:
         """The transactions coordinated here, filtered as ListTransactions asks: by state
         name, producer id and (min_duration_ms >= 0) time since the transaction started."""
-        now = _now_ms()
+        now = self.clock_ms()
         return [meta for meta in self.transactions.values()
                 if (not states or meta.state.label in states)
                 and (not producer_ids or meta.producer_id in producer_ids)
@@ -209,7 +233,7 @@ class TransactionCoordinator(InternalTopicCoordinator):
     def abort_timed_out(self) -> None:
         """Abort transactions open longer than their timeout, bumping the epoch so that the
         producer that forgot them is fenced (Kafka's abortTimedOutTransactions)."""
-        now = _now_ms()
+        now = self.clock_ms()
         for meta in [m for m in self.transactions.values() if m.is_expired(now)]:
             coordinator_epoch = self.loaded.get(self.partition_of(meta.transactional_id))
             if coordinator_epoch is None:
@@ -227,7 +251,8 @@ class TransactionCoordinator(InternalTopicCoordinator):
             log.info("aborting %r failed: %r", meta.transactional_id, exc)
 
     async def _fence_and_abort(self, meta: TransactionMetadata, coordinator_epoch: int) -> None:
-        target = meta.prepare(S.PREPARE_ABORT, _now_ms(), producer_epoch=meta.fenced_epoch(),
+        target = meta.prepare(S.PREPARE_ABORT, self.clock_ms(),
+                              producer_epoch=meta.fenced_epoch(),
                               last_producer_epoch=NO_PRODUCER_EPOCH)
         await self._persist(meta, target, coordinator_epoch)
         self._start_completion(meta.transactional_id, coordinator_epoch)
@@ -252,7 +277,7 @@ class TransactionCoordinator(InternalTopicCoordinator):
                 await self.markers.write(marker, meta.partitions, lambda: self._still_owned(
                     transactional_id, coordinator_epoch))
                 done = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
-                await self._persist(meta, meta.prepare(done, _now_ms()), coordinator_epoch)
+                await self._persist(meta, meta.prepare(done, self.clock_ms()), coordinator_epoch)
                 log.info("transactional id %r: %s", transactional_id, done.label)
                 break
             except NotCoordinatorError:
@@ -283,8 +308,8 @@ class TransactionCoordinator(InternalTopicCoordinator):
         try:
             if not self._still_owned(transactional_id, coordinator_epoch):
                 raise NotCoordinatorError(f"{transactional_id!r} moved to another coordinator")
-            partition = self.broker.replicas.get_leader(TRANSACTION_STATE_TOPIC,
-                                                        self.partition_of(transactional_id))
+            partition = self.replicas.get_leader(TRANSACTION_STATE_TOPIC,
+                                                 self.partition_of(transactional_id))
             info = partition.append_as_leader(batch, acks=-1)
             await partition.wait_for_ack(info.last_offset, WRITE_TIMEOUT_S)
         except (NotLeaderForPartitionError, UnknownTopicOrPartitionError) as exc:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Callable, Iterable, Protocol
 
 from kafka.errors import InvalidProducerEpochError, NotCoordinatorError
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
+from brokerd.ports import BrokerClientFactory, HostedReplicas, MetadataView
 from brokerd.replication.broker_client import BrokerClient
 
 log = logging.getLogger(__name__)
@@ -40,35 +42,58 @@ class TxnMarker:
     coordinator_epoch: int
 
 
-async def append_markers(broker, marker: TxnMarker, partitions: list[TopicPartition],
-                         timeout_s: float) -> dict[TopicPartition, Exception | None]:
-    """Append ``marker`` to each partition led here and wait until it is replicated; returns
-    each partition's error, if any. A replicated marker on an offsets partition ends the
-    producer's pending transactional offset commits there (the group coordinator's hook)."""
-    errors: dict[TopicPartition, Exception | None] = {}
+class TxnOffsetsListener(Protocol):
+    """Told when a marker lands on an offsets partition led here: the producer's pending
+    transactional offset commits there become committed or are dropped
+    (GroupMetadataManager.on_txn_marker)."""
 
-    async def one(tp: TopicPartition) -> None:
-        try:
-            partition = broker.replicas.get_leader(*tp)
-            info = partition.append_txn_marker(marker.producer_id, marker.producer_epoch,
-                                               marker.commit, marker.coordinator_epoch)
-            await partition.wait_for_ack(info.last_offset, timeout_s)
-        except Exception as exc:
-            errors[tp] = exc
-            return
-        if tp[0] == OFFSETS_TOPIC:
-            broker.coordinator.on_txn_marker(tp[1], marker.producer_id, marker.commit)
-        errors[tp] = None
-    await asyncio.gather(*(one(tp) for tp in partitions))
-    return errors
+    def on_txn_marker(self, partition: int, producer_id: int, commit: bool) -> None: ...
+
+
+class TxnMarkerAppender:
+    """The partition leader's side of WriteTxnMarkers, also used by a coordinator for the
+    partitions its own broker leads."""
+
+    def __init__(self, replicas: HostedReplicas, offsets: TxnOffsetsListener) -> None:
+        self.replicas = replicas
+        self.offsets = offsets
+
+    async def append(self, marker: TxnMarker, partitions: list[TopicPartition],
+                     timeout_s: float) -> dict[TopicPartition, Exception | None]:
+        """Append ``marker`` to each partition led here and wait until it is replicated;
+        returns each partition's error, if any."""
+        errors: dict[TopicPartition, Exception | None] = {}
+
+        async def one(tp: TopicPartition) -> None:
+            try:
+                partition = self.replicas.get_leader(*tp)
+                info = partition.append_txn_marker(marker.producer_id, marker.producer_epoch,
+                                                   marker.commit, marker.coordinator_epoch)
+                await partition.wait_for_ack(info.last_offset, timeout_s)
+            except Exception as exc:
+                errors[tp] = exc
+                return
+            if tp[0] == OFFSETS_TOPIC:
+                self.offsets.on_txn_marker(tp[1], marker.producer_id, marker.commit)
+            errors[tp] = None
+        await asyncio.gather(*(one(tp) for tp in partitions))
+        return errors
 
 
 class TransactionMarkerWriter:
-    def __init__(self, broker):
-        self.broker = broker
+    """Kafka's TransactionMarkerChannelManager: the markers of one coordinator's
+    transactions, to whichever brokers lead the partitions."""
+
+    def __init__(self, broker_id: int, metadata: MetadataView, clients: BrokerClientFactory,
+                 local: TxnMarkerAppender) -> None:
+        self.broker_id = broker_id
+        self.metadata = metadata
+        self.clients = clients
+        self.local = local
         self._clients: dict[tuple[int, str, int], BrokerClient] = {}
 
-    async def write(self, marker: TxnMarker, partitions, still_coordinator) -> None:
+    async def write(self, marker: TxnMarker, partitions: Iterable[TopicPartition],
+                    still_coordinator: Callable[[], bool]) -> None:
         """Return once every partition of ``partitions`` that still exists has ``marker``;
         raise NotCoordinatorError as soon as ``still_coordinator()`` turns false."""
         remaining = set(partitions)
@@ -85,18 +110,17 @@ class TransactionMarkerWriter:
                 remaining - {tp for tps in by_leader.values() for tp in tps})
             if remaining:
                 await asyncio.sleep(RETRY_BACKOFF_S)
-                self.broker.refresh_metadata()
+                self.metadata.refresh()
 
     def _exists(self, tp: TopicPartition) -> bool:
         """A deleted topic needs no marker any more."""
-        topic = self.broker.topics.get(tp[0])
-        return topic is not None and tp[1] in topic.partitions
+        return self.metadata.partition_leader(*tp) is not None
 
-    def _by_leader(self, partitions) -> dict[int, list[TopicPartition]]:
-        live = {b.broker_id for b in self.broker.live_brokers}
+    def _by_leader(self, partitions: set[TopicPartition]) -> dict[int, list[TopicPartition]]:
+        live = self.metadata.live_broker_ids()
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp in sorted(partitions):
-            leader = self.broker.topics[tp[0]].partitions[tp[1]].leader
+            leader = self.metadata.partition_leader(*tp)
             if leader in live:
                 by_leader.setdefault(leader, []).append(tp)
         return by_leader
@@ -104,10 +128,10 @@ class TransactionMarkerWriter:
     async def _send(self, leader: int, marker: TxnMarker,
                     partitions: list[TopicPartition]) -> list[TopicPartition]:
         """Write to one leader; returns the partitions that must be retried."""
-        if leader != self.broker.broker_id:
+        if leader != self.broker_id:
             codes = await self._send_remote(leader, marker, partitions)
             return [tp for tp in partitions if codes.get(tp) not in DONE_CODES]
-        errors = await append_markers(self.broker, marker, partitions, MARKER_ACK_TIMEOUT_S)
+        errors = await self.local.append(marker, partitions, MARKER_ACK_TIMEOUT_S)
         for tp, exc in errors.items():
             if exc is not None:
                 log.info("marker for producer %d on %s-%d failed: %r", marker.producer_id,
@@ -117,14 +141,14 @@ class TransactionMarkerWriter:
 
     async def _send_remote(self, leader: int, marker: TxnMarker,
                            partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
-        registration = self.broker.registration(leader)
-        if registration is None:
+        address = self.metadata.broker_address(leader)
+        if address is None:
             return {}
-        key = (leader, registration.host, registration.port)
+        key = (leader, *address)
         client = self._clients.get(key)
         if client is None:
-            client = self.broker.broker_client(
-                leader, f"broker-{self.broker.broker_id}-txn-markers", MARKER_ACK_TIMEOUT_S)
+            client = self.clients(leader, f"broker-{self.broker_id}-txn-markers",
+                                  MARKER_ACK_TIMEOUT_S)
             if client is None:
                 return {}
             self._clients[key] = client
@@ -146,6 +170,7 @@ class TransactionMarkerWriter:
                 for result in response.markers for t in result.topics for p in t.partitions}
 
     def close(self) -> None:
+        """Close the connections to other brokers (the broker is stopping)."""
         for client in self._clients.values():
             client.close()
         self._clients.clear()

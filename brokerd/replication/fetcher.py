@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Callable, Mapping
 
 from kafka.errors import OffsetOutOfRangeError
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.partition import Partition
+from brokerd.ports import BrokerClientFactory, TopicPartition
 from brokerd.protocol.codec import MalformedRequest
 from brokerd.replication.broker_client import BrokerClient
 from brokerd.replication.fetch_session_handler import FetchSessionHandler
@@ -35,21 +37,29 @@ NETWORK_ERRORS = (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, Ma
 
 
 class ReplicaFetcher:
-    def __init__(self, broker, leader_id: int):
-        self.broker = broker
+    """Kafka's ReplicaFetcherThread: follows every partition this broker (``broker_id``, the
+    replica id of its requests) follows from one leader, through a connection ``clients``
+    opens; ``throttle_bytes_per_s`` says how fast it may copy (None: as fast as it can)."""
+
+    def __init__(self, broker_id: int, leader_id: int, clients: BrokerClientFactory,
+                 throttle_bytes_per_s: Callable[[], int | None]) -> None:
+        self.broker_id = broker_id
         self.leader_id = leader_id
-        self.partitions: dict[tuple[str, int], Partition] = {}
-        self._needs_truncation: set[tuple[str, int]] = set()
+        self.clients = clients
+        self.throttle_bytes_per_s = throttle_bytes_per_s
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self._needs_truncation: set[TopicPartition] = set()
         # partitions whose fetch entry may differ from what the leader's session holds: only
         # these are looked at when the next incremental fetch is built
-        self._changed: set[tuple[str, int]] = set()
+        self._changed: set[TopicPartition] = set()
         self._max_bytes: int | None = None  # the partition_max_bytes last asked for
         self._client: BrokerClient | None = None
         self._session = FetchSessionHandler()
         self._assigned = asyncio.Event()
         self._task: asyncio.Task | None = None
 
-    def assign(self, partitions: dict[tuple[str, int], Partition], fresh: set) -> None:
+    def assign(self, partitions: dict[TopicPartition, Partition],
+               fresh: set[TopicPartition]) -> None:
         """Follow exactly ``partitions``; those in ``fresh`` just got a new leader epoch."""
         self._changed |= {k for k, p in partitions.items() if self.partitions.get(k) is not p}
         self._changed |= self.partitions.keys() - partitions.keys()
@@ -63,6 +73,7 @@ class ReplicaFetcher:
         self._task = asyncio.create_task(self._run(), name=f"fetcher-{self.leader_id}")
 
     async def stop(self) -> None:
+        """Stop fetching and close the connection to the leader."""
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -96,8 +107,8 @@ class ReplicaFetcher:
 
     def _connect(self) -> BrokerClient | None:
         if self._client is None:
-            self._client = self.broker.broker_client(
-                self.leader_id, f"replica-{self.broker.broker_id}", REQUEST_TIMEOUT_S)
+            self._client = self.clients(self.leader_id, f"replica-{self.broker_id}",
+                                        REQUEST_TIMEOUT_S)
         return self._client
 
     # -- truncation (KIP-101 / KIP-279) -----------------------------------------------------
@@ -110,7 +121,7 @@ class ReplicaFetcher:
         if not asks:
             return
         response = await client.request(ApiKey.OffsetForLeaderEpoch, OFFSET_FOR_LEADER_EPOCH_VERSION, {
-            "replica_id": self.broker.broker_id,
+            "replica_id": self.broker_id,
             "topics": _group_by_topic(asks, lambda p: {
                 "partition": p.index, "current_leader_epoch": p.leader_epoch,
                 "leader_epoch": p.log.latest_epoch}),
@@ -138,11 +149,11 @@ class ReplicaFetcher:
         """One Fetch round; False when nothing could be fetched (back off before retrying)."""
         if not self.partitions.keys() - self._needs_truncation:
             return False
-        throttle = self.broker.fetchers.throttle_bytes_per_s
+        throttle = self.throttle_bytes_per_s()
         max_bytes = FETCH_MAX_BYTES if throttle is None else max(1, int(throttle * THROTTLE_SLICE_S))
         session_fields, send = self._session.request(*self._fetch_entries(min(PARTITION_MAX_BYTES, max_bytes)))
         response = await client.request(ApiKey.Fetch, FETCH_VERSION, {
-            "replica_id": self.broker.broker_id, "max_wait_ms": FETCH_MAX_WAIT_MS,
+            "replica_id": self.broker_id, "max_wait_ms": FETCH_MAX_WAIT_MS,
             "min_bytes": 1, "max_bytes": max_bytes, "isolation_level": 0, "rack_id": "",
             **session_fields, "topics": _group_by_topic(send, lambda entry: entry),
         }, extra_timeout_s=FETCH_MAX_WAIT_MS / 1000)
@@ -193,7 +204,7 @@ class ReplicaFetcher:
         return True
 
 
-def _group_by_topic(partitions: dict[tuple[str, int], object], entry) -> list[dict]:
+def _group_by_topic(partitions: Mapping[TopicPartition, object], entry) -> list[dict]:
     """The request shape both Fetch and OffsetForLeaderEpoch use: topics, then partitions."""
     grouped: dict[str, list] = {}
     for (topic, _), partition in partitions.items():

@@ -1,0 +1,108 @@
+"""The narrow views of a broker that its coordinators and replica fetchers are given.
+
+The group and transaction coordinators, the transaction marker writer and the replica
+fetchers need a few things of the broker that runs them: the replicas it hosts, what it knows
+of the cluster, and a way to reach other brokers. Each gets exactly those, as the ports
+below, rather than the Broker itself: the dependency is then visible in the signatures and
+the import graph, and the state machines behind them can be tested in-process against fakes.
+brokerd/broker.py implements the ports with its own parts and wires them in.
+
+Settings are not a port: each component reads the few it needs once, at start, into a
+frozen config of its own (GroupConfig, OffsetConfig, TransactionConfig), as Kafka does;
+none of them can be altered dynamically.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Protocol
+
+from brokerd.replication.broker_client import BrokerClient
+from brokerd.storage import AppendInfo
+
+TopicPartition = tuple[str, int]
+
+
+class ReplicaLog(Protocol):
+    """What a coordinator reads of a replica's log: the whole of it, once, when it becomes
+    the leader of an internal topic's partition and rebuilds its cache from the records."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    def read(self, offset: int, max_bytes: int) -> bytes | memoryview:
+        """Whole batches from the one holding ``offset``, about ``max_bytes`` of them."""
+
+
+class HostedReplica(Protocol):
+    """One replica hosted here as a coordinator uses it (Kafka's Partition): whether it
+    leads, at which leader epoch (a transaction coordinator's epoch), its log, and appends
+    as leader that return once the in-sync replicas confirm them."""
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+    @property
+    def log(self) -> ReplicaLog: ...
+
+    def append_as_leader(self, batch: bytes, acks: int) -> AppendInfo:
+        """Append a record batch; NOT_LEADER_OR_FOLLOWER, or NOT_ENOUGH_REPLICAS for
+        acks=-1 when the ISR is below min.insync.replicas."""
+
+    def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool,
+                          coordinator_epoch: int) -> AppendInfo:
+        """End ``producer_id``'s transaction in this partition."""
+
+    async def wait_for_ack(self, last_offset: int, timeout_s: float) -> None:
+        """Return once every in-sync replica has ``last_offset``; REQUEST_TIMED_OUT, or
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND when the ISR shrank below min.insync.replicas."""
+
+
+class HostedReplicas(Protocol):
+    """The replicas this broker hosts (Kafka's ReplicaManager)."""
+
+    @property
+    def partitions(self) -> Mapping[TopicPartition, HostedReplica]: ...
+
+    def get_leader(self, topic: str, index: int) -> HostedReplica:
+        """The replica, if this broker leads it; UNKNOWN_TOPIC_OR_PARTITION or
+        NOT_LEADER_OR_FOLLOWER otherwise."""
+
+
+class MetadataView(Protocol):
+    """What this broker knows of the cluster from the metadata log and the registrations
+    (Kafka's MetadataCache), as of its last look."""
+
+    def has_topic(self, name: str) -> bool: ...
+
+    def partition_leader(self, topic: str, index: int) -> int | None:
+        """The leader's broker id (-1 for none); None when there is no such partition."""
+
+    def live_broker_ids(self) -> set[int]: ...
+
+    def broker_address(self, broker_id: int) -> tuple[str, int] | None:
+        """Where a registered broker was started (host and port of its first listener), so a
+        connection to a broker that came back elsewhere is not reused; None if unknown."""
+
+    def refresh(self) -> None:
+        """Look again: apply the metadata written since the last look. A client may know of
+        a leader change before this broker does, and a retry must see the current leaders."""
+
+
+class BrokerClientFactory(Protocol):
+    """A connection to another broker over the inter-broker listener, with its security;
+    None when that broker is not registered."""
+
+    def __call__(self, broker_id: int, client_id: str, timeout_s: float) -> BrokerClient | None:
+        ...
+
+
+class ProducerIdGenerator(Protocol):
+    """Producer ids unique across the cluster and its restarts (Kafka's ProducerIdManager)."""
+
+    def next_id(self) -> int: ...
