@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
-from kctl.assignment import plan
+from kctl.consume.assignment import plan
 from kctl.kafka import topics, transactions
 from kctl.kafka.client import Connection, connect, produce_waiting
 from kctl.kafka.errors import exit_code_for, from_kafka

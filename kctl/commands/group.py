@@ -12,7 +12,6 @@ from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kctl import groupinfo, offsetreset
-from kctl.assignment import parse_partitions
 from kctl.kafka import offsets
 from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic, result
 from kctl.kafka.errors import from_kafka
@@ -20,7 +19,8 @@ from kctl.offsetreset import Current, Kind, Strategy
 from kctl.shell import console, sections
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
-from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell.options import (DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings,
+                                Timeout, parse_partitions)
 
 app = typer.Typer(help="List, describe, reset and delete consumer groups.", no_args_is_help=True)
 

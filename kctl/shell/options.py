@@ -1,4 +1,5 @@
-"""Options shared by several commands, declared once so their names and help never drift.
+"""Options shared by several commands, declared once so their names and help never drift,
+and the parsing of values several share (partition lists).
 
 They are per command rather than global so they can go anywhere on the command line
 (`kctl consume t -b host:9092`), as with kcat and rpk.
@@ -11,6 +12,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
 
 Bootstrap = Annotated[Optional[str], typer.Option(
     "--bootstrap", "-b", metavar="HOST:PORT[,...]", show_default=False,
@@ -76,3 +80,14 @@ TransactionalId = Annotated[Optional[str], typer.Option(
 class Isolation(str, Enum):
     READ_COMMITTED = "read_committed"
     READ_UNCOMMITTED = "read_uncommitted"
+
+
+def parse_partitions(values: list[str] | None) -> list[int] | None:
+    """`-p 0 -p 2` and `-p 0,2` alike; None means every partition."""
+    if not values:
+        return None
+    try:
+        return sorted({int(p) for v in values for p in v.split(",") if p.strip()})
+    except ValueError:
+        raise KctlError(f"invalid partition list {','.join(values)!r}: expected numbers like 0,2",
+                        ExitCode.INVALID_INPUT) from None

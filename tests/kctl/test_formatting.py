@@ -5,7 +5,7 @@ import json
 import pytest
 from confluent_kafka import Message
 
-from kctl.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
+from kctl.consume.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
 
 
 def record(key=b"k1", value=b"hello", headers=(("h1", b"v1"), ("h2", None))):

@@ -14,7 +14,7 @@ import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, KafkaError, Message, Producer, TopicPartition
 from typer.testing import CliRunner
 
-from kctl.formatting import record_json
+from kctl.consume.formatting import record_json
 from kctl.main import app
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.recordjson import JsonLines

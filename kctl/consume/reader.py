@@ -12,11 +12,11 @@ import sys
 from enum import Enum
 from typing import Callable
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
-
-from kctl.assignment import PartitionPlan
-from kctl.kafka.client import Connection, fetch_metadata
-from kctl.kafka.errors import exit_code_for
+from kctl.consume.assignment import PartitionPlan
+from kctl.kafka import consumer as consumers
+from kctl.kafka.client import Consumer
+from kctl.kafka.consumer import ClusterWatch, Message
+from kctl.kafka.errors import KafkaError, exit_code_for
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 
@@ -30,27 +30,6 @@ class Commit(str, Enum):
     AFTER = "after"    # at-least-once: a record is committed once it has been written and flushed
     BEFORE = "before"  # at-most-once: committed before it is written, so a crash may lose it
     NEVER = "never"
-
-
-class ClusterWatch:
-    """librdkafka's error callback. It retries most errors by itself, but when it reports
-    every broker down, kctl checks whether the cluster still answers and gives up if not."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.error: KafkaError | None = None
-
-    def __call__(self, error: KafkaError) -> None:
-        if error.code() == KafkaError._ALL_BROKERS_DOWN or error.fatal():
-            self.error = error
-
-    def check(self, consumer: Consumer) -> None:
-        error, self.error = self.error, None
-        if error is None:
-            return
-        if error.fatal():
-            raise KctlError(f"cannot consume: {error.str()}", exit_code_for(error))
-        fetch_metadata(consumer, self.conn)
 
 
 class Reader:
@@ -76,8 +55,7 @@ class Reader:
         """Read exactly these ranges (kctl's own assignment, no group)."""
         self.stops = {p.partition: p.stop for p in plans}
         self.active = {p.partition for p in plans if not p.empty}
-        self.consumer.assign([TopicPartition(self.topic, p.partition, p.start)
-                              for p in plans if not p.empty])
+        consumers.assign(self.consumer, self.topic, {p.partition: p.start for p in plans if not p.empty})
 
     def add(self, partitions: list[int]) -> None:
         """Partitions a rebalance handed over: followed with no end."""
@@ -151,16 +129,14 @@ class Reader:
         A failed commit (usually a rebalance in between) is not fatal: those records are
         read again by the partition's next owner, which is what at-least-once promises.
         """
-        offsets = [TopicPartition(self.topic, p, o) for p, o in sorted(self.positions.items())]
+        positions = dict(self.positions)
         self.positions.clear()
-        if not offsets:
+        failed = consumers.commit(self.consumer, self.topic, positions) if positions else None
+        if failed is None:
             return
-        try:
-            done = self.consumer.commit(offsets=offsets, asynchronous=False)
-        except KafkaException as exc:
-            console.warn(f"commit failed, the records will be read again: {exc.args[0].str()}")
-            return
-        failed = next((tp for tp in done or [] if tp.error is not None), None)
-        if failed is not None:
-            console.warn(f"commit of {self.topic}/{failed.partition} failed, its records will be "
-                         f"read again: {failed.error.str()}")
+        partition, reason = failed
+        if partition is None:
+            console.warn(f"commit failed, the records will be read again: {reason}")
+        else:
+            console.warn(f"commit of {self.topic}/{partition} failed, its records will be "
+                         f"read again: {reason}")

@@ -7,17 +7,18 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl.assignment import parse_partitions, plan
-from kctl.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
+from kctl.consume.assignment import plan
+from kctl.consume.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
+from kctl.consume.membership import GROUP_DEFAULTS, Membership, reset_policy
+from kctl.consume.reader import Commit, Reader, Render
 from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic
-from kctl.membership import GROUP_DEFAULTS, Membership, reset_policy
-from kctl.reader import ClusterWatch, Commit, Reader, Render
+from kctl.kafka.consumer import ClusterWatch
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.offsets import OffsetRange, OffsetSyntaxError, parse
 from kctl.shell.options import (DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Isolation, Settings,
-                                Timeout)
+                                Timeout, parse_partitions)
 
 
 def consume(

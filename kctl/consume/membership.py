@@ -6,9 +6,9 @@ loss is one line on stderr, while records keep flowing on stdout.
 
 from __future__ import annotations
 
-from confluent_kafka import Consumer, TopicPartition
-
-from kctl.reader import Reader
+from kctl.consume.reader import Reader
+from kctl.kafka import consumer as consumers
+from kctl.kafka.client import Consumer
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -38,25 +38,23 @@ class Membership:
         self.quiet = quiet
 
     def subscribe(self, consumer: Consumer, topic: str) -> None:
-        consumer.subscribe([topic], on_assign=self._assigned, on_revoke=self._revoked,
-                           on_lost=self._lost)
+        consumers.subscribe(consumer, topic, self._assigned, self._revoked, self._lost)
 
-    def _assigned(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.reader.add([tp.partition for tp in partitions])
+    def _assigned(self, partitions: list[int]) -> None:
+        self.reader.add(partitions)
         self._say("assigned", partitions, "no partitions: the group has more members than partitions")
 
-    def _revoked(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.reader.remove([tp.partition for tp in partitions])
+    def _revoked(self, partitions: list[int]) -> None:
+        self.reader.remove(partitions)
         self._say("revoked", partitions)
 
-    def _lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self.reader.remove([tp.partition for tp in partitions])
+    def _lost(self, partitions: list[int]) -> None:
+        self.reader.remove(partitions)
         self._say("lost (the group moved on without this member)", partitions)
 
-    def _say(self, what: str, partitions: list[TopicPartition], none: str | None = None) -> None:
+    def _say(self, what: str, partitions: list[int], none: str | None = None) -> None:
         """One line per event; an empty revocation (before a first assignment) says nothing."""
         if self.quiet or not (partitions or none):
             return
-        names = ", ".join(f"{tp.topic}/{tp.partition}" for tp in sorted(
-            partitions, key=lambda tp: (tp.topic, tp.partition)))
+        names = ", ".join(f"{self.reader.topic}/{p}" for p in partitions)
         console.info(f"group {self.group}: {what} {names or none}")
