@@ -10,8 +10,8 @@ the Raft leader epoch; ZooKeeper-mode Kafka with the controller epoch znode.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from brokerd.state.directory import StateDirectory, read_json, write_json
 

@@ -10,9 +10,9 @@ a config change) and the time, which `kctl cluster metadata` prints.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from brokerd.metadata import records as metadata_records
 from brokerd.metadata.editor import TopicsEditor, config_records, topic_records

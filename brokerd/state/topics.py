@@ -7,8 +7,8 @@ differences: a change that changes nothing appends nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from brokerd.metadata import records as metadata_records
 from brokerd.metadata.editor import TopicsEditor, config_records
