@@ -15,6 +15,7 @@ from brokerd.api import build_handlers
 from brokerd.config import BrokerConfig
 from brokerd.controller import Controller, LeaderRebalance
 from brokerd.coordinator.group_coordinator import GroupConfig, GroupCoordinator
+from brokerd.coordinator.group_metadata_manager import GroupMetadataManager, OffsetConfig
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
@@ -96,9 +97,11 @@ class Broker:
         implemented by this broker's parts, never the broker itself."""
         metadata = BrokerMetadataView(self)
         self.fetchers = ReplicaFetcherManager(self.broker_id, self.broker_client)
-        self.coordinator = GroupCoordinator(
-            self.broker_id, GroupConfig.from_config(self.config), self.replicas, metadata)
-        self.txn_markers = TxnMarkerAppender(self.replicas, self.coordinator)
+        self.group_metadata = GroupMetadataManager(
+            self.broker_id, OffsetConfig.from_config(self.config), self.replicas, metadata)
+        self.coordinator = GroupCoordinator(GroupConfig.from_config(self.config),
+                                            self.group_metadata)
+        self.txn_markers = TxnMarkerAppender(self.replicas, self.group_metadata)
         self.transactions = TransactionCoordinator(
             self.broker_id, TransactionConfig.from_config(self.config), self.replicas, metadata,
             self.producer_ids,
@@ -172,7 +175,7 @@ class Broker:
             (self.config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000,
              self.transactions.abort_timed_out),
             (self.config.get("offsets.retention.check.interval.ms") / 1000,
-             self.coordinator.remove_expired_offsets),
+             self.group_metadata.remove_expired_offsets),
         ]
         self._tasks = [asyncio.create_task(self._every(interval, action))
                        for interval, action in periodic]

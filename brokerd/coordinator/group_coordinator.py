@@ -1,54 +1,39 @@
-"""Kafka's GroupCoordinator: joins, syncs, heartbeats and committed offsets.
+"""Kafka's GroupCoordinator: the classic group protocol (joins, syncs, heartbeats, leaves)
+and the group requests that depend on a group's membership.
 
-The coordinator of a group is the leader of its ``__consumer_offsets`` partition. Commits are
-appended there and answered once the in-sync replicas have them, so they survive a restart
-of every broker and the loss of the coordinator's broker. So does each completed generation
-(group metadata: members, leader, assignment), written when the leader's assignment arrives
-and when the group becomes empty. A broker that becomes leader of an offsets partition
-rebuilds offsets and groups by reading that partition; members of a Stable group keep their
-assignment if they heartbeat within their session timeout.
+The coordinator of a group is the leader of its ``__consumer_offsets`` partition. Members join
+(JoinGroup), the leader's assignment is handed out (SyncGroup), heartbeats keep sessions
+alive and tell members when to rejoin; a member that stops heartbeating is removed after its
+session timeout. What the group and its committed offsets are stored as, and when they are
+loaded, forgotten or expire, is the GroupMetadataManager's; this module decides who may
+commit, delete or be described, and runs the rebalance state machine of group.py.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from dataclasses import dataclass
 
 from kafka.errors import (
-    CoordinatorNotAvailableError, FencedInstanceIdError, GroupIdNotFoundError,
-    GroupSubscribedToTopicError, IllegalGenerationError, InconsistentGroupProtocolError,
-    InvalidGroupIdError, InvalidSessionTimeoutError, KafkaError, MemberIdRequiredError,
-    NonEmptyGroupError, NotCoordinatorError, NotEnoughReplicasAfterAppendError,
-    NotEnoughReplicasError, NotLeaderForPartitionError, RebalanceInProgressError,
-    RequestTimedOutError, UnknownMemberIdError, UnknownTopicOrPartitionError,
+    FencedInstanceIdError, GroupIdNotFoundError, GroupSubscribedToTopicError,
+    IllegalGenerationError, InconsistentGroupProtocolError, InvalidGroupIdError,
+    InvalidSessionTimeoutError, KafkaError, MemberIdRequiredError, NonEmptyGroupError,
+    NotCoordinatorError, RebalanceInProgressError, UnknownMemberIdError,
 )
 
 from brokerd.config import BrokerConfig
 from brokerd.coordinator.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
-from brokerd.coordinator.offset_retention import expired_offsets
-from brokerd.coordinator.offsets_topic import (
-    OFFSETS_TOPIC, CommittedOffset, GroupMetadata, OffsetsBatch, group_metadata_key,
-    group_metadata_value, offset_key, offset_value, read_offsets_batches,
-)
-from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, read_whole_log
-from brokerd.ports import HostedReplica, HostedReplicas, MetadataView, ReplicaLog
-from brokerd.storage import AppendInfo
+from brokerd.coordinator.group_metadata_manager import GroupMetadataManager
+from brokerd.coordinator.offsets_topic import CommittedOffset
 
 log = logging.getLogger(__name__)
 
 MIN_SESSION_TIMEOUT_MS = 1000
 MAX_SESSION_TIMEOUT_MS = 1_800_000
-COMMIT_TIMEOUT_S = 5.0
 
 TopicPartition = tuple[str, int]
-
-# Kafka's appendGroupMetadataErrorToResponseError: why a write to the offsets partition
-# failed, as the group's clients understand it (find the coordinator again, or retry).
-_UNAVAILABLE = (UnknownTopicOrPartitionError, NotEnoughReplicasError,
-                NotEnoughReplicasAfterAppendError, RequestTimedOutError)
 
 
 class MemberIdRequired(MemberIdRequiredError):
@@ -63,102 +48,39 @@ class MemberIdRequired(MemberIdRequiredError):
 
 @dataclass(frozen=True)
 class GroupConfig:
-    """Kafka's GroupConfig and OffsetConfig, read once at start: no setting is dynamic."""
-    offsets_topic_num_partitions: int  # offsets.topic.num.partitions
+    """Kafka's GroupConfig, read once at start: the setting is not dynamic."""
     initial_rebalance_delay_ms: int  # group.initial.rebalance.delay.ms
-    offsets_retention_ms: int  # offsets.retention.minutes
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> GroupConfig:
-        return cls(config.get("offsets.topic.num.partitions"),
-                   config.get("group.initial.rebalance.delay.ms"),
-                   config.get("offsets.retention.minutes") * 60_000)
+        return cls(config.get("group.initial.rebalance.delay.ms"))
 
 
-class GroupCoordinator(InternalTopicCoordinator):
-    topic = OFFSETS_TOPIC
+class GroupCoordinator:
+    """The groups of the ``__consumer_offsets`` partitions ``group_manager`` has loaded. The
+    sessions it runs and those of the groups the manager restores run on one monotonic clock,
+    the manager's."""
 
-    def __init__(self, broker_id: int, config: GroupConfig, replicas: HostedReplicas,
-                 metadata: MetadataView) -> None:
-        super().__init__(broker_id, config.offsets_topic_num_partitions, metadata)
-        self.config = config
-        self.replicas = replicas
-        self.loaded: set[int] = set()
-        self.groups: dict[str, Group] = {}
-        self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
-        # group -> producer id -> offsets committed in that producer's open transaction
-        self.pending_txn_offsets: dict[str, dict[int, dict[TopicPartition, CommittedOffset]]] = {}
-        # (offsets partition, producer id) -> (epoch, next sequence) of its transactional batches
-        self._txn_sequences: dict[tuple[int, int], tuple[int, int]] = {}
+    def __init__(self, config: GroupConfig, group_manager: GroupMetadataManager) -> None:
+        self.initial_rebalance_delay_ms = config.initial_rebalance_delay_ms
+        self.group_manager = group_manager
+        self.clock = group_manager.clock  # session deadlines and the initial rebalance delay
+
+    def partition_of(self, group_id: str) -> int:
+        """The group's ``__consumer_offsets`` partition: its leader coordinates the group."""
+        return self.group_manager.partition_of(group_id)
 
     def _owned(self, group_id: str) -> None:
         """Raise unless this broker currently coordinates ``group_id``."""
         if not group_id:
             raise InvalidGroupIdError("the group id must not be empty")
-        self.require_loaded(group_id)
+        self.group_manager.require_loaded(group_id)
 
-    # -- ownership: loading and unloading offsets partitions --------------------------------
     def on_metadata_change(self) -> None:
-        """Load the partitions this broker now leads, unload those it lost."""
-        leading = {p: replica for (t, p), replica in self.replicas.partitions.items()
-                   if t == OFFSETS_TOPIC and replica.is_leader}
-        for partition in sorted(leading.keys() - self.loaded):
-            self._load(partition, leading[partition].log)
-        for partition in sorted(self.loaded - leading.keys()):
-            self._unload(partition)
-        self._remove_offsets_of_deleted_topics()
-
-    def _load(self, partition: int, log_: ReplicaLog) -> None:
-        """Replay the partition: plain commits count at once, transactional ones stay pending
-        until their producer's marker follows (commit applies them, abort drops them). Each
-        group comes back as its last metadata record left it, its members' sessions
-        starting now."""
-        count = 0
-        stored: dict[str, GroupMetadata | None] = {}
-        for chunk in read_whole_log(log_):
-            for batch in read_offsets_batches(chunk):
-                self._replay(partition, batch)
-                stored.update(batch.groups)
-                count += len(batch.commits)
-        now = time.monotonic()
-        for group_id, metadata in stored.items():
-            if metadata is not None:
-                self.groups[group_id] = Group.restore(group_id, metadata, now)
-        self.loaded.add(partition)
-        log.info("loaded %d offset commit record(s) and %d group(s) from %s-%d", count,
-                 sum(m is not None for m in stored.values()), OFFSETS_TOPIC, partition)
-
-    def _replay(self, partition: int, batch: OffsetsBatch) -> None:
-        key = (partition, batch.producer_id)
-        if batch.marker is not None:
-            if self._txn_sequences.get(key, (None,))[0] != batch.producer_epoch:
-                self._txn_sequences[key] = (batch.producer_epoch, 0)  # a fencing marker
-            self.on_txn_marker(partition, batch.producer_id, batch.marker)
-        elif batch.transactional:
-            self._txn_sequences[key] = (batch.producer_epoch, batch.next_sequence)
-            for group, topic, part, committed in batch.commits:
-                self._pending(group, batch.producer_id)[(topic, part)] = committed
-        else:
-            for group, topic, part, committed in batch.commits:
-                self._cache(group, (topic, part), committed)
-
-    def _unload(self, partition: int) -> None:
-        self.loaded.discard(partition)
-        known = set(self.groups) | set(self.offsets) | set(self.pending_txn_offsets)
-        for group_id in [g for g in known if self.partition_of(g) == partition]:
-            group = self.groups.pop(group_id, None)
-            if group is not None:
-                _fail_waiters(group, NotCoordinatorError())
-            self.offsets.pop(group_id, None)
-            self.pending_txn_offsets.pop(group_id, None)
-        self._txn_sequences = {k: v for k, v in self._txn_sequences.items() if k[0] != partition}
-
-    def _cache(self, group_id: str, tp: TopicPartition, committed: CommittedOffset | None
-               ) -> None:
-        if committed is None:
-            self.offsets.get(group_id, {}).pop(tp, None)
-        else:
-            self.offsets.setdefault(group_id, {})[tp] = committed
+        """Load the offsets partitions this broker now leads, unload those it lost: the
+        members waiting in an unloaded group go and look for its new coordinator."""
+        for group in self.group_manager.on_metadata_change():
+            _fail_waiters(group, NotCoordinatorError())
 
     # -- membership -------------------------------------------------------------------------
     async def join(self, group_id: str, candidate: Member, requires_known_member_id: bool) -> dict:
@@ -168,11 +90,11 @@ class GroupCoordinator(InternalTopicCoordinator):
         self._owned(group_id)
         if not MIN_SESSION_TIMEOUT_MS <= candidate.session_timeout_ms <= MAX_SESSION_TIMEOUT_MS:
             raise InvalidSessionTimeoutError(f"session timeout {candidate.session_timeout_ms} ms")
-        group = self.groups.get(group_id)
+        group = self.group_manager.get_group(group_id)
         if group is None:
             if candidate.member_id:
                 raise UnknownMemberIdError(f"group {group_id} does not exist")
-            group = self.groups[group_id] = Group(group_id)
+            group = self.group_manager.add_group(Group(group_id))
         if not candidate.protocols or not group.supports(candidate.protocol_type,
                                                          candidate.protocols):
             raise InconsistentGroupProtocolError(f"no protocol in common with {group_id}")
@@ -193,7 +115,7 @@ class GroupCoordinator(InternalTopicCoordinator):
                 return await self._replace_static_member(group, previous, candidate)
         elif requires_known_member_id:
             group.pending_members[candidate.member_id] = (
-                time.monotonic() + candidate.session_timeout_ms / 1000)
+                self.clock() + candidate.session_timeout_ms / 1000)
             raise MemberIdRequired(candidate.member_id)
         return await self._add_member(group, candidate)
 
@@ -234,7 +156,7 @@ class GroupCoordinator(InternalTopicCoordinator):
         previous_leader = group.leader_id
         if previous_leader == previous_id:
             group.leader_id = member.member_id
-        member.restart_session(time.monotonic())
+        member.restart_session(self.clock())
         _update_member(member, candidate)
         log.info("group %s: static member %r rejoined as %s, replacing %s", group.group_id,
                  member.group_instance_id, member.member_id, previous_id)
@@ -243,7 +165,7 @@ class GroupCoordinator(InternalTopicCoordinator):
             return await self._await_join(group, member, f"static member {member.member_id} "
                                           f"replaced {previous_id}")
         try:
-            await self._store(group)
+            await self.group_manager.store_group(group)
         except KafkaError:
             if group.members.get(member.member_id) is member:  # revert, as Kafka does
                 del group.members[member.member_id]
@@ -279,9 +201,9 @@ class GroupCoordinator(InternalTopicCoordinator):
             _fail_sync_waiters(group, RebalanceInProgressError())
         delay = 0.0
         if group.state == GroupState.EMPTY:  # let a starting group's members arrive together
-            delay = self.config.initial_rebalance_delay_ms / 1000
+            delay = self.initial_rebalance_delay_ms / 1000
         group.transition_to(GroupState.PREPARING_REBALANCE)
-        group.join_delay_until = time.monotonic() + delay
+        group.join_delay_until = self.clock() + delay
         log.info("group %s rebalancing: %s", group.group_id, reason)
         self._schedule_join_deadline(group, delay)
 
@@ -302,7 +224,7 @@ class GroupCoordinator(InternalTopicCoordinator):
 
     def _maybe_complete_join(self, group: Group) -> bool:
         if (group.state == GroupState.PREPARING_REBALANCE
-                and time.monotonic() >= group.join_delay_until and group.all_members_joined()):
+                and self.clock() >= group.join_delay_until and group.all_members_joined()):
             self._complete_join(group)
             return True
         return False
@@ -333,7 +255,7 @@ class GroupCoordinator(InternalTopicCoordinator):
         group.transition_to(GroupState.COMPLETING_REBALANCE)
         log.info("group %s generation %d: %d member(s), protocol %s", group.group_id,
                  group.generation, len(group.members), group.protocol_name)
-        now = time.monotonic()
+        now = self.clock()
         for member in group.members.values():
             member.restart_session(now)
             waiter, member.join_waiter = member.join_waiter, None
@@ -341,28 +263,23 @@ class GroupCoordinator(InternalTopicCoordinator):
                 waiter.set_result(self._join_response(group, member.member_id))
 
     def _become_empty(self, group: Group) -> None:
-        """The last member is gone. The empty generation is stored without waiting, as Kafka
-        does: if that write is lost, a new coordinator sees the previous generation, whose
-        members then time out."""
+        """The last member is gone: the empty generation is stored without waiting."""
         group.transition_to(GroupState.EMPTY)
         group.leader_id = group.protocol_name = None
-        try:
-            self._append_batch(group.group_id, build_batch([self._group_record(group)]))
-        except KafkaError as exc:
-            log.warning("group %s: could not store its empty generation: %s", group.group_id, exc)
+        self.group_manager.store_group_without_waiting(group)
 
     def _member(self, group_id: str, member_id: str, group_instance_id: str | None,
                 generation: int) -> tuple[Group, Member]:
         """The member a request comes from, which proves it is alive (its session restarts);
         UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID or ILLEGAL_GENERATION otherwise."""
         self._owned(group_id)
-        group = self.groups.get(group_id)
+        group = self.group_manager.get_group(group_id)
         if group is None:
             raise UnknownMemberIdError(f"group {group_id!r} does not exist")
         member = group.validate_member(member_id, group_instance_id)
         if generation != group.generation:
             raise IllegalGenerationError(f"generation {generation} is not {group.generation}")
-        member.restart_session(time.monotonic())
+        member.restart_session(self.clock())
         return group, member
 
     async def sync(self, group_id: str, member_id: str, group_instance_id: str | None,
@@ -385,10 +302,11 @@ class GroupCoordinator(InternalTopicCoordinator):
         generation = group.generation
 
         def still_completing() -> bool:
-            return (self.groups.get(group.group_id) is group and group.generation == generation
+            return (self.group_manager.get_group(group.group_id) is group
+                    and group.generation == generation
                     and group.state == GroupState.COMPLETING_REBALANCE)
         try:
-            await self._store(group, assignment)
+            await self.group_manager.store_group(group, assignment)
         except KafkaError as exc:
             if still_completing():
                 _fail_sync_waiters(group, exc)
@@ -414,7 +332,7 @@ class GroupCoordinator(InternalTopicCoordinator):
         An empty member id with an instance id removes that static member (v3+, how admin
         tools remove a static member that will not come back)."""
         self._owned(group_id)
-        group = self.groups.get(group_id)
+        group = self.group_manager.get_group(group_id)
         if group is None:
             raise UnknownMemberIdError(f"group {group_id!r} does not exist")
         return [self._leave_one(group, member_id, instance_id)
@@ -460,20 +378,21 @@ class GroupCoordinator(InternalTopicCoordinator):
                 self.expire_sessions()
             except Exception:
                 log.exception("expiring group member sessions failed")
-            await asyncio.sleep(min(max(0.0, self._next_session_deadline() - time.monotonic()),
+            await asyncio.sleep(min(max(0.0, self._next_session_deadline() - self.clock()),
                                     max_wait_s))
 
     def _next_session_deadline(self) -> float:
-        deadlines = [d for g in self.groups.values() for d in g.pending_members.values()]
-        deadlines += [m.session_deadline for g in self.groups.values() for m in g.members.values()
+        groups = self.group_manager.groups.values()
+        deadlines = [d for g in groups for d in g.pending_members.values()]
+        deadlines += [m.session_deadline for g in groups for m in g.members.values()
                       if m.join_waiter is None]
         return min(deadlines, default=float("inf"))
 
     def expire_sessions(self) -> None:
         """Members that stopped heartbeating for their session timeout are removed, and so
         are member ids handed out with MEMBER_ID_REQUIRED that never came back."""
-        now = time.monotonic()
-        for group in list(self.groups.values()):
+        now = self.clock()
+        for group in list(self.group_manager.groups.values()):
             expired = [m for m, deadline in group.pending_members.items() if now >= deadline]
             for member_id in expired:
                 del group.pending_members[member_id]
@@ -487,17 +406,14 @@ class GroupCoordinator(InternalTopicCoordinator):
     async def commit(self, group_id: str, generation: int, member_id: str,
                      group_instance_id: str | None,
                      offsets: dict[TopicPartition, CommittedOffset]) -> None:
-        """Append the commit to the group's offsets partition; return once it is replicated.
+        """OffsetCommit: stored once the committer proved to be allowed to commit.
 
         As in Kafka, members may commit while the group is PreparingRebalance (they finish
         their current records before rejoining); only CompletingRebalance, when the new
         assignment is not yet known, refuses with REBALANCE_IN_PROGRESS.
         """
         self._validate_commit(group_id, generation, member_id, group_instance_id)
-        await self._append(group_id, [(offset_key(group_id, t, p), offset_value(c))
-                                      for (t, p), c in offsets.items()])
-        for tp, committed in offsets.items():
-            self._cache(group_id, tp, committed)
+        await self.group_manager.store_offsets(group_id, offsets)
 
     def _validate_commit(self, group_id: str, generation: int, member_id: str,
                          group_instance_id: str | None) -> None:
@@ -505,7 +421,7 @@ class GroupCoordinator(InternalTopicCoordinator):
         assign partitions themselves) only an empty group takes commits; with one, the
         committer must be the current member (a replaced static member is fenced)."""
         self._owned(group_id)
-        group = self.groups.get(group_id)
+        group = self.group_manager.get_group(group_id)
         if generation < 0 and (group is None or group.state == GroupState.EMPTY):
             return
         group, _ = self._member(group_id, member_id, group_instance_id, generation)
@@ -514,151 +430,49 @@ class GroupCoordinator(InternalTopicCoordinator):
 
     async def commit_transactional(self, group_id: str, producer_id: int, producer_epoch: int,
                                    offsets: dict[TopicPartition, CommittedOffset]) -> None:
-        """TxnOffsetCommit: the offsets join the producer's transaction. They are appended as
-        a transactional batch and stay pending until the transaction's marker reaches this
-        offsets partition (``on_txn_marker``)."""
+        """TxnOffsetCommit: the offsets join the producer's transaction."""
         self._owned(group_id)
-        index = self.partition_of(group_id)
-        epoch, sequence = self._txn_sequences.get((index, producer_id), (producer_epoch, 0))
-        if epoch != producer_epoch:
-            sequence = 0  # a new epoch numbers its batches from 0 again
-        records = [(offset_key(group_id, t, p), offset_value(c)) for (t, p), c in offsets.items()]
-        partition, info = self._append_batch(
-            group_id, build_batch(records, producer_id, producer_epoch, sequence))
-        self._txn_sequences[(index, producer_id)] = (producer_epoch, sequence + len(records))
-        self._pending(group_id, producer_id).update(offsets)
-        await partition.wait_for_ack(info.last_offset, COMMIT_TIMEOUT_S)
-
-    def unstable(self, group_id: str) -> set[TopicPartition]:
-        """Partitions whose offsets an open transaction of ``group_id`` is committing (KIP-447:
-        an OffsetFetch that requires stable offsets waits until their markers are written)."""
-        return {tp for offsets in self.pending_txn_offsets.get(group_id, {}).values()
-                for tp in offsets}
-
-    def _pending(self, group_id: str, producer_id: int) -> dict[TopicPartition, CommittedOffset]:
-        return self.pending_txn_offsets.setdefault(group_id, {}).setdefault(producer_id, {})
-
-    def on_txn_marker(self, partition: int, producer_id: int, commit: bool) -> None:
-        """A transaction marker landed on an offsets partition led here: the producer's pending
-        offsets of every group of that partition become committed, or are dropped."""
-        for group_id in [g for g in self.pending_txn_offsets if self.partition_of(g) == partition]:
-            offsets = self.pending_txn_offsets[group_id].pop(producer_id, {})
-            if not self.pending_txn_offsets[group_id]:
-                del self.pending_txn_offsets[group_id]
-            for tp, committed in offsets.items() if commit else ():
-                self._cache(group_id, tp, committed)
-
-    async def _append(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
-        """Append to the group's offsets partition and wait for the in-sync replicas; a
-        failure is reported as Kafka's coordinator reports it."""
-        if not records:
-            return
-        try:
-            partition, info = self._append_batch(group_id, build_batch(records))
-            await partition.wait_for_ack(info.last_offset, COMMIT_TIMEOUT_S)
-        except _UNAVAILABLE as exc:
-            raise CoordinatorNotAvailableError(str(exc)) from exc
-        except NotLeaderForPartitionError as exc:
-            raise NotCoordinatorError(str(exc)) from exc
-
-    async def _store(self, group: Group, assignments: dict[str, bytes] | None = None) -> None:
-        await self._append(group.group_id, [self._group_record(group, assignments)])
-
-    @staticmethod
-    def _group_record(group: Group, assignments: dict[str, bytes] | None = None
-                      ) -> tuple[bytes, bytes]:
-        return (group_metadata_key(group.group_id),
-                group_metadata_value(group.metadata(assignments)))
-
-    def _append_batch(self, group_id: str, batch: bytes) -> tuple[HostedReplica, AppendInfo]:
-        try:
-            partition = self.replicas.get_leader(OFFSETS_TOPIC, self.partition_of(group_id))
-        except Exception as exc:
-            raise NotCoordinatorError(str(exc)) from exc
-        return partition, partition.append_as_leader(batch, acks=-1)
+        await self.group_manager.store_txn_offsets(group_id, producer_id, producer_epoch, offsets)
 
     def committed(self, group_id: str, partitions: list[TopicPartition] | None
                   ) -> dict[TopicPartition, CommittedOffset | None]:
+        """OffsetFetch: the committed offsets of ``partitions`` (None: of every partition)."""
         self._owned(group_id)
-        known = self.offsets.get(group_id, {})
-        if partitions is None:
-            return dict(known)
-        return {tp: known.get(tp) for tp in partitions}
+        return self.group_manager.committed(group_id, partitions)
 
-    # -- offset retention -------------------------------------------------------------------
-    def remove_expired_offsets(self) -> None:
-        """Kafka's cleanupGroupMetadata, every offsets.retention.check.interval.ms: expired
-        offsets get tombstones, and an empty group left without offsets is removed."""
-        now_ms = int(time.time() * 1000)
-        for group_id in sorted(set(self.offsets) | set(self.groups)):
-            expired = expired_offsets(self.groups.get(group_id), self.offsets.get(group_id, {}),
-                                      self.unstable(group_id), now_ms,
-                                      self.config.offsets_retention_ms)
-            self._remove_offsets(group_id, expired, "expired (offsets.retention.minutes)")
-
-    def _remove_offsets_of_deleted_topics(self) -> None:
-        """A deleted topic's offsets go with it, as in Kafka: a topic created again under
-        the name starts without them."""
-        for group_id, offsets in list(self.offsets.items()):
-            gone = sorted(tp for tp in offsets if not self.metadata.has_topic(tp[0]))
-            if gone:
-                self._remove_offsets(group_id, gone, "of deleted topics")
-
-    def _remove_offsets(self, group_id: str, partitions: list[TopicPartition], why: str) -> None:
-        """Tombstones for ``partitions`` of ``group_id``, and for the group itself if it is
-        empty and keeps no offset; written without waiting, retried at the next pass."""
-        group = self.groups.get(group_id)
-        left = set(self.offsets.get(group_id, {})) - set(partitions)
-        drop_group = group is not None and group.state == GroupState.EMPTY and not left
-        records = [(offset_key(group_id, t, p), None) for t, p in partitions]
-        records += [(group_metadata_key(group_id), None)] if drop_group else []
-        if not records:
-            return
-        try:
-            self._append_batch(group_id, build_batch(records))
-        except KafkaError as exc:
-            log.info("group %s: removing offsets failed, retrying later: %s", group_id, exc)
-            return
-        for tp in partitions:
-            self._cache(group_id, tp, None)
-        if partitions:
-            log.info("group %s: %d offset(s) %s removed", group_id, len(partitions), why)
-        if drop_group:
-            group.transition_to(GroupState.DEAD)
-            del self.groups[group_id]
-            log.info("group %s: empty and without offsets, removed", group_id)
+    def unstable(self, group_id: str) -> set[TopicPartition]:
+        """OffsetFetch with require_stable: the partitions an open transaction commits."""
+        return self.group_manager.unstable(group_id)
 
     # -- administration ---------------------------------------------------------------------
     def list_groups(self) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every group coordinated here."""
-        names = set(self.groups) | {g for g, offs in self.offsets.items() if offs}
+        offsets = self.group_manager.offsets
+        names = set(self.group_manager.groups) | {g for g, offs in offsets.items() if offs}
         rows = []
         for name in sorted(names):
-            group = self.groups.get(name) or Group(name)
+            group = self.group_manager.get_group(name) or Group(name)
             rows.append((name, group.protocol_type or "", group.state.value))
         return rows
 
     def describe(self, group_id: str) -> Group:
+        """The group; a group id with only offsets is an Empty group, without them Dead."""
         self._owned(group_id)
-        if group_id in self.groups:
-            return self.groups[group_id]
-        state = GroupState.EMPTY if self.offsets.get(group_id) else GroupState.DEAD
+        group = self.group_manager.get_group(group_id)
+        if group is not None:
+            return group
+        state = GroupState.EMPTY if self.group_manager.offsets.get(group_id) else GroupState.DEAD
         return Group(group_id, state=state)
 
     async def delete_group(self, group_id: str) -> None:
-        """DeleteGroups: tombstones for the group's offsets and its metadata, so neither comes
-        back when the partition is loaded again (and compaction drops them)."""
+        """DeleteGroups: only a group without members goes, offsets and all."""
         self._owned(group_id)
-        group = self.groups.get(group_id)
+        group = self.group_manager.get_group(group_id)
         if group is not None and group.members:
             raise NonEmptyGroupError(f"group {group_id} has active members")
-        offsets = list(self.offsets.get(group_id, {}))
-        if group is None and not offsets:
+        if group is None and not self.group_manager.offsets.get(group_id):
             raise GroupIdNotFoundError(f"group {group_id} does not exist")
-        await self._append(group_id, [(offset_key(group_id, t, p), None) for t, p in offsets]
-                           + [(group_metadata_key(group_id), None)])
-        self.groups.pop(group_id, None)
-        self.offsets.pop(group_id, None)
+        await self.group_manager.delete_group(group_id)
 
     async def delete_offsets(self, group_id: str,
                              partitions: list[TopicPartition]) -> dict[TopicPartition, Exception]:
@@ -667,8 +481,8 @@ class GroupCoordinator(InternalTopicCoordinator):
         GROUP_SUBSCRIBED_TO_TOPIC) and loses the rest; another kind of group with members
         refuses (NON_EMPTY_GROUP). Returns the partitions refused, with their errors."""
         self._owned(group_id)
-        group = self.groups.get(group_id)
-        if group is None and group_id not in self.offsets:
+        group = self.group_manager.get_group(group_id)
+        if group is None and group_id not in self.group_manager.offsets:
             raise GroupIdNotFoundError(f"group {group_id} does not exist")
         refused: dict[TopicPartition, Exception] = {}
         if group is not None and group.members:
@@ -676,10 +490,8 @@ class GroupCoordinator(InternalTopicCoordinator):
                 raise NonEmptyGroupError(f"group {group_id} has active members")
             refused = {tp: GroupSubscribedToTopicError(f"group {group_id} subscribes to {tp[0]}")
                        for tp in partitions if group.is_subscribed_to(tp[0])}
-        deleted = [tp for tp in partitions if tp not in refused]
-        await self._append(group_id, [(offset_key(group_id, t, p), None) for t, p in deleted])
-        for tp in deleted:
-            self._cache(group_id, tp, None)
+        await self.group_manager.delete_offsets(
+            group_id, [tp for tp in partitions if tp not in refused])
         return refused
 
 
