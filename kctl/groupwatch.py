@@ -11,9 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
-from confluent_kafka.admin import AdminClient
-
-from kctl import groupinfo
+from kctl.kafka import groups
 from kctl.kafka.client import Connection
 from kctl.shell.errors import KctlError
 
@@ -21,32 +19,31 @@ from kctl.shell.errors import KctlError
 class GroupSource:
     """Describes the named groups, or every group (consuming `topic`, if given)."""
 
-    def __init__(self, connect: Callable[[], Connection], groups: list[str], topic: str | None):
+    def __init__(self, connect: Callable[[], Connection], names: list[str], topic: str | None):
         self._connect = connect
-        self._client: tuple[Connection, AdminClient] | None = None
-        self.groups = groups
+        self._conn: Connection | None = None
+        self.names = names
         self.topic = topic
 
     def fetch(self) -> list[dict]:
         """One document per group; a group that cannot be described says why instead."""
-        conn, admin = self._admin()
-        ids = self.groups or [row["group"] for row in groupinfo.list_groups(admin, conn)]
+        conn = self._connection()
+        ids = self.names or [row["group"] for row in groups.list_groups(conn)]
         docs = []
         for group_id in ids:
             try:
-                doc = groupinfo.describe(admin, conn, group_id)
+                doc = groups.describe(conn, group_id)
             except KctlError as exc:
                 doc = {"group": group_id, "error": exc.message}
-            if self.groups or self._reads_topic(doc):
+            if self.names or self._reads_topic(doc):
                 docs.append(doc)
         return docs
 
-    def _admin(self) -> tuple[Connection, AdminClient]:
+    def _connection(self) -> Connection:
         # Connecting needs a live broker; retried at every fetch until one answers.
-        if self._client is None:
-            conn = self._connect()
-            self._client = (conn, conn.admin())
-        return self._client
+        if self._conn is None:
+            self._conn = self._connect()
+        return self._conn
 
     def _reads_topic(self, doc: dict) -> bool:
         return self.topic is None or any(p["topic"] == self.topic for p in doc.get("partitions", []))

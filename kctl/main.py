@@ -10,8 +10,9 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from kctl.commands import acl, bench, broker, cluster, group, quota, sql, user, watch
+from kctl.commands import acl, bench, broker, cluster, quota, sql, user, watch
 from kctl.consume import consume
+from kctl.group import group
 from kctl.produce import produce
 from kctl.shell import console
 from kctl.shell.errors import KctlError

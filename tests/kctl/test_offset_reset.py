@@ -2,7 +2,7 @@
 
 import pytest
 
-from kctl.offsetreset import Current, Kind, Strategy, choose, new_offset
+from kctl.group.offsetreset import Current, Kind, Strategy, choose, new_offset
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

@@ -4,18 +4,14 @@ kafka-consumer-groups.sh show them."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient
 
-from kctl import groupinfo, offsetreset
-from kctl.kafka import offsets
-from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic, result
-from kctl.kafka.errors import from_kafka
-from kctl.offsetreset import Current, Kind, Strategy
+from kctl.group import offsetreset
+from kctl.group.offsetreset import Current, Kind, Strategy
+from kctl.kafka import groups, offsets
+from kctl.kafka.client import Connection, checked, connect, fetch_metadata, find_topic
 from kctl.shell import console, sections
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -28,15 +24,6 @@ Group = Annotated[str, typer.Argument(metavar="GROUP", help="Consumer group id."
 Partition = tuple[str, int]
 
 
-def _admin(bootstrap: str | None, cluster_dir, timeout: float, settings: list[str] | None,
-           command_config: Path | None) -> tuple[Connection, AdminClient]:
-    """A connection and an admin client, after checking the cluster answers (exit 3 if not)."""
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
-    admin = conn.admin()
-    fetch_metadata(admin, conn)
-    return conn, admin
-
-
 @app.command("list")
 def list_groups(
     bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
@@ -44,8 +31,8 @@ def list_groups(
     command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """List consumer groups with their state, protocol type, coordinator and member count."""
-    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings, command_config)
-    rows = groupinfo.list_groups(admin, conn)
+    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    rows = groups.list_groups(conn)
     if json_output:
         console.print_json(rows)
         return
@@ -71,8 +58,8 @@ def describe(
     the high watermark, in yellow, while a transaction is open, and lag above it is records
     the group cannot read until that transaction ends, not records it missed.
     """
-    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings, command_config)
-    doc = groupinfo.describe(admin, conn, group)
+    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    doc = groups.describe(conn, group)
     if json_output:
         console.print_json(doc)
         return
@@ -113,13 +100,13 @@ def reset_offsets(
     strategy = offsetreset.choose(to_earliest, to_latest, to_offset, shift_by, to_datetime,
                                   int(time.time() * 1000))
     scopes = [_parse_scope(t) for t in topic or []]
-    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings, command_config)
-    _require_empty(admin, conn, group, "reset its offsets")
-    committed = groupinfo.committed_offsets(admin, conn, group)
-    keys = _selected(admin, conn, group, scopes, committed)
-    plan = _plan(admin, conn, strategy, keys, committed)
+    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    _require_empty(conn, group, "reset its offsets")
+    committed = groups.committed_offsets(conn, group)
+    keys = _selected(conn, group, scopes, committed)
+    plan = _plan(conn, strategy, keys, committed)
     if execute:
-        _commit(admin, conn, group, plan)
+        groups.commit_offsets(conn, group, plan)
     _print_plan(group, strategy, plan, committed, execute, json_output)
     if execute:
         console.info(f"Committed new offsets for {len(plan)} partition(s) of group {group}.")
@@ -135,15 +122,15 @@ def _parse_scope(text: str) -> tuple[str, list[int] | None]:
     return name, parse_partitions([parts]) if sep else None
 
 
-def _selected(admin: AdminClient, conn: Connection, group: str,
-              scopes: list[tuple[str, list[int] | None]], committed: dict) -> list[Partition]:
+def _selected(conn: Connection, group: str, scopes: list[tuple[str, list[int] | None]],
+              committed: dict) -> list[Partition]:
     """The partitions to reset: those named by --topic, else those the group committed."""
     if not scopes:
         if not committed:
             raise KctlError(f"group {group!r} has no committed offsets: name the partitions "
                             "with --topic TOPIC[:P,...]", ExitCode.NOT_FOUND)
         return sorted(committed)
-    metadata = fetch_metadata(admin, conn)
+    metadata = fetch_metadata(conn.admin(), conn)
     keys = set()
     for name, wanted in scopes:
         available = sorted(find_topic(metadata, name).partitions)
@@ -154,7 +141,7 @@ def _selected(admin: AdminClient, conn: Connection, group: str,
     return sorted(keys)
 
 
-def _plan(admin: AdminClient, conn: Connection, strategy: Strategy, keys: list[Partition],
+def _plan(conn: Connection, strategy: Strategy, keys: list[Partition],
           committed: dict[Partition, int]) -> dict[Partition, int]:
     starts = offsets.log_starts(conn, keys)
     ends = offsets.high_watermarks(conn, keys)
@@ -164,18 +151,6 @@ def _plan(admin: AdminClient, conn: Connection, strategy: Strategy, keys: list[P
     return {key: offsetreset.new_offset(strategy, Current(
         key[0], key[1], committed.get(key), starts[key], ends[key], times.get(key)))
         for key in keys}
-
-
-def _commit(admin: AdminClient, conn: Connection, group: str, plan: dict[Partition, int]) -> None:
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p, o) for (t, p), o in plan.items()])
-    future = admin.alter_consumer_group_offsets([request], request_timeout=conn.timeout)[group]
-    done = result(future, f"reset the offsets of group {group!r}")
-    failed = next((tp.error for tp in done.topic_partitions if tp.error is not None), None)
-    if failed is not None:
-        error = from_kafka(failed, f"reset the offsets of group {group!r}")
-        if error.code == ExitCode.CONFLICT:
-            error.message += " (the group has active members again)"
-        raise error
 
 
 def _print_plan(group: str, strategy: Strategy, plan: dict[Partition, int],
@@ -197,19 +172,18 @@ def delete(
     command_config: CommandConfig = None,
 ) -> None:
     """Delete a group and its committed offsets; refused (exit 6) while it has active members."""
-    conn, admin = _admin(bootstrap, cluster_dir, timeout, settings, command_config)
-    _require_empty(admin, conn, group, "delete it")
-    future = admin.delete_consumer_groups([group], request_timeout=conn.timeout)[group]
-    result(future, f"delete group {group!r}")
+    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    _require_empty(conn, group, "delete it")
+    groups.delete(conn, group)
     console.info(f"Deleted group {group}.")
 
 
-def _require_empty(admin: AdminClient, conn: Connection, group: str, doing: str) -> None:
+def _require_empty(conn: Connection, group: str, doing: str) -> None:
     """Kafka refuses to move or delete the offsets of a group whose consumers are running."""
     if not group:
         raise KctlError("the group id must not be empty", ExitCode.INVALID_INPUT)
-    description = groupinfo.describe_one(admin, conn, group)
+    description = groups.describe_one(conn, group)
     if description.members:
-        state = groupinfo.STATE_NAMES[description.state]
+        state = groups.STATE_NAMES[description.state]
         raise KctlError(f"group {group!r} has {len(description.members)} active member(s) "
                         f"(state {state}): stop its consumers to {doing}", ExitCode.CONFLICT)

@@ -1,4 +1,6 @@
-"""What `kctl group list|describe` and `kctl watch` know about consumer groups.
+"""Consumer groups over the wire: what `kctl group list|describe` and `kctl watch` know about
+them, and the offsets `kctl group reset-offsets` commits and the groups `kctl group delete`
+deletes.
 
 Everything comes over the Kafka protocol (ListGroups, DescribeGroups, OffsetFetch,
 ListOffsets), so it is right for any cluster. A group's partitions are those it has
@@ -10,11 +12,12 @@ transaction is open, so lag above it is records they cannot read yet, not record
 
 from __future__ import annotations
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions
-from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, MemberDescription
+from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import ConsumerGroupDescription, MemberDescription
 
 from kctl.kafka import offsets
 from kctl.kafka.client import Connection, result
+from kctl.kafka.errors import from_kafka
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -29,11 +32,11 @@ STATE_NAMES = {
 Partition = tuple[str, int]
 
 
-def list_groups(admin: AdminClient, conn: Connection) -> list[dict]:
+def list_groups(conn: Connection) -> list[dict]:
     """Every group with its state and coordinator (ListGroups before v4 carries no state)."""
-    listing = result(admin.list_consumer_groups(request_timeout=conn.timeout), "list groups")
+    listing = result(conn.admin().list_consumer_groups(request_timeout=conn.timeout), "list groups")
     ids = sorted(g.group_id for g in listing.valid)
-    descriptions = _describe_all(admin, conn, ids)
+    descriptions = _describe_all(conn, ids)
     rows = []
     for group_id in ids:
         description = descriptions[group_id]
@@ -43,10 +46,10 @@ def list_groups(admin: AdminClient, conn: Connection) -> list[dict]:
     return rows
 
 
-def describe(admin: AdminClient, conn: Connection, group_id: str) -> dict:
+def describe(conn: Connection, group_id: str) -> dict:
     """Summary, members and per-partition offsets and lag of one group; exit 4 if unknown."""
-    description = describe_one(admin, conn, group_id)
-    committed = committed_offsets(admin, conn, group_id)
+    description = describe_one(conn, group_id)
+    committed = committed_offsets(conn, group_id)
     owners = {(tp.topic, tp.partition): m for m in description.members
               for tp in m.assignment.topic_partitions}
     if description.state == ConsumerGroupState.DEAD and not committed and not owners:
@@ -70,24 +73,42 @@ def describe(admin: AdminClient, conn: Connection, group_id: str) -> dict:
     }
 
 
-def committed_offsets(admin: AdminClient, conn: Connection, group_id: str) -> dict[Partition, int]:
+def committed_offsets(conn: Connection, group_id: str) -> dict[Partition, int]:
     """(topic, partition) -> committed offset, for every partition the group committed."""
     request = [ConsumerGroupTopicPartitions(group_id)]
-    future = admin.list_consumer_group_offsets(request, request_timeout=conn.timeout)[group_id]
+    future = conn.admin().list_consumer_group_offsets(request, request_timeout=conn.timeout)[group_id]
     found = result(future, f"fetch the committed offsets of group {group_id!r}")
     return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions if tp.offset >= 0}
 
 
-def describe_one(admin: AdminClient, conn: Connection, group_id: str) -> ConsumerGroupDescription:
+def describe_one(conn: Connection, group_id: str) -> ConsumerGroupDescription:
     """The group's state, coordinator and members; an unknown group is described as Dead."""
-    return _describe_all(admin, conn, [group_id])[group_id]
+    return _describe_all(conn, [group_id])[group_id]
 
 
-def _describe_all(admin: AdminClient, conn: Connection,
-                  ids: list[str]) -> dict[str, ConsumerGroupDescription]:
+def commit_offsets(conn: Connection, group_id: str, plan: dict[Partition, int]) -> None:
+    """Commit these offsets for the group (Kafka refuses while it has active members)."""
+    request = ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p, o) for (t, p), o in plan.items()])
+    future = conn.admin().alter_consumer_group_offsets([request], request_timeout=conn.timeout)[group_id]
+    done = result(future, f"reset the offsets of group {group_id!r}")
+    failed = next((tp.error for tp in done.topic_partitions if tp.error is not None), None)
+    if failed is not None:
+        error = from_kafka(failed, f"reset the offsets of group {group_id!r}")
+        if error.code == ExitCode.CONFLICT:
+            error.message += " (the group has active members again)"
+        raise error
+
+
+def delete(conn: Connection, group_id: str) -> None:
+    """Delete a group and its committed offsets (Kafka refuses while it has active members)."""
+    future = conn.admin().delete_consumer_groups([group_id], request_timeout=conn.timeout)[group_id]
+    result(future, f"delete group {group_id!r}")
+
+
+def _describe_all(conn: Connection, ids: list[str]) -> dict[str, ConsumerGroupDescription]:
     if not ids:
         return {}
-    futures = admin.describe_consumer_groups(ids, request_timeout=conn.timeout)
+    futures = conn.admin().describe_consumer_groups(ids, request_timeout=conn.timeout)
     return {group_id: result(future, f"describe group {group_id!r}")
             for group_id, future in futures.items()}
 
