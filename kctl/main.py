@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from kctl.commands import acl, bench, broker, cluster, quota, sql, user, watch
+from kctl.commands import acl, bench, broker, cluster, quota, sql, user
 from kctl.consume import consume
 from kctl.group import group
 from kctl.produce import produce
@@ -18,6 +18,7 @@ from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode, table
 from kctl.topic import topic
+from kctl.watch import watch
 
 EPILOG = "**Exit codes**\n\n" + "\n".join(f"* {code}: {meaning}" for code, meaning in table())
 

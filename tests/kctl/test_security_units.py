@@ -19,13 +19,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from kafka.admin import ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourceType
 
-from kctl import acls, brokerconfig, dashboard, securecluster, securityevents, tls
+from kctl import acls, brokerconfig, securecluster, securityevents, tls
 from kctl.aclexplain import Explanation
 from kctl.commands.user import read_password
 from kctl.kafka import clientprops, pyadmin
 from kctl.kafka.bootstrap import Bootstrap
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
+from kctl.watch import dashboard
 
 
 def mode(path) -> int:

@@ -1,6 +1,6 @@
 """The narration `kctl watch` prints under its tables: what changed between two snapshots."""
 
-from kctl.events import changes
+from kctl.watch.events import changes
 
 
 def snap(leader=1, epoch=0, isr=(1, 2, 3), states=("alive", "alive", "alive"), controller=(1, 1),

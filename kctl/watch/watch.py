@@ -10,12 +10,13 @@ import typer
 from brokerd.state import ClusterState
 from rich.live import Live
 
-from kctl import dashboard, events, localcluster, snapshot
-from kctl.groupwatch import GroupPoller, GroupSource, poll_once
+from kctl import localcluster, snapshot
 from kctl.kafka.client import connect
 from kctl.shell import console
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.watch import dashboard, events
+from kctl.watch.groupwatch import GroupPoller, GroupSource, poll_once
 
 MAX_EVENTS = 10
 
