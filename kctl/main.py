@@ -10,7 +10,8 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from kctl.commands import acl, bench, broker, cluster, quota, sql, user
+from kctl.bench import bench
+from kctl.commands import acl, broker, cluster, quota, sql, user
 from kctl.consume import consume
 from kctl.group import group
 from kctl.produce import produce

@@ -1,6 +1,6 @@
-"""Delivery reports of `kctl produce`: counting them, printing them as JSON lines when asked,
+"""Delivery reports: for `kctl produce`, counting them, printing them as JSON lines when asked,
 serving them while input is read, stopping a run the cluster has stopped acknowledging, and
-the one line a failed delivery gets."""
+the one line a failed delivery gets; for `kctl bench produce`, each record's latency."""
 
 from __future__ import annotations
 
@@ -98,6 +98,20 @@ class DeliveryTally:
         records = "record" if self.delivered == 1 else "records"
         text = f"{self.delivered} {records} produced to {self.topic}, {self.failed} failed"
         return f"{text} ({self.timed_out} timed out)" if self.timed_out else text
+
+
+class LatencyRecorder:
+    """Delivery callback keeping librdkafka's own produce()-to-ack latency of each record."""
+
+    def __init__(self) -> None:
+        self.latencies: list[float] = []
+        self.errors: list[KafkaError] = []
+
+    def __call__(self, error: KafkaError | None, message: Message) -> None:
+        if error is None:
+            self.latencies.append(message.latency())
+        else:
+            self.errors.append(error)
 
 
 class DeliveryPoller:

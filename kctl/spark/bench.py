@@ -20,7 +20,7 @@ import uuid
 from confluent_kafka.admin import AdminClient, NewTopic
 from pyspark.sql import SparkSession
 
-from kctl.commands.bench import rates
+from kctl.bench.figures import rates
 from kctl.shell import console
 from kctl.spark.lookup import ClusterOffsets
 from kctl.spark.options import Subscription

@@ -1,6 +1,6 @@
 """The arithmetic behind `kctl bench` summaries."""
 
-from kctl.commands.bench import latency_summary, rates
+from kctl.bench.figures import latency_summary, rates
 
 
 def test_latency_percentiles_by_nearest_rank():

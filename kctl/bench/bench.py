@@ -11,12 +11,13 @@ import time
 from typing import Annotated, Optional
 
 import typer
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
 
+from kctl.bench.figures import latency_summary, rates
 from kctl.consume.assignment import plan
-from kctl.kafka import topics, transactions
-from kctl.kafka.client import Connection, connect, produce_waiting
-from kctl.kafka.errors import exit_code_for, from_kafka
+from kctl.kafka import consumer as consumers, topics, transactions
+from kctl.kafka.client import Connection, Consumer, Producer, connect, produce_waiting
+from kctl.kafka.delivery import LatencyRecorder
+from kctl.kafka.errors import KafkaException, exit_code_for, from_kafka
 from kctl.kafka.transactions import Transactions
 from kctl.shell import console
 from kctl.shell.errors import KctlError
@@ -24,7 +25,6 @@ from kctl.shell.offsets import END, START, OffsetRange
 from kctl.shell.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
                                 Compression, CompressionOption, Json, Settings, Timeout, TransactionalId)
 
-MIB = 1024 * 1024
 BATCH = 10_000
 TXN_SIZE = 10_000
 
@@ -82,20 +82,6 @@ def bench_produce(
         raise KctlError(f"{len(recorder.errors)} deliveries failed, first: {first.str()}", exit_code_for(first))
 
 
-class LatencyRecorder:
-    """Delivery callback keeping librdkafka's own produce()-to-ack latency of each record."""
-
-    def __init__(self) -> None:
-        self.latencies: list[float] = []
-        self.errors: list[KafkaError] = []
-
-    def __call__(self, error: KafkaError | None, message: Message) -> None:
-        if error is None:
-            self.latencies.append(message.latency())
-        else:
-            self.errors.append(error)
-
-
 def _timed_send(producer: Producer, topic: str, record_size: int, records: int,
                 txns: Transactions | None, txn_size: int) -> float:
     """Seconds from the first send to the last acknowledgement (and commit); one payload, reused."""
@@ -145,7 +131,7 @@ def bench_consume(
         if target == 0:
             raise KctlError(f"topic {topic!r} has no records to read; try `kctl bench produce` first")
         started = time.perf_counter()
-        consumer.assign([TopicPartition(topic, p.partition, p.start) for p in plans])
+        consumers.assign(consumer, topic, {p.partition: p.start for p in plans})
         count, nbytes = _drain(consumer, conn, target)
         elapsed = time.perf_counter() - started
     finally:
@@ -172,25 +158,6 @@ def _drain(consumer: Consumer, conn: Connection, target: int) -> tuple[int, int]
         elif time.monotonic() - last_progress > conn.timeout:
             raise KctlError(f"only {count} of {target} records arrived; none for {conn.timeout:g}s")
     return count, nbytes
-
-
-def rates(records: int, nbytes: int, elapsed: float) -> dict:
-    elapsed = max(elapsed, 1e-9)
-    return {"elapsed_s": round(elapsed, 3), "records_per_s": round(records / elapsed, 1),
-            "mb_per_s": round(nbytes / MIB / elapsed, 3)}
-
-
-def latency_summary(latencies_s: list[float]) -> dict:
-    """avg/p50/p95/p99/p999/max in ms, by nearest rank over the sorted latencies."""
-    if not latencies_s:
-        return {k: None for k in ("avg", "p50", "p95", "p99", "p999", "max")}
-    ordered = sorted(latencies_s)
-
-    def rank(q: float) -> float:
-        return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
-
-    return {"avg": round(sum(ordered) / len(ordered) * 1000, 2), "p50": rank(0.5), "p95": rank(0.95),
-            "p99": rank(0.99), "p999": rank(0.999), "max": round(ordered[-1] * 1000, 2)}
 
 
 def _produce_line(f: dict) -> str:
