@@ -19,11 +19,12 @@ from confluent_kafka.admin import ConfigResource
 from confluent_kafka.admin import ResourceType as ConfluentResourceType
 from kafka.admin import ACLOperation, ACLResourcePatternType
 
-from kctl import acls, brokerconfig
+from kctl import acls
 from kctl.acls import Resource
+from kctl.cluster import brokerconfig
+from kctl.cluster.securecluster import ALLOW_IF_NO_ACL, SUPER_USERS
 from kctl.kafka import clientprops
 from kctl.kafka.client import Connection, fetch_metadata
-from kctl.securecluster import ALLOW_IF_NO_ACL, SUPER_USERS
 
 Decide = Callable[..., authorizer.Decision]
 

@@ -11,7 +11,8 @@ import typer
 from typer.core import TyperGroup
 
 from kctl.bench import bench
-from kctl.commands import acl, broker, cluster, quota, sql, user
+from kctl.cluster import broker, cluster
+from kctl.commands import acl, quota, sql, user
 from kctl.consume import consume
 from kctl.group import group
 from kctl.produce import produce

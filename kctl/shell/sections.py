@@ -1,38 +1,16 @@
 """The tables kctl shows in more than one place, built from JSON-ready documents.
 
-`kctl broker list`, `kctl topic describe` and `kctl group describe` print them; `kctl watch`
-lays the same tables out in a live dashboard, so a class sees one vocabulary everywhere.
-Styles only mark what a teacher points at: red for what is out (a dead broker, a replica out
-of the ISR, a partition without leader), yellow for what lags.
+`kctl topic describe` and `kctl group describe` print them; `kctl watch` lays the same tables
+out in a live dashboard, so a class sees one vocabulary everywhere (the broker table is
+kctl.cluster.brokerview's). Styles only mark what a teacher points at: red for what is out
+(a replica out of the ISR, a partition without leader), yellow for what lags.
 """
 
 from __future__ import annotations
 
 from rich.text import Text
 
-from kctl import brokerview
-from kctl.brokerview import BrokerView
 from kctl.shell.console import Cell, Section
-
-_BROKER_STYLES = {brokerview.ALIVE: "green", brokerview.PAUSED: "bold yellow",
-                  brokerview.SHUTTING_DOWN: "yellow", brokerview.DEAD: "bold red"}
-
-
-def brokers(views: list[BrokerView], controller: tuple[int, int] | None,
-            title: str | None = None) -> Section:
-    """The broker table; the controller is marked with '*', as in `rpk cluster info`."""
-    if controller is not None:
-        title = f"{title + ' - ' if title else ''}controller: broker {controller[0]} (epoch {controller[1]})"
-    rows = []
-    for b in views:
-        marker = "*" if controller is not None and b.id == controller[0] else ""
-        lease = None if b.lease_age_s is None else f"{b.lease_age_s:.1f}s"
-        throttle = None if b.replication_throttle_bytes_per_s is None else Text(
-            f"{b.replication_throttle_bytes_per_s}B/s", style="yellow")
-        rows.append([f"{b.id}{marker}", b.address, b.pid,
-                     Text(b.state, style=_BROKER_STYLES.get(b.state, "green")), lease, throttle])
-    return Section(title, ["id", "address", "pid", "state", "lease-age", "throttle"], rows)
-
 
 def partitions(title: str, docs: list[dict]) -> Section:
     """Per partition: leader, epoch, replicas, ISR, log start, last stable offset, high

@@ -10,7 +10,7 @@ from typing import Annotated, Callable, Optional
 import typer
 from rich.text import Text
 
-from kctl import localcluster
+from kctl.cluster import localcluster
 from kctl.kafka import reassignments, topics
 from kctl.kafka.client import ClusterMetadata, connect, fetch_metadata, find_topic
 from kctl.shell import console, sections

@@ -3,10 +3,10 @@
 Leaders, replicas, ISR and watermarks come over the Kafka protocol, so they are right for any
 cluster, and so does the last stable offset (the latest offset for read_committed readers).
 When the cluster answering is the local one (same cluster id), each partition is instead the
-moment its leader last published in the state directory (kctl.snapshot), once that moment is
-at least as recent as the protocol's answer: it adds what no Kafka client can see (each
-replica's log end offset, the leader epoch, the open transactions) and keeps every number
-from the same moment.
+moment its leader last published in the state directory (kctl.cluster.snapshot), once that
+moment is at least as recent as the protocol's answer: it adds what no Kafka client can see
+(each replica's log end offset, the leader epoch, the open transactions) and keeps every
+number from the same moment.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 
 from brokerd.state import ClusterState
 
-from kctl import snapshot
+from kctl.cluster import snapshot
 from kctl.kafka import configs, offsets
 from kctl.kafka.client import Connection, TopicMetadata, fetch_metadata, find_topic
 from kctl.shell import console

@@ -12,8 +12,8 @@ import time
 from rich.console import Group
 from rich.text import Text
 
-from kctl import securityevents
-from kctl.brokerview import BrokerView
+from kctl.cluster import brokerview, securityevents
+from kctl.cluster.brokerview import BrokerView
 from kctl.shell import sections
 from kctl.shell.console import Section, rich_table
 
@@ -22,9 +22,9 @@ Event = tuple[float, str]
 
 def build(snap: dict, events: list[Event]) -> list[Section]:
     controller = snap["controller"]
-    out = [sections.brokers([BrokerView(**b) for b in snap["brokers"]],
-                            None if controller is None else (controller["broker_id"], controller["epoch"]),
-                            title="BROKERS")]
+    out = [brokerview.section([BrokerView(**b) for b in snap["brokers"]],
+                              None if controller is None else (controller["broker_id"], controller["epoch"]),
+                              title="BROKERS")]
     out += [sections.partitions(f"TOPIC {t['topic']}", t["partitions"]) for t in snap["topics"]]
     if snap.get("groups_error"):
         out.append(Section("GROUPS", ["error"], [[snap["groups_error"]]]))

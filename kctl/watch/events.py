@@ -18,7 +18,8 @@ LOG_START_REASONS = {"retention": "retention.ms/retention.bytes deleted old segm
 
 
 def changes(before: dict, after: dict) -> list[str]:
-    """One line per change from `before` to `after` (snapshots of kctl.snapshot plus groups)."""
+    """One line per change from `before` to `after` (snapshots of kctl.cluster.snapshot plus
+    groups)."""
     return (_broker_changes(before, after) + _controller_change(before, after)
             + _controller_fencing(before, after) + _partition_changes(before, after)
             + _group_changes(before, after))

@@ -10,7 +10,7 @@ import typer
 from brokerd.state import ClusterState
 from rich.live import Live
 
-from kctl import localcluster, snapshot
+from kctl.cluster import localcluster, snapshot
 from kctl.kafka.client import connect
 from kctl.shell import console
 from kctl.shell.exit_codes import ExitCode

@@ -3,8 +3,8 @@
 import pytest
 from brokerd.state import BrokerRegistration
 
-from kctl import brokerconfig
-from kctl.brokerview import state_of
+from kctl.cluster import brokerconfig
+from kctl.cluster.brokerview import state_of
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

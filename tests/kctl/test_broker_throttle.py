@@ -10,7 +10,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kctl import snapshot
+from kctl.cluster import snapshot
 from kctl.shell.exit_codes import ExitCode
 from tests.brokerd.test_wire_interop import consume_all
 from tests.cluster_harness import wait_until

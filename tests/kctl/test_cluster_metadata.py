@@ -15,7 +15,7 @@ from brokerd.metadata.image import MetadataImage, PartitionRecord, TopicRecord
 from brokerd.metadata.log import MetadataLog
 from brokerd.state import ClusterState
 
-from kctl.metadatalog import Narrator, sentence
+from kctl.cluster.metadatalog import Narrator, sentence
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import free_port, wait_until
 from tests.kctl.cli import kctl_command, kctl_env

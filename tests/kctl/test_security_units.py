@@ -19,8 +19,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from kafka.admin import ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourceType
 
-from kctl import acls, brokerconfig, securecluster, securityevents, tls
+from kctl import acls, tls
 from kctl.aclexplain import Explanation
+from kctl.cluster import brokerconfig, securecluster, securityevents
 from kctl.commands.user import read_password
 from kctl.kafka import clientprops, pyadmin
 from kctl.kafka.bootstrap import Bootstrap

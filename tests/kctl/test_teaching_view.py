@@ -16,7 +16,7 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kctl import snapshot
+from kctl.cluster import snapshot
 from kctl.watch import events
 from tests.cluster_harness import wait_until
 from tests.kctl.local import kctl_in

@@ -12,8 +12,8 @@ import signal
 
 from brokerd.state import ClusterState
 
-from kctl import brokerconfig, brokerview, localcluster
-from kctl.brokerview import BrokerView
+from kctl.cluster import brokerconfig, brokerview, localcluster
+from kctl.cluster.brokerview import BrokerView
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

@@ -10,8 +10,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl import brokerconfig, brokerctl, brokerview, localcluster
-from kctl.shell import console, sections
+from kctl.cluster import brokerconfig, brokerctl, brokerview, localcluster
+from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import ClusterDir, Json
@@ -38,7 +38,7 @@ def list_brokers(cluster_dir: ClusterDir = None, json_output: Json = False) -> N
         console.print_json({"controller": brokerview.controller_json(controller),
                             "brokers": [b.to_json() for b in views]})
     else:
-        console.print_section(sections.brokers(views, controller))
+        console.print_section(brokerview.section(views, controller))
 
 
 @app.command()

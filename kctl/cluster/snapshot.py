@@ -18,7 +18,7 @@ import time
 
 from brokerd.state import ClusterState, PartitionRecord
 
-from kctl import brokerview, securityevents
+from kctl.cluster import brokerview, securityevents
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

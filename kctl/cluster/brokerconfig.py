@@ -9,7 +9,7 @@ multi-broker cluster exists to show replication, so its topics are replicated un
 user says otherwise.
 
 kctl.json also remembers the cluster's security protocol (`cluster up --security-protocol`),
-from which each broker's `listeners` is derived when it starts (kctl.securecluster).
+from which each broker's `listeners` is derived when it starts (kctl.cluster.securecluster).
 """
 
 from __future__ import annotations

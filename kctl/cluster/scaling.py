@@ -12,7 +12,7 @@ from collections import Counter
 
 from brokerd.state import ClusterState
 
-from kctl import brokerconfig, brokerctl, brokerview, localcluster
+from kctl.cluster import brokerconfig, brokerctl, brokerview, localcluster
 from kctl.kafka import client, reassignments
 from kctl.kafka.client import Connection, fetch_metadata
 from kctl.kafka.reassignments import Plan

@@ -14,10 +14,10 @@ import typer
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
 
-from kctl import brokerconfig, brokerview, localcluster, metadatalog, scaling, securecluster
+from kctl.cluster import brokerconfig, brokerview, localcluster, metadatalog, scaling, securecluster
+from kctl.cluster.securecluster import SecurityProtocol
 from kctl.kafka.bootstrap import resolve_cluster_dir
-from kctl.securecluster import SecurityProtocol
-from kctl.shell import console, sections
+from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import ClusterDir, Json
@@ -92,7 +92,7 @@ def up(
                             "broker_config": effective,
                             "brokers": [b.to_json() for b in views]})
     else:
-        console.print_section(sections.brokers(views, controller=None))
+        console.print_section(brokerview.section(views, controller=None))
         print(f"export KCTL_BOOTSTRAP={bootstrap}", flush=True)
     _hint_next(state.cluster_dir, cluster_dir is not None, started=bool(procs))
     if secured:
@@ -150,7 +150,7 @@ def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
             "brokers": [b.to_json() for b in views],
         })
     else:
-        console.print_section(sections.brokers(views, controller))
+        console.print_section(brokerview.section(views, controller))
     if problems:
         raise KctlError("cluster unhealthy: " + ", ".join(problems), ExitCode.UNHEALTHY)
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from brokerd.state import ClusterState
 
-from kctl import brokerconfig, brokerview, securecluster
-from kctl.brokerview import HOST
+from kctl.cluster import brokerconfig, brokerview, securecluster
+from kctl.cluster.brokerview import HOST
 from kctl.kafka import clientprops
 from kctl.kafka.bootstrap import Bootstrap, local_state, resolve_cluster_dir
 from kctl.kafka.client import Connection, fetch_metadata

@@ -4,7 +4,7 @@ Liveness comes from the state directory, never from pids: a broker is alive whil
 holds its lock, which the kernel drops however the process dies. A broker that holds its lock
 but has not renewed its lease within broker.session.timeout.ms is "paused" (SIGSTOP, or
 starved): the rest of the cluster already treats it as dead, and that is what a class needs
-to see next to the process that is still there.
+to see next to the process that is still there. `section` is the table that shows them.
 """
 
 from __future__ import annotations
@@ -13,8 +13,10 @@ import time
 from dataclasses import dataclass
 
 from brokerd.state import BrokerRegistration, ClusterState
+from rich.text import Text
 
-from kctl import brokerconfig
+from kctl.cluster import brokerconfig
+from kctl.shell.console import Section
 
 HOST = "127.0.0.1"
 ALIVE = "alive"
@@ -80,3 +82,23 @@ def find(views: list[BrokerView], broker_id: int) -> BrokerView | None:
 
 def controller_json(controller: tuple[int, int] | None) -> dict | None:
     return None if controller is None else {"broker_id": controller[0], "epoch": controller[1]}
+
+
+_STYLES = {ALIVE: "green", PAUSED: "bold yellow", SHUTTING_DOWN: "yellow", DEAD: "bold red"}
+
+
+def section(views: list[BrokerView], controller: tuple[int, int] | None,
+            title: str | None = None) -> Section:
+    """The broker table of `kctl cluster status`, `kctl broker list` and `kctl watch`; the
+    controller is marked with '*', as in `rpk cluster info`. A dead broker is red."""
+    if controller is not None:
+        title = f"{title + ' - ' if title else ''}controller: broker {controller[0]} (epoch {controller[1]})"
+    rows = []
+    for b in views:
+        marker = "*" if controller is not None and b.id == controller[0] else ""
+        lease = None if b.lease_age_s is None else f"{b.lease_age_s:.1f}s"
+        throttle = None if b.replication_throttle_bytes_per_s is None else Text(
+            f"{b.replication_throttle_bytes_per_s}B/s", style="yellow")
+        rows.append([f"{b.id}{marker}", b.address, b.pid,
+                     Text(b.state, style=_STYLES.get(b.state, "green")), lease, throttle])
+    return Section(title, ["id", "address", "pid", "state", "lease-age", "throttle"], rows)
