@@ -12,13 +12,14 @@ from typer.core import TyperGroup
 
 from kctl.bench import bench
 from kctl.cluster import broker, cluster
-from kctl.commands import acl, quota, sql, user
+from kctl.commands import acl, quota, user
 from kctl.consume import consume
 from kctl.group import group
 from kctl.produce import produce
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode, table
+from kctl.sql import sql
 from kctl.topic import topic
 from kctl.watch import watch
 

@@ -1,5 +1,5 @@
 """Running one `kctl sql` query: topics as views, then a batch or streaming query whose
-result goes to stdout or to a topic. The command-line side is kctl/commands/sql.py."""
+result goes to stdout or to a topic. The command-line side is kctl/sql/sql.py."""
 
 from __future__ import annotations
 

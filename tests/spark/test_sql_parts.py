@@ -6,11 +6,11 @@ import json
 import pytest
 from pyspark.sql import Row
 
-from kctl.commands.sql import parse_trigger
 from kctl.shell.errors import KctlError
 from kctl.spark.output import plain, print_rows
 from kctl.spark.sqlrun import summary
 from kctl.spark.views import named_topics, quote
+from kctl.sql.sql import parse_trigger
 
 
 def test_triggers():
