@@ -10,17 +10,19 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
+from kctl.acl import acl
 from kctl.bench import bench
 from kctl.cluster import broker, cluster
-from kctl.commands import acl, quota, user
 from kctl.consume import consume
 from kctl.group import group
 from kctl.produce import produce
+from kctl.quota import quota
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode, table
 from kctl.sql import sql
 from kctl.topic import topic
+from kctl.user import user
 from kctl.watch import watch
 
 EPILOG = "**Exit codes**\n\n" + "\n".join(f"* {code}: {meaning}" for code, meaning in table())

@@ -18,6 +18,11 @@ def topic_configs(conn: Connection, topic: str) -> dict[str, dict]:
     return _describe(conn, ConfigResource(ResourceType.TOPIC, topic), f"configs of {topic!r}")
 
 
+def broker_configs(conn: Connection, broker_id: int) -> dict[str, dict]:
+    """name -> {"value", "source"} for every setting of a broker, as topic_configs."""
+    return _describe(conn, ConfigResource(ResourceType.BROKER, str(broker_id)), f"configs of broker {broker_id}")
+
+
 def _describe(conn: Connection, resource: ConfigResource, what: str) -> dict[str, dict]:
     try:
         entries = conn.admin().describe_configs([resource], request_timeout=conn.timeout)[resource].result()

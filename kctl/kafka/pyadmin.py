@@ -1,9 +1,10 @@
 """kafka-python's KafkaAdminClient, for the admin APIs confluent-kafka lacks.
 
-confluent-kafka has no AlterPartitionReassignments, ListPartitionReassignments or
-DescribeProducers, so kctl sends those through kafka-python. Its errors are exception
-classes rather than librdkafka codes; this module turns them into kctl's one-line errors
-and exit codes, as kctl.kafka.errors does for librdkafka.
+confluent-kafka has no AlterPartitionReassignments, ListPartitionReassignments,
+DescribeProducers, DescribeClientQuotas or AlterClientQuotas, so kctl sends those through
+kafka-python (kctl.kafka.reassignments, topics, quotas). Its errors are exception classes
+rather than librdkafka codes; this module turns them into kctl's one-line errors and exit
+codes, as kctl.kafka.errors does for librdkafka.
 """
 
 from __future__ import annotations

@@ -19,14 +19,15 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from kafka.admin import ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourceType
 
-from kctl import acls, tls
-from kctl.aclexplain import Explanation
+from kctl import tls
+from kctl.acl import acls
+from kctl.acl.aclexplain import Explanation
 from kctl.cluster import brokerconfig, securecluster, securityevents
-from kctl.commands.user import read_password
 from kctl.kafka import clientprops, pyadmin
 from kctl.kafka.bootstrap import Bootstrap
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
+from kctl.user.user import read_password
 from kctl.watch import dashboard
 
 

@@ -16,8 +16,6 @@ from kctl.kafka.client import Connection, result
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
-MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-DEFAULT_MECHANISM = "SCRAM-SHA-512"
 DEFAULT_ITERATIONS = 4096   # Kafka's minimum; its maximum is 16384
 
 

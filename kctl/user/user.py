@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl import scram
-from kctl.kafka.client import Connection, checked, connect
+from kctl.kafka import scram
+from kctl.kafka.client import checked, connect
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -31,11 +31,6 @@ class Mechanism(str, Enum):
 
 User = Annotated[str, typer.Argument(metavar="NAME", help="User name; its principal is User:NAME.",
                                      show_default=False)]
-
-
-def _connection(bootstrap: str | None, cluster_dir, timeout: float, settings: list[str] | None,
-                command_config) -> Connection:
-    return checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
 
 
 @app.command()
@@ -63,7 +58,7 @@ def create(
     The client salts and hashes it: the cluster only ever stores the salted keys.
     """
     secret = read_password(password, password_stdin)
-    conn = _connection(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
     scram.upsert(conn, user, secret, mechanism.value, iterations)
     console.info(f"User {user}: {mechanism.value} credential set ({iterations} iterations).")
 
@@ -94,7 +89,7 @@ def list_users(
     command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """List SCRAM users with the mechanisms they have credentials for and their iterations."""
-    conn = _connection(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
     found = scram.describe(conn, users)
     if json_output:
         console.print_json(found)
@@ -115,6 +110,6 @@ def delete(
     command_config: CommandConfig = None,
 ) -> None:
     """Delete a user's SCRAM credentials: it can no longer log in (its ACLs stay)."""
-    conn = _connection(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
     deleted = scram.delete(conn, user, [m.value for m in mechanism or []])
     console.info(f"User {user}: {', '.join(deleted)} credential(s) deleted.")

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kctl import quotas
+from kctl.kafka import quotas
 from kctl.kafka.client import checked, connect
 from kctl.shell import console
 from kctl.shell.errors import KctlError

@@ -14,17 +14,15 @@ from typing import Callable
 
 from brokerd.security import authorizer
 from brokerd.security.acl import AclBinding
-from confluent_kafka import KafkaException
-from confluent_kafka.admin import ConfigResource
-from confluent_kafka.admin import ResourceType as ConfluentResourceType
 from kafka.admin import ACLOperation, ACLResourcePatternType
 
-from kctl import acls
-from kctl.acls import Resource
+from kctl.acl import acls
+from kctl.acl.acls import Resource
 from kctl.cluster import brokerconfig
 from kctl.cluster.securecluster import ALLOW_IF_NO_ACL, SUPER_USERS
-from kctl.kafka import clientprops
+from kctl.kafka import acls as acl_requests, clientprops, configs
 from kctl.kafka.client import Connection, fetch_metadata
+from kctl.shell.errors import KctlError
 
 Decide = Callable[..., authorizer.Decision]
 
@@ -61,7 +59,7 @@ def explain(conn: Connection, principal: str, host: str, operation: ACLOperation
             decide: Decide = authorizer.explain) -> Explanation:
     """Decide the request with `decide` (the brokers' rules) over the cluster's ACLs."""
     every = acls.filters([Resource(resource.type, None)], ACLResourcePatternType.ANY, acls.Who(), [])
-    bindings = acls.describe(conn, every)
+    bindings = acl_requests.describe(conn, every)
     super_users, allow_if_no_acl = authorizer_settings(conn)
     decision = decide(bindings, principal, host, operation, resource.type, resource.name,
                       frozenset(super_users), allow_if_no_acl)
@@ -86,13 +84,9 @@ def authorizer_settings(conn: Connection) -> tuple[list[str], bool]:
 
 def _broker_configs(conn: Connection) -> dict[str, str]:
     """A broker's settings by DescribeConfigs ({} when it refuses: Kafka's defaults then hold)."""
-    admin = conn.admin()
-    broker = min(fetch_metadata(admin, conn).brokers)
-    futures = admin.describe_configs([ConfigResource(ConfluentResourceType.BROKER, str(broker))],
-                                     request_timeout=conn.timeout)
+    broker = min(fetch_metadata(conn.admin(), conn).brokers)
     try:
-        entries = next(iter(futures.values())).result()
-    except KafkaException:
+        described = configs.broker_configs(conn, broker)
+    except KctlError:
         return {}
-    return {name: entry.value for name, entry in entries.items() if entry.value is not None}
-
+    return {name: config["value"] for name, config in described.items() if config["value"] is not None}

@@ -1,26 +1,21 @@
-"""ACL bindings from kctl's options, and the admin calls that create, list and delete them.
+"""ACL bindings and filters from kctl's options, as kafka-acls.sh and rpk take them
+(--allow-principal, --operation, --topic, --resource-pattern-type ...), and their table rows.
 
-CreateAcls, DescribeAcls and DeleteAcls go through confluent-kafka's admin client, so `kctl acl`
-works against any Kafka cluster. The options are kafka-acls.sh's and rpk's (--allow-principal,
---operation, --topic, --resource-pattern-type ...). Bindings and filters are brokerd's
-AclBinding and AclBindingFilter, which carry Kafka's names (TOPIC, WRITE, ALLOW, LITERAL):
-the types the authorizer's rules take, so `kctl acl explain` runs those rules on exactly what
-the cluster answered, and the checks Kafka makes of a new binding run before it is sent.
+Bindings and filters are brokerd's AclBinding and AclBindingFilter, which carry Kafka's names
+(TOPIC, WRITE, ALLOW, LITERAL): the types the authorizer's rules take, so `kctl acl explain`
+runs those rules on exactly what the cluster answered (kctl.kafka.acls sends and receives
+them), and the checks Kafka makes of a new binding run before it is sent.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import product
-from typing import Any, Callable
 
 from brokerd.security.acl import CLUSTER_NAME, AclBinding, AclBindingFilter, InvalidAcl
 from brokerd.security.principal import KafkaPrincipal
-from confluent_kafka import KafkaException
-from confluent_kafka import admin as confluent
 from kafka.admin import ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourceType
 
-from kctl.kafka.client import Connection, result
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -127,66 +122,7 @@ def _grants(who: Who, default_host: str | None) -> list[tuple[str | None, ACLPer
             + [(p, ACLPermissionType.DENY, h) for p in who.deny for h in who.deny_hosts or [default_host]])
 
 
-def create(conn: Connection, bindings: list[AclBinding]) -> None:
-    admin = conn.admin()  # referenced until the futures are done: a destroyed client fails them
-    futures = _call(lambda: admin.create_acls([_to_confluent(b) for b in bindings],
-                                              request_timeout=conn.timeout), "create ACLs")
-    for future in futures.values():
-        result(future, "create ACLs")
-
-
-def describe(conn: Connection, acl_filters: list[AclBindingFilter]) -> list[AclBinding]:
-    """The bindings any of the filters match, each once, in a stable order."""
-    admin = conn.admin()
-    found: dict[AclBinding, None] = {}
-    for acl_filter in acl_filters:
-        future = _call(lambda: admin.describe_acls(_filter_to_confluent(acl_filter),
-                                                   request_timeout=conn.timeout), "list ACLs")
-        found.update(dict.fromkeys(_from_confluent(b) for b in result(future, "list ACLs")))
-    return ordered(found)
-
-
-def delete(conn: Connection, acl_filters: list[AclBindingFilter]) -> list[AclBinding]:
-    """Delete what the filters match; returns the bindings deleted."""
-    admin = conn.admin()
-    futures = _call(lambda: admin.delete_acls([_filter_to_confluent(f) for f in acl_filters],
-                                              request_timeout=conn.timeout), "delete ACLs")
-    deleted: dict[AclBinding, None] = {}
-    for future in futures.values():
-        deleted.update(dict.fromkeys(_from_confluent(b) for b in result(future, "delete ACLs")))
-    return ordered(deleted)
-
-
-def ordered(bindings) -> list[AclBinding]:
-    return sorted(bindings, key=lambda b: (b.resource_type, b.resource_name, b.pattern_type,
-                                           b.principal, b.host, b.operation, b.permission))
-
-
 def row(binding: AclBinding) -> list[str]:
     """One table row: principal, host, operation, permission, resource type, name, pattern."""
     return [binding.principal, binding.host, binding.operation.name, binding.permission.name,
             binding.resource_type.name, binding.resource_name, binding.pattern_type.name]
-
-
-def _call(request: Callable[[], Any], doing: str) -> Any:
-    """An admin call whose arguments librdkafka rejects before sending is exit 5."""
-    try:
-        return request()
-    except (KafkaException, ValueError, TypeError) as exc:
-        raise KctlError(f"cannot {doing}: {exc}", ExitCode.INVALID_INPUT) from None
-
-
-def _to_confluent(b: AclBinding) -> confluent.AclBinding:
-    return confluent.AclBinding(int(b.resource_type), b.resource_name, int(b.pattern_type), b.principal,
-                                b.host, int(b.operation), int(b.permission))
-
-
-def _filter_to_confluent(f: AclBindingFilter) -> confluent.AclBindingFilter:
-    return confluent.AclBindingFilter(int(f.resource_type), f.resource_name, int(f.pattern_type),
-                                      f.principal, f.host, int(f.operation), int(f.permission))
-
-
-def _from_confluent(b: confluent.AclBinding) -> AclBinding:
-    return AclBinding(ResourceType(b.restype.value), b.name,
-                      ACLResourcePatternType(b.resource_pattern_type.value), b.principal, b.host,
-                      ACLOperation(b.operation.value), ACLPermissionType(b.permission_type.value))

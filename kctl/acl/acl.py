@@ -8,8 +8,9 @@ from typing import Annotated, Callable, Optional
 import typer
 from brokerd.security.acl import AclBinding
 
-from kctl import aclexplain, acls
-from kctl.acls import Who
+from kctl.acl import aclexplain, acls
+from kctl.acl.acls import Who
+from kctl.kafka import acls as acl_requests
 from kctl.kafka.client import Connection, checked, connect
 from kctl.shell import console
 from kctl.shell.errors import KctlError
@@ -89,7 +90,7 @@ def create(
     bindings = acls.new_bindings(resources, acls.pattern_type(pattern, ("literal", "prefixed")), who,
                                  [acls.operation(op, tuple(o for o in acls.OPERATIONS if o != "any"))
                                   for op in operation])
-    acls.create(checked(connect(bootstrap, cluster_dir, timeout, settings, command_config)), bindings)
+    acl_requests.create(checked(connect(bootstrap, cluster_dir, timeout, settings, command_config)), bindings)
     _print(bindings, json_output=False)
     console.info(f"Created {len(bindings)} ACL(s).")
 
@@ -105,7 +106,7 @@ def list_acls(
     command_config: CommandConfig = None, json_output: Json = False,
 ) -> None:
     """List ACLs: all, or those matching the options (each option narrows the list)."""
-    _print(_matching(acls.describe, locals()), json_output)
+    _print(_matching(acl_requests.describe, locals()), json_output)
 
 
 @app.command()
@@ -122,7 +123,7 @@ def delete(
     resource must be given, so no typo deletes every ACL."""
     if not (principal or allow_principal or deny_principal or topic or group or cluster or transactional_id):
         raise KctlError("give a principal or a resource of the ACLs to delete", ExitCode.USAGE)
-    deleted = _matching(acls.delete, locals())
+    deleted = _matching(acl_requests.delete, locals())
     _print(deleted, json_output)
     if not json_output:
         console.info(f"Deleted {len(deleted)} ACL(s).")
