@@ -1,9 +1,16 @@
 """kctl's Kafka clients: the only code outside kctl/spark that imports confluent-kafka or
-kafka-python.
+kafka-python, so commands never build a client or a request themselves.
 
-Which cluster a command talks to and with which settings (`bootstrap`, `clientprops`), the
-clients made from them (`client`), the admin requests of every command with Kafka's errors
-turned into one line and an exit code (`errors`, and a module per resource), and the
-producer-side machinery `kctl produce` and `kctl bench` share (`delivery`, `transactions`).
-Commands get clients, metadata and answers from here and never build a request themselves.
+- which cluster and which client settings: `bootstrap` (-b, $KCTL_BOOTSTRAP, the local
+  cluster), `clientprops` (--command-config, a secured local cluster's admin.properties);
+- the clients: `client` (AdminClient, Producer, Consumer configured the kctl way, metadata),
+  `pyadmin` (kafka-python's admin client, for the requests confluent-kafka lacks);
+- Kafka's errors as one line and an exit code: `errors`;
+- the requests, one module per resource: `topics`, `configs`, `offsets`, `groups`,
+  `reassignments`, `acls`, `scram`, `quotas`;
+- the clients' own machinery: `consumer` (watermarks, assignment, group membership, commits),
+  `delivery` (delivery reports), `transactions`.
+
+Commands take the types they annotate with (Producer, Consumer, Message, the metadata, Kafka's
+error types) from these modules too.
 """

@@ -3,7 +3,8 @@
 Every client gets the resolved bootstrap, quiet librdkafka logging (kctl reports errors
 itself, in one line), timeouts bounded by `--timeout`, then the settings of a properties file
 (kctl.kafka.clientprops: a secured local cluster's admin.properties, or --command-config),
-then the user's `-X` settings last so they can override anything.
+then the user's `-X` settings last so they can override anything. A connection keeps one
+admin client for all of a command's admin requests.
 """
 
 from __future__ import annotations

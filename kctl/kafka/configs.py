@@ -20,7 +20,8 @@ def topic_configs(conn: Connection, topic: str) -> dict[str, dict]:
 
 def broker_configs(conn: Connection, broker_id: int) -> dict[str, dict]:
     """name -> {"value", "source"} for every setting of a broker, as topic_configs."""
-    return _describe(conn, ConfigResource(ResourceType.BROKER, str(broker_id)), f"configs of broker {broker_id}")
+    resource = ConfigResource(ResourceType.BROKER, str(broker_id))
+    return _describe(conn, resource, f"configs of broker {broker_id}")
 
 
 def _describe(conn: Connection, resource: ConfigResource, what: str) -> dict[str, dict]:
@@ -29,5 +30,13 @@ def _describe(conn: Connection, resource: ConfigResource, what: str) -> dict[str
     except KafkaException as exc:
         error = exc.args[0]
         raise KctlError(f"{what} unavailable: {error.str()}", exit_code_for(error)) from None
-    return {name: {"value": e.value, "source": ConfigSource(e.source).name.lower()}
-            for name, e in sorted(entries.items())}
+    return {name: {"value": e.value, "source": _source_name(e.source)} for name, e in sorted(entries.items())}
+
+
+def _source_name(source: int) -> str:
+    """Kafka's name of a config source in lower case; its number, for a source confluent-kafka
+    does not know."""
+    try:
+        return ConfigSource(source).name.lower()
+    except ValueError:
+        return str(source)

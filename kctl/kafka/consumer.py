@@ -8,12 +8,14 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka import Message as Message  # what a consumer hands out, for commands' annotations
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from kctl.kafka.client import Connection, fetch_metadata
 from kctl.kafka.errors import exit_code_for, from_kafka
 from kctl.shell.errors import KctlError
+
+# Message is what a consumer hands out: commands annotate with it.
+__all__ = ["ClusterWatch", "Message", "assign", "commit", "offsets_for_time", "subscribe", "watermarks"]
 
 LEADER_MOVING = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
                  KafkaError.NOT_LEADER_FOR_PARTITION}

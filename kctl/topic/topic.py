@@ -14,6 +14,7 @@ from kctl.cluster import localcluster
 from kctl.kafka import reassignments, topics
 from kctl.kafka.client import ClusterMetadata, connect, fetch_metadata, find_topic
 from kctl.shell import console, sections
+from kctl.shell.console import Cell
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
@@ -378,7 +379,8 @@ def elect_leaders(
     replicas had (Kafka's unclean.leader.election.enable, once, by hand).
     """
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
-    rows, failed = [], []
+    rows: list[list[Cell]] = []
+    failed: list[KctlError] = []
     for election in topics.elect_leaders(conn, election_type is Election.unclean, name):
         if election.error is not None:
             status = election.error.message
