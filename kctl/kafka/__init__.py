@@ -1,5 +1,5 @@
-"""kctl's Kafka clients: the only code outside kctl/spark that imports confluent-kafka or
-kafka-python, so commands never build a client or a request themselves.
+"""kctl's Kafka clients: outside kctl/spark, the only code that imports confluent-kafka or talks
+to a cluster through kafka-python, so commands never build a client or a request themselves.
 
 - which cluster and which client settings: `bootstrap` (-b, $KCTL_BOOTSTRAP, the local
   cluster), `clientprops` (--command-config, a secured local cluster's admin.properties);
