@@ -7,7 +7,7 @@ import logging
 import resource
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from kafka.errors import TopicAlreadyExistsError
 
@@ -30,13 +30,16 @@ from brokerd.security.audit import SecurityAudit
 from brokerd.security.authenticator import ConnectionAuthenticator
 from brokerd.security.inter_broker import InterBrokerSecurity
 from brokerd.security.listeners import (
-    Listener, parse_listeners, parse_protocol_map, server_context,
+    Listener,
+    parse_listeners,
+    parse_protocol_map,
+    server_context,
 )
 from brokerd.security.sasl_server import SaslServer
 from brokerd.security.scram_credentials import ScramCredentialStore
 from brokerd.security.standard_authorizer import StandardAuthorizer
 from brokerd.server import KafkaServer
-from brokerd.state import BrokerRegistration, ClusterState, PartitionRecord, TopicRecord
+from brokerd.state import BrokerRegistration, ClusterState, TopicRecord
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,8 @@ def replicas_within_open_file_limit() -> int:
     if soft == resource.RLIM_INFINITY:
         return 2**31 - 1
     return max(0, (soft - DESCRIPTORS_RESERVED) // DESCRIPTORS_PER_REPLICA)
+
+
 STATUS_PUBLISH_S = 0.5
 
 
@@ -65,14 +70,17 @@ class Broker:
             raise RuntimeError(f"{config.cluster_dir} holds no cluster state (run kctl cluster up)")
         self.cluster_id = self.state.cluster_id()
         self.session_timeout_s = config.get("broker.session.timeout.ms") / 1000
-        self.controller = Controller(self.broker_id, self.state, self.session_timeout_s,
-                                     LeaderRebalance.from_config(config),
-                                     lambda: config.get("unclean.leader.election.enable"),
-                                     lambda: min(config.get("max.broker.partitions"),
-                                                 replicas_within_open_file_limit()))
-        self.replicas = ReplicaManager(self.broker_id,
-                                       self.state.broker_dir(self.broker_id) / "data",
-                                       self._alter_isr)
+        self.controller = Controller(
+            self.broker_id,
+            self.state,
+            self.session_timeout_s,
+            LeaderRebalance.from_config(config),
+            lambda: config.get("unclean.leader.election.enable"),
+            lambda: min(config.get("max.broker.partitions"), replicas_within_open_file_limit()),
+        )
+        self.replicas = ReplicaManager(
+            self.broker_id, self.state.broker_dir(self.broker_id) / "data", self._alter_isr
+        )
         self.producer_ids = ProducerIdManager(self.state)
         self._wire_ports()
         self.topics: dict[str, TopicRecord] = {}
@@ -82,10 +90,17 @@ class Broker:
         self.metadata_listeners: list[Callable[[MetadataDelta], None]] = []
         self._init_security(config)
         handlers = build_handlers(self)
-        self.servers = [KafkaServer(handlers, listener, config.get("socket.request.max.bytes"),
-                                    config.get("sasl.server.max.receive.size"),
-                                    self._ssl_context(listener), self._authenticator)
-                        for listener in self.listeners]
+        self.servers = [
+            KafkaServer(
+                handlers,
+                listener,
+                config.get("socket.request.max.bytes"),
+                config.get("sasl.server.max.receive.size"),
+                self._ssl_context(listener),
+                self._authenticator,
+            )
+            for listener in self.listeners
+        ]
         self._liveness = None
         self._changed_metadata = MetadataDelta(full=True)  # for the next controller round
         self._isr_proposals: dict[tuple[str, int], tuple[Partition, list[int]]] = {}
@@ -98,50 +113,68 @@ class Broker:
         metadata = BrokerMetadataView(self)
         self.fetchers = ReplicaFetcherManager(self.broker_id, self.broker_client)
         self.group_metadata = GroupMetadataManager(
-            self.broker_id, OffsetConfig.from_config(self.config), self.replicas, metadata)
-        self.coordinator = GroupCoordinator(GroupConfig.from_config(self.config),
-                                            self.group_metadata)
+            self.broker_id, OffsetConfig.from_config(self.config), self.replicas, metadata
+        )
+        self.coordinator = GroupCoordinator(GroupConfig.from_config(self.config), self.group_metadata)
         self.txn_markers = TxnMarkerAppender(self.replicas, self.group_metadata)
         self.transactions = TransactionCoordinator(
-            self.broker_id, TransactionConfig.from_config(self.config), self.replicas, metadata,
+            self.broker_id,
+            TransactionConfig.from_config(self.config),
+            self.replicas,
+            metadata,
             self.producer_ids,
-            TransactionMarkerWriter(self.broker_id, metadata, self.broker_client, self.txn_markers))
+            TransactionMarkerWriter(self.broker_id, metadata, self.broker_client, self.txn_markers),
+        )
 
     def _init_security(self, config: BrokerConfig) -> None:
         """Listeners, credentials, the authorizer and how to reach other brokers; a setting
         that cannot work (an unknown listener name, a missing key file) stops the start."""
         protocols = parse_protocol_map(config.get("listener.security.protocol.map"))
         self.listeners = parse_listeners(
-            config.get("listeners") or f"PLAINTEXT://{config.host}:{config.port}", protocols)
+            config.get("listeners") or f"PLAINTEXT://{config.host}:{config.port}", protocols
+        )
         inter_name = config.get("inter.broker.listener.name") or self.listeners[0].name
-        inter = next((l for l in self.listeners if l.name == inter_name.upper()), None)
+        inter = next((ln for ln in self.listeners if ln.name == inter_name.upper()), None)
         if inter is None:
             raise ValueError(f"inter.broker.listener.name {inter_name} is not a listener")
         self.inter_broker = InterBrokerSecurity(
-            inter.name, inter.security_protocol,
-            config.get("sasl.mechanism.inter.broker.protocol"), config.cluster_dir)
+            inter.name,
+            inter.security_protocol,
+            config.get("sasl.mechanism.inter.broker.protocol"),
+            config.cluster_dir,
+        )
         self.audit = SecurityAudit(self.broker_id)
         self.scram_credentials = ScramCredentialStore(self.state)
         self.authorizer = StandardAuthorizer(
-            self.state, config.get("authorizer.class.name"), config.get("super.users"),
-            config.get("allow.everyone.if.no.acl.found"), self.audit)
-        self._sasl_mechanisms = [m.strip().upper() for m in
-                                 config.get("sasl.enabled.mechanisms").split(",") if m.strip()]
+            self.state,
+            config.get("authorizer.class.name"),
+            config.get("super.users"),
+            config.get("allow.everyone.if.no.acl.found"),
+            self.audit,
+        )
+        self._sasl_mechanisms = [
+            m.strip().upper() for m in config.get("sasl.enabled.mechanisms").split(",") if m.strip()
+        ]
 
     def _ssl_context(self, listener: Listener):
         if not listener.uses_tls:
             return None
-        return server_context(self.config.get("ssl.keystore.location"),
-                              self.config.get("ssl.key.password"),
-                              self.config.get("ssl.truststore.location"),
-                              self.config.get("ssl.client.auth"))
+        return server_context(
+            self.config.get("ssl.keystore.location"),
+            self.config.get("ssl.key.password"),
+            self.config.get("ssl.truststore.location"),
+            self.config.get("ssl.client.auth"),
+        )
 
-    def _authenticator(self, listener: Listener, client_host: str, ssl_object
-                       ) -> ConnectionAuthenticator:
+    def _authenticator(self, listener: Listener, client_host: str, ssl_object) -> ConnectionAuthenticator:
         return ConnectionAuthenticator(
-            listener, client_host, ssl_object,
-            lambda: SaslServer(self._sasl_mechanisms, self.scram_credentials), self.audit,
-            self.config.get("connections.max.reauth.ms"))
+            listener,
+            client_host,
+            ssl_object,
+            lambda: SaslServer(self._sasl_mechanisms, self.scram_credentials),
+            self.audit,
+            self.config.get("connections.max.reauth.ms"),
+        )
 
     def broker_client(self, broker_id: int, client_id: str, timeout_s: float) -> BrokerClient | None:
         """A connection to another live broker over the inter-broker listener (None when it
@@ -158,9 +191,12 @@ class Broker:
         self.authorizer.refresh()
         first = self.listeners[0]
         self._liveness = self.state.register_broker(
-            self.broker_id, first.host, first.port,
+            self.broker_id,
+            first.host,
+            first.port,
             self.config.get("broker.session.timeout.ms"),
-            [listener.to_json() for listener in self.listeners])
+            [listener.to_json() for listener in self.listeners],
+        )
         self._tick()
         self.replicas.delete_stray_logs()
         periodic = [
@@ -169,20 +205,28 @@ class Broker:
             (self.config.get("replica.lag.time.max.ms") / 2000, self._shrink_isrs),
             (self.config.get("log.retention.check.interval.ms") / 1000, self._enforce_retention),
             (self.config.get("log.flush.scheduler.interval.ms") / 1000, self._flush_due),
-            (self.config.get("replica.high.watermark.checkpoint.interval.ms") / 1000,
-             self.replicas.checkpoint_high_watermarks),
+            (
+                self.config.get("replica.high.watermark.checkpoint.interval.ms") / 1000,
+                self.replicas.checkpoint_high_watermarks,
+            ),
             (lambda: self.config.get("log.cleaner.backoff.ms") / 1000, self._clean_logs),
-            (self.config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000,
-             self.transactions.abort_timed_out),
-            (self.config.get("offsets.retention.check.interval.ms") / 1000,
-             self.group_metadata.remove_expired_offsets),
+            (
+                self.config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms") / 1000,
+                self.transactions.abort_timed_out,
+            ),
+            (
+                self.config.get("offsets.retention.check.interval.ms") / 1000,
+                self.group_metadata.remove_expired_offsets,
+            ),
         ]
-        self._tasks = [asyncio.create_task(self._every(interval, action))
-                       for interval, action in periodic]
+        self._tasks = [asyncio.create_task(self._every(interval, action)) for interval, action in periodic]
         self._tasks.append(asyncio.create_task(self.coordinator.expire_sessions_on_time(TICK_S)))
         threading.Thread(target=self._renew_lease, name="lease", daemon=True).start()
-        log.info("broker %d serving on %s", self.broker_id, ", ".join(
-            f"{l.name}://{l.host}:{l.port}" for l in self.listeners))
+        log.info(
+            "broker %d serving on %s",
+            self.broker_id,
+            ", ".join(f"{ln.name}://{ln.host}:{ln.port}" for ln in self.listeners),
+        )
 
     async def stop(self) -> None:
         """Controlled shutdown: hand leadership over first, then stop serving.
@@ -310,18 +354,29 @@ class Broker:
         auto-created topic. The internal topics are compacted; writes to
         __transaction_state need transaction.state.log.min.isr replicas, at most all."""
         if name == OFFSETS_TOPIC:
-            return (self.config.get("offsets.topic.num.partitions"),
-                    min(self.config.get("offsets.topic.replication.factor"), live),
-                    {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)})
+            return (
+                self.config.get("offsets.topic.num.partitions"),
+                min(self.config.get("offsets.topic.replication.factor"), live),
+                {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
+            )
         if name == TRANSACTION_STATE_TOPIC:
             replication = min(self.config.get("transaction.state.log.replication.factor"), live)
             min_isr = min(self.config.get("transaction.state.log.min.isr"), replication)
-            return (self.config.get("transaction.state.log.num.partitions"), replication,
-                    {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024),
-                     "min.insync.replicas": str(min_isr),
-                     "unclean.leader.election.enable": "false"})
-        return (self.config.get("num.partitions"),
-                min(self.config.get("default.replication.factor"), live), {})
+            return (
+                self.config.get("transaction.state.log.num.partitions"),
+                replication,
+                {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(100 * 1024 * 1024),
+                    "min.insync.replicas": str(min_isr),
+                    "unclean.leader.election.enable": "false",
+                },
+            )
+        return (
+            self.config.get("num.partitions"),
+            min(self.config.get("default.replication.factor"), live),
+            {},
+        )
 
     def _alter_isr(self, partition: Partition, isr: list[int]) -> None:
         """Queue a leader's ISR change; the queue is written as one batch as soon as the
@@ -342,9 +397,12 @@ class Broker:
         if not proposals:
             return
         before = {key: list(partition.isr) for key, (partition, _) in proposals.items()}
-        results = self.state.alter_isrs({
-            key: (partition.leader_epoch, partition.partition_epoch, isr)
-            for key, (partition, isr) in proposals.items()})
+        results = self.state.alter_isrs(
+            {
+                key: (partition.leader_epoch, partition.partition_epoch, isr)
+                for key, (partition, isr) in proposals.items()
+            }
+        )
         for key, record in results.items():
             if record is None:
                 proposals[key][0].proposal_refused()

@@ -15,6 +15,7 @@ from typing import NamedTuple
 from brokerd import dynamic_config
 from brokerd.storage.log_config import INT32_MAX, INT64_MAX, _integer
 
+
 def _boolean(value: str) -> bool:
     return value.lower() == "true"
 
@@ -77,7 +78,9 @@ BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
     # Security (docs/security.md). Empty `listeners` means PLAINTEXT on --host and --port.
     "listeners": ("", str),
     "listener.security.protocol.map": (
-        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", str),
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        str,
+    ),
     "inter.broker.listener.name": ("", str),  # empty: the first listener
     # Kafka defaults to GSSAPI (Kerberos), which brokerd does not offer.
     "sasl.enabled.mechanisms": ("SCRAM-SHA-256,SCRAM-SHA-512,PLAIN", str),
@@ -151,21 +154,28 @@ class BrokerConfig:
         """Every level that gives ``name`` a value, highest precedence first, ending with the
         default: the first is the value in effect, the rest are what DescribeConfigs lists as
         its synonyms."""
-        levels = ((self.dynamic, SOURCE_DYNAMIC_BROKER),
-                  (self.dynamic_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
-                  (self.overrides, SOURCE_STATIC_BROKER))
-        return ([ConfigValue(name, level[name], source) for level, source in levels if name in level]
-                + [ConfigValue(name, _default(name), SOURCE_DEFAULT)])
+        levels = (
+            (self.dynamic, SOURCE_DYNAMIC_BROKER),
+            (self.dynamic_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
+            (self.overrides, SOURCE_STATIC_BROKER),
+        )
+        return [ConfigValue(name, level[name], source) for level, source in levels if name in level] + [
+            ConfigValue(name, _default(name), SOURCE_DEFAULT)
+        ]
 
     def names(self) -> list[str]:
         """Every setting this broker knows, with the listener-prefixed ones set dynamically."""
-        return sorted(BROKER_DEFAULTS.keys() | dynamic_config.DYNAMIC_CONFIGS.keys()
-                      | self.dynamic.keys() | self.dynamic_default.keys())
+        return sorted(
+            BROKER_DEFAULTS.keys()
+            | dynamic_config.DYNAMIC_CONFIGS.keys()
+            | self.dynamic.keys()
+            | self.dynamic_default.keys()
+        )
 
     def log_defaults(self) -> dict[str, str]:
         """Topic configs whose broker-level default is set (statically or dynamically), by
         topic config name: what a topic without its own override uses."""
-        effective = {topic: self.synonyms(name)[0]
-                     for topic, name in dynamic_config.TOPIC_CONFIG_SYNONYMS.items()}
-        return {topic: value.value for topic, value in effective.items()
-                if value.source != SOURCE_DEFAULT}
+        effective = {
+            topic: self.synonyms(name)[0] for topic, name in dynamic_config.TOPIC_CONFIG_SYNONYMS.items()
+        }
+        return {topic: value.value for topic, value in effective.items() if value.source != SOURCE_DEFAULT}

@@ -17,22 +17,32 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Callable
 
 from kafka.errors import (
-    ElectionNotNeededError, EligibleLeadersNotAvailableError, InvalidPartitionsError,
-    InvalidReplicationAssignmentError, InvalidReplicationFactorError, InvalidTopicError,
-    NotControllerError, PolicyViolationError, PreferredLeaderNotAvailableError,
-    TopicAlreadyExistsError, UnknownTopicOrPartitionError,
+    ElectionNotNeededError,
+    EligibleLeadersNotAvailableError,
+    InvalidPartitionsError,
+    InvalidReplicationAssignmentError,
+    InvalidReplicationFactorError,
+    InvalidTopicError,
+    NotControllerError,
+    PolicyViolationError,
+    PreferredLeaderNotAvailableError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
 )
 
 from brokerd import reassignment
 from brokerd.config import BrokerConfig
 from brokerd.metadata.image import MetadataDelta
 from brokerd.state import (
-    BrokerRegistration, ClusterState, PartitionRecord, StaleControllerEpoch, TopicRecord,
+    BrokerRegistration,
+    ClusterState,
+    PartitionRecord,
+    StaleControllerEpoch,
+    TopicRecord,
 )
 from brokerd.storage import LogConfig, validate_topic_name
 
@@ -47,8 +57,7 @@ IMBALANCE_PERCENTAGE = "leader.imbalance.per.broker.percentage"
 Decisions = dict[tuple[str, int], tuple[int, PartitionRecord]]
 
 
-def elect_leader(record: PartitionRecord, isr: list[int], eligible: set[int],
-                 unclean: bool) -> int | None:
+def elect_leader(record: PartitionRecord, isr: list[int], eligible: set[int], unclean: bool) -> int | None:
     """The leader a partition should have, or None to keep the current one.
 
     Kafka's rule: a live in-sync leader stays (the preferred replica takes leadership back
@@ -68,13 +77,13 @@ def elect_leader(record: PartitionRecord, isr: list[int], eligible: set[int],
     return -1
 
 
-def assign_replicas(brokers: list[int], partitions: int, replication_factor: int,
-                    start: int = 0) -> list[list[int]]:
+def assign_replicas(
+    brokers: list[int], partitions: int, replication_factor: int, start: int = 0
+) -> list[list[int]]:
     """Round-robin placement: partition p is led by the (start+p)-th broker and followed by the
     next ones, so leaders spread evenly across brokers (the seeds' CASE1/CASE2)."""
     n = len(brokers)
-    return [[brokers[(start + p + i) % n] for i in range(replication_factor)]
-            for p in range(partitions)]
+    return [[brokers[(start + p + i) % n] for i in range(replication_factor)] for p in range(partitions)]
 
 
 def _check_replication_factor(replication_factor: int, live_brokers: list[int]) -> None:
@@ -82,42 +91,40 @@ def _check_replication_factor(replication_factor: int, live_brokers: list[int]) 
     if not 1 <= replication_factor <= len(live_brokers):
         raise InvalidReplicationFactorError(
             f"replication factor {replication_factor} is not between 1 and the "
-            f"{len(live_brokers)} live broker(s)")
+            f"{len(live_brokers)} live broker(s)"
+        )
 
 
 def new_partition(index: int, replicas: list[int]) -> PartitionRecord:
     """A partition as created: led by its first (preferred) replica, every replica in sync."""
-    return PartitionRecord(index, list(replicas), leader=replicas[0], leader_epoch=0,
-                           isr=list(replicas))
+    return PartitionRecord(index, list(replicas), leader=replicas[0], leader_epoch=0, isr=list(replicas))
 
 
-def check_assignment(assignment: list[list[int]], live_brokers: list[int],
-                     replication_factor: int) -> None:
+def check_assignment(assignment: list[list[int]], live_brokers: list[int], replication_factor: int) -> None:
     """Kafka's checks on a manual replica assignment: INVALID_REPLICA_ASSIGNMENT when a
     partition has no replicas, a broker twice, an unknown broker or a different count."""
     for p, replicas in enumerate(assignment):
         if not replicas or len(set(replicas)) != len(replicas):
             raise InvalidReplicationAssignmentError(
-                f"partition {p}: replicas {replicas} must be non-empty and distinct")
+                f"partition {p}: replicas {replicas} must be non-empty and distinct"
+            )
         if len(replicas) != replication_factor:
             raise InvalidReplicationAssignmentError(
-                f"partition {p}: {len(replicas)} replica(s), every partition needs "
-                f"{replication_factor}")
+                f"partition {p}: {len(replicas)} replica(s), every partition needs {replication_factor}"
+            )
         unknown = sorted(set(replicas) - set(live_brokers))
         if unknown:
-            raise InvalidReplicationAssignmentError(
-                f"partition {p}: unknown or dead broker(s) {unknown}")
+            raise InvalidReplicationAssignmentError(f"partition {p}: unknown or dead broker(s) {unknown}")
 
 
 def _elect_preferred(record: PartitionRecord, live_brokers: Collection[int]) -> Exception | None:
     preferred = record.replicas[0]
     if record.leader == preferred:
-        return ElectionNotNeededError(f"broker {preferred} already leads partition "
-                                      f"{record.partition}")
+        return ElectionNotNeededError(f"broker {preferred} already leads partition {record.partition}")
     if preferred not in live_brokers or preferred not in record.isr:
         return PreferredLeaderNotAvailableError(
-            f"preferred replica {preferred} of partition {record.partition} is not live "
-            "and in sync")
+            f"preferred replica {preferred} of partition {record.partition} is not live and in sync"
+        )
     record.leader = preferred
     record.leader_epoch += 1
     record.partition_epoch += 1
@@ -129,12 +136,10 @@ def _elect_unclean(record: PartitionRecord, live_brokers: list[int]) -> Exceptio
     its first live in-sync replica, or failing that its first live replica, whose log becomes
     the truth (the others truncate to it; what only they had is lost)."""
     if record.leader in live_brokers:
-        return ElectionNotNeededError(f"partition {record.partition} is led by live broker "
-                                      f"{record.leader}")
+        return ElectionNotNeededError(f"partition {record.partition} is led by live broker {record.leader}")
     leader = elect_leader(record, record.isr, set(live_brokers), True)
     if leader is None or leader < 0:
-        return EligibleLeadersNotAvailableError(
-            f"no replica of partition {record.partition} is live")
+        return EligibleLeadersNotAvailableError(f"no replica of partition {record.partition} is live")
     record.leader = leader
     record.leader_epoch += 1
     record.partition_epoch += 1
@@ -172,13 +177,15 @@ def check_partition_limit(topics, placement: list[list[int]], limit: int) -> Non
             raise PolicyViolationError(
                 f"Creating {len(placement)} partition(s) would place {hosted[broker] + count} "
                 f"replicas on broker {broker}, more than its limit of {limit} "
-                f"({MAX_BROKER_PARTITIONS}, at most what the open file limit allows)")
+                f"({MAX_BROKER_PARTITIONS}, at most what the open file limit allows)"
+            )
 
 
 def _described(before: PartitionRecord, after: PartitionRecord) -> str:
     """A decision as the log tells it: each changed field, old -> new."""
-    return ", ".join(f"{name} {getattr(before, name)} -> {value}"
-                     for name, value in after.changes_from(before).items())
+    return ", ".join(
+        f"{name} {getattr(before, name)} -> {value}" for name, value in after.changes_from(before).items()
+    )
 
 
 @dataclass(frozen=True)
@@ -198,10 +205,13 @@ class LeaderRebalance:
     percentage: int
 
     @classmethod
-    def from_config(cls, config: BrokerConfig) -> "LeaderRebalance":
+    def from_config(cls, config: BrokerConfig) -> LeaderRebalance:
         """Read once, at start: in Kafka too these settings are not dynamic."""
-        return cls(config.get(REBALANCE_ENABLE), config.get(IMBALANCE_CHECK_INTERVAL),
-                   config.get(IMBALANCE_PERCENTAGE))
+        return cls(
+            config.get(REBALANCE_ENABLE),
+            config.get(IMBALANCE_CHECK_INTERVAL),
+            config.get(IMBALANCE_PERCENTAGE),
+        )
 
 
 @dataclass
@@ -219,8 +229,12 @@ class PreferredLeadership:
     def reason(self, leader_epoch: int, percentage: int) -> dict:
         """What a partition keeps (last_leader_rebalance) when this imbalance moves its
         leadership back at ``leader_epoch``, so views can say why."""
-        return {"leader_epoch": leader_epoch, "led": self.preferred - len(self.led_elsewhere),
-                "preferred": self.preferred, "percentage": percentage}
+        return {
+            "leader_epoch": leader_epoch,
+            "led": self.preferred - len(self.led_elsewhere),
+            "preferred": self.preferred,
+            "percentage": percentage,
+        }
 
 
 def preferred_leadership(topics: dict[str, TopicRecord]) -> dict[int, PreferredLeadership]:
@@ -237,8 +251,9 @@ def preferred_leadership(topics: dict[str, TopicRecord]) -> dict[int, PreferredL
     return shares
 
 
-def _elect_back(topics: dict[str, TopicRecord], share: PreferredLeadership, eligible: set[int],
-                percentage: int) -> Decisions:
+def _elect_back(
+    topics: dict[str, TopicRecord], share: PreferredLeadership, eligible: set[int], percentage: int
+) -> Decisions:
     """Preferred leader elections for the partitions of an imbalanced broker that it can lead
     (live, not shutting down, in sync), each recording the imbalance as its reason."""
     decided: Decisions = {}
@@ -249,17 +264,29 @@ def _elect_back(topics: dict[str, TopicRecord], share: PreferredLeadership, elig
             trial.last_leader_rebalance = share.reason(trial.leader_epoch, percentage)
             decided[(name, index)] = (record.partition_epoch, trial)
     if decided:
-        log.info("broker %d leads %d of the %d partitions it is the preferred replica of, more "
-                 "than %s=%d%% led elsewhere: leadership of %d back to it", share.broker,
-                 share.preferred - len(share.led_elsewhere), share.preferred,
-                 IMBALANCE_PERCENTAGE, percentage, len(decided))
+        log.info(
+            "broker %d leads %d of the %d partitions it is the preferred replica of, more "
+            "than %s=%d%% led elsewhere: leadership of %d back to it",
+            share.broker,
+            share.preferred - len(share.led_elsewhere),
+            share.preferred,
+            IMBALANCE_PERCENTAGE,
+            percentage,
+            len(decided),
+        )
     return decided
 
 
 class Controller:
-    def __init__(self, broker_id: int, state: ClusterState, session_timeout_s: float,
-                 rebalance: LeaderRebalance, unclean_by_default: Callable[[], bool],
-                 max_broker_partitions: Callable[[], int]):
+    def __init__(
+        self,
+        broker_id: int,
+        state: ClusterState,
+        session_timeout_s: float,
+        rebalance: LeaderRebalance,
+        unclean_by_default: Callable[[], bool],
+        max_broker_partitions: Callable[[], int],
+    ):
         self.broker_id = broker_id
         self.state = state
         self.session_timeout_s = session_timeout_s
@@ -274,8 +301,13 @@ class Controller:
     def is_active(self) -> bool:
         return self.epoch is not None
 
-    def maintain(self, registrations: list[BrokerRegistration], topics: dict[str, TopicRecord],
-                 changed: MetadataDelta, auto_create) -> None:
+    def maintain(
+        self,
+        registrations: list[BrokerRegistration],
+        topics: dict[str, TopicRecord],
+        changed: MetadataDelta,
+        auto_create,
+    ) -> None:
         """One controller round, run by every broker: claim or check the controllership, and
         if active, react to what happened since the last round. ``topics`` is the broker's
         metadata image and ``changed`` what its catch-ups since the last round touched: a
@@ -301,8 +333,11 @@ class Controller:
             candidates = [(t.name, p) for t in topics.values() for p in t.partitions]
         else:
             candidates = changed.partitions | {
-                (name, p) for name in changed.topic_configs | changed.created_topics
-                if name in topics for p in topics[name].partitions}
+                (name, p)
+                for name in changed.topic_configs | changed.created_topics
+                if name in topics
+                for p in topics[name].partitions
+            }
         try:
             self._write(topics, self._decide(topics, candidates, eligible))
             self._seen = seen
@@ -317,8 +352,9 @@ class Controller:
         """Record decisions, each a compare-and-set on its partition epoch, and log those made."""
         if not decided:
             return
-        told = {key: _described(topics[key[0]].partitions[key[1]], record)
-                for key, (_, record) in decided.items()}
+        told = {
+            key: _described(topics[key[0]].partitions[key[1]], record) for key, (_, record) in decided.items()
+        }
         for key in self.state.change_partitions(self.epoch, decided):
             log.info("%s-%d: %s", *key, told[key])
 
@@ -349,12 +385,10 @@ class Controller:
 
     def resign(self, why: str = "stopping") -> None:
         if self.is_active:
-            log.info("broker %d resigns as controller (epoch %d): %s", self.broker_id,
-                     self.epoch, why)
+            log.info("broker %d resigns as controller (epoch %d): %s", self.broker_id, self.epoch, why)
         self.epoch = None
 
-    def _decide(self, topics: dict[str, TopicRecord], candidates, eligible: set[int]
-                ) -> Decisions:
+    def _decide(self, topics: dict[str, TopicRecord], candidates, eligible: set[int]) -> Decisions:
         """The candidates whose leader, ISR or reassignment must change, each with the
         partition epoch it was decided at and its new record."""
         decided = {}
@@ -373,11 +407,13 @@ class Controller:
         return decided
 
     def _unclean(self, topic: TopicRecord) -> bool:
-        return (LogConfig.from_configs(topic.configs).unclean_leader_election_enable
-                if UNCLEAN_ELECTION in topic.configs else self.unclean_by_default())
+        return (
+            LogConfig.from_configs(topic.configs).unclean_leader_election_enable
+            if UNCLEAN_ELECTION in topic.configs
+            else self.unclean_by_default()
+        )
 
-    def _reconcile_partition(self, record: PartitionRecord, eligible: set[int],
-                             unclean: bool) -> None:
+    def _reconcile_partition(self, record: PartitionRecord, eligible: set[int], unclean: bool) -> None:
         """Apply the election rules to one partition (in place)."""
         reassignment.maybe_complete(record)
         isr = [r for r in record.isr if r in eligible]
@@ -402,10 +438,16 @@ class Controller:
             raise NotControllerError(f"broker {self.broker_id} is not the controller")
         return self.epoch
 
-    def create_topic(self, name: str, partitions: int, replication_factor: int,
-                     configs: dict[str, str], live_brokers: list[int],
-                     validate_only: bool = False,
-                     assignment: list[list[int]] | None = None) -> TopicRecord:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        configs: dict[str, str],
+        live_brokers: list[int],
+        validate_only: bool = False,
+        assignment: list[list[int]] | None = None,
+    ) -> TopicRecord:
         """Validate, place replicas (or take the given ``assignment``, one replica list per
         partition) and record a new topic; raises Kafka errors on bad input."""
         epoch = self._require_active()
@@ -420,20 +462,35 @@ class Controller:
         with self.state.update_topics(epoch) as topics:
             if name in topics:
                 raise TopicAlreadyExistsError(f"topic {name!r} already exists")
-            placement = assignment or assign_replicas(sorted(live_brokers), partitions,
-                                                      replication_factor, start=len(topics))
+            placement = assignment or assign_replicas(
+                sorted(live_brokers), partitions, replication_factor, start=len(topics)
+            )
             check_partition_limit(topics.image_topics, placement, self.max_broker_partitions())
-            record = TopicRecord(name, uuid.uuid4().hex, dict(configs), {
-                p: new_partition(p, replicas) for p, replicas in enumerate(placement)})
+            record = TopicRecord(
+                name,
+                uuid.uuid4().hex,
+                dict(configs),
+                {p: new_partition(p, replicas) for p, replicas in enumerate(placement)},
+            )
             if validate_only:
                 return record
             topics[name] = record
-        log.info("created topic %s with %d partition(s), replication factor %d",
-                 name, partitions, replication_factor)
+        log.info(
+            "created topic %s with %d partition(s), replication factor %d",
+            name,
+            partitions,
+            replication_factor,
+        )
         return record
 
-    def create_partitions(self, name: str, count: int, assignment: list[list[int]] | None,
-                          live_brokers: list[int], validate_only: bool = False) -> None:
+    def create_partitions(
+        self,
+        name: str,
+        count: int,
+        assignment: list[list[int]] | None,
+        live_brokers: list[int],
+        validate_only: bool = False,
+    ) -> None:
         """Grow a topic to ``count`` partitions (CreatePartitions); partitions never shrink.
 
         New partitions get the topic's replication factor, placed round-robin after the
@@ -450,17 +507,18 @@ class Controller:
             current = len(topic.partitions)
             if count <= current:
                 raise InvalidPartitionsError(
-                    f"topic {name!r} has {current} partition(s); the new count must be higher, "
-                    f"got {count}")
+                    f"topic {name!r} has {current} partition(s); the new count must be higher, got {count}"
+                )
             replication_factor = len(topic.partitions[0].replicas)
             if assignment is None:
                 _check_replication_factor(replication_factor, live_brokers)
-                assignment = assign_replicas(sorted(live_brokers), count, replication_factor,
-                                             start=len(topics))[current:]
+                assignment = assign_replicas(
+                    sorted(live_brokers), count, replication_factor, start=len(topics)
+                )[current:]
             elif len(assignment) != count - current:
                 raise InvalidReplicationAssignmentError(
-                    f"{len(assignment)} replica list(s) given for {count - current} "
-                    "new partition(s)")
+                    f"{len(assignment)} replica list(s) given for {count - current} new partition(s)"
+                )
             check_assignment(assignment, live_brokers, replication_factor)
             check_partition_limit(topics.image_topics, assignment, self.max_broker_partitions())
             if validate_only:
@@ -469,8 +527,9 @@ class Controller:
                 topic.partitions[p] = new_partition(p, replicas)
         log.info("topic %s grew from %d to %d partitions", name, current, count)
 
-    def elect_leaders(self, election: str, wanted: list[tuple[str, int]] | None,
-                      live_brokers: list[int]) -> dict[tuple[str, int], Exception | None]:
+    def elect_leaders(
+        self, election: str, wanted: list[tuple[str, int]] | None, live_brokers: list[int]
+    ) -> dict[tuple[str, int], Exception | None]:
         """ElectLeaders, ``preferred`` or ``unclean`` (see ELECTIONS).
 
         ``wanted`` None means every partition. Per partition: None when elected,
@@ -482,20 +541,24 @@ class Controller:
         epoch = self._require_active()
         results: dict[tuple[str, int], Exception | None] = {}
         with self.state.update_topics(epoch) as topics:
-            keys = wanted if wanted is not None else [
-                (t.name, p) for t in topics.values() for p in t.partitions]
+            keys = (
+                wanted if wanted is not None else [(t.name, p) for t in topics.values() for p in t.partitions]
+            )
             for topic, index in keys:
                 record = topics.get(topic) and topics[topic].partitions.get(index)
                 results[(topic, index)] = (
                     UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
-                    if record is None else elect(record, live_brokers))
+                    if record is None
+                    else elect(record, live_brokers)
+                )
         for (topic, index), error in results.items():
             if error is None:
                 log.info("%s-%d: %s leader elected", topic, index, election)
         return results
 
-    def reassign_partitions(self, targets: dict[tuple[str, int], list[int] | None],
-                            live_brokers: list[int]) -> dict[tuple[str, int], Exception | None]:
+    def reassign_partitions(
+        self, targets: dict[tuple[str, int], list[int] | None], live_brokers: list[int]
+    ) -> dict[tuple[str, int], Exception | None]:
         """AlterPartitionReassignments: start moving each partition to its target replicas,
         or cancel its ongoing reassignment (target None). Errors are per partition."""
         epoch = self._require_active()

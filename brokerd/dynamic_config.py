@@ -22,7 +22,12 @@ from typing import NamedTuple
 from kafka.errors import InvalidRequestError
 
 from brokerd.storage.log_config import (
-    INT32_MAX, INT64_MAX, INT64_MIN, KEYS_BY_NAME, _boolean, _integer,
+    INT32_MAX,
+    INT64_MAX,
+    INT64_MIN,
+    KEYS_BY_NAME,
+    _boolean,
+    _integer,
 )
 
 # topic config -> the broker config that is its default (the first of Kafka's synonyms)
@@ -85,30 +90,53 @@ def _keys(config_type: str, defaults: Mapping[str, str | None]) -> list[DynamicK
     return [_key(name, config_type, default) for name, default in defaults.items()]
 
 
-_LOG_DEFAULTS = [DynamicKey(broker, KEYS_BY_NAME[topic].config_type, KEYS_BY_NAME[topic].default,
-                            KEYS_BY_NAME[topic].parse)
-                 for topic, broker in TOPIC_CONFIG_SYNONYMS.items()]
+_LOG_DEFAULTS = [
+    DynamicKey(
+        broker, KEYS_BY_NAME[topic].config_type, KEYS_BY_NAME[topic].default, KEYS_BY_NAME[topic].parse
+    )
+    for topic, broker in TOPIC_CONFIG_SYNONYMS.items()
+]
 
 # thread pools, the log cleaner, connection limits, metrics, producer state, tiered storage
 _BROKER_WIDE = [
-    *_keys("INT", {"num.io.threads": "8", "num.replica.fetchers": "1",
-                   "num.recovery.threads.per.data.dir": "1", "background.threads": "10",
-                   "num.network.threads": "3", "log.cleaner.threads": "1",
-                   "log.cleaner.io.buffer.size": "524288",
-                   "max.connections": str(INT32_MAX), "max.connections.per.ip": str(INT32_MAX),
-                   "max.connection.creation.rate": str(INT32_MAX),
-                   "producer.id.expiration.ms": "86400000", "remote.fetch.max.wait.ms": "500"}),
-    *_keys("LONG", {"log.cleaner.backoff.ms": "15000",
-                    "log.cleaner.dedupe.buffer.size": str(128 << 20),
-                    "leader.replication.throttled.rate": str(INT64_MAX),
-                    "follower.replication.throttled.rate": str(INT64_MAX),
-                    "replica.alter.log.dirs.io.max.bytes.per.second": str(INT64_MAX),
-                    "remote.log.index.file.cache.total.size.bytes": str(1 << 30),
-                    "remote.log.manager.copy.max.bytes.per.second": str(INT64_MAX),
-                    "remote.log.manager.fetch.max.bytes.per.second": str(INT64_MAX),
-                    "remote.list.offsets.request.timeout.ms": "30000"}),
-    *_keys("DOUBLE", {"log.cleaner.io.buffer.load.factor": "0.9",
-                      "log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308"}),
+    *_keys(
+        "INT",
+        {
+            "num.io.threads": "8",
+            "num.replica.fetchers": "1",
+            "num.recovery.threads.per.data.dir": "1",
+            "background.threads": "10",
+            "num.network.threads": "3",
+            "log.cleaner.threads": "1",
+            "log.cleaner.io.buffer.size": "524288",
+            "max.connections": str(INT32_MAX),
+            "max.connections.per.ip": str(INT32_MAX),
+            "max.connection.creation.rate": str(INT32_MAX),
+            "producer.id.expiration.ms": "86400000",
+            "remote.fetch.max.wait.ms": "500",
+        },
+    ),
+    *_keys(
+        "LONG",
+        {
+            "log.cleaner.backoff.ms": "15000",
+            "log.cleaner.dedupe.buffer.size": str(128 << 20),
+            "leader.replication.throttled.rate": str(INT64_MAX),
+            "follower.replication.throttled.rate": str(INT64_MAX),
+            "replica.alter.log.dirs.io.max.bytes.per.second": str(INT64_MAX),
+            "remote.log.index.file.cache.total.size.bytes": str(1 << 30),
+            "remote.log.manager.copy.max.bytes.per.second": str(INT64_MAX),
+            "remote.log.manager.fetch.max.bytes.per.second": str(INT64_MAX),
+            "remote.list.offsets.request.timeout.ms": "30000",
+        },
+    ),
+    *_keys(
+        "DOUBLE",
+        {
+            "log.cleaner.io.buffer.load.factor": "0.9",
+            "log.cleaner.io.max.bytes.per.second": "1.7976931348623157E308",
+        },
+    ),
     *_keys("STRING", {"max.connections.per.ip.overrides": ""}),
     *_keys("LIST", {"metric.reporters": ""}),
     *_keys("BOOLEAN", {"transaction.partition.verification.enable": "true"}),
@@ -116,56 +144,101 @@ _BROKER_WIDE = [
 
 # Kafka's SslConfigs.RECONFIGURABLE_CONFIGS: settable only behind a listener prefix
 _SSL_STORES = [
-    *_keys("STRING", {"ssl.keystore.type": "JKS", "ssl.keystore.location": None,
-                      "ssl.truststore.type": "JKS", "ssl.truststore.location": None}),
-    *_keys("PASSWORD", {"ssl.keystore.password": None, "ssl.key.password": None,
-                        "ssl.truststore.password": None, "ssl.keystore.certificate.chain": None,
-                        "ssl.keystore.key": None, "ssl.truststore.certificates": None}),
+    *_keys(
+        "STRING",
+        {
+            "ssl.keystore.type": "JKS",
+            "ssl.keystore.location": None,
+            "ssl.truststore.type": "JKS",
+            "ssl.truststore.location": None,
+        },
+    ),
+    *_keys(
+        "PASSWORD",
+        {
+            "ssl.keystore.password": None,
+            "ssl.key.password": None,
+            "ssl.truststore.password": None,
+            "ssl.keystore.certificate.chain": None,
+            "ssl.keystore.key": None,
+            "ssl.truststore.certificates": None,
+        },
+    ),
 ]
 
 # Kafka's DynamicListenerConfig: listeners, SSL and SASL, settable per broker only
 _LISTENER = [
-    *_keys("STRING", {"listeners": "PLAINTEXT://:9092", "advertised.listeners": None,
-                      "listener.security.protocol.map":
-                          "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
-                          "SASL_SSL:SASL_SSL",
-                      "ssl.protocol": "TLSv1.3", "ssl.provider": None,
-                      "ssl.keymanager.algorithm": "SunX509", "ssl.trustmanager.algorithm": "PKIX",
-                      "ssl.endpoint.identification.algorithm": "https",
-                      "ssl.secure.random.implementation": None, "ssl.client.auth": "none",
-                      "sasl.mechanism.inter.broker.protocol": "GSSAPI",
-                      "sasl.kerberos.service.name": None,
-                      "sasl.kerberos.kinit.cmd": "/usr/bin/kinit"}),
-    *_keys("CLASS", {"principal.builder.class":
-                     "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
-                     "ssl.engine.factory.class": None}),
-    *_keys("LIST", {"ssl.cipher.suites": "", "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
-                    "sasl.enabled.mechanisms": "GSSAPI",
-                    "sasl.kerberos.principal.to.local.rules": "DEFAULT"}),
+    *_keys(
+        "STRING",
+        {
+            "listeners": "PLAINTEXT://:9092",
+            "advertised.listeners": None,
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+            "SASL_SSL:SASL_SSL",
+            "ssl.protocol": "TLSv1.3",
+            "ssl.provider": None,
+            "ssl.keymanager.algorithm": "SunX509",
+            "ssl.trustmanager.algorithm": "PKIX",
+            "ssl.endpoint.identification.algorithm": "https",
+            "ssl.secure.random.implementation": None,
+            "ssl.client.auth": "none",
+            "sasl.mechanism.inter.broker.protocol": "GSSAPI",
+            "sasl.kerberos.service.name": None,
+            "sasl.kerberos.kinit.cmd": "/usr/bin/kinit",
+        },
+    ),
+    *_keys(
+        "CLASS",
+        {
+            "principal.builder.class": (
+                "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder"
+            ),
+            "ssl.engine.factory.class": None,
+        },
+    ),
+    *_keys(
+        "LIST",
+        {
+            "ssl.cipher.suites": "",
+            "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+            "sasl.enabled.mechanisms": "GSSAPI",
+            "sasl.kerberos.principal.to.local.rules": "DEFAULT",
+        },
+    ),
     *_keys("PASSWORD", {"sasl.jaas.config": None}),
-    *_keys("DOUBLE", {"sasl.kerberos.ticket.renew.window.factor": "0.8",
-                      "sasl.kerberos.ticket.renew.jitter": "0.05",
-                      "sasl.login.refresh.window.factor": "0.8",
-                      "sasl.login.refresh.window.jitter": "0.05"}),
+    *_keys(
+        "DOUBLE",
+        {
+            "sasl.kerberos.ticket.renew.window.factor": "0.8",
+            "sasl.kerberos.ticket.renew.jitter": "0.05",
+            "sasl.login.refresh.window.factor": "0.8",
+            "sasl.login.refresh.window.jitter": "0.05",
+        },
+    ),
     *_keys("LONG", {"sasl.kerberos.min.time.before.relogin": "60000"}),
-    *_keys("SHORT", {"sasl.login.refresh.min.period.seconds": "60",
-                     "sasl.login.refresh.buffer.seconds": "300"}),
+    *_keys(
+        "SHORT", {"sasl.login.refresh.min.period.seconds": "60", "sasl.login.refresh.buffer.seconds": "300"}
+    ),
 ]
 
 DYNAMIC_CONFIGS: dict[str, DynamicKey] = {
-    key.name: key
-    for key in (*_LOG_DEFAULTS, *_BROKER_WIDE, *_SSL_STORES, *_LISTENER)
+    key.name: key for key in (*_LOG_DEFAULTS, *_BROKER_WIDE, *_SSL_STORES, *_LISTENER)
 }
 _LISTENER_ONLY = frozenset(key.name for key in _SSL_STORES)
 # listener configs Kafka lets the whole cluster share; the rest of a listener's are per broker
-_CLUSTER_LEVEL_LISTENER = frozenset({"max.connections", "max.connection.creation.rate",
-                                     "num.network.threads"})
+_CLUSTER_LEVEL_LISTENER = frozenset(
+    {"max.connections", "max.connection.creation.rate", "num.network.threads"}
+)
 _PER_BROKER = frozenset(key.name for key in (*_SSL_STORES, *_LISTENER))
 _LISTENER_PREFIX = re.compile(r"listener\.name\.[^.]*\.(.*)")
 # configs of a SASL mechanism, which a listener names as listener.name.<l>.<mechanism>.<config>
-_MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.class",
-                      "sasl.login.class", "sasl.server.callback.handler.class",
-                      "connections.max.reauth.ms")
+_MECHANISM_CONFIGS = (
+    "sasl.jaas.config",
+    "sasl.login.callback.handler.class",
+    "sasl.login.class",
+    "sasl.server.callback.handler.class",
+    "connections.max.reauth.ms",
+)
 
 
 def base_name(name: str) -> str:
@@ -192,17 +265,18 @@ def validate(configs: Mapping[str, str | None], per_broker: bool) -> None:
     whole new set of dynamic configs; INVALID_REQUEST with Kafka's messages, as a KRaft broker
     answers. Kafka would also take unknown names as custom configs for its plugins; brokerd
     has no plugins, so it refuses them with the static ones."""
-    _refuse((name for name in configs if key(name) is None),
-            "Cannot update these configs dynamically")
-    _refuse((name for name in configs if name in _LISTENER_ONLY),
-            "These security configs can be dynamically updated only per-listener using the "
-            "listener prefix")
+    _refuse((name for name in configs if key(name) is None), "Cannot update these configs dynamically")
+    _refuse(
+        (name for name in configs if name in _LISTENER_ONLY),
+        "These security configs can be dynamically updated only per-listener using the listener prefix",
+    )
     for name, value in configs.items():
         _check_value(name, value)
     if not per_broker:
-        _refuse((name for name in configs if _is_per_broker(name)),
-                "Cannot update these configs at default cluster level, broker id must be "
-                "specified")
+        _refuse(
+            (name for name in configs if _is_per_broker(name)),
+            "Cannot update these configs at default cluster level, broker id must be specified",
+        )
 
 
 def _is_per_broker(name: str) -> bool:

@@ -19,7 +19,8 @@ from __future__ import annotations
 import random
 import time
 from collections import OrderedDict
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from kafka.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
 
@@ -51,9 +52,18 @@ class CachedPartition:
     can be left out). Its attribute names are those of a Fetch request's partition, so the
     fetch path reads it like one."""
 
-    __slots__ = ("topic", "partition", "fetch_offset", "log_start_offset", "partition_max_bytes",
-                 "current_leader_epoch", "high_watermark", "last_stable_offset",
-                 "local_log_start_offset", "seen_changes")
+    __slots__ = (
+        "topic",
+        "partition",
+        "fetch_offset",
+        "log_start_offset",
+        "partition_max_bytes",
+        "current_leader_epoch",
+        "high_watermark",
+        "last_stable_offset",
+        "local_log_start_offset",
+        "seen_changes",
+    )
 
     def __init__(self, topic: str, request) -> None:
         self.topic = topic
@@ -78,19 +88,23 @@ class CachedPartition:
     def unchanged_response(self) -> dict:
         """The answer an unchanged partition gives: what the last response reported, no
         records, so must_respond leaves it out."""
-        return {"partition_index": self.partition, "error_code": NO_ERROR,
-                "high_watermark": self.high_watermark, "last_stable_offset": self.last_stable_offset,
-                "log_start_offset": self.local_log_start_offset, "aborted_transactions": None,
-                "preferred_read_replica": -1, "records": b""}
+        return {
+            "partition_index": self.partition,
+            "error_code": NO_ERROR,
+            "high_watermark": self.high_watermark,
+            "last_stable_offset": self.last_stable_offset,
+            "log_start_offset": self.local_log_start_offset,
+            "aborted_transactions": None,
+            "preferred_read_replica": -1,
+            "records": b"",
+        }
 
     def must_respond(self, response: dict) -> bool:
         """Whether an incremental response must include this partition (Kafka's
         maybeUpdateResponseData), remembering what it reports. An error answers -1 offsets,
         so the partition is sent again once the error is gone."""
-        offsets = (response["high_watermark"], response["last_stable_offset"],
-                   response["log_start_offset"])
-        changed = offsets != (self.high_watermark, self.last_stable_offset,
-                              self.local_log_start_offset)
+        offsets = (response["high_watermark"], response["last_stable_offset"], response["log_start_offset"])
+        changed = offsets != (self.high_watermark, self.last_stable_offset, self.local_log_start_offset)
         self.high_watermark, self.last_stable_offset, self.local_log_start_offset = offsets
         return changed or bool(response["records"]) or response["error_code"] != NO_ERROR
 
@@ -107,8 +121,9 @@ class FetchSession:
     idle brokers stay idle however many partitions they host. Consumers' sessions never park.
     """
 
-    def __init__(self, session_id: int, privileged: bool, partitions: list[CachedPartition],
-                 now_ms: float) -> None:
+    def __init__(
+        self, session_id: int, privileged: bool, partitions: list[CachedPartition], now_ms: float
+    ) -> None:
         self.id = session_id
         self.privileged = privileged
         self.partitions: dict[tuple[str, int], CachedPartition] = {p.key: p for p in partitions}
@@ -181,8 +196,7 @@ class FetchSession:
 class FetchSessionCache:
     """The sessions of one broker, least recently used first."""
 
-    def __init__(self, max_entries: int, eviction_ms: int,
-                 clock: Callable[[], float] = _now_ms) -> None:
+    def __init__(self, max_entries: int, eviction_ms: int, clock: Callable[[], float] = _now_ms) -> None:
         self.max_entries = max_entries
         self.eviction_ms = eviction_ms
         self.clock = clock
@@ -205,8 +219,7 @@ class FetchSessionCache:
         """A new session's id, or INVALID_SESSION_ID when the cache is full and nothing in it
         may be evicted for this session."""
         now = self.clock()
-        if len(self._sessions) >= self.max_entries and not self._try_evict(
-                privileged, len(partitions), now):
+        if len(self._sessions) >= self.max_entries and not self._try_evict(privileged, len(partitions), now):
             return INVALID_SESSION_ID
         session = FetchSession(self._new_session_id(), privileged, partitions, now)
         self._sessions[session.id] = session
@@ -223,8 +236,11 @@ class FetchSessionCache:
         if now - oldest.last_used_ms > self.eviction_ms:
             del self._sessions[oldest.id]
             return True
-        candidates = [s for s in self._sessions.values()
-                      if now - s.created_ms > self.eviction_ms or (privileged and not s.privileged)]
+        candidates = [
+            s
+            for s in self._sessions.values()
+            if now - s.created_ms > self.eviction_ms or (privileged and not s.privileged)
+        ]
         if not candidates:
             return False
         victim = min(candidates, key=FetchSession.eviction_key)
@@ -328,8 +344,7 @@ class IncrementalFetchContext:
         return FetchResult(session.id, NO_ERROR, changed)
 
 
-FetchContext = (SessionlessFetchContext | SessionErrorContext | FullFetchContext
-                | IncrementalFetchContext)
+FetchContext = SessionlessFetchContext | SessionErrorContext | FullFetchContext | IncrementalFetchContext
 
 
 class FetchManager:

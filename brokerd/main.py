@@ -19,13 +19,20 @@ EXIT_START_FAILED = 3
 
 def parse_args(argv: list[str] | None) -> BrokerConfig:
     parser = argparse.ArgumentParser(prog="brokerd", description=__doc__)
-    parser.add_argument("--cluster-dir", type=Path, required=True,
-                        help="cluster directory holding state/ and brokers/")
+    parser.add_argument(
+        "--cluster-dir", type=Path, required=True, help="cluster directory holding state/ and brokers/"
+    )
     parser.add_argument("--broker-id", type=int, required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("-o", "--override", action="append", default=[], metavar="NAME=VALUE",
-                        help="broker setting with Kafka's name, e.g. num.partitions=3")
+    parser.add_argument(
+        "-o",
+        "--override",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="broker setting with Kafka's name, e.g. num.partitions=3",
+    )
     args = parser.parse_args(argv)
     overrides = {}
     for item in args.override:
@@ -64,8 +71,11 @@ def raise_open_file_limit() -> None:
 def main(argv: list[str] | None = None) -> int:
     config = parse_args(argv)
     raise_open_file_limit()
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format=f"%(asctime)s broker-{config.broker_id} %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format=f"%(asctime)s broker-{config.broker_id} %(levelname)s %(name)s: %(message)s",
+    )
     try:
         asyncio.run(run(config))
     except ValueError as exc:  # a security setting that cannot work (listeners, TLS files)

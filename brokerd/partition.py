@@ -5,13 +5,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 from kafka.errors import (
-    FencedLeaderEpochError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-    NotLeaderForPartitionError, OffsetNotAvailableError, OffsetOutOfRangeError,
-    RequestTimedOutError, UnknownLeaderEpochError,
+    FencedLeaderEpochError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderForPartitionError,
+    OffsetNotAvailableError,
+    OffsetOutOfRangeError,
+    RequestTimedOutError,
+    UnknownLeaderEpochError,
 )
 
 from brokerd.state import PartitionRecord
@@ -36,6 +42,7 @@ def _now_ms() -> int:
 class IdleFollowerSession(Protocol):
     """A follower's fetch session that stops reading the partitions it parked as idle
     (brokerd/fetch_session.py): the follower fetches on, at ``last_fetch_ms`` (wall-clock)."""
+
     last_fetch_ms: int
 
     def is_parked(self, key: tuple[str, int]) -> bool: ...
@@ -46,6 +53,7 @@ class IdleFollowerSession(Protocol):
 @dataclass
 class FollowerState:
     """What the leader knows of one follower, from the Fetch requests it sends."""
+
     log_end_offset: int = -1
     log_start_offset: int = -1
     last_caught_up_ms: int = 0
@@ -71,9 +79,16 @@ class Partition:
     watermark from fetch responses.
     """
 
-    def __init__(self, broker_id: int, topic: str, index: int, log: PartitionLog,
-                 alter_isr: AlterIsr, high_watermark: int = 0,
-                 status_changed: StatusChanged = lambda partition: None):
+    def __init__(
+        self,
+        broker_id: int,
+        topic: str,
+        index: int,
+        log: PartitionLog,
+        alter_isr: AlterIsr,
+        high_watermark: int = 0,
+        status_changed: StatusChanged = lambda partition: None,
+    ):
         self.broker_id = broker_id
         self.topic = topic
         self.index = index
@@ -145,8 +160,9 @@ class Partition:
         self.leader_epoch_start_offset = self.log.log_end_offset
         self.log.maybe_assign_epoch_start_offset(self.leader_epoch, self.leader_epoch_start_offset)
         now = _now_ms()
-        self.followers = {r: FollowerState(last_caught_up_ms=now) for r in self.replicas
-                          if r != self.broker_id}
+        self.followers = {
+            r: FollowerState(last_caught_up_ms=now) for r in self.replicas if r != self.broker_id
+        }
         self._high_watermark_waiting_since_ms = None
         log.info("%s: leader at epoch %d, ISR %s", self, self.leader_epoch, self.isr)
 
@@ -156,7 +172,8 @@ class Partition:
         if acks == -1 and len(self.isr) < self.log.config.min_insync_replicas:
             raise NotEnoughReplicasError(
                 f"{self}: ISR {self.isr} is smaller than min.insync.replicas="
-                f"{self.log.config.min_insync_replicas}")
+                f"{self.log.config.min_insync_replicas}"
+            )
         info = self.log.append_as_leader(batch, self.leader_epoch)
         if not info.duplicate:
             self._maybe_advance_high_watermark()
@@ -189,13 +206,15 @@ class Partition:
         if not self.is_leader:
             raise NotLeaderForPartitionError(f"broker {self.broker_id} does not lead {self}")
 
-    def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool,
-                          coordinator_epoch: int) -> AppendInfo:
+    def append_txn_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> AppendInfo:
         """The coordinator ends a transaction here. No min.insync.replicas refusal: a decided
         transaction must be completed; callers wait with ``wait_for_ack``."""
         self.require_leader()
-        info = self.log.append_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch,
-                                          self.leader_epoch)
+        info = self.log.append_txn_marker(
+            producer_id, producer_epoch, commit, coordinator_epoch, self.leader_epoch
+        )
         self._maybe_advance_high_watermark()
         self._wake_waiters()
         return info
@@ -209,8 +228,8 @@ class Partition:
         target = self.high_watermark if offset == -1 else offset
         if not 0 <= target <= self.high_watermark:
             raise OffsetOutOfRangeError(
-                f"{self}: cannot delete records before {offset}, the high watermark is "
-                f"{self.high_watermark}")
+                f"{self}: cannot delete records before {offset}, the high watermark is {self.high_watermark}"
+            )
         if self.log.maybe_increment_log_start_offset(target):
             self.log_start_moved_by = "DeleteRecords"
         self._wake_waiters()
@@ -229,8 +248,11 @@ class Partition:
             await self.wait_for_change(remaining)
 
     def _followers_have_log_start(self, offset: int) -> bool:
-        return all(self.followers.get(r, FollowerState()).log_start_offset >= offset
-                   for r in self.isr if r != self.broker_id)
+        return all(
+            self.followers.get(r, FollowerState()).log_start_offset >= offset
+            for r in self.isr
+            if r != self.broker_id
+        )
 
     # -- leader: followers ------------------------------------------------------------------
     def record_follower_fetch(self, follower: int, fetch_offset: int, log_start_offset: int = -1) -> None:
@@ -239,8 +261,9 @@ class Partition:
         self.require_leader()
         leader_end = self.log.log_end_offset
         if fetch_offset > leader_end:
-            raise OffsetOutOfRangeError(f"{self}: replica {follower} fetches from {fetch_offset}, "
-                                        f"beyond the log end {leader_end}")
+            raise OffsetOutOfRangeError(
+                f"{self}: replica {follower} fetches from {fetch_offset}, beyond the log end {leader_end}"
+            )
         state = self.followers.setdefault(follower, FollowerState())
         if log_start_offset != state.log_start_offset:
             state.log_start_offset = log_start_offset
@@ -259,8 +282,12 @@ class Partition:
         """An idle follower fetches again from the log end it already reported: it is still
         caught up, and nothing else needs recomputing. False when that is not the case."""
         state = self.followers.get(follower)
-        if (state is None or state.log_end_offset != fetch_offset
-                or fetch_offset != self.log.log_end_offset or follower not in self.isr):
+        if (
+            state is None
+            or state.log_end_offset != fetch_offset
+            or fetch_offset != self.log.log_end_offset
+            or follower not in self.isr
+        ):
             return False
         state.last_caught_up_ms = _now_ms()
         state.leader_end_at_last_fetch = fetch_offset
@@ -280,8 +307,10 @@ class Partition:
                 session.unpark(self.key)
 
     def _maybe_expand_isr(self, follower: int, state: FollowerState) -> None:
-        caught_up = (state.log_end_offset >= self.high_watermark
-                     and state.log_end_offset >= self.leader_epoch_start_offset)
+        caught_up = (
+            state.log_end_offset >= self.high_watermark
+            and state.log_end_offset >= self.leader_epoch_start_offset
+        )
         if follower not in self.isr and follower in self.replicas and caught_up:
             self._propose_isr(sorted(self.isr + [follower]))
 
@@ -290,9 +319,12 @@ class Partition:
         if not self.is_leader:
             return
         now = _now_ms()
-        lagging = [r for r in self.isr if r != self.broker_id
-                   and now - self.followers.get(r, FollowerState()).caught_up_ms(self.key)
-                   > replica_lag_time_max_ms]
+        lagging = [
+            r
+            for r in self.isr
+            if r != self.broker_id
+            and now - self.followers.get(r, FollowerState()).caught_up_ms(self.key) > replica_lag_time_max_ms
+        ]
         if lagging:
             self._propose_isr([r for r in self.isr if r not in lagging])
 
@@ -314,8 +346,8 @@ class Partition:
             return
         maximal_isr = set(self.isr) | set(self._proposed_isr or ())
         ends = [self.log.log_end_offset] + [
-            self.followers.get(r, FollowerState()).log_end_offset
-            for r in maximal_isr if r != self.broker_id]
+            self.followers.get(r, FollowerState()).log_end_offset for r in maximal_isr if r != self.broker_id
+        ]
         candidate = min(ends)
         if candidate > self.high_watermark:
             self._high_watermark = candidate
@@ -325,8 +357,9 @@ class Partition:
             self._high_watermark_waiting_since_ms = _now_ms()
 
     # -- follower ---------------------------------------------------------------------------
-    def append_as_follower(self, records, leader_high_watermark: int,
-                           leader_log_start_offset: int = -1) -> None:
+    def append_as_follower(
+        self, records, leader_high_watermark: int, leader_log_start_offset: int = -1
+    ) -> None:
         """Copy the leader's batches, then follow its high watermark and its log start
         (moved by DeleteRecords), both capped at what this replica has."""
         if records:
@@ -337,10 +370,13 @@ class Partition:
 
     def truncate_to(self, offset: int) -> None:
         if offset < self.log.log_end_offset:
-            log.info("%s: truncating divergent log from %d to %d", self,
-                     self.log.log_end_offset, offset)
-            self.last_truncation = {"from": self.log.log_end_offset, "to": offset,
-                                    "leader_epoch": self.leader_epoch, "time_ms": _now_ms()}
+            log.info("%s: truncating divergent log from %d to %d", self, self.log.log_end_offset, offset)
+            self.last_truncation = {
+                "from": self.log.log_end_offset,
+                "to": offset,
+                "leader_epoch": self.leader_epoch,
+                "time_ms": _now_ms(),
+            }
             self.log.truncate_to(offset)
         self._high_watermark = self.high_watermark
         self._status_changed(self)
@@ -362,10 +398,17 @@ class Partition:
         if self.high_watermark < self.leader_epoch_start_offset:
             raise OffsetNotAvailableError(
                 f"{self}: the high watermark {self.high_watermark} has not reached the start "
-                f"{self.leader_epoch_start_offset} of leader epoch {self.leader_epoch} yet")
+                f"{self.leader_epoch_start_offset} of leader epoch {self.leader_epoch} yet"
+            )
 
-    def read(self, offset: int, max_bytes: int, for_follower: bool = False,
-             read_committed: bool = False, min_one_message: bool = True) -> bytes | memoryview:
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        for_follower: bool = False,
+        read_committed: bool = False,
+        min_one_message: bool = True,
+    ) -> bytes | memoryview:
         """Whole batches from the one holding ``offset``: up to the high watermark for
         consumers (the last stable offset for read_committed ones), up to the log end for
         followers."""
@@ -414,13 +457,15 @@ class Partition:
         views built from it never show a follower ahead of its leader or a high watermark
         above an in-sync replica's log end (each broker's own file is written at another
         moment)."""
-        doc = {"log_start_offset": self.log.log_start_offset,
-               "log_end_offset": self.log.log_end_offset,
-               "high_watermark": self.high_watermark,
-               "last_stable_offset": self.last_stable_offset,
-               "open_transactions": self.log.open_transactions(),
-               "leader_epoch": self.leader_epoch,
-               "last_truncation": self.last_truncation}
+        doc = {
+            "log_start_offset": self.log.log_start_offset,
+            "log_end_offset": self.log.log_end_offset,
+            "high_watermark": self.high_watermark,
+            "last_stable_offset": self.last_stable_offset,
+            "open_transactions": self.log.open_transactions(),
+            "leader_epoch": self.leader_epoch,
+            "last_truncation": self.last_truncation,
+        }
         if self.is_leader:
             doc["leader_view"] = self._leader_view()
         return doc
@@ -429,14 +474,20 @@ class Partition:
         """The ISR and every replica's log end as the leader knows them (a follower's is its
         last fetch offset; None before its first fetch in this leader epoch), how long
         records have waited for the high watermark, and why the log start last moved."""
-        ends = {str(r): self.log.log_end_offset if r == self.broker_id
-                else _known(self.followers.get(r, FollowerState()).log_end_offset)
-                for r in self.replicas}
+        ends = {
+            str(r): self.log.log_end_offset
+            if r == self.broker_id
+            else _known(self.followers.get(r, FollowerState()).log_end_offset)
+            for r in self.replicas
+        }
         since = self._high_watermark_waiting_since_ms
-        return {"isr": list(self.isr), "log_end_offsets": ends,
-                "min_insync_replicas": self.log.config.min_insync_replicas,
-                "high_watermark_waiting_ms": 0 if since is None else _now_ms() - since,
-                "log_start_moved_by": self.log_start_moved_by}
+        return {
+            "isr": list(self.isr),
+            "log_end_offsets": ends,
+            "min_insync_replicas": self.log.config.min_insync_replicas,
+            "high_watermark_waiting_ms": 0 if since is None else _now_ms() - since,
+            "log_start_moved_by": self.log_start_moved_by,
+        }
 
 
 def _known(offset: int) -> int | None:
@@ -452,7 +503,7 @@ async def wait_any(partitions: list[Partition], timeout_s: float) -> bool:
     try:
         await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
         return True
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return False
     finally:
         for partition in partitions:

@@ -14,7 +14,8 @@ none of them can be altered dynamically.
 
 from __future__ import annotations
 
-from typing import Mapping, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 from brokerd.replication.broker_client import BrokerClient
 from brokerd.storage import AppendInfo
@@ -54,8 +55,9 @@ class HostedReplica(Protocol):
         """Append a record batch; NOT_LEADER_OR_FOLLOWER, or NOT_ENOUGH_REPLICAS for
         acks=-1 when the ISR is below min.insync.replicas."""
 
-    def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool,
-                          coordinator_epoch: int) -> AppendInfo:
+    def append_txn_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> AppendInfo:
         """End ``producer_id``'s transaction in this partition."""
 
     async def wait_for_ack(self, last_offset: int, timeout_s: float) -> None:
@@ -98,8 +100,7 @@ class BrokerClientFactory(Protocol):
     """A connection to another broker over the inter-broker listener, with its security;
     None when that broker is not registered."""
 
-    def __call__(self, broker_id: int, client_id: str, timeout_s: float) -> BrokerClient | None:
-        ...
+    def __call__(self, broker_id: int, client_id: str, timeout_s: float) -> BrokerClient | None: ...
 
 
 class ProducerIdGenerator(Protocol):

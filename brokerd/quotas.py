@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
@@ -38,8 +38,12 @@ ENTITY_TYPES = (USER, CLIENT_ID, IP)
 
 # Kafka's QuotaConfigs: which keys each kind of entity takes, and whether a key is a whole number
 LONG, DOUBLE = "long", "double"
-CLIENT_KEYS = {PRODUCER_BYTE_RATE: LONG, CONSUMER_BYTE_RATE: LONG, REQUEST_PERCENTAGE: DOUBLE,
-               CONTROLLER_MUTATION_RATE: DOUBLE}
+CLIENT_KEYS = {
+    PRODUCER_BYTE_RATE: LONG,
+    CONSUMER_BYTE_RATE: LONG,
+    REQUEST_PERCENTAGE: DOUBLE,
+    CONTROLLER_MUTATION_RATE: DOUBLE,
+}
 IP_KEYS = {CONNECTION_CREATION_RATE: LONG}
 
 WINDOW_NUM = 11  # quota.window.num
@@ -63,8 +67,9 @@ def validate(entity: dict[str, str | None], ops: Iterable[tuple[str, float, bool
             raise QuotaEntityError(f"Empty {entity_type} not supported")
     if IP in entity:
         if USER in entity or CLIENT_ID in entity:
-            raise QuotaEntityError("Invalid quota entity combination, IP entity shouldnot be "
-                                   "combined with User or ClientId")
+            raise QuotaEntityError(
+                "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"
+            )
         keys = IP_KEYS
     else:
         keys = CLIENT_KEYS
@@ -89,9 +94,16 @@ def entity_key(entity: dict[str, str | None]) -> tuple:
 
 def candidates(user: str, client_id: str) -> tuple[tuple, ...]:
     """The entities a client's quota may come from, in Kafka's order of precedence."""
-    return ((user, client_id), (user, None), (user, ABSENT),
-            (None, client_id), (None, None), (None, ABSENT),
-            (ABSENT, client_id), (ABSENT, None))
+    return (
+        (user, client_id),
+        (user, None),
+        (user, ABSENT),
+        (None, client_id),
+        (None, None),
+        (None, ABSENT),
+        (ABSENT, client_id),
+        (ABSENT, None),
+    )
 
 
 class _Rate:
@@ -137,9 +149,11 @@ class ClientQuotaManager:
     def set_quotas(self, entries: list[dict]) -> None:
         """Take the stored quotas (brokerd.state client_quotas()); measured rates of
         entities that keep a quota carry on."""
-        self._quotas = {entity_key(e["entity"]): float(e["values"][self.key])
-                        for e in entries
-                        if self.key in e.get("values", {}) and IP not in e["entity"]}
+        self._quotas = {
+            entity_key(e["entity"]): float(e["values"][self.key])
+            for e in entries
+            if self.key in e.get("values", {}) and IP not in e["entity"]
+        }
         self._resolved = {}
         if not self._quotas:
             self._rates = {}
@@ -153,8 +167,7 @@ class ClientQuotaManager:
                 quota = self._quotas.get(key)
                 if quota is not None:
                     # Kafka's metric tags: the named parts of the entity, the client's own names
-                    metric = (user if key[0] is not ABSENT else "",
-                              client_id if key[1] is not ABSENT else "")
+                    metric = (user if key[0] is not ABSENT else "", client_id if key[1] is not ABSENT else "")
                     found = (metric, quota)
                     break
             if len(self._resolved) > 100_000:
@@ -162,8 +175,7 @@ class ClientQuotaManager:
             self._resolved[(user, client_id)] = found
         return found
 
-    def record(self, user: str, client_id: str | None, nbytes: int,
-               now_ms: float | None = None) -> int:
+    def record(self, user: str, client_id: str | None, nbytes: int, now_ms: float | None = None) -> int:
         """Count ``nbytes`` for the client; returns how long it must wait (ms), 0 within quota."""
         if not self._quotas:
             return 0
@@ -188,8 +200,9 @@ class ClientQuotas:
     """The broker's produce and fetch quota managers, following the stored quotas: a stat
     of the quotas file at most every ``check_interval_s``, a read only when it changed."""
 
-    def __init__(self, version: Callable[[], object], read: Callable[[], list[dict]],
-                 check_interval_s: float = 0.1):
+    def __init__(
+        self, version: Callable[[], object], read: Callable[[], list[dict]], check_interval_s: float = 0.1
+    ):
         self._version_of = version
         self._read = read
         self._interval = check_interval_s

@@ -41,8 +41,7 @@ def start(record: PartitionRecord, target: list[int]) -> None:
 def cancel(record: PartitionRecord) -> None:
     """Go back to the original replicas; replicas added so far are dropped."""
     if not is_reassigning(record):
-        raise NoReassignmentInProgressError(
-            f"partition {record.partition} has no reassignment in progress")
+        raise NoReassignmentInProgressError(f"partition {record.partition} has no reassignment in progress")
     origin = origin_replicas(record)
     record.adding_replicas, record.removing_replicas = [], []
     _set_replicas(record, origin)

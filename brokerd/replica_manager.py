@@ -44,8 +44,9 @@ class ReplicaManager:
         self._restored_high_watermarks = self._read_high_watermarks()
         self._checkpointed: list[tuple[str, int, int]] = []
 
-    def apply_metadata(self, topics: dict[str, TopicRecord], delta: MetadataDelta,
-                       log_defaults: dict[str, str]) -> set[tuple[str, int]]:
+    def apply_metadata(
+        self, topics: dict[str, TopicRecord], delta: MetadataDelta, log_defaults: dict[str, str]
+    ) -> set[tuple[str, int]]:
         """Bring the hosted replicas in line with what the metadata delta changed (all of it,
         when the delta is full or the broker-level log defaults changed); returns the
         partitions that got a new leader epoch (their followers must check for divergence).
@@ -55,13 +56,15 @@ class ReplicaManager:
         LogConfig.fromProps(brokerDefaults, topicOverrides)."""
         everything = delta.full or log_defaults != self._log_defaults
         self._log_defaults = dict(log_defaults)
-        maybe_gone = self._topic_ids.keys() if everything else \
-            (delta.removed_topics | delta.created_topics) & self._topic_ids.keys()
+        maybe_gone = (
+            self._topic_ids.keys()
+            if everything
+            else (delta.removed_topics | delta.created_topics) & self._topic_ids.keys()
+        )
         for name in list(maybe_gone):
             if name not in topics or topics[name].topic_id != self._topic_ids[name]:
                 self._delete_topic(name)
-        whole = set(topics) if everything else \
-            (delta.created_topics | delta.topic_configs) & topics.keys()
+        whole = set(topics) if everything else (delta.created_topics | delta.topic_configs) & topics.keys()
         for name in whole:
             topic = topics[name]
             self._configs[name] = LogConfig.from_configs({**log_defaults, **topic.configs})
@@ -93,8 +96,7 @@ class ReplicaManager:
             del self._pending[key]
         return fresh
 
-    def _apply_partition(self, topic: str, index: int,
-                         record: PartitionRecord) -> set[tuple[str, int]]:
+    def _apply_partition(self, topic: str, index: int, record: PartitionRecord) -> set[tuple[str, int]]:
         if self.broker_id not in record.replicas:
             self._stop_replica(topic, index)
             return set()
@@ -102,10 +104,15 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         if partition is None:
             log_dir = self.data_dir / f"{topic}-{index}"
-            partition = Partition(self.broker_id, topic, index, PartitionLog.open(log_dir, config),
-                                  self._alter_isr,
-                                  self._restored_high_watermarks.pop((topic, index), 0),
-                                  self._partition_status_changed)
+            partition = Partition(
+                self.broker_id,
+                topic,
+                index,
+                PartitionLog.open(log_dir, config),
+                self._alter_isr,
+                self._restored_high_watermarks.pop((topic, index), 0),
+                self._partition_status_changed,
+            )
             self.partitions[(topic, index)] = partition
         elif partition.log.config != config:
             partition.log.update_config(config)
@@ -207,8 +214,9 @@ class ReplicaManager:
             if partition is None:
                 self._status_json.pop(key, None)
                 continue
-            self._status_json[key] = json.dumps(f"{key[0]}:{key[1]}") + ":" + \
-                json.dumps(partition.status(), sort_keys=True)
+            self._status_json[key] = (
+                json.dumps(f"{key[0]}:{key[1]}") + ":" + json.dumps(partition.status(), sort_keys=True)
+            )
             if partition.status_changes_with_time:
                 self._status_changed.add(key)
         return ("{" + ",".join(self._status_json.values()) + "}").encode() if changed else None
@@ -227,8 +235,10 @@ class ReplicaManager:
 
     def _read_high_watermarks(self) -> dict[tuple[str, int], int]:
         try:
-            return {(topic, int(index)): int(offset)
-                    for topic, index, offset in self._high_watermarks.read() or []}
+            return {
+                (topic, int(index)): int(offset)
+                for topic, index, offset in self._high_watermarks.read() or []
+            }
         except ValueError:
             log.warning("ignoring malformed %s", self._high_watermarks.path)
             return {}

@@ -16,14 +16,18 @@ import asyncio
 import logging
 import ssl
 import struct
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.protocol.api_versions import is_supported
 from brokerd.protocol.codec import (
-    MalformedRequest, Request, decode_request, encode_api_versions_unsupported,
-    encode_response, peek_header,
+    MalformedRequest,
+    Request,
+    decode_request,
+    encode_api_versions_unsupported,
+    encode_response,
+    peek_header,
 )
 from brokerd.security.authenticator import ConnectionAuthenticator, ConnectionRefused
 from brokerd.security.listeners import Listener
@@ -37,9 +41,15 @@ SSL_HANDSHAKE_TIMEOUT_S = 10.0
 
 
 class KafkaServer:
-    def __init__(self, handlers: dict[int, Handler], listener: Listener, max_request_bytes: int,
-                 max_sasl_receive_bytes: int, ssl_context: ssl.SSLContext | None,
-                 authenticators: Authenticators):
+    def __init__(
+        self,
+        handlers: dict[int, Handler],
+        listener: Listener,
+        max_request_bytes: int,
+        max_sasl_receive_bytes: int,
+        ssl_context: ssl.SSLContext | None,
+        authenticators: Authenticators,
+    ):
         self.handlers = handlers
         self.listener = listener
         self.max_request_bytes = max_request_bytes
@@ -50,10 +60,14 @@ class KafkaServer:
         self._connections: set[asyncio.Task] = set()
 
     async def start(self) -> None:
-        tls = {"ssl": self.ssl_context, "ssl_handshake_timeout": SSL_HANDSHAKE_TIMEOUT_S} \
-            if self.ssl_context is not None else {}
-        self._server = await asyncio.start_server(self._serve, self.listener.host,
-                                                  self.listener.port, reuse_address=True, **tls)
+        tls = (
+            {"ssl": self.ssl_context, "ssl_handshake_timeout": SSL_HANDSHAKE_TIMEOUT_S}
+            if self.ssl_context is not None
+            else {}
+        )
+        self._server = await asyncio.start_server(
+            self._serve, self.listener.host, self.listener.port, reuse_address=True, **tls
+        )
 
     async def stop(self) -> None:
         if self._server is not None:
@@ -66,8 +80,9 @@ class KafkaServer:
         task = asyncio.current_task()
         self._connections.add(task)
         peer = writer.get_extra_info("peername")
-        auth = self.authenticators(self.listener, peer[0] if peer else "",
-                                   writer.get_extra_info("ssl_object"))
+        auth = self.authenticators(
+            self.listener, peer[0] if peer else "", writer.get_extra_info("ssl_object")
+        )
         try:
             close = False
             while not close:
@@ -97,13 +112,11 @@ class KafkaServer:
             raise MalformedRequest(f"frame size {size} outside 1..{limit}")
         return await reader.readexactly(size)
 
-    async def _respond(self, payload: bytes, auth: ConnectionAuthenticator
-                       ) -> tuple[bytes | None, bool, int]:
+    async def _respond(self, payload: bytes, auth: ConnectionAuthenticator) -> tuple[bytes | None, bool, int]:
         """The response to one frame (None for acks=0 produce), whether to close after it and
         how long to leave the connection unread (ms) before the next one."""
         header = peek_header(payload)
-        if header.api_key == ApiKey.ApiVersions and not is_supported(header.api_key,
-                                                                     header.api_version):
+        if header.api_key == ApiKey.ApiVersions and not is_supported(header.api_key, header.api_version):
             return encode_api_versions_unsupported(header.correlation_id), False, 0
         auth.admit(header.api_key)
         request = decode_request(payload)

@@ -28,11 +28,17 @@ COMPLETE_VAR = "_KCTL_COMPLETE"
 COMPLETION_FILES = {"bash": "kctl.bash", "zsh": "_kctl", "fish": "kctl.fish"}
 ENVIRONMENT = [
     ("KCTL_BOOTSTRAP", "Brokers to contact (HOST:PORT[,...]) when -b is not given."),
-    ("KCTL_HOME", "Local cluster directory when --dir is not given; default ~/.kctl. It holds "
-                  "state/ (shared cluster state) and brokers/ID/ (each broker's data/ and broker.log)."),
+    (
+        "KCTL_HOME",
+        "Local cluster directory when --dir is not given; default ~/.kctl. It holds "
+        "state/ (shared cluster state) and brokers/ID/ (each broker's data/ and broker.log).",
+    ),
     ("KCTL_TIMEOUT", "Default for --timeout, in seconds."),
-    ("KCTL_COMMAND_CONFIG", "Default for --command-config: a client properties file (librdkafka "
-                            "KEY=VALUE lines, as kcat -F reads them), e.g. a user's SASL credentials."),
+    (
+        "KCTL_COMMAND_CONFIG",
+        "Default for --command-config: a client properties file (librdkafka "
+        "KEY=VALUE lines, as kcat -F reads them), e.g. a user's SASL credentials.",
+    ),
     ("NO_COLOR", "Disable colour; output that is not a terminal never has colour."),
 ]
 
@@ -62,9 +68,14 @@ def man_page(command: Command, ctx: typer.Context) -> str:
     words = ctx.command_path.split()
     name = "-".join(words)
     summary = (command.short_help or (command.help or "").split("\n")[0]).rstrip(".")
-    out = [f'.TH "{name.upper()}" 1 "" "{PROG} {version(PROG)}" "kctl manual"',
-           ".SH NAME", f"{name} \\- {roff(summary)}",
-           ".SH SYNOPSIS", f".B {' '.join(words)}", roff(_synopsis(command))]
+    out = [
+        f'.TH "{name.upper()}" 1 "" "{PROG} {version(PROG)}" "kctl manual"',
+        ".SH NAME",
+        f"{name} \\- {roff(summary)}",
+        ".SH SYNOPSIS",
+        f".B {' '.join(words)}",
+        roff(_synopsis(command)),
+    ]
     if command.help:
         out += [".SH DESCRIPTION", _paragraphs(command.help)]
     out += _options(command, ctx)
@@ -107,8 +118,12 @@ def _subcommands(command: Command, ctx: typer.Context, name: str) -> list[str]:
     subs = _subcommands_of(command, ctx)
     out = [".SH COMMANDS"] if subs else []
     for sub_name, sub in subs:
-        out += [".TP", f".B {sub_name}", roff(sub.get_short_help_str(limit=200)),
-                f"See {name}-{sub_name}(1)."]
+        out += [
+            ".TP",
+            f".B {sub_name}",
+            roff(sub.get_short_help_str(limit=200)),
+            f"See {name}-{sub_name}(1).",
+        ]
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from importlib.metadata import version as package_version
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from typer.core import TyperGroup
@@ -56,7 +56,7 @@ app = typer.Typer(
     cls=KctlGroup,
     short_help="a Kafka you can run, read and break locally",
     help="A Kafka you can run, read and break locally: start a cluster, create topics, "
-         "produce and consume from shell pipes, see leaders, ISR and high-water marks.",
+    "produce and consume from shell pipes, see leaders, ISR and high-water marks.",
     epilog=EPILOG,
     no_args_is_help=True,
     rich_markup_mode="markdown",
@@ -84,8 +84,10 @@ def _print_version(value: bool) -> None:
 
 @app.callback()
 def main(
-    version: Annotated[Optional[bool], typer.Option(
-        "--version", callback=_print_version, is_eager=True, help="Print the version and exit.")] = None,
+    version: Annotated[
+        bool | None,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = None,
 ) -> None:
     # Global options only: each command carries its own connection options (kctl.shell.options),
     # so they can follow the command name as with kcat and rpk.

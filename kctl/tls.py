@@ -29,7 +29,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 DIRECTORY = "tls"
 CA_NAME = "kctl local CA"
 BROKER_NAME = "localhost"
-VALID_DAYS = 3650   # a local cluster's certificates should not expire under a running demo
+VALID_DAYS = 3650  # a local cluster's certificates should not expire under a running demo
 CLOCK_SKEW = datetime.timedelta(hours=1)
 
 Key = ec.EllipticCurvePrivateKey
@@ -39,9 +39,9 @@ Key = ec.EllipticCurvePrivateKey
 class TlsFiles:
     """Where the PEM files of one cluster are (client_* only when a client certificate was made)."""
 
-    ca_cert: Path            # clients' ssl.ca.location, brokers' ssl.truststore.location
+    ca_cert: Path  # clients' ssl.ca.location, brokers' ssl.truststore.location
     ca_key: Path
-    broker_keystore: Path    # brokers' ssl.keystore.location: private key, certificate, CA
+    broker_keystore: Path  # brokers' ssl.keystore.location: private key, certificate, CA
     client_cert: Path | None = None
     client_key: Path | None = None
 
@@ -58,15 +58,26 @@ def generate(cluster_dir: Path, client_cn: str | None = None) -> TlsFiles:
     _write(files.ca_cert, _cert_pem(ca_cert), 0o644)
     _write(files.ca_key, _key_pem(ca_key), 0o600)
     broker_key = _new_key()
-    broker_cert = _issue(ca_cert, ca_key, broker_key, BROKER_NAME, ExtendedKeyUsageOID.SERVER_AUTH,
-                         [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    broker_cert = _issue(
+        ca_cert,
+        ca_key,
+        broker_key,
+        BROKER_NAME,
+        ExtendedKeyUsageOID.SERVER_AUTH,
+        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
+    )
     _write(files.broker_keystore, _key_pem(broker_key) + _cert_pem(broker_cert) + _cert_pem(ca_cert), 0o600)
     if client_cn is None:
         return files
     client_key = _new_key()
     client_cert = _issue(ca_cert, ca_key, client_key, client_cn, ExtendedKeyUsageOID.CLIENT_AUTH, [])
-    files = TlsFiles(files.ca_cert, files.ca_key, files.broker_keystore,
-                     directory / f"{client_cn}.pem", directory / f"{client_cn}.key")
+    files = TlsFiles(
+        files.ca_cert,
+        files.ca_key,
+        files.broker_keystore,
+        directory / f"{client_cn}.pem",
+        directory / f"{client_cn}.key",
+    )
     _write(files.client_cert, _cert_pem(client_cert), 0o644)
     _write(files.client_key, _key_pem(client_key), 0o600)
     return files
@@ -81,32 +92,59 @@ def _name(common_name: str) -> x509.Name:
 
 
 def _builder(subject: x509.Name, issuer: x509.Name, key: Key) -> x509.CertificateBuilder:
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - CLOCK_SKEW).not_valid_after(now + datetime.timedelta(days=VALID_DAYS)))
+    now = datetime.datetime.now(datetime.UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - CLOCK_SKEW)
+        .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
+    )
 
 
 def _ca_certificate(key: Key) -> x509.Certificate:
     name = _name(CA_NAME)
-    return (_builder(name, name, key)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False,
-                                         key_encipherment=False, data_encipherment=False,
-                                         key_agreement=False, key_cert_sign=True, crl_sign=True,
-                                         encipher_only=False, decipher_only=False), critical=True)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-            .sign(key, hashes.SHA256()))
+    return (
+        _builder(name, name, key)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=False,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                key_cert_sign=True,
+                crl_sign=True,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
 
 
-def _issue(ca_cert: x509.Certificate, ca_key: Key, key: Key, common_name: str,
-           usage: x509.ObjectIdentifier, names: list[x509.GeneralName]) -> x509.Certificate:
+def _issue(
+    ca_cert: x509.Certificate,
+    ca_key: Key,
+    key: Key,
+    common_name: str,
+    usage: x509.ObjectIdentifier,
+    names: list[x509.GeneralName],
+) -> x509.Certificate:
     """A leaf certificate signed by the CA, for a server or a client (`usage`)."""
-    builder = (_builder(_name(common_name), ca_cert.subject, key)
-               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-               .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-               .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
-                              critical=False))
+    builder = (
+        _builder(_name(common_name), ca_cert.subject, key)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
+        )
+    )
     if names:
         builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
     return builder.sign(ca_key, hashes.SHA256())
@@ -117,8 +155,9 @@ def _cert_pem(cert: x509.Certificate) -> bytes:
 
 
 def _key_pem(key: Key) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:

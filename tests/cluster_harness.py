@@ -48,8 +48,12 @@ async def until_answered(make_request, accept, what: str, timeout: float = 15.0)
 
 
 @contextmanager
-def running_cluster(cluster_dir: Path, brokers: int = 1, overrides: dict[str, str] | None = None,
-                    listener_protocol: str | None = None):
+def running_cluster(
+    cluster_dir: Path,
+    brokers: int = 1,
+    overrides: dict[str, str] | None = None,
+    listener_protocol: str | None = None,
+):
     """A started cluster for a module's tests, stopped on exit even if starting it failed
     half-way (some brokers already running)."""
     cluster = LocalCluster(cluster_dir, brokers, overrides, listener_protocol)
@@ -63,8 +67,13 @@ def running_cluster(cluster_dir: Path, brokers: int = 1, overrides: dict[str, st
 class LocalCluster:
     """Starts, signals and stops the brokers of one cluster directory."""
 
-    def __init__(self, cluster_dir: Path, brokers: int = 1, overrides: dict[str, str] | None = None,
-                 listener_protocol: str | None = None):
+    def __init__(
+        self,
+        cluster_dir: Path,
+        brokers: int = 1,
+        overrides: dict[str, str] | None = None,
+        listener_protocol: str | None = None,
+    ):
         self.dir = cluster_dir
         self.state = ClusterState(cluster_dir)
         self.overrides = overrides or {}
@@ -87,8 +96,17 @@ class LocalCluster:
             self.wait_serving(bid)
 
     def _spawn(self, broker_id: int) -> None:
-        cmd = [sys.executable, "-m", "brokerd", "--cluster-dir", str(self.dir),
-               "--broker-id", str(broker_id), "--port", str(self.ports[broker_id])]
+        cmd = [
+            sys.executable,
+            "-m",
+            "brokerd",
+            "--cluster-dir",
+            str(self.dir),
+            "--broker-id",
+            str(broker_id),
+            "--port",
+            str(self.ports[broker_id]),
+        ]
         for name, value in self.overrides.items():
             cmd += ["-o", f"{name}={value}"]
         if self.listener_protocol is not None:
@@ -96,16 +114,16 @@ class LocalCluster:
         log_path = self.state.broker_dir(broker_id) / "broker.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
-            self.procs[broker_id] = subprocess.Popen(cmd, stdout=log, stderr=log,
-                                                     stdin=subprocess.DEVNULL)
+            self.procs[broker_id] = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
 
     def wait_serving(self, broker_id: int) -> None:
         proc = self.procs[broker_id]
 
         def serving():
             if proc.poll() is not None:
-                raise AssertionError(f"broker {broker_id} exited with {proc.returncode}:\n"
-                                     + self.log_tail(broker_id))
+                raise AssertionError(
+                    f"broker {broker_id} exited with {proc.returncode}:\n" + self.log_tail(broker_id)
+                )
             try:
                 socket.create_connection(("127.0.0.1", self.ports[broker_id]), 0.2).close()
             except OSError:
@@ -114,6 +132,7 @@ class LocalCluster:
             # written; other brokers count this one only once they can read that.
             reg = next((r for r in self.state.brokers() if r.broker_id == broker_id), None)
             return reg is not None and reg.pid == proc.pid and reg.is_live()
+
         wait_until(serving, START_TIMEOUT_S, f"broker {broker_id} to serve")
 
     def log_tail(self, broker_id: int, lines: int = 30) -> str:

@@ -25,7 +25,7 @@ class RawConnection:
         self.sock = socket.create_connection(("127.0.0.1", port), timeout)
         self._correlation_id = 0
 
-    def __enter__(self) -> "RawConnection":
+    def __enter__(self) -> RawConnection:
         return self
 
     def __exit__(self, *exc) -> None:

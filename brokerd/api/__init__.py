@@ -10,19 +10,39 @@ from functools import partial
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.api import (
-    acls, api_versions, client_quotas, configs, delete_records, describe_producers,
-    elect_leaders, fetch, find_coordinator, groups, list_offsets, log_dirs, metadata,
-    offset_for_leader_epoch, offsets, produce, producer_id, reassignments, scram_credentials,
-    topics, transactions,
+    acls,
+    api_versions,
+    client_quotas,
+    configs,
+    delete_records,
+    describe_producers,
+    elect_leaders,
+    fetch,
+    find_coordinator,
+    groups,
+    list_offsets,
+    log_dirs,
+    metadata,
+    offset_for_leader_epoch,
+    offsets,
+    produce,
+    producer_id,
+    reassignments,
+    scram_credentials,
+    topics,
+    transactions,
 )
 from brokerd.fetch_session import FetchManager, FetchSessionCache
 from brokerd.quotas import ClientQuotas
 
 
 def build_handlers(broker) -> dict:
-    fetch_manager = FetchManager(FetchSessionCache(
-        broker.config.get("max.incremental.fetch.session.cache.slots"),
-        broker.config.get("min.incremental.fetch.session.eviction.ms")))
+    fetch_manager = FetchManager(
+        FetchSessionCache(
+            broker.config.get("max.incremental.fetch.session.cache.slots"),
+            broker.config.get("min.incremental.fetch.session.eviction.ms"),
+        )
+    )
     quotas = ClientQuotas(broker.state.client_quotas_version, broker.state.client_quotas)
     topic_metadata = metadata.TopicMetadataCache()
     broker.metadata_listeners.append(topic_metadata.forget)
@@ -31,7 +51,8 @@ def build_handlers(broker) -> dict:
         ApiKey.Metadata: partial(metadata.handle, cache=topic_metadata),
         ApiKey.Produce: client_quotas.throttled_produce(produce.handle, quotas),
         ApiKey.Fetch: client_quotas.throttled_fetch(
-            partial(fetch.handle, fetch_manager=fetch_manager), quotas),
+            partial(fetch.handle, fetch_manager=fetch_manager), quotas
+        ),
         ApiKey.ListOffsets: list_offsets.handle,
         ApiKey.CreateTopics: topics.handle_create,
         ApiKey.DeleteTopics: topics.handle_delete,

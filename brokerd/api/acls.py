@@ -25,10 +25,8 @@ def _refusal(broker, request, operation: ACLOperation) -> dict | None:
     cluster permission, else None."""
     if not broker.authorizer.enabled:
         return _error(SecurityDisabledError, NO_AUTHORIZER)
-    if not broker.authorizer.authorize(request.session, operation, ResourceType.CLUSTER,
-                                       CLUSTER_NAME):
-        return _error(ClusterAuthorizationFailedError,
-                      "Cluster authorization failed.")
+    if not broker.authorizer.authorize(request.session, operation, ResourceType.CLUSTER, CLUSTER_NAME):
+        return _error(ClusterAuthorizationFailedError, "Cluster authorization failed.")
     return None
 
 
@@ -67,19 +65,32 @@ async def handle_describe(broker, request) -> dict:
     for binding in broker.authorizer.bindings:
         if acl_filter.matches(binding):
             key = (int(binding.resource_type), binding.resource_name, int(binding.pattern_type))
-            resources.setdefault(key, []).append({
-                "principal": binding.principal, "host": binding.host,
-                "operation": int(binding.operation), "permission_type": int(binding.permission)})
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "resources": [
-        {"resource_type": rtype, "resource_name": name, "pattern_type": ptype, "acls": acls}
-        for (rtype, name, ptype), acls in resources.items()]}
+            resources.setdefault(key, []).append(
+                {
+                    "principal": binding.principal,
+                    "host": binding.host,
+                    "operation": int(binding.operation),
+                    "permission_type": int(binding.permission),
+                }
+            )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "resources": [
+            {"resource_type": rtype, "resource_name": name, "pattern_type": ptype, "acls": acls}
+            for (rtype, name, ptype), acls in resources.items()
+        ],
+    }
 
 
 async def handle_delete(broker, request) -> dict:
     refused = _refusal(broker, request, ACLOperation.ALTER)
     if refused is not None:
-        return {"throttle_time_ms": 0, "filter_results": [
-            {**refused, "matching_acls": []} for _ in request.body.filters]}
+        return {
+            "throttle_time_ms": 0,
+            "filter_results": [{**refused, "matching_acls": []} for _ in request.body.filters],
+        }
     filters = [_filter(f, request.header.api_version) for f in request.body.filters]
     results: list[dict] = []
     with broker.state.update_acl_bindings() as stored:
@@ -92,35 +103,56 @@ async def handle_delete(broker, request) -> dict:
                 continue
             matching = [b for b in bindings if acl_filter.matches(b)]
             deleted.update(matching)
-            results.append({"error_code": 0, "error_message": None,
-                            "matching_acls": [_matching_acl(b) for b in matching]})
+            results.append(
+                {
+                    "error_code": 0,
+                    "error_message": None,
+                    "matching_acls": [_matching_acl(b) for b in matching],
+                }
+            )
         stored[:] = [b.to_json() for b in bindings if b not in deleted]
     broker.authorizer.refresh()
     return {"throttle_time_ms": 0, "filter_results": results}
 
 
 def _matching_acl(binding: AclBinding) -> dict:
-    return {"error_code": 0, "error_message": None, "resource_type": int(binding.resource_type),
-            "resource_name": binding.resource_name, "pattern_type": int(binding.pattern_type),
-            "principal": binding.principal, "host": binding.host,
-            "operation": int(binding.operation), "permission_type": int(binding.permission)}
+    return {
+        "error_code": 0,
+        "error_message": None,
+        "resource_type": int(binding.resource_type),
+        "resource_name": binding.resource_name,
+        "pattern_type": int(binding.pattern_type),
+        "principal": binding.principal,
+        "host": binding.host,
+        "operation": int(binding.operation),
+        "permission_type": int(binding.permission),
+    }
 
 
 def _binding(creation, version: int) -> AclBinding:
     pattern = creation.resource_pattern_type if version >= 1 else LITERAL_BEFORE_V1
-    return AclBinding(_enum(ResourceType, creation.resource_type), creation.resource_name,
-                      _enum(ACLResourcePatternType, pattern), creation.principal, creation.host,
-                      _enum(ACLOperation, creation.operation),
-                      _enum(ACLPermissionType, creation.permission_type))
+    return AclBinding(
+        _enum(ResourceType, creation.resource_type),
+        creation.resource_name,
+        _enum(ACLResourcePatternType, pattern),
+        creation.principal,
+        creation.host,
+        _enum(ACLOperation, creation.operation),
+        _enum(ACLPermissionType, creation.permission_type),
+    )
 
 
 def _filter(body, version: int) -> AclBindingFilter:
     pattern = body.pattern_type_filter if version >= 1 else LITERAL_BEFORE_V1
-    return AclBindingFilter(_enum(ResourceType, body.resource_type_filter),
-                            body.resource_name_filter, _enum(ACLResourcePatternType, pattern),
-                            body.principal_filter, body.host_filter,
-                            _enum(ACLOperation, body.operation),
-                            _enum(ACLPermissionType, body.permission_type))
+    return AclBindingFilter(
+        _enum(ResourceType, body.resource_type_filter),
+        body.resource_name_filter,
+        _enum(ACLResourcePatternType, pattern),
+        body.principal_filter,
+        body.host_filter,
+        _enum(ACLOperation, body.operation),
+        _enum(ACLPermissionType, body.permission_type),
+    )
 
 
 def _enum(kind, code: int):

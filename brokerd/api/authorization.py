@@ -15,11 +15,14 @@ from __future__ import annotations
 
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import (
-    ClusterAuthorizationFailedError, GroupAuthorizationFailedError,
-    TopicAuthorizationFailedError, TransactionalIdAuthorizationFailedError,
+    ClusterAuthorizationFailedError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
 )
 
 from brokerd.security.acl import CLUSTER_NAME
+
 
 def _in_kafkas_words(error_class: type, message: str) -> type:
     """The error class, answering Kafka's own message (Errors.java) as its error message."""
@@ -28,14 +31,12 @@ def _in_kafkas_words(error_class: type, message: str) -> type:
 
 # Kafka's error for a denied request on a resource of each type
 DENIED = {
-    ResourceType.TOPIC: _in_kafkas_words(TopicAuthorizationFailedError,
-                                         "Topic authorization failed."),
-    ResourceType.GROUP: _in_kafkas_words(GroupAuthorizationFailedError,
-                                         "Group authorization failed."),
-    ResourceType.CLUSTER: _in_kafkas_words(ClusterAuthorizationFailedError,
-                                           "Cluster authorization failed."),
-    ResourceType.TRANSACTIONAL_ID: _in_kafkas_words(TransactionalIdAuthorizationFailedError,
-                                                    "Transactional Id authorization failed."),
+    ResourceType.TOPIC: _in_kafkas_words(TopicAuthorizationFailedError, "Topic authorization failed."),
+    ResourceType.GROUP: _in_kafkas_words(GroupAuthorizationFailedError, "Group authorization failed."),
+    ResourceType.CLUSTER: _in_kafkas_words(ClusterAuthorizationFailedError, "Cluster authorization failed."),
+    ResourceType.TRANSACTIONAL_ID: _in_kafkas_words(
+        TransactionalIdAuthorizationFailedError, "Transactional Id authorization failed."
+    ),
 }
 
 
@@ -47,8 +48,9 @@ def denied_code(resource_type: ResourceType) -> int:
     return DENIED[resource_type].errno
 
 
-def allows(broker, request, operation: ACLOperation, resource_type: ResourceType, name: str,
-           audit: bool = True) -> bool:
+def allows(
+    broker, request, operation: ACLOperation, resource_type: ResourceType, name: str, audit: bool = True
+) -> bool:
     return broker.authorizer.authorize(request.session, operation, resource_type, name, audit)
 
 
@@ -56,16 +58,16 @@ def allows_cluster(broker, request, operation: ACLOperation, audit: bool = True)
     return allows(broker, request, operation, ResourceType.CLUSTER, CLUSTER_NAME, audit)
 
 
-def refusal(broker, request, operation: ACLOperation, resource_type: ResourceType, name: str,
-            audit: bool = True) -> Exception | None:
+def refusal(
+    broker, request, operation: ACLOperation, resource_type: ResourceType, name: str, audit: bool = True
+) -> Exception | None:
     """Kafka's error when the session may not do ``operation`` on the resource, else None."""
     if allows(broker, request, operation, resource_type, name, audit):
         return None
     return denied(resource_type)
 
 
-def require(broker, request, operation: ACLOperation, resource_type: ResourceType,
-            name: str) -> None:
+def require(broker, request, operation: ACLOperation, resource_type: ResourceType, name: str) -> None:
     """Raise Kafka's error when the session may not do ``operation`` on the resource, for
     handlers whose error path already answers an exception the way Kafka answers a denial."""
     refused = refusal(broker, request, operation, resource_type, name)
@@ -80,8 +82,14 @@ def cluster_refusal(broker, request, operation: ACLOperation) -> Exception | Non
 class Permission:
     """One operation on resources of one type for one request, decided once per name."""
 
-    def __init__(self, broker, request, operation: ACLOperation,
-                 resource_type: ResourceType = ResourceType.TOPIC, audit: bool = True):
+    def __init__(
+        self,
+        broker,
+        request,
+        operation: ACLOperation,
+        resource_type: ResourceType = ResourceType.TOPIC,
+        audit: bool = True,
+    ):
         self._authorizer = broker.authorizer
         self._session = request.session
         self._operation = operation
@@ -95,7 +103,8 @@ class Permission:
         decided = self._decided.get(name)
         if decided is None:
             decided = self._decided[name] = self._authorizer.authorize(
-                self._session, self._operation, self.resource_type, name, self._audit)
+                self._session, self._operation, self.resource_type, name, self._audit
+            )
         return decided
 
     def refusal(self, name: str) -> Exception | None:

@@ -15,8 +15,9 @@ from brokerd.api.authorization import allows_cluster
 from brokerd.security.acl import CLUSTER_NAME
 
 
-def authorized_operations(broker, request, requested: bool, resource_type: ResourceType,
-                          name: str) -> set[int] | None:
+def authorized_operations(
+    broker, request, requested: bool, resource_type: ResourceType, name: str
+) -> set[int] | None:
     """The operation codes (the codec packs them into Kafka's 32-bit field); None, encoded as
     Kafka's "not requested" value, when the request did not ask."""
     if not requested:

@@ -30,8 +30,7 @@ def _entity_fields(entity: dict[str, str | None]) -> list[dict]:
 
 async def handle_describe(broker, request) -> dict:
     def answer(error: int = 0, message: str | None = None, entries=None) -> dict:
-        return {"throttle_time_ms": 0, "error_code": error, "error_message": message,
-                "entries": entries}
+        return {"throttle_time_ms": 0, "error_code": error, "error_message": message, "entries": entries}
 
     if not allows_cluster(broker, request, ACLOperation.DESCRIBE_CONFIGS):
         return answer(ClusterAuthorizationFailedError.errno, CLUSTER_DENIED)
@@ -39,9 +38,14 @@ async def handle_describe(broker, request) -> dict:
         matches = _filter(request.body.components, request.body.strict)
     except QuotaEntityError as exc:
         return answer(InvalidRequestError.errno, str(exc))
-    entries = [{"entity": _entity_fields(e["entity"]),
-                "values": [{"key": k, "value": float(v)} for k, v in sorted(e["values"].items())]}
-               for e in broker.state.client_quotas() if e["values"] and matches(e["entity"])]
+    entries = [
+        {
+            "entity": _entity_fields(e["entity"]),
+            "values": [{"key": k, "value": float(v)} for k, v in sorted(e["values"].items())],
+        }
+        for e in broker.state.client_quotas()
+        if e["values"] and matches(e["entity"])
+    ]
     return answer(entries=entries)
 
 
@@ -83,19 +87,23 @@ async def handle_alter(broker, request) -> dict:
         entity = {e.entity_type: e.entity_name for e in entry.entity}
         fields = _entity_fields(entity)
         if not allowed:
-            results.append({"error_code": ClusterAuthorizationFailedError.errno,
-                            "error_message": CLUSTER_DENIED, "entity": fields})
+            results.append(
+                {
+                    "error_code": ClusterAuthorizationFailedError.errno,
+                    "error_message": CLUSTER_DENIED,
+                    "entity": fields,
+                }
+            )
             continue
         try:
             if len(entity) != len(entry.entity):
-                duplicate = next(t for t in entity
-                                 if sum(e.entity_type == t for e in entry.entity) > 1)
-                raise QuotaEntityError(
-                    f"Invalid client quota entity, duplicate entity entry {duplicate}")
+                duplicate = next(t for t in entity if sum(e.entity_type == t for e in entry.entity) > 1)
+                raise QuotaEntityError(f"Invalid client quota entity, duplicate entity entry {duplicate}")
             validate(entity, [(op.key, op.value, op.remove) for op in entry.ops])
         except QuotaEntityError as exc:
-            results.append({"error_code": InvalidRequestError.errno, "error_message": str(exc),
-                            "entity": fields})
+            results.append(
+                {"error_code": InvalidRequestError.errno, "error_message": str(exc), "entity": fields}
+            )
             continue
         changes.append((entity, entry.ops))
         results.append({"error_code": 0, "error_message": None, "entity": fields})
@@ -127,29 +135,31 @@ def _user(request) -> str:
 
 def throttled_produce(handler, quotas: ClientQuotas):
     """Produce, counted after the append by the size of its record batches."""
+
     async def handle(broker, request):
         response = await handler(broker, request)
         quotas.refresh()
         if quotas.produce.active and response is not None:
-            size = sum(len(p.records or b"") for t in request.body.topic_data
-                       for p in t.partition_data)
+            size = sum(len(p.records or b"") for t in request.body.topic_data for p in t.partition_data)
             throttle = quotas.produce.record(_user(request), request.header.client_id, size)
             if throttle:
                 response["throttle_time_ms"] = throttle
         return response
+
     return handle
 
 
 def throttled_fetch(handler, quotas: ClientQuotas):
     """Fetch, counted by the record bytes of the answer; followers are never throttled."""
+
     async def handle(broker, request):
         response = await handler(broker, request)
         quotas.refresh()
         if quotas.fetch.active and request.body.replica_id < 0:
-            size = sum(len(p["records"] or b"") for t in response["responses"]
-                       for p in t["partitions"])
+            size = sum(len(p["records"] or b"") for t in response["responses"] for p in t["partitions"])
             throttle = quotas.fetch.record(_user(request), request.header.client_id, size)
             if throttle:
                 response["throttle_time_ms"] = throttle
         return response
+
     return handle

@@ -15,7 +15,9 @@ from collections.abc import Callable, Mapping
 
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import (
-    InvalidConfigurationError, InvalidRequestError, UnknownTopicOrPartitionError,
+    InvalidConfigurationError,
+    InvalidRequestError,
+    UnknownTopicOrPartitionError,
 )
 
 from brokerd import dynamic_config
@@ -39,8 +41,10 @@ async def handle_describe(broker, request) -> dict:
     for resource in request.body.resources:
         try:
             _authorize(broker, request, ACLOperation.DESCRIBE_CONFIGS, resource)
-            entries = [_entry(name, values, read_only, include_synonyms)
-                       for name, values, read_only in _describe(broker, resource)]
+            entries = [
+                _entry(name, values, read_only, include_synonyms)
+                for name, values, read_only in _describe(broker, resource)
+            ]
             keys = resource.configuration_keys
             configs = [e for e in entries if keys is None or e["name"] in keys]
             results.append(_result(resource, None, configs=configs))
@@ -65,17 +69,19 @@ def _describe(broker, resource) -> list[tuple[str, list[ConfigValue], bool]]:
         topic = broker.topics.get(resource.resource_name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {resource.resource_name!r} does not exist")
-        return [(name, _topic_values(broker, topic.configs, name), False)
-                for name in KEYS_BY_NAME]
+        return [(name, _topic_values(broker, topic.configs, name), False) for name in KEYS_BY_NAME]
     if resource.resource_type != BROKER:
         raise InvalidRequestError(f"resource type {resource.resource_type} is not supported")
     if not resource.resource_name:  # the cluster-wide defaults: only what is set there
-        return [(name, [ConfigValue(name, value, SOURCE_DYNAMIC_DEFAULT_BROKER)], False)
-                for name, value in sorted(broker.config.dynamic_default.items())]
-    _own_broker_id(broker, resource.resource_name, "Broker id",
-                   f"{broker.broker_id} or empty string")
-    return [(name, broker.config.synonyms(name), dynamic_config.key(name) is None)
-            for name in broker.config.names()]
+        return [
+            (name, [ConfigValue(name, value, SOURCE_DYNAMIC_DEFAULT_BROKER)], False)
+            for name, value in sorted(broker.config.dynamic_default.items())
+        ]
+    _own_broker_id(broker, resource.resource_name, "Broker id", f"{broker.broker_id} or empty string")
+    return [
+        (name, broker.config.synonyms(name), dynamic_config.key(name) is None)
+        for name in broker.config.names()
+    ]
 
 
 def _topic_values(broker, configs: Mapping[str, str], name: str) -> list[ConfigValue]:
@@ -95,11 +101,20 @@ def _topic_values(broker, configs: Mapping[str, str], name: str) -> list[ConfigV
 def _entry(name: str, values: list[ConfigValue], read_only: bool, include_synonyms: bool) -> dict:
     _, value, source = values[0]
     sensitive = dynamic_config.is_sensitive(name)
-    synonyms = [{"name": v.name, "value": None if sensitive else v.value, "source": v.source}
-                for v in values] if include_synonyms else []
-    return {"name": name, "value": None if sensitive else value, "read_only": read_only,
-            "is_default": source == SOURCE_DEFAULT, "config_source": source,
-            "is_sensitive": sensitive, "synonyms": synonyms}
+    synonyms = (
+        [{"name": v.name, "value": None if sensitive else v.value, "source": v.source} for v in values]
+        if include_synonyms
+        else []
+    )
+    return {
+        "name": name,
+        "value": None if sensitive else value,
+        "read_only": read_only,
+        "is_default": source == SOURCE_DEFAULT,
+        "config_source": source,
+        "is_sensitive": sensitive,
+        "synonyms": synonyms,
+    }
 
 
 def _own_broker_id(broker, name: str, what: str, expected: str) -> int:
@@ -115,8 +130,10 @@ def _own_broker_id(broker, name: str, what: str, expected: str) -> int:
 
 async def handle_alter(broker, request) -> dict:
     """Legacy AlterConfigs replaces a resource's whole set of configs."""
+
     def replace(current: dict, configs, key_of) -> dict:
         return {c.name: c.value for c in configs}
+
     return _alter_all(broker, request, replace)
 
 
@@ -134,6 +151,7 @@ async def handle_incremental_alter(broker, request) -> dict:
             else:
                 raise InvalidRequestError(f"Unknown operations type {c.config_operation}")
         return updated
+
     return _alter_all(broker, request, apply)
 
 
@@ -143,10 +161,8 @@ def _edit_list(current: dict, key, config, operation: int) -> str:
     rule). Other types refuse both, as in Kafka."""
     if key is None or key.config_type != "LIST":
         verb = "append" if operation == OP_APPEND else "subtract"
-        raise InvalidConfigurationError(
-            f"Config value {verb} is not allowed for config key: {config.name}")
-    items = [v.strip() for v in (current.get(config.name, key.default) or "").split(",")
-             if v.strip()]
+        raise InvalidConfigurationError(f"Config value {verb} is not allowed for config key: {config.name}")
+    items = [v.strip() for v in (current.get(config.name, key.default) or "").split(",") if v.strip()]
     given = [v.strip() for v in (config.value or "").split(",") if v.strip()]
     if operation == OP_APPEND:
         return ",".join(items + [v for v in given if v not in items])
@@ -167,8 +183,10 @@ def _alter_all(broker, request, change: Callable) -> dict:
             elif resource.resource_type == BROKER:
                 _alter_broker(broker, resource, change, body.validate_only)
             else:
-                raise InvalidRequestError("AlterConfigs is only supported for topics and brokers, "
-                                          f"but resource type is {resource.resource_type}")
+                raise InvalidRequestError(
+                    "AlterConfigs is only supported for topics and brokers, "
+                    f"but resource type is {resource.resource_type}"
+                )
             responses.append(_result(resource, None))
         except Exception as exc:
             responses.append(_result(resource, exc))
@@ -179,6 +197,7 @@ def _alter_all(broker, request, change: Callable) -> dict:
 def _alter_topic(broker, resource, change, validate_only: bool) -> None:
     """A change is written as ConfigRecords of what it changed (none when it changes
     nothing); a validate-only one reads the topic without the write lock and writes nothing."""
+
     def altered(topics: Mapping) -> tuple:
         topic = topics.get(resource.resource_name)
         if topic is None:
@@ -186,6 +205,7 @@ def _alter_topic(broker, resource, change, validate_only: bool) -> None:
         updated = change(topic.configs, resource.configs, KEYS_BY_NAME.get)
         LogConfig.from_configs(updated)
         return topic, updated
+
     if validate_only:
         altered(broker.state.topics())
         return
@@ -198,13 +218,17 @@ def _alter_broker(broker, resource, change, validate_only: bool) -> None:
     """Change one broker's dynamic configs (resource name "<id>") or the cluster-wide ones
     (""); every broker takes the change up when it next polls the metadata. As for topics, a
     validate-only change reads them without the write lock and writes nothing."""
-    broker_id = (_own_broker_id(broker, resource.resource_name, "Node id", str(broker.broker_id))
-                 if resource.resource_name else None)
+    broker_id = (
+        _own_broker_id(broker, resource.resource_name, "Node id", str(broker.broker_id))
+        if resource.resource_name
+        else None
+    )
 
     def altered(configs: dict[str, str]) -> dict[str, str]:
         updated = change(configs, resource.configs, dynamic_config.key)
         dynamic_config.validate(updated, per_broker=broker_id is not None)
         return updated
+
     if validate_only:
         altered(broker.state.dynamic_broker_configs(broker_id))
         return
@@ -215,7 +239,10 @@ def _alter_broker(broker, resource, change, validate_only: bool) -> None:
 
 
 def _result(resource, exc: Exception | None, **extra) -> dict:
-    return {"error_code": 0 if exc is None else error_code(exc),
-            "error_message": None if exc is None else error_message(exc),
-            "resource_type": resource.resource_type, "resource_name": resource.resource_name,
-            **extra}
+    return {
+        "error_code": 0 if exc is None else error_code(exc),
+        "error_message": None if exc is None else error_message(exc),
+        "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name,
+        **extra,
+    }

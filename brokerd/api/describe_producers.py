@@ -23,11 +23,18 @@ NO_TXN = -1
 async def handle(broker, request) -> dict:
     broker.refresh_metadata()  # a topic created a moment ago is known here at once
     readable = Permission(broker, request, ACLOperation.READ)
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": topic.name,
-         "partitions": [_describe(broker, topic.name, index, readable)
-                        for index in topic.partition_indexes]}
-        for topic in request.body.topics]}
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": topic.name,
+                "partitions": [
+                    _describe(broker, topic.name, index, readable) for index in topic.partition_indexes
+                ],
+            }
+            for topic in request.body.topics
+        ],
+    }
 
 
 def _describe(broker, topic: str, index: int, readable: Permission) -> dict:
@@ -35,10 +42,18 @@ def _describe(broker, topic: str, index: int, readable: Permission) -> dict:
         readable.require(topic)
         partition = _hosted(broker, topic, index)
     except Exception as exc:
-        return {"partition_index": index, "error_code": error_code(exc),
-                "error_message": error_message(exc), "active_producers": []}
-    return {"partition_index": index, "error_code": 0, "error_message": None,
-            "active_producers": [_producer_state(entry) for entry in partition.log.active_producers()]}
+        return {
+            "partition_index": index,
+            "error_code": error_code(exc),
+            "error_message": error_message(exc),
+            "active_producers": [],
+        }
+    return {
+        "partition_index": index,
+        "error_code": 0,
+        "error_message": None,
+        "active_producers": [_producer_state(entry) for entry in partition.log.active_producers()],
+    }
 
 
 def _hosted(broker, topic: str, index: int):
@@ -54,8 +69,13 @@ def _hosted(broker, topic: str, index: int):
 
 
 def _producer_state(entry) -> dict:
-    return {"producer_id": entry.producer_id, "producer_epoch": entry.producer_epoch,
-            "last_sequence": entry.last_seq, "last_timestamp": entry.last_timestamp,
-            "coordinator_epoch": entry.coordinator_epoch,
-            "current_txn_start_offset": (NO_TXN if entry.current_txn_first_offset is None
-                                         else entry.current_txn_first_offset)}
+    return {
+        "producer_id": entry.producer_id,
+        "producer_epoch": entry.producer_epoch,
+        "last_sequence": entry.last_seq,
+        "last_timestamp": entry.last_timestamp,
+        "coordinator_epoch": entry.coordinator_epoch,
+        "current_txn_start_offset": (
+            NO_TXN if entry.current_txn_first_offset is None else entry.current_txn_first_offset
+        ),
+    }

@@ -17,8 +17,11 @@ ELECTION_TYPES = {0: "preferred", 1: "unclean"}
 
 async def handle(broker, request) -> dict:
     body = request.body
-    wanted = None if body.topic_partitions is None else [
-        (t.topic, p) for t in body.topic_partitions for p in t.partitions]
+    wanted = (
+        None
+        if body.topic_partitions is None
+        else [(t.topic, p) for t in body.topic_partitions for p in t.partitions]
+    )
     refused = cluster_refusal(broker, request, ACLOperation.ALTER)
     if refused is not None:
         return _response(refused, dict.fromkeys(wanted or (), refused))
@@ -28,14 +31,17 @@ async def handle(broker, request) -> dict:
             raise InvalidRequestError(f"unknown election type {body.election_type}")
         results = broker.controller.elect_leaders(election, wanted, broker.refresh_registrations())
     except Exception as exc:
-        return {"throttle_time_ms": 0, "error_code": error_code(exc),
-                "replica_election_results": []}
+        return {"throttle_time_ms": 0, "error_code": error_code(exc), "replica_election_results": []}
     broker.refresh_metadata()
     return _response(None, results)
 
 
 def _response(error: Exception | None, results: dict) -> dict:
     by_topic = partition_results(results, "partition_id")
-    return {"throttle_time_ms": 0, "error_code": 0 if error is None else error_code(error),
-            "replica_election_results": [
-                {"topic": topic, "partition_result": parts} for topic, parts in by_topic.items()]}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0 if error is None else error_code(error),
+        "replica_election_results": [
+            {"topic": topic, "partition_result": parts} for topic, parts in by_topic.items()
+        ],
+    }

@@ -22,14 +22,18 @@ def error_message(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
 
 
-def partition_results(results: dict[tuple[str, int], Exception | None],
-                      index_field: str) -> dict[str, list[dict]]:
+def partition_results(
+    results: dict[tuple[str, int], Exception | None], index_field: str
+) -> dict[str, list[dict]]:
     """Per-partition outcomes (None for success) grouped by topic, as admin APIs answer them;
     ``index_field`` is what the API's schema calls the partition index."""
     by_topic: dict[str, list[dict]] = {}
     for (topic, partition), error in results.items():
-        by_topic.setdefault(topic, []).append({
-            index_field: partition,
-            "error_code": 0 if error is None else error_code(error),
-            "error_message": None if error is None else error_message(error)})
+        by_topic.setdefault(topic, []).append(
+            {
+                index_field: partition,
+                "error_code": 0 if error is None else error_code(error),
+                "error_message": None if error is None else error_message(error),
+            }
+        )
     return by_topic

@@ -32,8 +32,11 @@ async def handle(broker, request, fetch_manager: FetchManager) -> dict:
     context = fetch_manager.new_context(body)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
-    readable = (decided(allows_cluster(broker, request, ACLOperation.CLUSTER_ACTION))
-                if body.replica_id >= 0 else Permission(broker, request, ACLOperation.READ))
+    readable = (
+        decided(allows_cluster(broker, request, ACLOperation.CLUSTER_ACTION))
+        if body.replica_id >= 0
+        else Permission(broker, request, ACLOperation.READ)
+    )
     first_pass = True
     while True:
         responses, total_bytes, watched = _read_all(broker, body, context, readable, first_pass)
@@ -47,8 +50,12 @@ async def handle(broker, request, fetch_manager: FetchManager) -> dict:
             break  # nothing changed while waiting: what was read is still the answer
         context.reread()
     result = context.respond(responses)
-    return {"throttle_time_ms": 0, "error_code": result.error_code,
-            "session_id": result.session_id, "responses": _by_topic(result.responses)}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": result.error_code,
+        "session_id": result.session_id,
+        "responses": _by_topic(result.responses),
+    }
 
 
 def _by_topic(responses: list[tuple[str, dict]]) -> list[dict]:
@@ -62,8 +69,9 @@ def _by_topic(responses: list[tuple[str, dict]]) -> list[dict]:
     return topics
 
 
-def _read_all(broker, body, context: FetchContext, readable: Permission, first_pass: bool
-              ) -> tuple[list[dict], int, list]:
+def _read_all(
+    broker, body, context: FetchContext, readable: Permission, first_pass: bool
+) -> tuple[list[dict], int, list]:
     """One pass over the partitions to read (the request's, or its session's unparked ones),
     with what to wait on if nothing is there yet. A follower's fetch offsets are recorded on
     the first pass only, as Kafka records a fetch once: a long poll re-read after a change
@@ -82,8 +90,7 @@ def _read_all(broker, body, context: FetchContext, readable: Permission, first_p
             responses.append(p.unchanged_response())
             continue
         limit = max(min(p.partition_max_bytes, body.max_bytes - total), 0)
-        result, partition = _read_partition(broker, body, topic, p, limit, total == 0, readable,
-                                            first_pass)
+        result, partition = _read_partition(broker, body, topic, p, limit, total == 0, readable, first_pass)
         if partition is not None and isinstance(p, CachedPartition):
             p.seen_changes = partition.changes
         size = len(result["records"])
@@ -94,25 +101,42 @@ def _read_all(broker, body, context: FetchContext, readable: Permission, first_p
     return responses, total, watched
 
 
-def _park_idle_follower_partition(broker, body, session: FetchSession | None, topic: str,
-                                  request, readable: Permission) -> bool:
+def _park_idle_follower_partition(
+    broker, body, session: FetchSession | None, topic: str, request, readable: Permission
+) -> bool:
     """Park the partition in the follower's session when it is exactly as the last full read
     left it (no change since, the follower at the log end and in sync): there is nothing to
     read or answer until it changes (see FetchSession). False when it must be read."""
-    if (session is None or not session.privileged or not isinstance(request, CachedPartition)
-            or not readable.allows(topic)):
+    if (
+        session is None
+        or not session.privileged
+        or not isinstance(request, CachedPartition)
+        or not readable.allows(topic)
+    ):
         return False
     partition = broker.replicas.partitions.get((topic, request.partition))
-    if (partition is None or request.seen_changes != partition.changes or not partition.is_leader
-            or not partition.follower_still_caught_up(body.replica_id, request.fetch_offset)):
+    if (
+        partition is None
+        or request.seen_changes != partition.changes
+        or not partition.is_leader
+        or not partition.follower_still_caught_up(body.replica_id, request.fetch_offset)
+    ):
         return False
     session.park(request.key)
     partition.park_idle_follower(body.replica_id, session)
     return True
 
 
-def _read_partition(broker, body, topic: str, request, max_bytes: int, min_one_message: bool,
-                    readable: Permission, record_fetch: bool):
+def _read_partition(
+    broker,
+    body,
+    topic: str,
+    request,
+    max_bytes: int,
+    min_one_message: bool,
+    readable: Permission,
+    record_fetch: bool,
+):
     """Consumers read up to the high watermark (read_committed ones up to the last stable
     offset); a follower (replica_id >= 0) reads up to the log end, and its fetch offset tells
     the leader how far its log reaches."""
@@ -124,22 +148,40 @@ def _read_partition(broker, body, topic: str, request, max_bytes: int, min_one_m
         partition = broker.replicas.get_leader(topic, index)
         partition.check_leader_epoch(request.current_leader_epoch)
         if follower and record_fetch:
-            partition.record_follower_fetch(body.replica_id, request.fetch_offset,
-                                             request.log_start_offset)
-        records = (partition.read(request.fetch_offset, max_bytes, for_follower=follower,
-                                  read_committed=read_committed, min_one_message=min_one_message)
-                   if max_bytes > 0 else b"")
+            partition.record_follower_fetch(body.replica_id, request.fetch_offset, request.log_start_offset)
+        records = (
+            partition.read(
+                request.fetch_offset,
+                max_bytes,
+                for_follower=follower,
+                read_committed=read_committed,
+                min_one_message=min_one_message,
+            )
+            if max_bytes > 0
+            else b""
+        )
         aborted = _aborted_transactions(partition, request.fetch_offset, records) if read_committed else None
     except Exception as exc:
-        return {"partition_index": index, "error_code": error_code(exc), "high_watermark": -1,
-                "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
-                "preferred_read_replica": -1, "records": b""}, None
-    return {"partition_index": index, "error_code": 0,
-            "high_watermark": partition.high_watermark,
-            "last_stable_offset": partition.last_stable_offset,
-            "log_start_offset": partition.log.log_start_offset,
-            "aborted_transactions": aborted, "preferred_read_replica": -1,
-            "records": bytes(records)}, partition
+        return {
+            "partition_index": index,
+            "error_code": error_code(exc),
+            "high_watermark": -1,
+            "last_stable_offset": -1,
+            "log_start_offset": -1,
+            "aborted_transactions": None,
+            "preferred_read_replica": -1,
+            "records": b"",
+        }, None
+    return {
+        "partition_index": index,
+        "error_code": 0,
+        "high_watermark": partition.high_watermark,
+        "last_stable_offset": partition.last_stable_offset,
+        "log_start_offset": partition.log.log_start_offset,
+        "aborted_transactions": aborted,
+        "preferred_read_replica": -1,
+        "records": bytes(records),
+    }, partition
 
 
 def _aborted_transactions(partition, fetch_offset: int, records) -> list[dict]:
@@ -147,5 +189,7 @@ def _aborted_transactions(partition, fetch_offset: int, records) -> list[dict]:
     last_offset = last_offset_in(records)
     if last_offset is None:
         return []
-    return [{"producer_id": producer_id, "first_offset": first_offset}
-            for producer_id, first_offset in partition.log.aborted_transactions(fetch_offset, last_offset + 1)]
+    return [
+        {"producer_id": producer_id, "first_offset": first_offset}
+        for producer_id, first_offset in partition.log.aborted_transactions(fetch_offset, last_offset + 1)
+    ]

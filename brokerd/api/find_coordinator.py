@@ -16,8 +16,7 @@ from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-RESOURCE_OF_KEY = {KEY_TYPE_GROUP: ResourceType.GROUP,
-                   KEY_TYPE_TRANSACTION: ResourceType.TRANSACTIONAL_ID}
+RESOURCE_OF_KEY = {KEY_TYPE_GROUP: ResourceType.GROUP, KEY_TYPE_TRANSACTION: ResourceType.TRANSACTIONAL_ID}
 
 
 async def handle(broker, request) -> dict:
@@ -28,11 +27,23 @@ async def handle(broker, request) -> dict:
             require(broker, request, ACLOperation.DESCRIBE, resource_type, body.key)
         coordinator = _coordinator(broker, body.key_type, body.key)
     except Exception as exc:
-        return {"throttle_time_ms": 0, "error_code": error_code(exc),
-                "error_message": error_message(exc), "node_id": -1, "host": "", "port": -1}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": error_code(exc),
+            "error_message": error_message(exc),
+            "node_id": -1,
+            "host": "",
+            "port": -1,
+        }
     host, port = coordinator.endpoint(request.session.listener)
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
-            "node_id": coordinator.broker_id, "host": host, "port": port}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "node_id": coordinator.broker_id,
+        "host": host,
+        "port": port,
+    }
 
 
 def _coordinator(broker, key_type: int, key: str):

@@ -27,19 +27,30 @@ FIRST_LEAVE_VERSION_WITH_MEMBERS = 3
 async def handle_join(broker, request) -> dict:
     body = request.body
     candidate = Member(
-        body.member_id, body.group_instance_id, request.header.client_id or "",
-        request.client_host, body.session_timeout_ms,
+        body.member_id,
+        body.group_instance_id,
+        request.header.client_id or "",
+        request.client_host,
+        body.session_timeout_ms,
         body.rebalance_timeout_ms if body.rebalance_timeout_ms > 0 else body.session_timeout_ms,
-        body.protocol_type, [(p.name, p.metadata) for p in body.protocols])
+        body.protocol_type,
+        [(p.name, p.metadata) for p in body.protocols],
+    )
     try:
         require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
         return await broker.coordinator.join(
-            body.group_id, candidate,
-            request.header.api_version >= FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID)
+            body.group_id, candidate, request.header.api_version >= FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID
+        )
     except Exception as exc:
         member_id = exc.member_id if isinstance(exc, MemberIdRequired) else body.member_id
-        return {"error_code": error_code(exc), "generation_id": -1, "protocol_name": "",
-                "leader": "", "member_id": member_id, "members": []}
+        return {
+            "error_code": error_code(exc),
+            "generation_id": -1,
+            "protocol_name": "",
+            "leader": "",
+            "member_id": member_id,
+            "members": [],
+        }
 
 
 async def handle_sync(broker, request) -> dict:
@@ -47,8 +58,12 @@ async def handle_sync(broker, request) -> dict:
     try:
         require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
         assignment = await broker.coordinator.sync(
-            body.group_id, body.member_id, body.group_instance_id, body.generation_id,
-            {a.member_id: a.assignment for a in body.assignments})
+            body.group_id,
+            body.member_id,
+            body.group_instance_id,
+            body.generation_id,
+            {a.member_id: a.assignment for a in body.assignments},
+        )
     except Exception as exc:
         return {"error_code": error_code(exc), "assignment": b""}
     return {"error_code": 0, "assignment": assignment}
@@ -58,8 +73,9 @@ async def handle_heartbeat(broker, request) -> dict:
     body = request.body
     try:
         require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        broker.coordinator.heartbeat(body.group_id, body.member_id, body.group_instance_id,
-                                     body.generation_id)
+        broker.coordinator.heartbeat(
+            body.group_id, body.member_id, body.group_instance_id, body.generation_id
+        )
     except Exception as exc:
         return {"error_code": error_code(exc)}
     return {"error_code": 0}
@@ -70,8 +86,9 @@ async def handle_leave(broker, request) -> dict:
     by group instance id alone) and answer each."""
     body = request.body
     batched = request.header.api_version >= FIRST_LEAVE_VERSION_WITH_MEMBERS
-    members = ([(m.member_id, m.group_instance_id) for m in body.members] if batched
-               else [(body.member_id, None)])
+    members = (
+        [(m.member_id, m.group_instance_id) for m in body.members] if batched else [(body.member_id, None)]
+    )
     try:
         require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
         outcomes = broker.coordinator.leave(body.group_id, members)
@@ -80,9 +97,13 @@ async def handle_leave(broker, request) -> dict:
     codes = [0 if error is None else error_code(error) for error in outcomes]
     if not batched:
         return {"error_code": codes[0]}
-    return {"error_code": 0, "members": [
-        {"member_id": member_id, "group_instance_id": instance_id, "error_code": code}
-        for (member_id, instance_id), code in zip(members, codes)]}
+    return {
+        "error_code": 0,
+        "members": [
+            {"member_id": member_id, "group_instance_id": instance_id, "error_code": code}
+            for (member_id, instance_id), code in zip(members, codes)
+        ],
+    }
 
 
 async def handle_list(broker, request) -> dict:
@@ -94,14 +115,19 @@ async def handle_list(broker, request) -> dict:
     if types and CLASSIC not in types:
         return {"error_code": 0, "groups": []}
     # Kafka filters silently: no denial is logged for a group left out
-    describable = (decided(True)
-                   if allows_cluster(broker, request, ACLOperation.DESCRIBE, audit=False)
-                   else Permission(broker, request, ACLOperation.DESCRIBE, ResourceType.GROUP,
-                                   audit=False))
-    return {"error_code": 0, "groups": [
-        {"group_id": g, "protocol_type": t, "group_state": s, "group_type": CLASSIC}
-        for g, t, s in broker.coordinator.list_groups()
-        if (not states or s.lower() in states) and describable.allows(g)]}
+    describable = (
+        decided(True)
+        if allows_cluster(broker, request, ACLOperation.DESCRIBE, audit=False)
+        else Permission(broker, request, ACLOperation.DESCRIBE, ResourceType.GROUP, audit=False)
+    )
+    return {
+        "error_code": 0,
+        "groups": [
+            {"group_id": g, "protocol_type": t, "group_state": s, "group_type": CLASSIC}
+            for g, t, s in broker.coordinator.list_groups()
+            if (not states or s.lower() in states) and describable.allows(g)
+        ],
+    }
 
 
 async def handle_describe(broker, request) -> dict:
@@ -112,8 +138,8 @@ async def handle_describe(broker, request) -> dict:
     for group_id in request.body.groups:
         described = _describe(broker, request, group_id)
         described["authorized_operations"] = authorized_operations(
-            broker, request, asks_operations and described["error_code"] == 0,
-            ResourceType.GROUP, group_id)
+            broker, request, asks_operations and described["error_code"] == 0, ResourceType.GROUP, group_id
+        )
         groups.append(described)
     return {"groups": groups}
 
@@ -123,17 +149,32 @@ def _describe(broker, request, group_id: str) -> dict:
         require(broker, request, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
         group = broker.coordinator.describe(group_id)
     except Exception as exc:
-        return {"error_code": error_code(exc), "group_id": group_id, "group_state": "",
-                "protocol_type": "", "protocol_data": "", "members": []}
-    return {"error_code": 0, "group_id": group_id, "group_state": group.state.value,
-            "protocol_type": group.protocol_type or "",
-            "protocol_data": group.protocol_name or "",
-            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                         "client_id": m.client_id, "client_host": f"/{m.client_host}",
-                         "member_metadata": m.metadata_for(group.protocol_name)
-                         if group.protocol_name else b"",
-                         "member_assignment": m.assignment}
-                        for m in group.members.values()]}
+        return {
+            "error_code": error_code(exc),
+            "group_id": group_id,
+            "group_state": "",
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+        }
+    return {
+        "error_code": 0,
+        "group_id": group_id,
+        "group_state": group.state.value,
+        "protocol_type": group.protocol_type or "",
+        "protocol_data": group.protocol_name or "",
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": f"/{m.client_host}",
+                "member_metadata": m.metadata_for(group.protocol_name) if group.protocol_name else b"",
+                "member_assignment": m.assignment,
+            }
+            for m in group.members.values()
+        ],
+    }
 
 
 async def handle_delete(broker, request) -> dict:

@@ -29,15 +29,33 @@ async def handle(broker, request) -> dict:
     describable = Permission(broker, request, ACLOperation.DESCRIBE)
     topics = []
     for topic in request.body.topics:
-        partitions = [_lookup(broker, topic.name, p.partition_index, p.timestamp,
-                              p.current_leader_epoch, read_committed, version, describable)
-                      for p in topic.partitions]
+        partitions = [
+            _lookup(
+                broker,
+                topic.name,
+                p.partition_index,
+                p.timestamp,
+                p.current_leader_epoch,
+                read_committed,
+                version,
+                describable,
+            )
+            for p in topic.partitions
+        ]
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _lookup(broker, topic: str, index: int, timestamp: int, current_leader_epoch: int,
-            read_committed: bool, version: int, describable: Permission) -> dict:
+def _lookup(
+    broker,
+    topic: str,
+    index: int,
+    timestamp: int,
+    current_leader_epoch: int,
+    read_committed: bool,
+    version: int,
+    describable: Permission,
+) -> dict:
     try:
         describable.require(topic)
         if timestamp == MAX_TIMESTAMP and version < MAX_TIMESTAMP_VERSION:
@@ -46,10 +64,20 @@ def _lookup(broker, topic: str, index: int, timestamp: int, current_leader_epoch
         partition.check_leader_epoch(current_leader_epoch)
         offset, found_ts = _resolve(partition, timestamp, read_committed)
     except Exception as exc:
-        return {"partition_index": index, "error_code": error_code(exc),
-                "timestamp": -1, "offset": -1, "leader_epoch": -1}
-    return {"partition_index": index, "error_code": 0, "timestamp": found_ts,
-            "offset": offset, "leader_epoch": partition.leader_epoch}
+        return {
+            "partition_index": index,
+            "error_code": error_code(exc),
+            "timestamp": -1,
+            "offset": -1,
+            "leader_epoch": -1,
+        }
+    return {
+        "partition_index": index,
+        "error_code": 0,
+        "timestamp": found_ts,
+        "offset": offset,
+        "leader_epoch": partition.leader_epoch,
+    }
 
 
 def _resolve(partition, timestamp: int, read_committed: bool) -> tuple[int, int]:

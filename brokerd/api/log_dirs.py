@@ -17,18 +17,34 @@ async def handle(broker, request) -> dict:
     refused = cluster_refusal(broker, request, ACLOperation.DESCRIBE)
     if refused is not None:
         return {"throttle_time_ms": 0, "error_code": error_code(refused), "results": []}
-    wanted = None if request.body.topics is None else {
-        (t.topic, p) for t in request.body.topics for p in t.partitions}
+    wanted = (
+        None
+        if request.body.topics is None
+        else {(t.topic, p) for t in request.body.topics for p in t.partitions}
+    )
     by_topic: dict[str, list[dict]] = {}
     for (topic, index), partition in sorted(broker.replicas.partitions.items()):
         if wanted is None or (topic, index) in wanted:
-            by_topic.setdefault(topic, []).append({
-                "partition_index": index, "partition_size": partition.log.size_in_bytes,
-                "offset_lag": max(partition.high_watermark - partition.log.log_end_offset, 0),
-                "is_future_key": False})
+            by_topic.setdefault(topic, []).append(
+                {
+                    "partition_index": index,
+                    "partition_size": partition.log.size_in_bytes,
+                    "offset_lag": max(partition.high_watermark - partition.log.log_end_offset, 0),
+                    "is_future_key": False,
+                }
+            )
     data_dir = broker.replicas.data_dir
     usage = shutil.disk_usage(data_dir)
-    return {"throttle_time_ms": 0, "error_code": 0, "results": [{
-        "error_code": 0, "log_dir": str(data_dir.resolve()),
-        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-        "total_bytes": usage.total, "usable_bytes": usage.free}]}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "results": [
+            {
+                "error_code": 0,
+                "log_dir": str(data_dir.resolve()),
+                "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+                "total_bytes": usage.total,
+                "usable_bytes": usage.free,
+            }
+        ],
+    }

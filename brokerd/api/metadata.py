@@ -16,11 +16,14 @@ from __future__ import annotations
 import uuid
 
 from kafka.admin import ACLOperation, ResourceType
-from kafka.protocol.api_key import ApiKey
 from kafka.errors import (
-    KafkaError, LeaderNotAvailableError, UnknownTopicIdError, UnknownTopicOrPartitionError,
+    KafkaError,
+    LeaderNotAvailableError,
+    UnknownTopicIdError,
+    UnknownTopicOrPartitionError,
     UnsupportedEndpointTypeError,
 )
+from kafka.protocol.api_key import ApiKey
 
 from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.authorized_operations import authorized_operations, cluster_operations
@@ -72,8 +75,11 @@ async def handle(broker, request, cache: TopicMetadataCache) -> dict:
     broker.refresh_registrations()  # a broker started a moment ago is listed at once
     broker.refresh_metadata()  # and a topic created or moved a moment ago is answered as it is now
     all_topics = body.topics is None or (version == 0 and not body.topics)
-    allow_create = broker.config.get("auto.create.topics.enable") and (
-        version < 4 or body.allow_auto_topic_creation) and not all_topics
+    allow_create = (
+        broker.config.get("auto.create.topics.enable")
+        and (version < 4 or body.allow_auto_topic_creation)
+        and not all_topics
+    )
     # Listing every topic leaves out, silently, those the client may not DESCRIBE.
     describable = Permission(broker, request, ACLOperation.DESCRIBE, audit=not all_topics)
     creatable = _creatable(broker, request) if allow_create else None
@@ -85,8 +91,13 @@ async def handle(broker, request, cache: TopicMetadataCache) -> dict:
             topics.append(_topic_error(None, UnknownTopicIdError(f"no topic has id {name}"), name))
         elif not describable.allows(name):
             if not all_topics:  # the topic's existence is not disclosed, its id only if asked by it
-                topics.append(_topic_error(None if by_id else name, describable.refusal(name),
-                                           _topic_id(broker, name) if by_id else ZERO_TOPIC_ID))
+                topics.append(
+                    _topic_error(
+                        None if by_id else name,
+                        describable.refusal(name),
+                        _topic_id(broker, name) if by_id else ZERO_TOPIC_ID,
+                    )
+                )
         elif creatable is not None and name not in broker.topics and not creatable.allows(name):
             topics.append(_topic_error(name, creatable.refusal(name)))
         elif name in broker.topics and not asks_topic_ops:
@@ -94,7 +105,8 @@ async def handle(broker, request, cache: TopicMetadataCache) -> dict:
         else:
             topic = _describe_topic(broker, name, allow_create)
             topic["authorized_operations"] = authorized_operations(
-                broker, request, asks_topic_ops, ResourceType.TOPIC, name)
+                broker, request, asks_topic_ops, ResourceType.TOPIC, name
+            )
             topics.append(topic)
     return {
         "throttle_time_ms": 0,
@@ -103,7 +115,8 @@ async def handle(broker, request, cache: TopicMetadataCache) -> dict:
         "controller_id": broker.live_controller_id(),
         "topics": topics,
         "authorized_operations": cluster_operations(
-            broker, request, getattr(body, "include_cluster_authorized_operations", False)),
+            broker, request, getattr(body, "include_cluster_authorized_operations", False)
+        ),
     }
 
 
@@ -122,16 +135,28 @@ async def handle_describe_cluster(broker, request) -> dict:
     """The live brokers (endpoint type 1); there are no separate KRaft controller endpoints."""
     if getattr(request.body, "endpoint_type", BROKER_ENDPOINTS) != BROKER_ENDPOINTS:
         exc = UnsupportedEndpointTypeError("brokerd has broker endpoints only")
-        return {"throttle_time_ms": 0, "error_code": error_code(exc),
-                "error_message": error_message(exc), "endpoint_type": request.body.endpoint_type,
-                "cluster_id": broker.cluster_id, "controller_id": -1, "brokers": []}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": error_code(exc),
+            "error_message": error_message(exc),
+            "endpoint_type": request.body.endpoint_type,
+            "cluster_id": broker.cluster_id,
+            "controller_id": -1,
+            "brokers": [],
+        }
     broker.refresh_registrations()
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None,
-            "endpoint_type": BROKER_ENDPOINTS, "cluster_id": broker.cluster_id,
-            "controller_id": broker.live_controller_id(),
-            "brokers": [_endpoint(b, request, "broker_id") for b in broker.live_brokers],
-            "authorized_operations": cluster_operations(
-                broker, request, request.body.include_cluster_authorized_operations)}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "endpoint_type": BROKER_ENDPOINTS,
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.live_controller_id(),
+        "brokers": [_endpoint(b, request, "broker_id") for b in broker.live_brokers],
+        "authorized_operations": cluster_operations(
+            broker, request, request.body.include_cluster_authorized_operations
+        ),
+    }
 
 
 def _endpoint(registration, request, id_field: str) -> dict:
@@ -147,8 +172,10 @@ def _requested_names(body, all_topics: bool, broker) -> list[tuple[str | uuid.UU
     if all_topics:
         return [(name, False) for name in sorted(broker.topics)]
     by_id = {uuid.UUID(hex=t.topic_id): name for name, t in broker.topics.items()}
-    return [(t.name, False) if t.name is not None else (by_id.get(t.topic_id, t.topic_id), True)
-            for t in body.topics]
+    return [
+        (t.name, False) if t.name is not None else (by_id.get(t.topic_id, t.topic_id), True)
+        for t in body.topics
+    ]
 
 
 def _describe_topic(broker, name: str, allow_create: bool) -> dict:
@@ -162,7 +189,9 @@ def _describe_topic(broker, name: str, allow_create: bool) -> dict:
             return _topic_error(name, UnknownTopicOrPartitionError())
     live = frozenset(b.broker_id for b in broker.live_brokers)
     return {
-        "error_code": 0, "name": name, "topic_id": uuid.UUID(hex=topic.topic_id),
+        "error_code": 0,
+        "name": name,
+        "topic_id": uuid.UUID(hex=topic.topic_id),
         "is_internal": name in INTERNAL_TOPICS,
         "partitions": [_describe_partition(p, live) for p in topic.partitions.values()],
     }
@@ -190,5 +219,11 @@ def _auto_create(broker, name: str) -> TopicRecord | None:
 
 
 def _topic_error(name: str | None, exc: Exception, topic_id: uuid.UUID = ZERO_TOPIC_ID) -> dict:
-    return {"error_code": error_code(exc), "name": name, "topic_id": topic_id,
-            "is_internal": False, "partitions": [], "authorized_operations": None}
+    return {
+        "error_code": error_code(exc),
+        "name": name,
+        "topic_id": topic_id,
+        "is_internal": False,
+        "partitions": [],
+        "authorized_operations": None,
+    }

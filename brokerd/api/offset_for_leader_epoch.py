@@ -16,9 +16,11 @@ from brokerd.api.errors import error_code
 
 
 async def handle(broker, request) -> dict:
-    describable = (decided(True)
-                   if allows_cluster(broker, request, ACLOperation.CLUSTER_ACTION, audit=False)
-                   else Permission(broker, request, ACLOperation.DESCRIBE))
+    describable = (
+        decided(True)
+        if allows_cluster(broker, request, ACLOperation.CLUSTER_ACTION, audit=False)
+        else Permission(broker, request, ACLOperation.DESCRIBE)
+    )
     topics = []
     for topic in request.body.topics:
         partitions = [_end_offset(broker, topic.topic, p, describable) for p in topic.partitions]
@@ -33,7 +35,10 @@ def _end_offset(broker, topic: str, request, describable: Permission) -> dict:
         partition.check_leader_epoch(request.current_leader_epoch)
         epoch, end_offset = partition.log.end_offset_for_epoch(request.leader_epoch)
     except Exception as exc:
-        return {"error_code": error_code(exc), "partition": request.partition,
-                "leader_epoch": -1, "end_offset": -1}
-    return {"error_code": 0, "partition": request.partition, "leader_epoch": epoch,
-            "end_offset": end_offset}
+        return {
+            "error_code": error_code(exc),
+            "partition": request.partition,
+            "leader_epoch": -1,
+            "end_offset": -1,
+        }
+    return {"error_code": 0, "partition": request.partition, "leader_epoch": epoch, "end_offset": end_offset}

@@ -26,8 +26,10 @@ async def handle_commit(broker, request) -> dict:
     body = request.body
 
     async def commit(offsets):
-        await broker.coordinator.commit(body.group_id, body.generation_id_or_member_epoch,
-                                        body.member_id, body.group_instance_id, offsets)
+        await broker.coordinator.commit(
+            body.group_id, body.generation_id_or_member_epoch, body.member_id, body.group_instance_id, offsets
+        )
+
     refused = refusal(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
     return await _commit_known(broker, request, commit, refused)
 
@@ -37,11 +39,13 @@ async def handle_txn_commit(broker, request) -> dict:
     body = request.body
 
     async def commit(offsets):
-        await broker.coordinator.commit_transactional(body.group_id, body.producer_id,
-                                                      body.producer_epoch, offsets)
-    refused = (refusal(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
-                       body.transactional_id)
-               or refusal(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id))
+        await broker.coordinator.commit_transactional(
+            body.group_id, body.producer_id, body.producer_epoch, offsets
+        )
+
+    refused = refusal(
+        broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+    ) or refusal(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
     return await _commit_known(broker, request, commit, refused)
 
 
@@ -54,11 +58,17 @@ async def _commit_known(broker, request, commit, refused: Exception | None) -> d
     readable = Permission(broker, request, ACLOperation.READ)
     now = int(time.time() * 1000)
     requested = [(t.name, p) for t in topics for p in t.partitions]
-    codes = {(name, p.partition_index): _commit_code(broker, readable, name, p.partition_index)
-             for name, p in requested}
-    offsets = {(name, p.partition_index): CommittedOffset(
-        p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now)
-        for name, p in requested if not codes[(name, p.partition_index)]}
+    codes = {
+        (name, p.partition_index): _commit_code(broker, readable, name, p.partition_index)
+        for name, p in requested
+    }
+    offsets = {
+        (name, p.partition_index): CommittedOffset(
+            p.committed_offset, p.committed_leader_epoch, p.committed_metadata or "", now
+        )
+        for name, p in requested
+        if not codes[(name, p.partition_index)]
+    }
     try:
         await commit(offsets)
     except Exception as exc:
@@ -75,11 +85,19 @@ def _commit_code(broker, readable: Permission, topic: str, partition: int) -> in
 
 
 def _commit_response(topics, code_of) -> dict:
-    return {"throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": code_of(t.name, p.partition_index)}
-            for p in t.partitions]}
-        for t in topics]}
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {"partition_index": p.partition_index, "error_code": code_of(t.name, p.partition_index)}
+                    for p in t.partitions
+                ],
+            }
+            for t in topics
+        ],
+    }
 
 
 def partition_exists(broker, topic: str, partition: int) -> bool:
@@ -100,12 +118,15 @@ async def handle_fetch(broker, request) -> dict:
     describable = Permission(broker, request, ACLOperation.DESCRIBE)
     try:
         require(broker, request, ACLOperation.DESCRIBE, ResourceType.GROUP, body.group_id)
-        wanted = None if body.topics is None else [
-            (t.name, p) for t in body.topics for p in t.partition_indexes
-            if describable.allows(t.name)]
+        wanted = (
+            None
+            if body.topics is None
+            else [(t.name, p) for t in body.topics for p in t.partition_indexes if describable.allows(t.name)]
+        )
         committed = broker.coordinator.committed(body.group_id, wanted)
-        unstable = (broker.coordinator.unstable(body.group_id)
-                    if getattr(body, "require_stable", False) else set())
+        unstable = (
+            broker.coordinator.unstable(body.group_id) if getattr(body, "require_stable", False) else set()
+        )
     except Exception as exc:
         return {"throttle_time_ms": 0, "topics": [], "error_code": error_code(exc)}
     by_topic: dict[str, list] = {}
@@ -114,18 +135,33 @@ async def handle_fetch(broker, request) -> dict:
             continue
         code = UnstableOffsetCommitError.errno if (topic, partition) in unstable else 0
         c = None if code else c
-        by_topic.setdefault(topic, []).append({
-            "partition_index": partition, "committed_offset": c.offset if c else -1,
-            "committed_leader_epoch": c.leader_epoch if c else -1,
-            "metadata": c.metadata if c else "", "error_code": code})
+        by_topic.setdefault(topic, []).append(
+            {
+                "partition_index": partition,
+                "committed_offset": c.offset if c else -1,
+                "committed_leader_epoch": c.leader_epoch if c else -1,
+                "metadata": c.metadata if c else "",
+                "error_code": code,
+            }
+        )
     for t in body.topics or ():
         refused = describable.refusal(t.name)
         if refused is not None:
             by_topic.setdefault(t.name, []).extend(
-                {"partition_index": p, "committed_offset": -1, "committed_leader_epoch": -1,
-                 "metadata": "", "error_code": error_code(refused)} for p in t.partition_indexes)
-    return {"throttle_time_ms": 0, "error_code": 0,
-            "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+                {
+                    "partition_index": p,
+                    "committed_offset": -1,
+                    "committed_leader_epoch": -1,
+                    "metadata": "",
+                    "error_code": error_code(refused),
+                }
+                for p in t.partition_indexes
+            )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+    }
 
 
 async def handle_delete(broker, request) -> dict:
@@ -133,17 +169,40 @@ async def handle_delete(broker, request) -> dict:
     readable = Permission(broker, request, ACLOperation.READ)
     try:
         require(broker, request, ACLOperation.DELETE, ResourceType.GROUP, body.group_id)
-        denied = {(t.name, p.partition_index): readable.refusal(t.name)
-                  for t in body.topics for p in t.partitions if not readable.allows(t.name)}
+        denied = {
+            (t.name, p.partition_index): readable.refusal(t.name)
+            for t in body.topics
+            for p in t.partitions
+            if not readable.allows(t.name)
+        }
         refused = await broker.coordinator.delete_offsets(
-            body.group_id, [(t.name, p.partition_index) for t in body.topics
-                            for p in t.partitions if (t.name, p.partition_index) not in denied])
+            body.group_id,
+            [
+                (t.name, p.partition_index)
+                for t in body.topics
+                for p in t.partitions
+                if (t.name, p.partition_index) not in denied
+            ],
+        )
         refused.update(denied)
     except Exception as exc:
         return {"error_code": error_code(exc), "throttle_time_ms": 0, "topics": []}
-    return {"error_code": 0, "throttle_time_ms": 0, "topics": [
-        {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index,
-             "error_code": error_code(refused[(t.name, p.partition_index)])
-             if (t.name, p.partition_index) in refused else 0}
-            for p in t.partitions]} for t in body.topics]}
+    return {
+        "error_code": 0,
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": error_code(refused[(t.name, p.partition_index)])
+                        if (t.name, p.partition_index) in refused
+                        else 0,
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in body.topics
+        ],
+    }

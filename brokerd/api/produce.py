@@ -12,7 +12,10 @@ import asyncio
 
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import (
-    InvalidRecordError, InvalidRequiredAcksError, InvalidTopicError, UnsupportedVersionError,
+    InvalidRecordError,
+    InvalidRequiredAcksError,
+    InvalidTopicError,
+    UnsupportedVersionError,
 )
 
 from brokerd.api.authorization import Permission, denied, refusal
@@ -35,12 +38,14 @@ async def handle(broker, request) -> dict | None:
         refused = txn_refused or writable.refusal(topic.name)
         partitions = []
         for p in topic.partition_data:
-            result, partition, info = _append(broker, topic.name, p.index, p.records, version,
-                                               body.acks, refused)
+            result, partition, info = _append(
+                broker, topic.name, p.index, p.records, version, body.acks, refused
+            )
             partitions.append(result)
             if body.acks == -1 and info is not None:
-                pending.append(_await_replication(result, partition, info.last_offset,
-                                                  body.timeout_ms / 1000))
+                pending.append(
+                    _await_replication(result, partition, info.last_offset, body.timeout_ms / 1000)
+                )
         responses.append({"name": topic.name, "partition_responses": partitions})
     await asyncio.gather(*pending)
     if body.acks == 0:
@@ -68,17 +73,19 @@ def _transactional_refusal(broker, request) -> Exception | None:
     transactional_id = getattr(body, "transactional_id", None)
     if transactional_id is None:
         return denied(ResourceType.TRANSACTIONAL_ID)
-    return refusal(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
-                   transactional_id)
+    return refusal(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
 
 
 def _starts_transactional(records) -> bool:
-    return (records is not None and len(records) >= HEADER_SIZE
-            and records[MAGIC_POSITION] == CURRENT_MAGIC and read_header(records).is_transactional)
+    return (
+        records is not None
+        and len(records) >= HEADER_SIZE
+        and records[MAGIC_POSITION] == CURRENT_MAGIC
+        and read_header(records).is_transactional
+    )
 
 
-def _append(broker, topic: str, index: int, records, version: int, acks: int,
-            refused: Exception | None):
+def _append(broker, topic: str, index: int, records, version: int, acks: int, refused: Exception | None):
     """Append one partition's batch; returns (response entry, partition, append info)."""
     try:
         if version < MIN_ACCEPTED_PRODUCE_VERSION:
@@ -94,16 +101,36 @@ def _append(broker, topic: str, index: int, records, version: int, acks: int,
         partition = broker.replicas.get_leader(topic, index)
         info = partition.append_as_leader(records, acks)
     except Exception as exc:
-        return {"index": index, "error_code": error_code(exc), "base_offset": -1,
-                "log_append_time_ms": -1, "log_start_offset": -1,
+        return (
+            {
+                "index": index,
+                "error_code": error_code(exc),
+                "base_offset": -1,
+                "log_append_time_ms": -1,
+                "log_start_offset": -1,
                 "record_errors": _record_errors(exc),
-                "error_message": error_message(exc)}, None, None
-    return {"index": index, "error_code": 0, "base_offset": info.first_offset,
-            "log_append_time_ms": info.log_append_time, "log_start_offset":
-            partition.log.log_start_offset, "error_message": None}, partition, info
+                "error_message": error_message(exc),
+            },
+            None,
+            None,
+        )
+    return (
+        {
+            "index": index,
+            "error_code": 0,
+            "base_offset": info.first_offset,
+            "log_append_time_ms": info.log_append_time,
+            "log_start_offset": partition.log.log_start_offset,
+            "error_message": None,
+        },
+        partition,
+        info,
+    )
 
 
 def _record_errors(exc: Exception) -> list[dict]:
     """Produce v8+: which records of the batch were refused (INVALID_RECORD), and why."""
-    return [{"batch_index": index, "batch_index_error_message": message}
-            for index, message in getattr(exc, "record_errors", ())]
+    return [
+        {"batch_index": index, "batch_index_error_message": message}
+        for index, message in getattr(exc, "record_errors", ())
+    ]

@@ -30,22 +30,26 @@ async def handle(broker, request) -> dict:
             producer_id, epoch = broker.producer_ids.next_id(), 0
         else:
             producer_id, epoch = await broker.transactions.init_producer_id(
-                body.transactional_id, body.transaction_timeout_ms, expected)
+                body.transactional_id, body.transaction_timeout_ms, expected
+            )
     except Exception as exc:
-        return {"throttle_time_ms": 0, "producer_id": -1, "producer_epoch": -1,
-                "error_code": fenced_code(error_code(exc), request, FIRST_PRODUCER_FENCED_VERSION)}
-    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id,
-            "producer_epoch": epoch}
+        return {
+            "throttle_time_ms": 0,
+            "producer_id": -1,
+            "producer_epoch": -1,
+            "error_code": fenced_code(error_code(exc), request, FIRST_PRODUCER_FENCED_VERSION),
+        }
+    return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": epoch}
 
 
 def _authorize(broker, request) -> None:
     transactional_id = request.body.transactional_id
     if transactional_id is not None:
-        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
-                transactional_id)
-    elif not (allows_cluster(broker, request, ACLOperation.IDEMPOTENT_WRITE, audit=False)
-              or broker.authorizer.authorize_any(request.session, ACLOperation.WRITE,
-                                                 ResourceType.TOPIC)):
+        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+    elif not (
+        allows_cluster(broker, request, ACLOperation.IDEMPOTENT_WRITE, audit=False)
+        or broker.authorizer.authorize_any(request.session, ACLOperation.WRITE, ResourceType.TOPIC)
+    ):
         raise denied(ResourceType.CLUSTER)
 
 
@@ -57,6 +61,5 @@ def _expected_producer(body) -> tuple[int, int] | None:
     if (producer_id, epoch) == (NO_PRODUCER_ID, NO_PRODUCER_EPOCH):
         return None
     if NO_PRODUCER_ID in (producer_id, epoch):
-        raise InvalidRequestError(f"producer id {producer_id} and epoch {epoch} must be "
-                                  "given together")
+        raise InvalidRequestError(f"producer id {producer_id} and epoch {epoch} must be given together")
     return producer_id, epoch

@@ -15,8 +15,11 @@ from brokerd.api.errors import error_code, error_message, partition_results
 
 async def handle_alter(broker, request) -> dict:
     body = request.body
-    targets = {(t.name, p.partition_index): None if p.replicas is None else list(p.replicas)
-               for t in body.topics for p in t.partitions}
+    targets = {
+        (t.name, p.partition_index): None if p.replicas is None else list(p.replicas)
+        for t in body.topics
+        for p in t.partitions
+    }
     refused = cluster_refusal(broker, request, ACLOperation.ALTER)
     if refused is not None:
         return _alter_response(refused, dict.fromkeys(targets, refused))
@@ -30,9 +33,12 @@ async def handle_alter(broker, request) -> dict:
 
 def _alter_response(error: Exception | None, results: dict) -> dict:
     by_topic = partition_results(results, "partition_index")
-    return {"throttle_time_ms": 0, "error_code": 0 if error is None else error_code(error),
-            "error_message": None if error is None else error_message(error),
-            "responses": [{"name": t, "partitions": ps} for t, ps in by_topic.items()]}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0 if error is None else error_code(error),
+        "error_message": None if error is None else error_message(error),
+        "responses": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
+    }
 
 
 async def handle_list(broker, request) -> dict:
@@ -40,17 +46,25 @@ async def handle_list(broker, request) -> dict:
     body = request.body
     refused = cluster_refusal(broker, request, ACLOperation.DESCRIBE)
     if refused is not None:
-        return {"throttle_time_ms": 0, "error_code": error_code(refused),
-                "error_message": error_message(refused), "topics": []}
-    wanted = None if body.topics is None else {
-        (t.name, p) for t in body.topics for p in t.partition_indexes}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": error_code(refused),
+            "error_message": error_message(refused),
+            "topics": [],
+        }
+    wanted = None if body.topics is None else {(t.name, p) for t in body.topics for p in t.partition_indexes}
     topics = []
     for topic in broker.topics.values():
         partitions = [
-            {"partition_index": p, "replicas": r.replicas, "adding_replicas": r.adding_replicas,
-             "removing_replicas": r.removing_replicas}
+            {
+                "partition_index": p,
+                "replicas": r.replicas,
+                "adding_replicas": r.adding_replicas,
+                "removing_replicas": r.removing_replicas,
+            }
             for p, r in sorted(topic.partitions.items())
-            if reassignment.is_reassigning(r) and (wanted is None or (topic.name, p) in wanted)]
+            if reassignment.is_reassigning(r) and (wanted is None or (topic.name, p) in wanted)
+        ]
         if partitions:
             topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "topics": topics}

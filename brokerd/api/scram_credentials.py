@@ -12,13 +12,18 @@ from collections import Counter
 
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import (
-    ClusterAuthorizationFailedError, DuplicateResourceError, ResourceNotFoundError,
-    UnacceptableCredentialError, UnsupportedSaslMechanismError,
+    ClusterAuthorizationFailedError,
+    DuplicateResourceError,
+    ResourceNotFoundError,
+    UnacceptableCredentialError,
+    UnsupportedSaslMechanismError,
 )
 
 from brokerd.security.acl import CLUSTER_NAME
 from brokerd.security.scram_credentials import (
-    MECHANISM_CODES, ScramCredential, iterations_error,
+    MECHANISM_CODES,
+    ScramCredential,
+    iterations_error,
 )
 
 CODES_BY_MECHANISM = {name: code for code, name in MECHANISM_CODES.items()}
@@ -31,32 +36,42 @@ class _Refused(Exception):
 
 
 def _allowed(broker, request, operation: ACLOperation) -> bool:
-    return broker.authorizer.authorize(request.session, operation, ResourceType.CLUSTER,
-                                       CLUSTER_NAME)
+    return broker.authorizer.authorize(request.session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 async def handle_describe(broker, request) -> dict:
     if not _allowed(broker, request, ACLOperation.DESCRIBE):
-        return {"throttle_time_ms": 0, "error_code": ClusterAuthorizationFailedError.errno,
-                "error_message": "Cluster authorization failed.", "results": []}
+        return {
+            "throttle_time_ms": 0,
+            "error_code": ClusterAuthorizationFailedError.errno,
+            "error_message": "Cluster authorization failed.",
+            "results": [],
+        }
     users = broker.scram_credentials.users()
     asked = [u.name for u in request.body.users or []] or sorted(users)
     counts = Counter(asked)
     results = []
     for name in dict.fromkeys(asked):
         if counts[name] > 1:
-            error = (DuplicateResourceError.errno, "Cannot describe SCRAM credentials for the "
-                     "same user twice in a single request")
+            error = (
+                DuplicateResourceError.errno,
+                "Cannot describe SCRAM credentials for the same user twice in a single request",
+            )
         elif name not in users:
-            error = (ResourceNotFoundError.errno,
-                     "Attempt to describe a user credential that does not exist")
+            error = (ResourceNotFoundError.errno, "Attempt to describe a user credential that does not exist")
         else:
             error = (0, None)
-        infos = [] if error[0] else [
-            {"mechanism": CODES_BY_MECHANISM[m], "iterations": c.iterations}
-            for m, c in sorted(users[name].items())]
-        results.append({"user": name, "error_code": error[0], "error_message": error[1],
-                        "credential_infos": infos})
+        infos = (
+            []
+            if error[0]
+            else [
+                {"mechanism": CODES_BY_MECHANISM[m], "iterations": c.iterations}
+                for m, c in sorted(users[name].items())
+            ]
+        )
+        results.append(
+            {"user": name, "error_code": error[0], "error_message": error[1], "credential_infos": infos}
+        )
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
 
 
@@ -64,9 +79,17 @@ async def handle_alter(broker, request) -> dict:
     body = request.body
     names = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
     if not _allowed(broker, request, ACLOperation.ALTER):
-        return {"throttle_time_ms": 0, "results": [
-            {"user": name, "error_code": ClusterAuthorizationFailedError.errno,
-             "error_message": "Cluster authorization failed."} for name in names]}
+        return {
+            "throttle_time_ms": 0,
+            "results": [
+                {
+                    "user": name,
+                    "error_code": ClusterAuthorizationFailedError.errno,
+                    "error_message": "Cluster authorization failed.",
+                }
+                for name in names
+            ],
+        }
     seen = Counter((item.name, item.mechanism) for item in [*body.deletions, *body.upsertions])
     existing = broker.scram_credentials.users()
     errors: dict[str, _Refused] = {}
@@ -75,8 +98,9 @@ async def handle_alter(broker, request) -> dict:
         try:
             mechanism = _check(item, seen)
             if mechanism not in existing.get(item.name, {}):
-                raise _Refused(ResourceNotFoundError,
-                               "Attempt to delete a user credential that does not exist")
+                raise _Refused(
+                    ResourceNotFoundError, "Attempt to delete a user credential that does not exist"
+                )
             deletions.add((item.name, mechanism))
         except _Refused as exc:
             errors.setdefault(item.name, exc)
@@ -87,15 +111,25 @@ async def handle_alter(broker, request) -> dict:
             if problem is not None:
                 raise _Refused(UnacceptableCredentialError, problem)
             upsertions[(item.name, mechanism)] = ScramCredential.from_salted_password(
-                mechanism, item.salt, item.salted_password, item.iterations)
+                mechanism, item.salt, item.salted_password, item.iterations
+            )
         except _Refused as exc:
             errors.setdefault(item.name, exc)
     broker.scram_credentials.alter(
         {key: c for key, c in upsertions.items() if key[0] not in errors},
-        {key for key in deletions if key[0] not in errors})
-    return {"throttle_time_ms": 0, "results": [
-        {"user": name, "error_code": errors[name].errno if name in errors else 0,
-         "error_message": str(errors[name]) if name in errors else None} for name in names]}
+        {key for key in deletions if key[0] not in errors},
+    )
+    return {
+        "throttle_time_ms": 0,
+        "results": [
+            {
+                "user": name,
+                "error_code": errors[name].errno if name in errors else 0,
+                "error_message": str(errors[name]) if name in errors else None,
+            }
+            for name in names
+        ],
+    }
 
 
 def _check(item, seen: Counter) -> str:
@@ -105,6 +139,7 @@ def _check(item, seen: Counter) -> str:
     if item.mechanism not in MECHANISM_CODES:
         raise _Refused(UnsupportedSaslMechanismError, "Unknown SCRAM mechanism")
     if seen[(item.name, item.mechanism)] > 1:
-        raise _Refused(DuplicateResourceError,
-                       "A user credential cannot be altered twice in the same request")
+        raise _Refused(
+            DuplicateResourceError, "A user credential cannot be altered twice in the same request"
+        )
     return MECHANISM_CODES[item.mechanism]

@@ -16,12 +16,19 @@ from __future__ import annotations
 
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import (
-    InvalidProducerEpochError, OperationNotAttemptedError, ProducerFencedError,
+    InvalidProducerEpochError,
+    OperationNotAttemptedError,
+    ProducerFencedError,
     UnknownTopicOrPartitionError,
 )
 
 from brokerd.api.authorization import (
-    Permission, allows_cluster, cluster_refusal, denied_code, refusal, require,
+    Permission,
+    allows_cluster,
+    cluster_refusal,
+    denied_code,
+    refusal,
+    require,
 )
 from brokerd.api.errors import error_code
 from brokerd.api.offsets import partition_exists
@@ -46,8 +53,9 @@ async def handle_add_partitions(broker, request) -> dict:
     UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, as in Kafka."""
     body = request.body
     wanted = {(t.name, p) for t in body.v3_and_below_topics for p in t.partitions}
-    refused = refusal(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
-                      body.v3_and_below_transactional_id)
+    refused = refusal(
+        broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.v3_and_below_transactional_id
+    )
     if refused is not None:
         codes = dict.fromkeys(wanted, error_code(refused))
     elif failed := _unaddable(broker, request, wanted):
@@ -55,17 +63,27 @@ async def handle_add_partitions(broker, request) -> dict:
     else:
         try:
             await broker.transactions.add_partitions(
-                body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
-                body.v3_and_below_producer_epoch, wanted)
+                body.v3_and_below_transactional_id,
+                body.v3_and_below_producer_id,
+                body.v3_and_below_producer_epoch,
+                wanted,
+            )
             code = 0
         except Exception as exc:
             code = fenced_code(error_code(exc), request)
         codes = dict.fromkeys(wanted, code)
-    return {"throttle_time_ms": 0, "results_by_topic_v3_and_below": [
-        {"name": t.name, "results_by_partition": [
-            {"partition_index": p, "partition_error_code": codes[(t.name, p)]}
-            for p in t.partitions]}
-        for t in body.v3_and_below_topics]}
+    return {
+        "throttle_time_ms": 0,
+        "results_by_topic_v3_and_below": [
+            {
+                "name": t.name,
+                "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": codes[(t.name, p)]} for p in t.partitions
+                ],
+            }
+            for t in body.v3_and_below_topics
+        ],
+    }
 
 
 def _unaddable(broker, request, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -85,14 +103,14 @@ async def handle_add_offsets(broker, request) -> dict:
     reaches the offsets the producer commits with TxnOffsetCommit."""
     body = request.body
     try:
-        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
-                body.transactional_id)
+        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)
         require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
         if OFFSETS_TOPIC not in broker.topics:
             broker.auto_create_topic(OFFSETS_TOPIC)
         partition = (OFFSETS_TOPIC, broker.coordinator.partition_of(body.group_id))
-        await broker.transactions.add_partitions(body.transactional_id, body.producer_id,
-                                                 body.producer_epoch, {partition})
+        await broker.transactions.add_partitions(
+            body.transactional_id, body.producer_id, body.producer_epoch, {partition}
+        )
     except Exception as exc:
         return {"throttle_time_ms": 0, "error_code": fenced_code(error_code(exc), request)}
     return {"throttle_time_ms": 0, "error_code": 0}
@@ -101,10 +119,10 @@ async def handle_add_offsets(broker, request) -> dict:
 async def handle_end_txn(broker, request) -> dict:
     body = request.body
     try:
-        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
-                body.transactional_id)
-        await broker.transactions.end_txn(body.transactional_id, body.producer_id,
-                                          body.producer_epoch, body.committed)
+        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)
+        await broker.transactions.end_txn(
+            body.transactional_id, body.producer_id, body.producer_epoch, body.committed
+        )
     except Exception as exc:
         return {"throttle_time_ms": 0, "error_code": fenced_code(error_code(exc), request)}
     return {"throttle_time_ms": 0, "error_code": 0}
@@ -112,20 +130,35 @@ async def handle_end_txn(broker, request) -> dict:
 
 async def handle_write_markers(broker, request) -> dict:
     """A transaction coordinator on another broker ends transactions on partitions led here."""
-    refused = (None if allows_cluster(broker, request, ACLOperation.ALTER, audit=False)
-               else cluster_refusal(broker, request, ACLOperation.CLUSTER_ACTION))
+    refused = (
+        None
+        if allows_cluster(broker, request, ACLOperation.ALTER, audit=False)
+        else cluster_refusal(broker, request, ACLOperation.CLUSTER_ACTION)
+    )
     results = []
     for m in request.body.markers:
-        marker = TxnMarker(m.producer_id, m.producer_epoch, m.transaction_result,
-                           m.coordinator_epoch)
+        marker = TxnMarker(m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch)
         partitions = [(t.name, p) for t in m.topics for p in t.partition_indexes]
-        errors = (dict.fromkeys(partitions, refused) if refused is not None else
-                  await broker.txn_markers.append(marker, partitions, MARKER_ACK_TIMEOUT_S))
-        results.append({"producer_id": m.producer_id, "topics": [
-            {"name": t.name, "partitions": [
-                {"partition_index": p, "error_code": _code(errors[(t.name, p)])}
-                for p in t.partition_indexes]}
-            for t in m.topics]})
+        errors = (
+            dict.fromkeys(partitions, refused)
+            if refused is not None
+            else await broker.txn_markers.append(marker, partitions, MARKER_ACK_TIMEOUT_S)
+        )
+        results.append(
+            {
+                "producer_id": m.producer_id,
+                "topics": [
+                    {
+                        "name": t.name,
+                        "partitions": [
+                            {"partition_index": p, "error_code": _code(errors[(t.name, p)])}
+                            for p in t.partition_indexes
+                        ],
+                    }
+                    for t in m.topics
+                ],
+            }
+        )
     return {"markers": results}
 
 
@@ -135,29 +168,43 @@ def _code(exc: Exception | None) -> int:
 
 async def handle_describe(broker, request) -> dict:
     describable = Permission(broker, request, ACLOperation.DESCRIBE)
-    return {"throttle_time_ms": 0, "transaction_states": [
-        _description(broker, request, t, describable) for t in request.body.transactional_ids]}
+    return {
+        "throttle_time_ms": 0,
+        "transaction_states": [
+            _description(broker, request, t, describable) for t in request.body.transactional_ids
+        ],
+    }
 
 
 def _description(broker, request, transactional_id: str, describable: Permission) -> dict:
     try:
-        require(broker, request, ACLOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
-                transactional_id)
+        require(broker, request, ACLOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id)
         meta = broker.transactions.describe(transactional_id)
     except Exception as exc:
-        return {"error_code": error_code(exc), "transactional_id": transactional_id,
-                "transaction_state": "", "transaction_timeout_ms": 0,
-                "transaction_start_time_ms": -1, "producer_id": -1, "producer_epoch": -1,
-                "topics": []}
+        return {
+            "error_code": error_code(exc),
+            "transactional_id": transactional_id,
+            "transaction_state": "",
+            "transaction_timeout_ms": 0,
+            "transaction_start_time_ms": -1,
+            "producer_id": -1,
+            "producer_epoch": -1,
+            "topics": [],
+        }
     by_topic: dict[str, list[int]] = {}
     for topic, index in sorted(meta.partitions):
         if describable.allows(topic):
             by_topic.setdefault(topic, []).append(index)
-    return {"error_code": 0, "transactional_id": transactional_id,
-            "transaction_state": meta.state.label, "transaction_timeout_ms": meta.timeout_ms,
-            "transaction_start_time_ms": meta.start_ms, "producer_id": meta.producer_id,
-            "producer_epoch": meta.producer_epoch,
-            "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
+    return {
+        "error_code": 0,
+        "transactional_id": transactional_id,
+        "transaction_state": meta.state.label,
+        "transaction_timeout_ms": meta.timeout_ms,
+        "transaction_start_time_ms": meta.start_ms,
+        "producer_id": meta.producer_id,
+        "producer_epoch": meta.producer_epoch,
+        "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+    }
 
 
 async def handle_list(broker, request) -> dict:
@@ -166,12 +213,20 @@ async def handle_list(broker, request) -> dict:
     known = {state.label for state in TransactionState}
     states = set(body.state_filters or ())
     listed = broker.transactions.list_transactions(
-        states & known, set(body.producer_id_filters or ()),
-        body.duration_filter)
+        states & known, set(body.producer_id_filters or ()), body.duration_filter
+    )
     describable = Permission(broker, request, ACLOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID)
     listed = [m for m in listed if describable.allows(m.transactional_id)]
-    return {"throttle_time_ms": 0, "error_code": 0,
-            "unknown_state_filters": sorted(states - known),
-            "transaction_states": [{"transactional_id": m.transactional_id,
-                                    "producer_id": m.producer_id,
-                                    "transaction_state": m.state.label} for m in listed]}
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "unknown_state_filters": sorted(states - known),
+        "transaction_states": [
+            {
+                "transactional_id": m.transactional_id,
+                "producer_id": m.producer_id,
+                "transaction_state": m.state.label,
+            }
+            for m in listed
+        ],
+    }

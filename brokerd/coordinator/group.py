@@ -18,7 +18,6 @@ from kafka.errors import FencedInstanceIdError, UnknownMemberIdError
 from brokerd.coordinator.offsets_topic import GroupMetadata, MemberMetadata
 from brokerd.protocol.codec import subscribed_topics
 
-
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
@@ -89,7 +88,9 @@ class Group:
         """Whether a member of this consumer group subscribes to ``topic`` (Kafka's
         isSubscribedToTopic); a subscription that cannot be read counts as subscribed."""
         for member in self.members.values():
-            topics = subscribed_topics(member.metadata_for(self.protocol_name)) if self.protocol_name else None
+            topics = (
+                subscribed_topics(member.metadata_for(self.protocol_name)) if self.protocol_name else None
+            )
             if topics is None or topic in topics:
                 return True
         return False
@@ -97,8 +98,7 @@ class Group:
     def select_protocol(self) -> str:
         """Every member votes for its most preferred protocol that all members support."""
         common = set.intersection(*({n for n, _ in m.protocols} for m in self.members.values()))
-        votes = Counter(next(n for n, _ in m.protocols if n in common)
-                        for m in self.members.values())
+        votes = Counter(next(n for n, _ in m.protocols if n in common) for m in self.members.values())
         return votes.most_common(1)[0][0]
 
     def rebalance_timeout_s(self) -> float:
@@ -107,12 +107,12 @@ class Group:
     def all_members_joined(self) -> bool:
         """Every member rejoined and no member id handed out with MEMBER_ID_REQUIRED is
         still on its way back."""
-        return (not self.pending_members
-                and all(m.join_waiter is not None for m in self.members.values()))
+        return not self.pending_members and all(m.join_waiter is not None for m in self.members.values())
 
     def static_member_id(self, group_instance_id: str) -> str | None:
-        return next((m.member_id for m in self.members.values()
-                     if m.group_instance_id == group_instance_id), None)
+        return next(
+            (m.member_id for m in self.members.values() if m.group_instance_id == group_instance_id), None
+        )
 
     def validate_member(self, member_id: str, group_instance_id: str | None) -> Member:
         """Kafka's validateMember: a request naming an instance id must come from the member
@@ -120,11 +120,14 @@ class Group:
         if group_instance_id is not None:
             current = self.static_member_id(group_instance_id)
             if current is None:
-                raise UnknownMemberIdError(f"no member of {self.group_id} has instance id "
-                                           f"{group_instance_id!r}")
+                raise UnknownMemberIdError(
+                    f"no member of {self.group_id} has instance id {group_instance_id!r}"
+                )
             if current != member_id:
-                raise FencedInstanceIdError(f"{member_id} was replaced by {current} as "
-                                            f"instance {group_instance_id!r} of {self.group_id}")
+                raise FencedInstanceIdError(
+                    f"{member_id} was replaced by {current} as "
+                    f"instance {group_instance_id!r} of {self.group_id}"
+                )
         member = self.members.get(member_id)
         if member is None:
             raise UnknownMemberIdError(f"{member_id!r} is not a member of {self.group_id!r}")
@@ -136,27 +139,52 @@ class Group:
         if assignments is None:
             assignments = {mid: m.assignment for mid, m in self.members.items()}
         return GroupMetadata(
-            self.protocol_type or "", self.generation, self.protocol_name, self.leader_id,
+            self.protocol_type or "",
+            self.generation,
+            self.protocol_name,
+            self.leader_id,
             self.state_timestamp_ms,
-            [MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                            m.rebalance_timeout_ms, m.session_timeout_ms,
-                            m.metadata_for(self.protocol_name) if self.protocol_name else b"",
-                            assignments.get(m.member_id, b""))
-             for m in self.members.values()])
+            [
+                MemberMetadata(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    m.metadata_for(self.protocol_name) if self.protocol_name else b"",
+                    assignments.get(m.member_id, b""),
+                )
+                for m in self.members.values()
+            ],
+        )
 
     @classmethod
     def restore(cls, group_id: str, metadata: GroupMetadata, now: float) -> Group:
         """A group loaded from its last record: Stable with its members, whose sessions start
         now (so they keep their assignment if they heartbeat in time), or Empty."""
-        group = cls(group_id, GroupState.STABLE if metadata.members else GroupState.EMPTY,
-                    metadata.generation, metadata.protocol_type or None, metadata.protocol,
-                    metadata.leader)
+        group = cls(
+            group_id,
+            GroupState.STABLE if metadata.members else GroupState.EMPTY,
+            metadata.generation,
+            metadata.protocol_type or None,
+            metadata.protocol,
+            metadata.leader,
+        )
         if metadata.current_state_timestamp >= 0:
             group.state_timestamp_ms = metadata.current_state_timestamp
         for m in metadata.members:
-            member = Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                            m.session_timeout_ms, m.rebalance_timeout_ms, metadata.protocol_type,
-                            [(metadata.protocol or "", m.subscription)], m.assignment)
+            member = Member(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.session_timeout_ms,
+                m.rebalance_timeout_ms,
+                metadata.protocol_type,
+                [(metadata.protocol or "", m.subscription)],
+                m.assignment,
+            )
             member.restart_session(now)
             group.members[m.member_id] = member
         return group

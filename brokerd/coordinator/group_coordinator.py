@@ -17,10 +17,19 @@ import uuid
 from dataclasses import dataclass
 
 from kafka.errors import (
-    FencedInstanceIdError, GroupIdNotFoundError, GroupSubscribedToTopicError,
-    IllegalGenerationError, InconsistentGroupProtocolError, InvalidGroupIdError,
-    InvalidSessionTimeoutError, KafkaError, MemberIdRequiredError, NonEmptyGroupError,
-    NotCoordinatorError, RebalanceInProgressError, UnknownMemberIdError,
+    FencedInstanceIdError,
+    GroupIdNotFoundError,
+    GroupSubscribedToTopicError,
+    IllegalGenerationError,
+    InconsistentGroupProtocolError,
+    InvalidGroupIdError,
+    InvalidSessionTimeoutError,
+    KafkaError,
+    MemberIdRequiredError,
+    NonEmptyGroupError,
+    NotCoordinatorError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
 )
 
 from brokerd.config import BrokerConfig
@@ -49,6 +58,7 @@ class MemberIdRequired(MemberIdRequiredError):
 @dataclass(frozen=True)
 class GroupConfig:
     """Kafka's GroupConfig, read once at start: the setting is not dynamic."""
+
     initial_rebalance_delay_ms: int  # group.initial.rebalance.delay.ms
 
     @classmethod
@@ -95,8 +105,7 @@ class GroupCoordinator:
             if candidate.member_id:
                 raise UnknownMemberIdError(f"group {group_id} does not exist")
             group = self.group_manager.add_group(Group(group_id))
-        if not candidate.protocols or not group.supports(candidate.protocol_type,
-                                                         candidate.protocols):
+        if not candidate.protocols or not group.supports(candidate.protocol_type, candidate.protocols):
             raise InconsistentGroupProtocolError(f"no protocol in common with {group_id}")
         if not candidate.member_id:
             return await self._join_new_member(group, candidate, requires_known_member_id)
@@ -105,8 +114,7 @@ class GroupCoordinator:
         member = group.validate_member(candidate.member_id, candidate.group_instance_id)
         return await self._join_existing_member(group, member, candidate)
 
-    async def _join_new_member(self, group: Group, candidate: Member,
-                               requires_known_member_id: bool) -> dict:
+    async def _join_new_member(self, group: Group, candidate: Member, requires_known_member_id: bool) -> dict:
         prefix = candidate.group_instance_id if candidate.is_static else candidate.client_id
         candidate.member_id = f"{prefix}-{uuid.uuid4()}"
         if candidate.is_static:
@@ -114,8 +122,7 @@ class GroupCoordinator:
             if previous is not None:
                 return await self._replace_static_member(group, previous, candidate)
         elif requires_known_member_id:
-            group.pending_members[candidate.member_id] = (
-                self.clock() + candidate.session_timeout_ms / 1000)
+            group.pending_members[candidate.member_id] = self.clock() + candidate.session_timeout_ms / 1000
             raise MemberIdRequired(candidate.member_id)
         return await self._add_member(group, candidate)
 
@@ -124,46 +131,62 @@ class GroupCoordinator:
         group.protocol_type = member.protocol_type
         return await self._await_join(group, member, f"{member.member_id} joined")
 
-    async def _join_existing_member(self, group: Group, member: Member, candidate: Member
-                                    ) -> dict:
+    async def _join_existing_member(self, group: Group, member: Member, candidate: Member) -> dict:
         """A member that rejoins with unchanged metadata while the group is CompletingRebalance
         (it lost the JoinGroup response) or Stable (a follower) gets the current generation;
         anything else, and the leader rejoining a Stable group, starts a rebalance."""
         unchanged = candidate.protocols == member.protocols
-        if unchanged and (group.state == GroupState.COMPLETING_REBALANCE
-                          or group.state == GroupState.STABLE
-                          and member.member_id != group.leader_id):
+        if unchanged and (
+            group.state == GroupState.COMPLETING_REBALANCE
+            or group.state == GroupState.STABLE
+            and member.member_id != group.leader_id
+        ):
             return self._join_response(group, member.member_id)
         _update_member(member, candidate)
         return await self._await_join(group, member, f"{member.member_id} rejoined")
 
-    async def _replace_static_member(self, group: Group, previous_id: str, candidate: Member
-                                     ) -> dict:
+    async def _replace_static_member(self, group: Group, previous_id: str, candidate: Member) -> dict:
         """KIP-345: a restarted static member takes over its instance's member (assignment
         included) under a new member id; the old id is fenced. In a Stable group whose
         selected protocol stays the same there is no rebalance: the new id is stored and the
         member gets the current generation. As in Kafka, the response names the leader as it
         was, so a restarted leader acts as a follower and SyncGroup returns its assignment."""
         previous = group.members.pop(previous_id)
-        _fail_member_waiters(previous, FencedInstanceIdError(
-            f"{previous_id} was replaced by {candidate.member_id} as instance "
-            f"{candidate.group_instance_id!r}"))
-        member = Member(candidate.member_id, previous.group_instance_id, previous.client_id,
-                        previous.client_host, previous.session_timeout_ms,
-                        previous.rebalance_timeout_ms, previous.protocol_type,
-                        previous.protocols, previous.assignment)
+        _fail_member_waiters(
+            previous,
+            FencedInstanceIdError(
+                f"{previous_id} was replaced by {candidate.member_id} as instance "
+                f"{candidate.group_instance_id!r}"
+            ),
+        )
+        member = Member(
+            candidate.member_id,
+            previous.group_instance_id,
+            previous.client_id,
+            previous.client_host,
+            previous.session_timeout_ms,
+            previous.rebalance_timeout_ms,
+            previous.protocol_type,
+            previous.protocols,
+            previous.assignment,
+        )
         group.members[member.member_id] = member
         previous_leader = group.leader_id
         if previous_leader == previous_id:
             group.leader_id = member.member_id
         member.restart_session(self.clock())
         _update_member(member, candidate)
-        log.info("group %s: static member %r rejoined as %s, replacing %s", group.group_id,
-                 member.group_instance_id, member.member_id, previous_id)
-        if (group.state != GroupState.STABLE
-                or group.select_protocol() != group.protocol_name):
-            return await self._await_join(group, member, f"static member {member.member_id} "
-                                          f"replaced {previous_id}")
+        log.info(
+            "group %s: static member %r rejoined as %s, replacing %s",
+            group.group_id,
+            member.group_instance_id,
+            member.member_id,
+            previous_id,
+        )
+        if group.state != GroupState.STABLE or group.select_protocol() != group.protocol_name:
+            return await self._await_join(
+                group, member, f"static member {member.member_id} replaced {previous_id}"
+            )
         try:
             await self.group_manager.store_group(group)
         except KafkaError:
@@ -172,8 +195,7 @@ class GroupCoordinator:
                 group.members[previous_id] = previous
                 group.leader_id = previous_leader
             raise
-        return {**self._join_response(group, member.member_id), "leader": previous_leader,
-                "members": []}
+        return {**self._join_response(group, member.member_id), "leader": previous_leader, "members": []}
 
     async def _await_join(self, group: Group, member: Member, reason: str) -> dict:
         """Park the member's JoinGroup until the join phase completes: start a rebalance
@@ -188,12 +210,23 @@ class GroupCoordinator:
         """The current generation as JoinGroup answers it; only the leader gets the members."""
         members = []
         if member_id == group.leader_id:
-            members = [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                        "metadata": m.metadata_for(group.protocol_name)}
-                       for m in group.members.values()]
-        return {"error_code": 0, "generation_id": group.generation,
-                "protocol_type": group.protocol_type, "protocol_name": group.protocol_name,
-                "leader": group.leader_id, "member_id": member_id, "members": members}
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata_for(group.protocol_name),
+                }
+                for m in group.members.values()
+            ]
+        return {
+            "error_code": 0,
+            "generation_id": group.generation,
+            "protocol_type": group.protocol_type,
+            "protocol_name": group.protocol_name,
+            "leader": group.leader_id,
+            "member_id": member_id,
+            "members": members,
+        }
 
     def _prepare_rebalance(self, group: Group, reason: str) -> None:
         """Ask every member to rejoin: heartbeats now answer REBALANCE_IN_PROGRESS."""
@@ -223,8 +256,11 @@ class GroupCoordinator:
             self._complete_join(group)
 
     def _maybe_complete_join(self, group: Group) -> bool:
-        if (group.state == GroupState.PREPARING_REBALANCE
-                and self.clock() >= group.join_delay_until and group.all_members_joined()):
+        if (
+            group.state == GroupState.PREPARING_REBALANCE
+            and self.clock() >= group.join_delay_until
+            and group.all_members_joined()
+        ):
             self._complete_join(group)
             return True
         return False
@@ -236,13 +272,13 @@ class GroupCoordinator:
         task, group.rebalance_task = group.rebalance_task, None
         if task is not None and task is not asyncio.current_task():
             task.cancel()
-        for member_id in [m for m, member in group.members.items()
-                          if member.join_waiter is None and not member.is_static]:
+        for member_id in [
+            m for m, member in group.members.items() if member.join_waiter is None and not member.is_static
+        ]:
             del group.members[member_id]
         joined = [m.member_id for m in group.members.values() if m.join_waiter is not None]
         if group.members and not joined:
-            log.info("group %s: no member rejoined; waiting for its static members",
-                     group.group_id)
+            log.info("group %s: no member rejoined; waiting for its static members", group.group_id)
             self._schedule_join_deadline(group, 0.0)
             return
         group.generation += 1
@@ -253,8 +289,13 @@ class GroupCoordinator:
         if group.leader_id not in joined:
             group.leader_id = joined[0]
         group.transition_to(GroupState.COMPLETING_REBALANCE)
-        log.info("group %s generation %d: %d member(s), protocol %s", group.group_id,
-                 group.generation, len(group.members), group.protocol_name)
+        log.info(
+            "group %s generation %d: %d member(s), protocol %s",
+            group.group_id,
+            group.generation,
+            len(group.members),
+            group.protocol_name,
+        )
         now = self.clock()
         for member in group.members.values():
             member.restart_session(now)
@@ -268,8 +309,9 @@ class GroupCoordinator:
         group.leader_id = group.protocol_name = None
         self.group_manager.store_group_without_waiting(group)
 
-    def _member(self, group_id: str, member_id: str, group_instance_id: str | None,
-                generation: int) -> tuple[Group, Member]:
+    def _member(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation: int
+    ) -> tuple[Group, Member]:
         """The member a request comes from, which proves it is alive (its session restarts);
         UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID or ILLEGAL_GENERATION otherwise."""
         self._owned(group_id)
@@ -282,8 +324,14 @@ class GroupCoordinator:
         member.restart_session(self.clock())
         return group, member
 
-    async def sync(self, group_id: str, member_id: str, group_instance_id: str | None,
-                   generation: int, assignments: dict[str, bytes]) -> bytes:
+    async def sync(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation: int,
+        assignments: dict[str, bytes],
+    ) -> bytes:
         group, member = self._member(group_id, member_id, group_instance_id, generation)
         if group.state == GroupState.PREPARING_REBALANCE:
             raise RebalanceInProgressError(f"group {group_id} is rebalancing")
@@ -291,8 +339,7 @@ class GroupCoordinator:
             return member.assignment
         waiter = member.sync_waiter = asyncio.get_running_loop().create_future()
         if member_id == group.leader_id:
-            await self._store_assignment(group, {mid: assignments.get(mid, b"")
-                                                 for mid in group.members})
+            await self._store_assignment(group, {mid: assignments.get(mid, b"") for mid in group.members})
         return await waiter
 
     async def _store_assignment(self, group: Group, assignment: dict[str, bytes]) -> None:
@@ -302,9 +349,12 @@ class GroupCoordinator:
         generation = group.generation
 
         def still_completing() -> bool:
-            return (self.group_manager.get_group(group.group_id) is group
-                    and group.generation == generation
-                    and group.state == GroupState.COMPLETING_REBALANCE)
+            return (
+                self.group_manager.get_group(group.group_id) is group
+                and group.generation == generation
+                and group.state == GroupState.COMPLETING_REBALANCE
+            )
+
         try:
             await self.group_manager.store_group(group, assignment)
         except KafkaError as exc:
@@ -320,14 +370,14 @@ class GroupCoordinator:
                 if waiter is not None and not waiter.done():
                     waiter.set_result(member.assignment)
 
-    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
-                  generation: int) -> None:
+    def heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation: int
+    ) -> None:
         group, _ = self._member(group_id, member_id, group_instance_id, generation)
         if group.state == GroupState.PREPARING_REBALANCE:
             raise RebalanceInProgressError(f"group {group_id} is rebalancing")
 
-    def leave(self, group_id: str, members: list[tuple[str, str | None]]
-              ) -> list[KafkaError | None]:
+    def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[KafkaError | None]:
         """LeaveGroup for (member id, group instance id) pairs; each gets its own outcome.
         An empty member id with an instance id removes that static member (v3+, how admin
         tools remove a static member that will not come back)."""
@@ -335,17 +385,16 @@ class GroupCoordinator:
         group = self.group_manager.get_group(group_id)
         if group is None:
             raise UnknownMemberIdError(f"group {group_id!r} does not exist")
-        return [self._leave_one(group, member_id, instance_id)
-                for member_id, instance_id in members]
+        return [self._leave_one(group, member_id, instance_id) for member_id, instance_id in members]
 
-    def _leave_one(self, group: Group, member_id: str, group_instance_id: str | None
-                   ) -> KafkaError | None:
+    def _leave_one(self, group: Group, member_id: str, group_instance_id: str | None) -> KafkaError | None:
         try:
             if not member_id and group_instance_id is not None:
                 member_id = group.static_member_id(group_instance_id)
                 if member_id is None:
-                    raise UnknownMemberIdError(f"no member of {group.group_id} has instance id "
-                                               f"{group_instance_id!r}")
+                    raise UnknownMemberIdError(
+                        f"no member of {group.group_id} has instance id {group_instance_id!r}"
+                    )
             elif group.pending_members.pop(member_id, None) is not None:
                 self._maybe_complete_join(group)
                 return None
@@ -378,14 +427,12 @@ class GroupCoordinator:
                 self.expire_sessions()
             except Exception:
                 log.exception("expiring group member sessions failed")
-            await asyncio.sleep(min(max(0.0, self._next_session_deadline() - self.clock()),
-                                    max_wait_s))
+            await asyncio.sleep(min(max(0.0, self._next_session_deadline() - self.clock()), max_wait_s))
 
     def _next_session_deadline(self) -> float:
         groups = self.group_manager.groups.values()
         deadlines = [d for g in groups for d in g.pending_members.values()]
-        deadlines += [m.session_deadline for g in groups for m in g.members.values()
-                      if m.join_waiter is None]
+        deadlines += [m.session_deadline for g in groups for m in g.members.values() if m.join_waiter is None]
         return min(deadlines, default=float("inf"))
 
     def expire_sessions(self) -> None:
@@ -403,9 +450,14 @@ class GroupCoordinator:
                     self._remove_member(group, member_id, "session timed out")
 
     # -- committed offsets ------------------------------------------------------------------
-    async def commit(self, group_id: str, generation: int, member_id: str,
-                     group_instance_id: str | None,
-                     offsets: dict[TopicPartition, CommittedOffset]) -> None:
+    async def commit(
+        self,
+        group_id: str,
+        generation: int,
+        member_id: str,
+        group_instance_id: str | None,
+        offsets: dict[TopicPartition, CommittedOffset],
+    ) -> None:
         """OffsetCommit: stored once the committer proved to be allowed to commit.
 
         As in Kafka, members may commit while the group is PreparingRebalance (they finish
@@ -415,8 +467,9 @@ class GroupCoordinator:
         self._validate_commit(group_id, generation, member_id, group_instance_id)
         await self.group_manager.store_offsets(group_id, offsets)
 
-    def _validate_commit(self, group_id: str, generation: int, member_id: str,
-                         group_instance_id: str | None) -> None:
+    def _validate_commit(
+        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None
+    ) -> None:
         """Kafka's validateOffsetCommit: without a generation (admin clients, consumers that
         assign partitions themselves) only an empty group takes commits; with one, the
         committer must be the current member (a replaced static member is fenced)."""
@@ -428,14 +481,20 @@ class GroupCoordinator:
         if group.state == GroupState.COMPLETING_REBALANCE:
             raise RebalanceInProgressError(f"group {group_id} is completing a rebalance")
 
-    async def commit_transactional(self, group_id: str, producer_id: int, producer_epoch: int,
-                                   offsets: dict[TopicPartition, CommittedOffset]) -> None:
+    async def commit_transactional(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: dict[TopicPartition, CommittedOffset],
+    ) -> None:
         """TxnOffsetCommit: the offsets join the producer's transaction."""
         self._owned(group_id)
         await self.group_manager.store_txn_offsets(group_id, producer_id, producer_epoch, offsets)
 
-    def committed(self, group_id: str, partitions: list[TopicPartition] | None
-                  ) -> dict[TopicPartition, CommittedOffset | None]:
+    def committed(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, CommittedOffset | None]:
         """OffsetFetch: the committed offsets of ``partitions`` (None: of every partition)."""
         self._owned(group_id)
         return self.group_manager.committed(group_id, partitions)
@@ -474,8 +533,9 @@ class GroupCoordinator:
             raise GroupIdNotFoundError(f"group {group_id} does not exist")
         await self.group_manager.delete_group(group_id)
 
-    async def delete_offsets(self, group_id: str,
-                             partitions: list[TopicPartition]) -> dict[TopicPartition, Exception]:
+    async def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, Exception]:
         """OffsetDelete, by Kafka's rule: an empty group loses the offsets asked for; a
         consumer group with members keeps those of topics it subscribes to (each answered
         GROUP_SUBSCRIBED_TO_TOPIC) and loses the rest; another kind of group with members
@@ -488,10 +548,12 @@ class GroupCoordinator:
         if group is not None and group.members:
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 raise NonEmptyGroupError(f"group {group_id} has active members")
-            refused = {tp: GroupSubscribedToTopicError(f"group {group_id} subscribes to {tp[0]}")
-                       for tp in partitions if group.is_subscribed_to(tp[0])}
-        await self.group_manager.delete_offsets(
-            group_id, [tp for tp in partitions if tp not in refused])
+            refused = {
+                tp: GroupSubscribedToTopicError(f"group {group_id} subscribes to {tp[0]}")
+                for tp in partitions
+                if group.is_subscribed_to(tp[0])
+            }
+        await self.group_manager.delete_offsets(group_id, [tp for tp in partitions if tp not in refused])
         return refused
 
 

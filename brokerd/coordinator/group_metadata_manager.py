@@ -16,21 +16,33 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from kafka.errors import (
-    CoordinatorNotAvailableError, KafkaError, NotCoordinatorError,
-    NotEnoughReplicasAfterAppendError, NotEnoughReplicasError, NotLeaderForPartitionError,
-    RequestTimedOutError, UnknownTopicOrPartitionError,
+    CoordinatorNotAvailableError,
+    KafkaError,
+    NotCoordinatorError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderForPartitionError,
+    RequestTimedOutError,
+    UnknownTopicOrPartitionError,
 )
 
 from brokerd.config import BrokerConfig
 from brokerd.coordinator.group import Group, GroupState
 from brokerd.coordinator.offset_retention import expired_offsets
 from brokerd.coordinator.offsets_topic import (
-    OFFSETS_TOPIC, CommittedOffset, GroupMetadata, OffsetsBatch, group_metadata_key,
-    group_metadata_value, offset_key, offset_value, read_offsets_batches,
+    OFFSETS_TOPIC,
+    CommittedOffset,
+    GroupMetadata,
+    OffsetsBatch,
+    group_metadata_key,
+    group_metadata_value,
+    offset_key,
+    offset_value,
+    read_offsets_batches,
 )
 from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, read_whole_log
 from brokerd.ports import HostedReplica, HostedReplicas, MetadataView, ReplicaLog, TopicPartition
@@ -44,20 +56,26 @@ Record = tuple[bytes, bytes | None]  # key, value (None: a tombstone)
 
 # Kafka's appendGroupMetadataErrorToResponseError: why a write to the offsets partition
 # failed, as the group's clients understand it (find the coordinator again, or retry).
-_UNAVAILABLE = (UnknownTopicOrPartitionError, NotEnoughReplicasError,
-                NotEnoughReplicasAfterAppendError, RequestTimedOutError)
+_UNAVAILABLE = (
+    UnknownTopicOrPartitionError,
+    NotEnoughReplicasError,
+    NotEnoughReplicasAfterAppendError,
+    RequestTimedOutError,
+)
 
 
 @dataclass(frozen=True)
 class OffsetConfig:
     """Kafka's OffsetConfig, read once at start: neither setting is dynamic."""
+
     num_partitions: int  # offsets.topic.num.partitions
     retention_ms: int  # offsets.retention.minutes
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> OffsetConfig:
-        return cls(config.get("offsets.topic.num.partitions"),
-                   config.get("offsets.retention.minutes") * 60_000)
+        return cls(
+            config.get("offsets.topic.num.partitions"), config.get("offsets.retention.minutes") * 60_000
+        )
 
 
 class GroupMetadataManager(InternalTopicCoordinator):
@@ -66,10 +84,17 @@ class GroupMetadataManager(InternalTopicCoordinator):
     ``groups`` holds every group loaded or created here (the GroupCoordinator runs their
     membership); ``offsets`` the committed offsets of each group id, with or without a group.
     """
+
     topic = OFFSETS_TOPIC
 
-    def __init__(self, broker_id: int, config: OffsetConfig, replicas: HostedReplicas,
-                 metadata: MetadataView, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        config: OffsetConfig,
+        replicas: HostedReplicas,
+        metadata: MetadataView,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         super().__init__(broker_id, config.num_partitions, metadata)
         self.retention_ms = config.retention_ms
         self.replicas = replicas
@@ -93,12 +118,16 @@ class GroupMetadataManager(InternalTopicCoordinator):
     def on_metadata_change(self) -> list[Group]:
         """Load the partitions this broker now leads, unload those it lost; returns the
         groups unloaded, whose waiting members must look for their new coordinator."""
-        leading = {p: replica for (t, p), replica in self.replicas.partitions.items()
-                   if t == OFFSETS_TOPIC and replica.is_leader}
+        leading = {
+            p: replica
+            for (t, p), replica in self.replicas.partitions.items()
+            if t == OFFSETS_TOPIC and replica.is_leader
+        }
         for partition in sorted(leading.keys() - self.loaded):
             self._load(partition, leading[partition].log)
-        unloaded = [group for partition in sorted(self.loaded - leading.keys())
-                    for group in self._unload(partition)]
+        unloaded = [
+            group for partition in sorted(self.loaded - leading.keys()) for group in self._unload(partition)
+        ]
         self._remove_offsets_of_deleted_topics()
         return unloaded
 
@@ -119,8 +148,13 @@ class GroupMetadataManager(InternalTopicCoordinator):
             if metadata is not None:
                 self.groups[group_id] = Group.restore(group_id, metadata, now)
         self.loaded.add(partition)
-        log.info("loaded %d offset commit record(s) and %d group(s) from %s-%d", count,
-                 sum(m is not None for m in stored.values()), OFFSETS_TOPIC, partition)
+        log.info(
+            "loaded %d offset commit record(s) and %d group(s) from %s-%d",
+            count,
+            sum(m is not None for m in stored.values()),
+            OFFSETS_TOPIC,
+            partition,
+        )
 
     def _replay(self, partition: int, batch: OffsetsBatch) -> None:
         key = (partition, batch.producer_id)
@@ -149,24 +183,28 @@ class GroupMetadataManager(InternalTopicCoordinator):
         self._txn_sequences = {k: v for k, v in self._txn_sequences.items() if k[0] != partition}
         return unloaded
 
-    def _cache(self, group_id: str, tp: TopicPartition, committed: CommittedOffset | None
-               ) -> None:
+    def _cache(self, group_id: str, tp: TopicPartition, committed: CommittedOffset | None) -> None:
         if committed is None:
             self.offsets.get(group_id, {}).pop(tp, None)
         else:
             self.offsets.setdefault(group_id, {})[tp] = committed
 
     # -- committed offsets ------------------------------------------------------------------
-    async def store_offsets(self, group_id: str,
-                            offsets: dict[TopicPartition, CommittedOffset]) -> None:
+    async def store_offsets(self, group_id: str, offsets: dict[TopicPartition, CommittedOffset]) -> None:
         """Append a commit to the group's offsets partition; return once it is replicated."""
-        await self._append(group_id, [(offset_key(group_id, t, p), offset_value(c))
-                                      for (t, p), c in offsets.items()])
+        await self._append(
+            group_id, [(offset_key(group_id, t, p), offset_value(c)) for (t, p), c in offsets.items()]
+        )
         for tp, committed in offsets.items():
             self._cache(group_id, tp, committed)
 
-    async def store_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int,
-                                offsets: dict[TopicPartition, CommittedOffset]) -> None:
+    async def store_txn_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: dict[TopicPartition, CommittedOffset],
+    ) -> None:
         """The offsets join the producer's transaction: appended as a transactional batch
         (numbered as an idempotent producer numbers its batches), they stay pending until
         the transaction's marker reaches this offsets partition (``on_txn_marker``)."""
@@ -176,13 +214,15 @@ class GroupMetadataManager(InternalTopicCoordinator):
             sequence = 0  # a new epoch numbers its batches from 0 again
         records = [(offset_key(group_id, t, p), offset_value(c)) for (t, p), c in offsets.items()]
         partition, info = self._append_batch(
-            group_id, build_batch(records, producer_id, producer_epoch, sequence))
+            group_id, build_batch(records, producer_id, producer_epoch, sequence)
+        )
         self._txn_sequences[(index, producer_id)] = (producer_epoch, sequence + len(records))
         self._pending(group_id, producer_id).update(offsets)
         await partition.wait_for_ack(info.last_offset, COMMIT_TIMEOUT_S)
 
-    def committed(self, group_id: str, partitions: list[TopicPartition] | None
-                  ) -> dict[TopicPartition, CommittedOffset | None]:
+    def committed(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, CommittedOffset | None]:
         """The group's committed offsets of ``partitions`` (None: of every partition)."""
         known = self.offsets.get(group_id, {})
         if partitions is None:
@@ -192,8 +232,7 @@ class GroupMetadataManager(InternalTopicCoordinator):
     def unstable(self, group_id: str) -> set[TopicPartition]:
         """Partitions whose offsets an open transaction of ``group_id`` is committing (KIP-447:
         an OffsetFetch that requires stable offsets waits until their markers are written)."""
-        return {tp for offsets in self.pending_txn_offsets.get(group_id, {}).values()
-                for tp in offsets}
+        return {tp for offsets in self.pending_txn_offsets.get(group_id, {}).values() for tp in offsets}
 
     def _pending(self, group_id: str, producer_id: int) -> dict[TopicPartition, CommittedOffset]:
         return self.pending_txn_offsets.setdefault(group_id, {}).setdefault(producer_id, {})
@@ -209,8 +248,7 @@ class GroupMetadataManager(InternalTopicCoordinator):
                 self._cache(group_id, tp, committed)
 
     # -- group metadata ---------------------------------------------------------------------
-    async def store_group(self, group: Group, assignments: dict[str, bytes] | None = None
-                          ) -> None:
+    async def store_group(self, group: Group, assignments: dict[str, bytes] | None = None) -> None:
         """Append the group's current generation (with ``assignments``, the leader's, when
         they are stored before they take effect); return once it is replicated."""
         await self._append(group.group_id, [_group_record(group, assignments)])
@@ -228,8 +266,10 @@ class GroupMetadataManager(InternalTopicCoordinator):
         """DeleteGroups: tombstones for the group's offsets and its metadata, so neither comes
         back when the partition is loaded again (and compaction drops them)."""
         offsets = list(self.offsets.get(group_id, {}))
-        await self._append(group_id, [(offset_key(group_id, t, p), None) for t, p in offsets]
-                           + [(group_metadata_key(group_id), None)])
+        await self._append(
+            group_id,
+            [(offset_key(group_id, t, p), None) for t, p in offsets] + [(group_metadata_key(group_id), None)],
+        )
         self.groups.pop(group_id, None)
         self.offsets.pop(group_id, None)
 
@@ -266,8 +306,13 @@ class GroupMetadataManager(InternalTopicCoordinator):
         offsets get tombstones, and an empty group left without offsets is removed."""
         now_ms = int(time.time() * 1000)
         for group_id in sorted(set(self.offsets) | set(self.groups)):
-            expired = expired_offsets(self.groups.get(group_id), self.offsets.get(group_id, {}),
-                                      self.unstable(group_id), now_ms, self.retention_ms)
+            expired = expired_offsets(
+                self.groups.get(group_id),
+                self.offsets.get(group_id, {}),
+                self.unstable(group_id),
+                now_ms,
+                self.retention_ms,
+            )
             self._remove_offsets(group_id, expired, "expired (offsets.retention.minutes)")
 
     def _remove_offsets_of_deleted_topics(self) -> None:

@@ -15,18 +15,20 @@ from brokerd.coordinator.offsets_topic import CommittedOffset
 TopicPartition = tuple[str, int]
 
 
-def expired_offsets(group: Group | None, offsets: dict[TopicPartition, CommittedOffset],
-                    pending: set[TopicPartition], now_ms: int, retention_ms: int
-                    ) -> list[TopicPartition]:
+def expired_offsets(
+    group: Group | None,
+    offsets: dict[TopicPartition, CommittedOffset],
+    pending: set[TopicPartition],
+    now_ms: int,
+    retention_ms: int,
+) -> list[TopicPartition]:
     """The partitions whose offsets ``group`` (None: offsets without a group) no longer keeps."""
     if group is None or group.protocol_type is None:
         since = {tp: c.commit_timestamp for tp, c in offsets.items()}
     elif group.state == GroupState.EMPTY:
         since = {tp: group.state_timestamp_ms for tp in offsets}
     elif group.state == GroupState.STABLE and group.protocol_type == CONSUMER_PROTOCOL_TYPE:
-        since = {tp: c.commit_timestamp for tp, c in offsets.items()
-                 if not group.is_subscribed_to(tp[0])}
+        since = {tp: c.commit_timestamp for tp, c in offsets.items() if not group.is_subscribed_to(tp[0])}
     else:
         return []
-    return sorted(tp for tp, base in since.items()
-                  if tp not in pending and now_ms - base >= retention_ms)
+    return sorted(tp for tp, base in since.items() if tp not in pending and now_ms - base >= retention_ms)

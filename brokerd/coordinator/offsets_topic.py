@@ -13,7 +13,11 @@ from dataclasses import dataclass
 from kafka.record.memory_records import MemoryRecords
 
 from brokerd.coordinator.records import (
-    read_bytes, read_nullable_string, read_string, write_bytes, write_string,
+    read_bytes,
+    read_nullable_string,
+    read_string,
+    write_bytes,
+    write_string,
 )
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -34,19 +38,27 @@ class CommittedOffset:
 
 
 def offset_key(group: str, topic: str, partition: int) -> bytes:
-    return struct.pack(">h", OFFSET_KEY_VERSION) + write_string(group) + write_string(topic) + \
-        struct.pack(">i", partition)
+    return (
+        struct.pack(">h", OFFSET_KEY_VERSION)
+        + write_string(group)
+        + write_string(topic)
+        + struct.pack(">i", partition)
+    )
 
 
 def offset_value(committed: CommittedOffset) -> bytes:
-    return (struct.pack(">hqi", OFFSET_VALUE_VERSION, committed.offset, committed.leader_epoch)
-            + write_string(committed.metadata) + struct.pack(">q", committed.commit_timestamp))
+    return (
+        struct.pack(">hqi", OFFSET_VALUE_VERSION, committed.offset, committed.leader_epoch)
+        + write_string(committed.metadata)
+        + struct.pack(">q", committed.commit_timestamp)
+    )
 
 
 @dataclass(frozen=True)
 class MemberMetadata:
     """A member as Kafka's GroupMetadataValue keeps it: its subscription is its metadata for
     the group's selected protocol only."""
+
     member_id: str
     group_instance_id: str | None
     client_id: str
@@ -61,6 +73,7 @@ class MemberMetadata:
 class GroupMetadata:
     """A group's generation as stored when it completes (or the group becomes empty), so a
     new coordinator carries on with the same generation, leader, members and assignment."""
+
     protocol_type: str
     generation: int
     protocol: str | None
@@ -74,15 +87,24 @@ def group_metadata_key(group: str) -> bytes:
 
 
 def group_metadata_value(metadata: GroupMetadata) -> bytes:
-    parts = [struct.pack(">h", GROUP_METADATA_VALUE_VERSION), write_string(metadata.protocol_type),
-             struct.pack(">i", metadata.generation), write_string(metadata.protocol),
-             write_string(metadata.leader),
-             struct.pack(">qi", metadata.current_state_timestamp, len(metadata.members))]
+    parts = [
+        struct.pack(">h", GROUP_METADATA_VALUE_VERSION),
+        write_string(metadata.protocol_type),
+        struct.pack(">i", metadata.generation),
+        write_string(metadata.protocol),
+        write_string(metadata.leader),
+        struct.pack(">qi", metadata.current_state_timestamp, len(metadata.members)),
+    ]
     for m in metadata.members:
-        parts += [write_string(m.member_id), write_string(m.group_instance_id),
-                  write_string(m.client_id), write_string(m.client_host),
-                  struct.pack(">ii", m.rebalance_timeout_ms, m.session_timeout_ms),
-                  write_bytes(m.subscription), write_bytes(m.assignment)]
+        parts += [
+            write_string(m.member_id),
+            write_string(m.group_instance_id),
+            write_string(m.client_id),
+            write_string(m.client_host),
+            struct.pack(">ii", m.rebalance_timeout_ms, m.session_timeout_ms),
+            write_bytes(m.subscription),
+            write_bytes(m.assignment),
+        ]
     return b"".join(parts)
 
 
@@ -91,6 +113,7 @@ class OffsetsBatch:
     """One batch of the offsets topic: offset commits and group metadata, transactional
     commits carrying their producer, or a transaction marker (``marker`` True = commit,
     False = abort). A commit or group metadata of None is a tombstone."""
+
     producer_id: int
     producer_epoch: int
     next_sequence: int
@@ -116,9 +139,15 @@ def read_offsets_batches(data: bytes):
                     commits.append(_read_offset_commit(record.key, record.value))
                 elif version == GROUP_METADATA_KEY_VERSION:
                     groups.append(_read_group_metadata(record.key, record.value))
-        yield OffsetsBatch(batch.producer_id, batch.producer_epoch,
-                           batch.base_sequence + len(records), batch.is_transactional, marker,
-                           commits, groups)
+        yield OffsetsBatch(
+            batch.producer_id,
+            batch.producer_epoch,
+            batch.base_sequence + len(records),
+            batch.is_transactional,
+            marker,
+            commits,
+            groups,
+        )
 
 
 def _read_offset_commit(key: bytes, value: bytes | None):
@@ -174,8 +203,16 @@ def _read_group_metadata(key: bytes, value: bytes | None) -> tuple[str, GroupMet
         (session_timeout,) = struct.unpack_from(">i", value, pos)
         subscription, pos = read_bytes(value, pos + 4)
         assignment, pos = read_bytes(value, pos)
-        members.append(MemberMetadata(
-            member_id, instance_id, client_id, client_host,
-            rebalance_timeout if rebalance_timeout >= 0 else session_timeout,
-            session_timeout, subscription, assignment))
+        members.append(
+            MemberMetadata(
+                member_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout if rebalance_timeout >= 0 else session_timeout,
+                session_timeout,
+                subscription,
+                assignment,
+            )
+        )
     return group, GroupMetadata(protocol_type, generation, protocol, leader, timestamp, members)

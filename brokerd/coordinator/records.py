@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import struct
 import time
-from typing import Container, Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 
 from kafka.errors import NotCoordinatorError
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -32,6 +32,7 @@ def partition_for(key: str, num_partitions: int) -> int:
 class InternalTopicCoordinator:
     """A coordinator of ids (groups, transactional ids) hashed onto the partitions of an
     internal topic: it coordinates the ids of the partitions it leads and has loaded."""
+
     topic: str
     loaded: Container[int]
 
@@ -49,8 +50,9 @@ class InternalTopicCoordinator:
         if partition not in self.loaded:
             self.metadata.refresh()  # a client may know of a leader change before us
         if partition not in self.loaded:
-            raise NotCoordinatorError(f"broker {self.broker_id} does not coordinate "
-                                      f"{key!r} ({self.topic}-{partition})")
+            raise NotCoordinatorError(
+                f"broker {self.broker_id} does not coordinate {key!r} ({self.topic}-{partition})"
+            )
         return partition
 
 
@@ -68,7 +70,7 @@ def read_nullable_string(buf: bytes, pos: int) -> tuple[str | None, int]:
     pos += 2
     if length < 0:
         return None, pos
-    return buf[pos:pos + length].decode(), pos + length
+    return buf[pos : pos + length].decode(), pos + length
 
 
 def read_string(buf: bytes, pos: int) -> tuple[str, int]:
@@ -87,17 +89,26 @@ def read_bytes(buf: bytes, pos: int) -> tuple[bytes, int]:
     pos += 4
     if length < 0:
         return b"", pos
-    return bytes(buf[pos:pos + length]), pos + length
+    return bytes(buf[pos : pos + length]), pos + length
 
 
-def build_batch(entries: Sequence[tuple[bytes, bytes | None]], producer_id: int = NO_PRODUCER_ID,
-                producer_epoch: int = -1, base_sequence: int = -1) -> bytes:
+def build_batch(
+    entries: Sequence[tuple[bytes, bytes | None]],
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+) -> bytes:
     """One record batch of (key, value) records; a None value is a tombstone. With a
     producer id the batch is transactional: it belongs to that producer's open transaction."""
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=int(producer_id != NO_PRODUCER_ID),
-        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
-        batch_size=2**31 - 1)
+        magic=2,
+        compression_type=0,
+        is_transactional=int(producer_id != NO_PRODUCER_ID),
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        batch_size=2**31 - 1,
+    )
     now = int(time.time() * 1000)
     for offset, (key, value) in enumerate(entries):
         builder.append(offset, timestamp=now, key=key, value=value, headers=[])
@@ -121,6 +132,6 @@ def read_whole_log(log: ReplicaLog) -> Iterator[bytes]:
 def _next_offset(chunk: bytes) -> int:
     """The offset after the last whole batch of a read."""
     last = -1
-    for _, _, last, _ in iter_batch_spans(chunk, 0, len(chunk)):
-        pass
+    for span in iter_batch_spans(chunk, 0, len(chunk)):
+        last = span[2]
     return last + 1

@@ -15,28 +15,46 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from kafka.errors import (
-    ConcurrentTransactionsError, CoordinatorNotAvailableError, InvalidProducerIdMappingError,
-    InvalidRequestError, InvalidTransactionTimeoutError, InvalidTxnStateError,
-    NotCoordinatorError, NotEnoughReplicasAfterAppendError, NotEnoughReplicasError,
-    NotLeaderForPartitionError, ProducerFencedError, RequestTimedOutError,
-    TransactionalIdNotFoundError, UnknownTopicOrPartitionError,
+    ConcurrentTransactionsError,
+    CoordinatorNotAvailableError,
+    InvalidProducerIdMappingError,
+    InvalidRequestError,
+    InvalidTransactionTimeoutError,
+    InvalidTxnStateError,
+    NotCoordinatorError,
+    NotEnoughReplicasAfterAppendError,
+    NotEnoughReplicasError,
+    NotLeaderForPartitionError,
+    ProducerFencedError,
+    RequestTimedOutError,
+    TransactionalIdNotFoundError,
+    UnknownTopicOrPartitionError,
 )
 
 from brokerd.config import BrokerConfig
 from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, read_whole_log
 from brokerd.coordinator.transaction_log import (
-    TRANSACTION_STATE_TOPIC, read_transaction_records, transaction_key, transaction_value,
+    TRANSACTION_STATE_TOPIC,
+    read_transaction_records,
+    transaction_key,
+    transaction_value,
 )
 from brokerd.coordinator.transaction_state import (
-    NO_PRODUCER_EPOCH, PREPARE_STATES, TransactionMetadata,
+    NO_PRODUCER_EPOCH,
+    PREPARE_STATES,
+    TransactionMetadata,
+)
+from brokerd.coordinator.transaction_state import (
     TransactionState as S,
 )
 from brokerd.coordinator.txn_marker_writer import (
-    RETRY_BACKOFF_S, TransactionMarkerWriter, TxnMarker,
+    RETRY_BACKOFF_S,
+    TransactionMarkerWriter,
+    TxnMarker,
 )
 from brokerd.ports import HostedReplicas, MetadataView, ProducerIdGenerator, ReplicaLog
 
@@ -53,22 +71,30 @@ def _now_ms() -> int:
 @dataclass(frozen=True)
 class TransactionConfig:
     """Kafka's TransactionConfig, read once at start: neither setting is dynamic."""
+
     num_partitions: int  # transaction.state.log.num.partitions
     max_timeout_ms: int  # transaction.max.timeout.ms
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> TransactionConfig:
-        return cls(config.get("transaction.state.log.num.partitions"),
-                   config.get("transaction.max.timeout.ms"))
+        return cls(
+            config.get("transaction.state.log.num.partitions"), config.get("transaction.max.timeout.ms")
+        )
 
 
 class TransactionCoordinator(InternalTopicCoordinator):
     topic = TRANSACTION_STATE_TOPIC
 
-    def __init__(self, broker_id: int, config: TransactionConfig, replicas: HostedReplicas,
-                 metadata: MetadataView, producer_ids: ProducerIdGenerator,
-                 markers: TransactionMarkerWriter, clock_ms: Callable[[], int] = _now_ms
-                 ) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        config: TransactionConfig,
+        replicas: HostedReplicas,
+        metadata: MetadataView,
+        producer_ids: ProducerIdGenerator,
+        markers: TransactionMarkerWriter,
+        clock_ms: Callable[[], int] = _now_ms,
+    ) -> None:
         super().__init__(broker_id, config.num_partitions, metadata)
         self.max_timeout_ms = config.max_timeout_ms
         self.replicas = replicas
@@ -93,10 +119,14 @@ class TransactionCoordinator(InternalTopicCoordinator):
     def on_metadata_change(self) -> None:
         """Load the partitions this broker now leads (again, at a new leader epoch), unload
         those it lost."""
-        leading = {p: replica for (t, p), replica in self.replicas.partitions.items()
-                   if t == TRANSACTION_STATE_TOPIC and replica.is_leader}
-        for partition in [p for p, epoch in self.loaded.items()
-                          if p not in leading or leading[p].leader_epoch != epoch]:
+        leading = {
+            p: replica
+            for (t, p), replica in self.replicas.partitions.items()
+            if t == TRANSACTION_STATE_TOPIC and replica.is_leader
+        }
+        for partition in [
+            p for p, epoch in self.loaded.items() if p not in leading or leading[p].leader_epoch != epoch
+        ]:
             self._unload(partition)
         for partition, replica in sorted(leading.items()):
             if partition not in self.loaded:
@@ -115,9 +145,15 @@ class TransactionCoordinator(InternalTopicCoordinator):
         self.transactions.update(found)
         self.loaded[partition] = coordinator_epoch
         prepared = [t for t, meta in found.items() if meta.state in PREPARE_STATES]
-        log.info("loaded %d transactional id(s) from %s-%d at coordinator epoch %d; "
-                 "completing %d prepared transaction(s)", len(found), TRANSACTION_STATE_TOPIC,
-                 partition, coordinator_epoch, len(prepared))
+        log.info(
+            "loaded %d transactional id(s) from %s-%d at coordinator epoch %d; "
+            "completing %d prepared transaction(s)",
+            len(found),
+            TRANSACTION_STATE_TOPIC,
+            partition,
+            coordinator_epoch,
+            len(prepared),
+        )
         for transactional_id in prepared:
             self._start_completion(transactional_id, coordinator_epoch)
 
@@ -130,8 +166,9 @@ class TransactionCoordinator(InternalTopicCoordinator):
                 task.cancel()
 
     # -- the producer's requests ------------------------------------------------------------
-    async def init_producer_id(self, transactional_id: str, timeout_ms: int,
-                               expected: tuple[int, int] | None = None) -> tuple[int, int]:
+    async def init_producer_id(
+        self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None = None
+    ) -> tuple[int, int]:
         """A new producer id, or the same one with a bumped epoch, which fences every older
         producer instance with this transactional id. An ongoing transaction of the previous
         instance is aborted first; the producer retries on CONCURRENT_TRANSACTIONS meanwhile.
@@ -142,41 +179,58 @@ class TransactionCoordinator(InternalTopicCoordinator):
         if not 0 < timeout_ms <= self.max_timeout_ms:
             raise InvalidTransactionTimeoutError(
                 f"transaction timeout {timeout_ms} ms is outside 1..{self.max_timeout_ms} "
-                f"(transaction.max.timeout.ms)")
+                f"(transaction.max.timeout.ms)"
+            )
         coordinator_epoch = self._owned(transactional_id)
         meta = self.transactions.get(transactional_id)
         if meta is None:
             meta = self.transactions[transactional_id] = TransactionMetadata(
-                transactional_id, self.producer_ids.next_id(), NO_PRODUCER_EPOCH,
-                timeout_ms)
-        if expected is not None and meta.producer_epoch != NO_PRODUCER_EPOCH \
-                and expected[0] != meta.producer_id:
-            raise ProducerFencedError(f"producer id {expected[0]} no longer belongs to "
-                                      f"{transactional_id!r}")
+                transactional_id, self.producer_ids.next_id(), NO_PRODUCER_EPOCH, timeout_ms
+            )
+        if (
+            expected is not None
+            and meta.producer_epoch != NO_PRODUCER_EPOCH
+            and expected[0] != meta.producer_id
+        ):
+            raise ProducerFencedError(f"producer id {expected[0]} no longer belongs to {transactional_id!r}")
         _check_not_busy(meta)
         if meta.state == S.ONGOING:
             await self._fence_and_abort(meta, coordinator_epoch)
             raise ConcurrentTransactionsError(
-                f"aborting the ongoing transaction of {transactional_id!r} first")
+                f"aborting the ongoing transaction of {transactional_id!r} first"
+            )
         expected_epoch = None if expected is None else expected[1]
         now_ms = self.clock_ms()
         if meta.is_epoch_exhausted() and expected_epoch in (None, meta.producer_epoch):
-            target = meta.prepare(S.EMPTY, now_ms, producer_id=self.producer_ids.next_id(),
-                                  producer_epoch=0, timeout_ms=timeout_ms)
+            target = meta.prepare(
+                S.EMPTY,
+                now_ms,
+                producer_id=self.producer_ids.next_id(),
+                producer_epoch=0,
+                timeout_ms=timeout_ms,
+            )
         elif expected_epoch is not None and expected_epoch == meta.last_producer_epoch:
             return meta.producer_id, meta.producer_epoch  # a retry of the bump it already got
         else:
-            target = meta.prepare(S.EMPTY, now_ms, producer_epoch=_bumped(meta, expected_epoch),
-                                  timeout_ms=timeout_ms,
-                                  last_producer_epoch=(NO_PRODUCER_EPOCH if expected is None
-                                                       else meta.producer_epoch))
+            target = meta.prepare(
+                S.EMPTY,
+                now_ms,
+                producer_epoch=_bumped(meta, expected_epoch),
+                timeout_ms=timeout_ms,
+                last_producer_epoch=(NO_PRODUCER_EPOCH if expected is None else meta.producer_epoch),
+            )
         await self._persist(meta, target, coordinator_epoch)
-        log.info("transactional id %r: producer id %d, epoch %d", transactional_id,
-                 target.producer_id, target.producer_epoch)
+        log.info(
+            "transactional id %r: producer id %d, epoch %d",
+            transactional_id,
+            target.producer_id,
+            target.producer_epoch,
+        )
         return target.producer_id, target.producer_epoch
 
-    async def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                             partitions: set[TopicPartition]) -> None:
+    async def add_partitions(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, partitions: set[TopicPartition]
+    ) -> None:
         meta, coordinator_epoch = self._producer(transactional_id, producer_id, producer_epoch)
         _check_not_busy(meta)
         if meta.state == S.ONGOING and partitions <= meta.partitions:
@@ -184,19 +238,21 @@ class TransactionCoordinator(InternalTopicCoordinator):
         target = meta.prepare(S.ONGOING, self.clock_ms(), partitions=meta.partitions | partitions)
         await self._persist(meta, target, coordinator_epoch)
 
-    async def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                      commit: bool) -> None:
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> None:
         meta, coordinator_epoch = self._producer(transactional_id, producer_id, producer_epoch)
-        prepare, complete = ((S.PREPARE_COMMIT, S.COMPLETE_COMMIT) if commit
-                             else (S.PREPARE_ABORT, S.COMPLETE_ABORT))
+        prepare, complete = (
+            (S.PREPARE_COMMIT, S.COMPLETE_COMMIT) if commit else (S.PREPARE_ABORT, S.COMPLETE_ABORT)
+        )
         if meta.pending is not None or meta.state == prepare:
             raise ConcurrentTransactionsError(f"{transactional_id!r} is ending its transaction")
         if meta.state == complete:
             return  # a retry of a request that already succeeded
         if meta.state != S.ONGOING:
-            raise InvalidTxnStateError(f"{transactional_id!r} cannot "
-                                       f"{'commit' if commit else 'abort'} in state "
-                                       f"{meta.state.label}")
+            raise InvalidTxnStateError(
+                f"{transactional_id!r} cannot {'commit' if commit else 'abort'} in state {meta.state.label}"
+            )
         await self._persist(meta, meta.prepare(prepare, self.clock_ms()), coordinator_epoch)
         self._start_completion(transactional_id, coordinator_epoch)
 
@@ -205,10 +261,12 @@ class TransactionCoordinator(InternalTopicCoordinator):
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:
             raise InvalidProducerIdMappingError(
-                f"producer id {producer_id} does not belong to {transactional_id!r}")
+                f"producer id {producer_id} does not belong to {transactional_id!r}"
+            )
         if meta.producer_epoch != producer_epoch:
-            raise ProducerFencedError(f"epoch {producer_epoch} of {transactional_id!r} was "
-                                      f"fenced by epoch {meta.producer_epoch}")
+            raise ProducerFencedError(
+                f"epoch {producer_epoch} of {transactional_id!r} was fenced by epoch {meta.producer_epoch}"
+            )
         return meta, coordinator_epoch
 
     # -- administration ---------------------------------------------------------------------
@@ -219,15 +277,19 @@ class TransactionCoordinator(InternalTopicCoordinator):
             raise TransactionalIdNotFoundError(f"no transactional id {transactional_id!r}")
         return meta
 
-    def list_transactions(self, states: set[str], producer_ids: set[int],
-                          min_duration_ms: int) -> list[TransactionMetadata]:
+    def list_transactions(
+        self, states: set[str], producer_ids: set[int], min_duration_ms: int
+    ) -> list[TransactionMetadata]:
         """The transactions coordinated here, filtered as ListTransactions asks: by state
         name, producer id and (min_duration_ms >= 0) time since the transaction started."""
         now = self.clock_ms()
-        return [meta for meta in self.transactions.values()
-                if (not states or meta.state.label in states)
-                and (not producer_ids or meta.producer_id in producer_ids)
-                and (min_duration_ms < 0 or now - meta.start_ms >= min_duration_ms)]
+        return [
+            meta
+            for meta in self.transactions.values()
+            if (not states or meta.state.label in states)
+            and (not producer_ids or meta.producer_id in producer_ids)
+            and (min_duration_ms < 0 or now - meta.start_ms >= min_duration_ms)
+        ]
 
     # -- aborting on the producer's behalf --------------------------------------------------
     def abort_timed_out(self) -> None:
@@ -238,8 +300,9 @@ class TransactionCoordinator(InternalTopicCoordinator):
             coordinator_epoch = self.loaded.get(self.partition_of(meta.transactional_id))
             if coordinator_epoch is None:
                 continue
-            log.info("transactional id %r timed out after %d ms: aborting",
-                     meta.transactional_id, meta.timeout_ms)
+            log.info(
+                "transactional id %r timed out after %d ms: aborting", meta.transactional_id, meta.timeout_ms
+            )
             task = asyncio.create_task(self._abort_quietly(meta, coordinator_epoch))
             self._aborts.add(task)
             task.add_done_callback(self._aborts.discard)
@@ -251,9 +314,12 @@ class TransactionCoordinator(InternalTopicCoordinator):
             log.info("aborting %r failed: %r", meta.transactional_id, exc)
 
     async def _fence_and_abort(self, meta: TransactionMetadata, coordinator_epoch: int) -> None:
-        target = meta.prepare(S.PREPARE_ABORT, self.clock_ms(),
-                              producer_epoch=meta.fenced_epoch(),
-                              last_producer_epoch=NO_PRODUCER_EPOCH)
+        target = meta.prepare(
+            S.PREPARE_ABORT,
+            self.clock_ms(),
+            producer_epoch=meta.fenced_epoch(),
+            last_producer_epoch=NO_PRODUCER_EPOCH,
+        )
         await self._persist(meta, target, coordinator_epoch)
         self._start_completion(meta.transactional_id, coordinator_epoch)
 
@@ -262,7 +328,8 @@ class TransactionCoordinator(InternalTopicCoordinator):
         task = self._completions.get(transactional_id)
         if task is None or task.done():
             self._completions[transactional_id] = asyncio.create_task(
-                self._complete(transactional_id, coordinator_epoch))
+                self._complete(transactional_id, coordinator_epoch)
+            )
 
     async def _complete(self, transactional_id: str, coordinator_epoch: int) -> None:
         """Markers to every partition, then CompleteCommit/CompleteAbort; retried until done
@@ -274,8 +341,9 @@ class TransactionCoordinator(InternalTopicCoordinator):
             commit = meta.state == S.PREPARE_COMMIT
             marker = TxnMarker(meta.producer_id, meta.producer_epoch, commit, coordinator_epoch)
             try:
-                await self.markers.write(marker, meta.partitions, lambda: self._still_owned(
-                    transactional_id, coordinator_epoch))
+                await self.markers.write(
+                    marker, meta.partitions, lambda: self._still_owned(transactional_id, coordinator_epoch)
+                )
                 done = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
                 await self._persist(meta, meta.prepare(done, self.clock_ms()), coordinator_epoch)
                 log.info("transactional id %r: %s", transactional_id, done.label)
@@ -289,8 +357,9 @@ class TransactionCoordinator(InternalTopicCoordinator):
             del self._completions[transactional_id]
 
     # -- the transaction log ----------------------------------------------------------------
-    async def _persist(self, meta: TransactionMetadata, target: TransactionMetadata,
-                       coordinator_epoch: int) -> None:
+    async def _persist(
+        self, meta: TransactionMetadata, target: TransactionMetadata, coordinator_epoch: int
+    ) -> None:
         """Write ``target`` to the log, then adopt it; requests for the same transactional id
         answer CONCURRENT_TRANSACTIONS meanwhile. On failure the old state stays."""
         meta.pending = target.state
@@ -308,14 +377,12 @@ class TransactionCoordinator(InternalTopicCoordinator):
         try:
             if not self._still_owned(transactional_id, coordinator_epoch):
                 raise NotCoordinatorError(f"{transactional_id!r} moved to another coordinator")
-            partition = self.replicas.get_leader(TRANSACTION_STATE_TOPIC,
-                                                 self.partition_of(transactional_id))
+            partition = self.replicas.get_leader(TRANSACTION_STATE_TOPIC, self.partition_of(transactional_id))
             info = partition.append_as_leader(batch, acks=-1)
             await partition.wait_for_ack(info.last_offset, WRITE_TIMEOUT_S)
         except (NotLeaderForPartitionError, UnknownTopicOrPartitionError) as exc:
             raise NotCoordinatorError(str(exc)) from exc
-        except (NotEnoughReplicasError, NotEnoughReplicasAfterAppendError,
-                RequestTimedOutError) as exc:
+        except (NotEnoughReplicasError, NotEnoughReplicasAfterAppendError, RequestTimedOutError) as exc:
             raise CoordinatorNotAvailableError(str(exc)) from exc
         if not self._still_owned(transactional_id, coordinator_epoch):
             raise NotCoordinatorError(f"{transactional_id!r} moved to another coordinator")
@@ -330,12 +397,12 @@ def _bumped(meta: TransactionMetadata, expected_epoch: int | None) -> int:
     """The next epoch (Kafka's prepareIncrementProducerEpoch): a new instance always gets it,
     a producer bumping its own epoch only from the current one."""
     if expected_epoch not in (None, meta.producer_epoch) and meta.producer_epoch != NO_PRODUCER_EPOCH:
-        raise ProducerFencedError(f"epoch {expected_epoch} of {meta.transactional_id!r} was "
-                                  f"fenced by epoch {meta.producer_epoch}")
+        raise ProducerFencedError(
+            f"epoch {expected_epoch} of {meta.transactional_id!r} was fenced by epoch {meta.producer_epoch}"
+        )
     return meta.producer_epoch + 1
 
 
 def _check_not_busy(meta: TransactionMetadata) -> None:
     if meta.pending is not None or meta.state in PREPARE_STATES:
-        raise ConcurrentTransactionsError(
-            f"{meta.transactional_id!r} is completing its previous transaction")
+        raise ConcurrentTransactionsError(f"{meta.transactional_id!r} is completing its previous transaction")

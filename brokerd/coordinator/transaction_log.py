@@ -12,7 +12,7 @@ An Empty transaction is written with null partitions, as Kafka does.
 from __future__ import annotations
 
 import struct
-from typing import Iterator
+from collections.abc import Iterator
 
 from kafka.record.memory_records import MemoryRecords
 
@@ -32,8 +32,11 @@ def transaction_key(transactional_id: str) -> bytes:
 
 
 def transaction_value(meta: TransactionMetadata) -> bytes:
-    parts = [_VALUE_HEAD.pack(VALUE_VERSION, meta.producer_id, meta.producer_epoch,
-                              meta.timeout_ms, int(meta.state))]
+    parts = [
+        _VALUE_HEAD.pack(
+            VALUE_VERSION, meta.producer_id, meta.producer_epoch, meta.timeout_ms, int(meta.state)
+        )
+    ]
     if meta.state == TransactionState.EMPTY:
         parts.append(struct.pack(">i", -1))
     else:
@@ -42,8 +45,7 @@ def transaction_value(meta: TransactionMetadata) -> bytes:
             by_topic.setdefault(topic, []).append(partition)
         parts.append(struct.pack(">i", len(by_topic)))
         for topic, indexes in by_topic.items():
-            parts.append(write_string(topic) + struct.pack(f">i{len(indexes)}i", len(indexes),
-                                                           *indexes))
+            parts.append(write_string(topic) + struct.pack(f">i{len(indexes)}i", len(indexes), *indexes))
     parts.append(_TIMESTAMPS.pack(meta.last_update_ms, meta.start_ms))
     return b"".join(parts)
 
@@ -80,6 +82,13 @@ def _decode_value(transactional_id: str, value: bytes) -> TransactionMetadata:
         pos += 4 + 4 * count
         partitions.update((topic, index) for index in indexes)
     last_update_ms, start_ms = _TIMESTAMPS.unpack_from(value, pos)
-    return TransactionMetadata(transactional_id, producer_id, epoch, timeout_ms,
-                               TransactionState(status), frozenset(partitions), start_ms,
-                               last_update_ms)
+    return TransactionMetadata(
+        transactional_id,
+        producer_id,
+        epoch,
+        timeout_ms,
+        TransactionState(status),
+        frozenset(partitions),
+        start_ms,
+        last_update_ms,
+    )

@@ -23,6 +23,7 @@ TopicPartition = tuple[str, int]
 
 class TransactionState(IntEnum):
     """The ids are Kafka's, as written in TransactionLogValue.transaction_status."""
+
     EMPTY = 0
     ONGOING = 1
     PREPARE_COMMIT = 2
@@ -55,6 +56,7 @@ COMPLETE_STATES = {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
 @dataclass
 class TransactionMetadata:
     """What the coordinator knows of one transactional id (Kafka's TransactionMetadata)."""
+
     transactional_id: str
     producer_id: int
     producer_epoch: int
@@ -72,14 +74,14 @@ class TransactionMetadata:
     def prepare(self, state: TransactionState, now_ms: int, **changes) -> TransactionMetadata:
         """The metadata after a transition to ``state``, to be written before it is adopted."""
         if self.state not in VALID_PREVIOUS[state]:
-            raise IllegalStateError(f"{self.transactional_id}: {self.state.label} -> "
-                                    f"{state.label} is not a valid transition")
+            raise IllegalStateError(
+                f"{self.transactional_id}: {self.state.label} -> {state.label} is not a valid transition"
+            )
         if state == S.ONGOING and self.state != S.ONGOING:
             changes.setdefault("start_ms", now_ms)
         if state in COMPLETE_STATES:
             changes.setdefault("partitions", frozenset())
-        return dataclasses.replace(self, state=state, last_update_ms=now_ms, pending=None,
-                                   **changes)
+        return dataclasses.replace(self, state=state, last_update_ms=now_ms, pending=None, **changes)
 
     def is_epoch_exhausted(self) -> bool:
         return self.producer_epoch >= MAX_PRODUCER_EPOCH - 1
@@ -89,5 +91,4 @@ class TransactionMetadata:
         return min(self.producer_epoch + 1, MAX_PRODUCER_EPOCH)
 
     def is_expired(self, now_ms: int) -> bool:
-        return (self.state == S.ONGOING and self.pending is None
-                and now_ms > self.start_ms + self.timeout_ms)
+        return self.state == S.ONGOING and self.pending is None and now_ms > self.start_ms + self.timeout_ms

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol
+from typing import Protocol
 
 from kafka.errors import InvalidProducerEpochError, NotCoordinatorError
 from kafka.protocol.api_key import ApiKey
@@ -58,8 +59,9 @@ class TxnMarkerAppender:
         self.replicas = replicas
         self.offsets = offsets
 
-    async def append(self, marker: TxnMarker, partitions: list[TopicPartition],
-                     timeout_s: float) -> dict[TopicPartition, Exception | None]:
+    async def append(
+        self, marker: TxnMarker, partitions: list[TopicPartition], timeout_s: float
+    ) -> dict[TopicPartition, Exception | None]:
         """Append ``marker`` to each partition led here and wait until it is replicated;
         returns each partition's error, if any."""
         errors: dict[TopicPartition, Exception | None] = {}
@@ -67,8 +69,9 @@ class TxnMarkerAppender:
         async def one(tp: TopicPartition) -> None:
             try:
                 partition = self.replicas.get_leader(*tp)
-                info = partition.append_txn_marker(marker.producer_id, marker.producer_epoch,
-                                                   marker.commit, marker.coordinator_epoch)
+                info = partition.append_txn_marker(
+                    marker.producer_id, marker.producer_epoch, marker.commit, marker.coordinator_epoch
+                )
                 await partition.wait_for_ack(info.last_offset, timeout_s)
             except Exception as exc:
                 errors[tp] = exc
@@ -76,6 +79,7 @@ class TxnMarkerAppender:
             if tp[0] == OFFSETS_TOPIC:
                 self.offsets.on_txn_marker(tp[1], marker.producer_id, marker.commit)
             errors[tp] = None
+
         await asyncio.gather(*(one(tp) for tp in partitions))
         return errors
 
@@ -84,16 +88,18 @@ class TransactionMarkerWriter:
     """Kafka's TransactionMarkerChannelManager: the markers of one coordinator's
     transactions, to whichever brokers lead the partitions."""
 
-    def __init__(self, broker_id: int, metadata: MetadataView, clients: BrokerClientFactory,
-                 local: TxnMarkerAppender) -> None:
+    def __init__(
+        self, broker_id: int, metadata: MetadataView, clients: BrokerClientFactory, local: TxnMarkerAppender
+    ) -> None:
         self.broker_id = broker_id
         self.metadata = metadata
         self.clients = clients
         self.local = local
         self._clients: dict[tuple[int, str, int], BrokerClient] = {}
 
-    async def write(self, marker: TxnMarker, partitions: Iterable[TopicPartition],
-                    still_coordinator: Callable[[], bool]) -> None:
+    async def write(
+        self, marker: TxnMarker, partitions: Iterable[TopicPartition], still_coordinator: Callable[[], bool]
+    ) -> None:
         """Return once every partition of ``partitions`` that still exists has ``marker``;
         raise NotCoordinatorError as soon as ``still_coordinator()`` turns false."""
         remaining = set(partitions)
@@ -104,10 +110,12 @@ class TransactionMarkerWriter:
             if not still_coordinator():
                 raise NotCoordinatorError("the transaction moved to another coordinator")
             by_leader = self._by_leader(remaining)
-            failed = await asyncio.gather(*(self._send(leader, marker, tps)
-                                            for leader, tps in by_leader.items()))
+            failed = await asyncio.gather(
+                *(self._send(leader, marker, tps) for leader, tps in by_leader.items())
+            )
             remaining = {tp for tps in failed for tp in tps} | (
-                remaining - {tp for tps in by_leader.values() for tp in tps})
+                remaining - {tp for tps in by_leader.values() for tp in tps}
+            )
             if remaining:
                 await asyncio.sleep(RETRY_BACKOFF_S)
                 self.metadata.refresh()
@@ -125,8 +133,9 @@ class TransactionMarkerWriter:
                 by_leader.setdefault(leader, []).append(tp)
         return by_leader
 
-    async def _send(self, leader: int, marker: TxnMarker,
-                    partitions: list[TopicPartition]) -> list[TopicPartition]:
+    async def _send(
+        self, leader: int, marker: TxnMarker, partitions: list[TopicPartition]
+    ) -> list[TopicPartition]:
         """Write to one leader; returns the partitions that must be retried."""
         if leader != self.broker_id:
             codes = await self._send_remote(leader, marker, partitions)
@@ -134,21 +143,19 @@ class TransactionMarkerWriter:
         errors = await self.local.append(marker, partitions, MARKER_ACK_TIMEOUT_S)
         for tp, exc in errors.items():
             if exc is not None:
-                log.info("marker for producer %d on %s-%d failed: %r", marker.producer_id,
-                         *tp, exc)
-        return [tp for tp, exc in errors.items()
-                if exc is not None and not isinstance(exc, DONE_ERRORS)]
+                log.info("marker for producer %d on %s-%d failed: %r", marker.producer_id, *tp, exc)
+        return [tp for tp, exc in errors.items() if exc is not None and not isinstance(exc, DONE_ERRORS)]
 
-    async def _send_remote(self, leader: int, marker: TxnMarker,
-                           partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+    async def _send_remote(
+        self, leader: int, marker: TxnMarker, partitions: list[TopicPartition]
+    ) -> dict[TopicPartition, int]:
         address = self.metadata.broker_address(leader)
         if address is None:
             return {}
         key = (leader, *address)
         client = self._clients.get(key)
         if client is None:
-            client = self.clients(leader, f"broker-{self.broker_id}-txn-markers",
-                                  MARKER_ACK_TIMEOUT_S)
+            client = self.clients(leader, f"broker-{self.broker_id}-txn-markers", MARKER_ACK_TIMEOUT_S)
             if client is None:
                 return {}
             self._clients[key] = client
@@ -157,17 +164,30 @@ class TransactionMarkerWriter:
             topics.setdefault(topic, []).append(index)
         try:
             response = await client.request(
-                ApiKey.WriteTxnMarkers, WRITE_TXN_MARKERS_VERSION, {"markers": [{
-                    "producer_id": marker.producer_id, "producer_epoch": marker.producer_epoch,
-                    "transaction_result": marker.commit,
-                    "coordinator_epoch": marker.coordinator_epoch,
-                    "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
-                }]}, extra_timeout_s=MARKER_ACK_TIMEOUT_S)
+                ApiKey.WriteTxnMarkers,
+                WRITE_TXN_MARKERS_VERSION,
+                {
+                    "markers": [
+                        {
+                            "producer_id": marker.producer_id,
+                            "producer_epoch": marker.producer_epoch,
+                            "transaction_result": marker.commit,
+                            "coordinator_epoch": marker.coordinator_epoch,
+                            "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()],
+                        }
+                    ]
+                },
+                extra_timeout_s=MARKER_ACK_TIMEOUT_S,
+            )
         except Exception as exc:
             log.info("WriteTxnMarkers to broker %d failed, will retry: %r", leader, exc)
             return {}
-        return {(t.name, p.partition_index): p.error_code
-                for result in response.markers for t in result.topics for p in t.partitions}
+        return {
+            (t.name, p.partition_index): p.error_code
+            for result in response.markers
+            for t in result.topics
+            for p in t.partitions
+        }
 
     def close(self) -> None:
         """Close the connections to other brokers (the broker is stopping)."""

@@ -76,26 +76,38 @@ class TopicsEditor(MutableMapping):
                 else:
                     changes = partition.changes_from(old)
                     if changes:
-                        out.append({"type": r.PARTITION_CHANGE, "topic": name,
-                                    "partition": index, **changes})
+                        out.append({"type": r.PARTITION_CHANGE, "topic": name, "partition": index, **changes})
         return out
 
 
 def topic_records(topic: TopicRecord) -> list[dict]:
     """A new topic: its TopicRecord (with its configs) and one PartitionRecord each."""
-    return ([{"type": r.TOPIC, "name": topic.name, "topic_id": topic.topic_id,
-              "configs": dict(topic.configs)}]
-            + [partition_record(topic.name, p) for p in topic.partitions.values()])
+    return [
+        {"type": r.TOPIC, "name": topic.name, "topic_id": topic.topic_id, "configs": dict(topic.configs)}
+    ] + [partition_record(topic.name, p) for p in topic.partitions.values()]
 
 
 def partition_record(topic: str, partition: PartitionRecord) -> dict:
-    return {"type": r.PARTITION, "topic": topic, "partition": partition.partition,
-            **{name: value for name, value in vars(partition).items() if name != "partition"}}
+    return {
+        "type": r.PARTITION,
+        "topic": topic,
+        "partition": partition.partition,
+        **{name: value for name, value in vars(partition).items() if name != "partition"},
+    }
 
 
-def config_records(resource_type: str, resource_name: str, before: dict[str, str],
-                   after: dict[str, str]) -> list[dict]:
+def config_records(
+    resource_type: str, resource_name: str, before: dict[str, str], after: dict[str, str]
+) -> list[dict]:
     """A ConfigRecord per config set, changed or removed (value None)."""
-    return [{"type": r.CONFIG, "resource_type": resource_type, "resource_name": resource_name,
-             "name": name, "value": after.get(name)}
-            for name in sorted(before.keys() | after.keys()) if before.get(name) != after.get(name)]
+    return [
+        {
+            "type": r.CONFIG,
+            "resource_type": resource_type,
+            "resource_name": resource_name,
+            "name": name,
+            "value": after.get(name),
+        }
+        for name in sorted(before.keys() | after.keys())
+        if before.get(name) != after.get(name)
+    ]

@@ -12,9 +12,17 @@ from dataclasses import asdict, dataclass, field
 
 from brokerd.metadata import records as r
 
-PARTITION_FIELDS = ("replicas", "leader", "leader_epoch", "isr", "partition_epoch",
-                    "adding_replicas", "removing_replicas", "last_unclean_election",
-                    "last_leader_rebalance")
+PARTITION_FIELDS = (
+    "replicas",
+    "leader",
+    "leader_epoch",
+    "isr",
+    "partition_epoch",
+    "adding_replicas",
+    "removing_replicas",
+    "last_unclean_election",
+    "last_leader_rebalance",
+)
 
 
 @dataclass
@@ -33,17 +41,27 @@ class PartitionRecord:
     # {"leader_epoch", "led", "preferred", "percentage"} (the broker's imbalance that moved it)
     last_leader_rebalance: dict | None = None
 
-    def clone(self) -> "PartitionRecord":
-        return PartitionRecord(self.partition, list(self.replicas), self.leader,
-                               self.leader_epoch, list(self.isr), self.partition_epoch,
-                               list(self.adding_replicas), list(self.removing_replicas),
-                               _copy(self.last_unclean_election),
-                               _copy(self.last_leader_rebalance))
+    def clone(self) -> PartitionRecord:
+        return PartitionRecord(
+            self.partition,
+            list(self.replicas),
+            self.leader,
+            self.leader_epoch,
+            list(self.isr),
+            self.partition_epoch,
+            list(self.adding_replicas),
+            list(self.removing_replicas),
+            _copy(self.last_unclean_election),
+            _copy(self.last_leader_rebalance),
+        )
 
-    def changes_from(self, before: "PartitionRecord") -> dict:
+    def changes_from(self, before: PartitionRecord) -> dict:
         """The fields that differ from ``before`` (a PartitionChangeRecord's payload)."""
-        return {name: getattr(self, name) for name in PARTITION_FIELDS
-                if getattr(self, name) != getattr(before, name)}
+        return {
+            name: getattr(self, name)
+            for name in PARTITION_FIELDS
+            if getattr(self, name) != getattr(before, name)
+        }
 
 
 def _copy(reason: dict | None) -> dict | None:
@@ -57,16 +75,24 @@ class TopicRecord:
     configs: dict[str, str]
     partitions: dict[int, PartitionRecord]
 
-    def clone(self) -> "TopicRecord":
-        return TopicRecord(self.name, self.topic_id, dict(self.configs),
-                           {p: record.clone() for p, record in self.partitions.items()})
+    def clone(self) -> TopicRecord:
+        return TopicRecord(
+            self.name,
+            self.topic_id,
+            dict(self.configs),
+            {p: record.clone() for p, record in self.partitions.items()},
+        )
 
     def to_json(self) -> dict:
-        return {"name": self.name, "topic_id": self.topic_id, "configs": self.configs,
-                "partitions": {str(p): asdict(rec) for p, rec in self.partitions.items()}}
+        return {
+            "name": self.name,
+            "topic_id": self.topic_id,
+            "configs": self.configs,
+            "partitions": {str(p): asdict(rec) for p, rec in self.partitions.items()},
+        }
 
     @classmethod
-    def from_json(cls, doc: dict) -> "TopicRecord":
+    def from_json(cls, doc: dict) -> TopicRecord:
         parts = {int(p): PartitionRecord(**rec) for p, rec in doc["partitions"].items()}
         return cls(doc["name"], doc["topic_id"], dict(doc["configs"]), parts)
 
@@ -84,10 +110,16 @@ class MetadataDelta:
     full: bool = False
 
     def __bool__(self) -> bool:
-        return bool(self.partitions or self.created_topics or self.removed_topics
-                    or self.topic_configs or self.broker_configs or self.full)
+        return bool(
+            self.partitions
+            or self.created_topics
+            or self.removed_topics
+            or self.topic_configs
+            or self.broker_configs
+            or self.full
+        )
 
-    def merge(self, other: "MetadataDelta") -> None:
+    def merge(self, other: MetadataDelta) -> None:
         self.partitions |= other.partitions
         self.created_topics |= other.created_topics
         self.removed_topics |= other.removed_topics
@@ -113,14 +145,16 @@ class MetadataImage:
         self.offset = record["offset"]
         kind = record["type"]
         if kind == r.TOPIC:
-            self.topics[record["name"]] = TopicRecord(record["name"], record["topic_id"],
-                                                      dict(record["configs"]), {})
+            self.topics[record["name"]] = TopicRecord(
+                record["name"], record["topic_id"], dict(record["configs"]), {}
+            )
             self.delta.created_topics.add(record["name"])
             self.delta.removed_topics.discard(record["name"])
         elif kind == r.PARTITION:
             fields = {name: record[name] for name in PARTITION_FIELDS if name in record}
-            self.topics[record["topic"]].partitions[record["partition"]] = \
-                PartitionRecord(record["partition"], **fields)
+            self.topics[record["topic"]].partitions[record["partition"]] = PartitionRecord(
+                record["partition"], **fields
+            )
             self.delta.partitions.add((record["topic"], record["partition"]))
         elif kind == r.PARTITION_CHANGE:
             partition = self.topics[record["topic"]].partitions[record["partition"]]
@@ -150,11 +184,14 @@ class MetadataImage:
 
     # -- snapshots ------------------------------------------------------------------------
     def to_snapshot(self) -> dict:
-        return {"offset": self.offset, "topics": [t.to_json() for t in self.topics.values()],
-                "broker_configs": self.broker_configs}
+        return {
+            "offset": self.offset,
+            "topics": [t.to_json() for t in self.topics.values()],
+            "broker_configs": self.broker_configs,
+        }
 
     @classmethod
-    def from_snapshot(cls, doc: dict) -> "MetadataImage":
+    def from_snapshot(cls, doc: dict) -> MetadataImage:
         image = cls()
         image.offset = doc["offset"]
         image.topics = {t["name"]: TopicRecord.from_json(t) for t in doc["topics"]}

@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-
-from typing import Callable
 
 from brokerd.atomic_file import atomic_write, fsync_directory
 from brokerd.metadata import records
@@ -56,8 +55,9 @@ class MetadataLog:
         self.dir.mkdir(parents=True, exist_ok=True)
 
     def _bases(self, suffix: str) -> list[int]:
-        return sorted(int(p.name[:_DIGITS]) for p in self.dir.glob(f"*{suffix}")
-                      if p.name[:_DIGITS].isdigit())
+        return sorted(
+            int(p.name[:_DIGITS]) for p in self.dir.glob(f"*{suffix}") if p.name[:_DIGITS].isdigit()
+        )
 
     # -- reading ---------------------------------------------------------------------------
     def catch_up(self) -> MetadataImage:
@@ -95,8 +95,11 @@ class MetadataLog:
             self._snapshot_offset = self.image.offset
             if self._observer is not None:
                 self._observer({"type": SNAPSHOT_LOADED, "offset": self.image.offset}, self.image)
-        self._segment = next((b for b in segments if b > self.image.offset), None) \
-            if snapshots else (segments[0] if segments else None)
+        self._segment = (
+            next((b for b in segments if b > self.image.offset), None)
+            if snapshots
+            else (segments[0] if segments else None)
+        )
         if self._segment is None and segments:
             self._segment = segments[-1]
         self._position = 0
@@ -130,8 +133,10 @@ class MetadataLog:
         segments and snapshots it makes redundant."""
         offset = self.image.offset
         next_base = offset + 1
-        atomic_write(self.dir / _name(next_base, ".checkpoint"),
-                     json.dumps(self.image.to_snapshot(), separators=(",", ":")).encode())
+        atomic_write(
+            self.dir / _name(next_base, ".checkpoint"),
+            json.dumps(self.image.to_snapshot(), separators=(",", ":")).encode(),
+        )
         (self.dir / _name(next_base, ".log")).touch()
         fsync_directory(self.dir)
         for base in self._bases(".log"):

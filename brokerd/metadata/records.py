@@ -48,7 +48,7 @@ def decode(data: bytes | memoryview, start: int = 0) -> tuple[list[dict], int]:
         end = position + _FRAME.size + length
         if length > MAX_RECORD_BYTES or end > len(data):
             break
-        payload = bytes(data[position + _FRAME.size:end])
+        payload = bytes(data[position + _FRAME.size : end])
         if crc32c(payload) != crc:
             break
         records.append(json.loads(payload))

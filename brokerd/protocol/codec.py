@@ -15,53 +15,116 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from kafka.protocol.admin import (
-    CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
-    DescribeAclsRequest, DescribeAclsResponse,
-    AlterConfigsRequest, AlterConfigsResponse, AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse, CreatePartitionsRequest, CreatePartitionsResponse,
-    CreateTopicsRequest, CreateTopicsResponse, ElectLeadersRequest, ElectLeadersResponse,
-    DeleteRecordsRequest, DeleteRecordsResponse,
-    DeleteGroupsRequest, DeleteGroupsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
-    DescribeClusterRequest, DescribeClusterResponse, DescribeLogDirsRequest,
-    DescribeLogDirsResponse, DescribeProducersRequest, DescribeProducersResponse,
-    DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest,
-    DescribeGroupsResponse, DescribeTransactionsRequest, DescribeTransactionsResponse,
-    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, ListGroupsRequest,
-    ListGroupsResponse, ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
-    ListTransactionsRequest, ListTransactionsResponse,
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    CreateAclsRequest,
+    CreateAclsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    DescribeLogDirsRequest,
+    DescribeLogDirsResponse,
+    DescribeProducersRequest,
+    DescribeProducersResponse,
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from kafka.protocol.admin.client_quotas import (
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
+)
+from kafka.protocol.admin.users import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
 )
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
-    FetchRequest, FetchResponse, HeartbeatRequest, HeartbeatResponse, JoinGroupRequest,
-    JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest,
-    ListOffsetsResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetDeleteRequest,
-    OffsetDeleteResponse, OffsetFetchRequest, OffsetFetchResponse, OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse, SyncGroupRequest, SyncGroupResponse,
-)
-from kafka.protocol.metadata import (
-    ApiVersionsRequest, ApiVersionsResponse, FindCoordinatorRequest, FindCoordinatorResponse,
-    MetadataRequest, MetadataResponse,
-)
-from kafka.protocol.producer import (
-    AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse, EndTxnRequest, EndTxnResponse, InitProducerIdRequest,
-    InitProducerIdResponse, ProduceRequest, ProduceResponse, TxnOffsetCommitRequest,
-    TxnOffsetCommitResponse, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
-)
-
-from kafka.protocol.admin.client_quotas import (
-    AlterClientQuotasRequest, AlterClientQuotasResponse, DescribeClientQuotasRequest,
-    DescribeClientQuotasResponse,
-)
-from kafka.protocol.admin.users import (
-    AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse,
-    DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse,
+    FetchRequest,
+    FetchResponse,
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 from kafka.protocol.data_container import DataContainer
+from kafka.protocol.metadata import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+from kafka.protocol.producer import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
 from kafka.protocol.sasl import (
-    SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
 )
 
 from brokerd.protocol.api_versions import ADVERTISED, is_supported
@@ -80,10 +143,14 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.DeleteTopics: (DeleteTopicsRequest, DeleteTopicsResponse),
     ApiKey.CreatePartitions: (CreatePartitionsRequest, CreatePartitionsResponse),
     ApiKey.ElectLeaders: (ElectLeadersRequest, ElectLeadersResponse),
-    ApiKey.AlterPartitionReassignments: (AlterPartitionReassignmentsRequest,
-                                         AlterPartitionReassignmentsResponse),
-    ApiKey.ListPartitionReassignments: (ListPartitionReassignmentsRequest,
-                                        ListPartitionReassignmentsResponse),
+    ApiKey.AlterPartitionReassignments: (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse,
+    ),
+    ApiKey.ListPartitionReassignments: (
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
+    ),
     ApiKey.DescribeCluster: (DescribeClusterRequest, DescribeClusterResponse),
     ApiKey.DescribeLogDirs: (DescribeLogDirsRequest, DescribeLogDirsResponse),
     ApiKey.InitProducerId: (InitProducerIdRequest, InitProducerIdResponse),
@@ -115,10 +182,11 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.DeleteAcls: (DeleteAclsRequest, DeleteAclsResponse),
     ApiKey.SaslHandshake: (SaslHandshakeRequest, SaslHandshakeResponse),
     ApiKey.SaslAuthenticate: (SaslAuthenticateRequest, SaslAuthenticateResponse),
-    ApiKey.DescribeUserScramCredentials: (DescribeUserScramCredentialsRequest,
-                                          DescribeUserScramCredentialsResponse),
-    ApiKey.AlterUserScramCredentials: (AlterUserScramCredentialsRequest,
-                                       AlterUserScramCredentialsResponse),
+    ApiKey.DescribeUserScramCredentials: (
+        DescribeUserScramCredentialsRequest,
+        DescribeUserScramCredentialsResponse,
+    ),
+    ApiKey.AlterUserScramCredentials: (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
     ApiKey.DescribeClientQuotas: (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
     ApiKey.AlterClientQuotas: (AlterClientQuotasRequest, AlterClientQuotasResponse),
 }
@@ -218,8 +286,9 @@ def response_element(api_key: int, array_field: str, fields: Mapping[str, Any]) 
     return _build(data_class, fields)
 
 
-def _build(container_class: type[DataContainer], fields: Mapping[str, Any],
-           version: int | None = None) -> DataContainer:
+def _build(
+    container_class: type[DataContainer], fields: Mapping[str, Any], version: int | None = None
+) -> DataContainer:
     """Build a kafka-python message from a dict, converting nested dicts and lists of dicts
     (an element already built by ``response_element`` is taken as it is)."""
     struct_fields = container_class._struct.fields
@@ -229,8 +298,10 @@ def _build(container_class: type[DataContainer], fields: Mapping[str, Any],
         if field is None:
             raise KeyError(f"{container_class.__name__} has no field {name!r}")
         if field.is_struct_array() and value is not None:
-            value = [item if isinstance(item, field.data_class) else _build(field.data_class, item)
-                     for item in value]
+            value = [
+                item if isinstance(item, field.data_class) else _build(field.data_class, item)
+                for item in value
+            ]
         elif field.is_struct() and value is not None:
             value = _build(field.data_class, value)
         values[name] = value

@@ -11,7 +11,9 @@ from kafka.protocol.api_key import ApiKey
 
 from brokerd.protocol.codec import RequestHeader, decode_response, encode_request
 from brokerd.security.inter_broker import (
-    InterBrokerAuthenticationError, InterBrokerSecurity, reauthentication_time,
+    InterBrokerAuthenticationError,
+    InterBrokerSecurity,
+    reauthentication_time,
 )
 
 _SIZE = struct.Struct(">i")
@@ -21,8 +23,14 @@ class BrokerClient:
     """One connection to one broker; requests are sent one at a time, in the order callers
     ask (a transaction coordinator may have several markers in flight to one leader)."""
 
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float,
-                 security: InterBrokerSecurity | None = None):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str,
+        timeout_s: float,
+        security: InterBrokerSecurity | None = None,
+    ):
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -34,13 +42,13 @@ class BrokerClient:
         self._lock = asyncio.Lock()
         self._reauthenticate_at: float | None = None  # KIP-368, when the session is limited
 
-    async def request(self, api_key: int, api_version: int, fields: dict,
-                      extra_timeout_s: float = 0.0):
+    async def request(self, api_key: int, api_version: int, fields: dict, extra_timeout_s: float = 0.0):
         """Send a request and return the decoded response; any failure closes the connection."""
         async with self._lock:
             try:
-                return await asyncio.wait_for(self._round_trip(api_key, api_version, fields),
-                                              self.timeout_s + extra_timeout_s)
+                return await asyncio.wait_for(
+                    self._round_trip(api_key, api_version, fields), self.timeout_s + extra_timeout_s
+                )
             except BaseException:
                 self.close()
                 raise
@@ -55,7 +63,8 @@ class BrokerClient:
     async def _connect(self) -> None:
         tls = self.security.ssl_context() if self.security is not None else None
         self._reader, self._writer = await asyncio.open_connection(
-            self.host, self.port, ssl=tls, server_hostname=self.host if tls else None)
+            self.host, self.port, ssl=tls, server_hostname=self.host if tls else None
+        )
         if self.security is not None and self.security.uses_sasl:
             await self._login()
 
@@ -67,13 +76,15 @@ class BrokerClient:
         if handshake.error_code:
             raise InterBrokerAuthenticationError(
                 f"{self.host}:{self.port} refused mechanism {login.mechanism} "
-                f"(error {handshake.error_code}; enabled: {handshake.mechanisms})")
+                f"(error {handshake.error_code}; enabled: {handshake.mechanisms})"
+            )
         message = login.next_message(None)
         while message is not None:
             reply = await self._send(ApiKey.SaslAuthenticate, 1, {"auth_bytes": message})
             if reply.error_code:
                 raise InterBrokerAuthenticationError(
-                    f"{self.host}:{self.port} refused this broker: {reply.error_message}")
+                    f"{self.host}:{self.port} refused this broker: {reply.error_message}"
+                )
             message = login.next_message(reply.auth_bytes)
         self._reauthenticate_at = reauthentication_time(reply.session_lifetime_ms, time.monotonic())
 

@@ -43,8 +43,11 @@ class FetchSessionHandler:
         by_topic: dict[str, list[int]] = {}
         for topic, index in forgotten:
             by_topic.setdefault(topic, []).append(index)
-        fields = {"session_id": self.session_id, "session_epoch": self.epoch,
-                  "forgotten_topics_data": [{"topic": t, "partitions": p} for t, p in by_topic.items()]}
+        fields = {
+            "session_id": self.session_id,
+            "session_epoch": self.epoch,
+            "forgotten_topics_data": [{"topic": t, "partitions": p} for t, p in by_topic.items()],
+        }
         return fields, send
 
     def handle_response(self, error_code: int, session_id: int) -> bool:

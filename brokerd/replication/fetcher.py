@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from kafka.errors import OffsetOutOfRangeError
 from kafka.protocol.api_key import ApiKey
@@ -41,8 +41,13 @@ class ReplicaFetcher:
     replica id of its requests) follows from one leader, through a connection ``clients``
     opens; ``throttle_bytes_per_s`` says how fast it may copy (None: as fast as it can)."""
 
-    def __init__(self, broker_id: int, leader_id: int, clients: BrokerClientFactory,
-                 throttle_bytes_per_s: Callable[[], int | None]) -> None:
+    def __init__(
+        self,
+        broker_id: int,
+        leader_id: int,
+        clients: BrokerClientFactory,
+        throttle_bytes_per_s: Callable[[], int | None],
+    ) -> None:
         self.broker_id = broker_id
         self.leader_id = leader_id
         self.clients = clients
@@ -58,8 +63,7 @@ class ReplicaFetcher:
         self._assigned = asyncio.Event()
         self._task: asyncio.Task | None = None
 
-    def assign(self, partitions: dict[TopicPartition, Partition],
-               fresh: set[TopicPartition]) -> None:
+    def assign(self, partitions: dict[TopicPartition, Partition], fresh: set[TopicPartition]) -> None:
         """Follow exactly ``partitions``; those in ``fresh`` just got a new leader epoch."""
         self._changed |= {k for k, p in partitions.items() if self.partitions.get(k) is not p}
         self._changed |= self.partitions.keys() - partitions.keys()
@@ -107,8 +111,7 @@ class ReplicaFetcher:
 
     def _connect(self) -> BrokerClient | None:
         if self._client is None:
-            self._client = self.clients(self.leader_id, f"replica-{self.broker_id}",
-                                        REQUEST_TIMEOUT_S)
+            self._client = self.clients(self.leader_id, f"replica-{self.broker_id}", REQUEST_TIMEOUT_S)
         return self._client
 
     # -- truncation (KIP-101 / KIP-279) -----------------------------------------------------
@@ -120,12 +123,21 @@ class ReplicaFetcher:
             self._changed.add(key)
         if not asks:
             return
-        response = await client.request(ApiKey.OffsetForLeaderEpoch, OFFSET_FOR_LEADER_EPOCH_VERSION, {
-            "replica_id": self.broker_id,
-            "topics": _group_by_topic(asks, lambda p: {
-                "partition": p.index, "current_leader_epoch": p.leader_epoch,
-                "leader_epoch": p.log.latest_epoch}),
-        })
+        response = await client.request(
+            ApiKey.OffsetForLeaderEpoch,
+            OFFSET_FOR_LEADER_EPOCH_VERSION,
+            {
+                "replica_id": self.broker_id,
+                "topics": _group_by_topic(
+                    asks,
+                    lambda p: {
+                        "partition": p.index,
+                        "current_leader_epoch": p.leader_epoch,
+                        "leader_epoch": p.log.latest_epoch,
+                    },
+                ),
+            },
+        )
         for topic in response.topics:
             for result in topic.partitions:
                 partition = asks.get((topic.topic, result.partition))
@@ -151,12 +163,24 @@ class ReplicaFetcher:
             return False
         throttle = self.throttle_bytes_per_s()
         max_bytes = FETCH_MAX_BYTES if throttle is None else max(1, int(throttle * THROTTLE_SLICE_S))
-        session_fields, send = self._session.request(*self._fetch_entries(min(PARTITION_MAX_BYTES, max_bytes)))
-        response = await client.request(ApiKey.Fetch, FETCH_VERSION, {
-            "replica_id": self.broker_id, "max_wait_ms": FETCH_MAX_WAIT_MS,
-            "min_bytes": 1, "max_bytes": max_bytes, "isolation_level": 0, "rack_id": "",
-            **session_fields, "topics": _group_by_topic(send, lambda entry: entry),
-        }, extra_timeout_s=FETCH_MAX_WAIT_MS / 1000)
+        session_fields, send = self._session.request(
+            *self._fetch_entries(min(PARTITION_MAX_BYTES, max_bytes))
+        )
+        response = await client.request(
+            ApiKey.Fetch,
+            FETCH_VERSION,
+            {
+                "replica_id": self.broker_id,
+                "max_wait_ms": FETCH_MAX_WAIT_MS,
+                "min_bytes": 1,
+                "max_bytes": max_bytes,
+                "isolation_level": 0,
+                "rack_id": "",
+                **session_fields,
+                "topics": _group_by_topic(send, lambda entry: entry),
+            },
+            extra_timeout_s=FETCH_MAX_WAIT_MS / 1000,
+        )
         if not self._session.handle_response(response.error_code, response.session_id):
             return False
         progressed = False
@@ -180,18 +204,26 @@ class ReplicaFetcher:
         full = self._session.needs_full_request or partition_max_bytes != self._max_bytes
         self._max_bytes = partition_max_bytes
         keys, self._changed = (self.partitions.keys() if full else self._changed), set()
-        entries = {key: {
-            "partition": p.index, "current_leader_epoch": p.leader_epoch,
-            "fetch_offset": p.log.log_end_offset, "log_start_offset": p.log.log_start_offset,
-            "partition_max_bytes": partition_max_bytes}
+        entries = {
+            key: {
+                "partition": p.index,
+                "current_leader_epoch": p.leader_epoch,
+                "fetch_offset": p.log.log_end_offset,
+                "log_start_offset": p.log.log_start_offset,
+                "partition_max_bytes": partition_max_bytes,
+            }
             for key in keys
-            if (p := self.partitions.get(key)) is not None and key not in self._needs_truncation}
+            if (p := self.partitions.get(key)) is not None and key not in self._needs_truncation
+        }
         return entries, {key for key in keys if key not in entries}
 
     def _apply(self, partition: Partition, data) -> bool:
         key = (partition.topic, partition.index)
-        if (self.partitions.get(key) is not partition or partition.leader_id != self.leader_id
-                or key in self._needs_truncation):
+        if (
+            self.partitions.get(key) is not partition
+            or partition.leader_id != self.leader_id
+            or key in self._needs_truncation
+        ):
             return False  # reassigned while the fetch was in flight
         if data.error_code == OffsetOutOfRangeError.errno:
             self._needs_truncation.add((partition.topic, partition.index))

@@ -18,8 +18,7 @@ class ReplicaFetcherManager:
         self.stopped = False
         self.throttle_bytes_per_s: int | None = None  # `kctl broker throttle`: slow following
 
-    def update(self, partitions: dict[TopicPartition, Partition],
-               fresh: set[TopicPartition]) -> None:
+    def update(self, partitions: dict[TopicPartition, Partition], fresh: set[TopicPartition]) -> None:
         """Point every followed partition at the fetcher of its current leader."""
         if self.stopped:
             return
@@ -34,7 +33,8 @@ class ReplicaFetcherManager:
             fetcher = self.fetchers.get(leader_id)
             if fetcher is None:
                 fetcher = self.fetchers[leader_id] = ReplicaFetcher(
-                    self.broker_id, leader_id, self.clients, lambda: self.throttle_bytes_per_s)
+                    self.broker_id, leader_id, self.clients, lambda: self.throttle_bytes_per_s
+                )
                 fetcher.start()
             fetcher.assign(followed, fresh & followed.keys())
 

@@ -29,20 +29,32 @@ class AclBinding:
     permission: ACLPermissionType
 
     def to_json(self) -> dict:
-        return {**asdict(self), "resource_type": self.resource_type.name,
-                "pattern_type": self.pattern_type.name, "operation": self.operation.name,
-                "permission": self.permission.name}
+        return {
+            **asdict(self),
+            "resource_type": self.resource_type.name,
+            "pattern_type": self.pattern_type.name,
+            "operation": self.operation.name,
+            "permission": self.permission.name,
+        }
 
     @classmethod
-    def from_json(cls, doc: dict) -> "AclBinding":
-        return cls(ResourceType[doc["resource_type"]], doc["resource_name"],
-                   ACLResourcePatternType[doc["pattern_type"]], doc["principal"], doc["host"],
-                   ACLOperation[doc["operation"]], ACLPermissionType[doc["permission"]])
+    def from_json(cls, doc: dict) -> AclBinding:
+        return cls(
+            ResourceType[doc["resource_type"]],
+            doc["resource_name"],
+            ACLResourcePatternType[doc["pattern_type"]],
+            doc["principal"],
+            doc["host"],
+            ACLOperation[doc["operation"]],
+            ACLPermissionType[doc["permission"]],
+        )
 
     def __str__(self) -> str:
-        return (f"{self.permission.name} {self.principal} {self.operation.name} on "
-                f"{self.resource_type.name}:{self.pattern_type.name}:{self.resource_name} "
-                f"from host {self.host}")
+        return (
+            f"{self.permission.name} {self.principal} {self.operation.name} on "
+            f"{self.resource_type.name}:{self.pattern_type.name}:{self.resource_name} "
+            f"from host {self.host}"
+        )
 
     def validate(self) -> None:
         """Kafka's checks of a new binding (AclControlManager.validateNewAcl, AclApis)."""
@@ -61,8 +73,10 @@ class AclBinding:
         try:
             KafkaPrincipal.parse(self.principal)
         except ValueError:
-            raise InvalidAcl(f"Could not parse principal from `{self.principal}` (no colon is "
-                             "present separating the principal type from the principal name)") from None
+            raise InvalidAcl(
+                f"Could not parse principal from `{self.principal}` (no colon is "
+                "present separating the principal type from the principal name)"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -80,12 +94,14 @@ class AclBindingFilter:
     permission: ACLPermissionType
 
     def matches(self, binding: AclBinding) -> bool:
-        return (self.resource_type in (ResourceType.ANY, binding.resource_type)
-                and self._matches_pattern(binding)
-                and self.principal in (None, binding.principal)
-                and self.host in (None, binding.host)
-                and self.operation in (ACLOperation.ANY, binding.operation)
-                and self.permission in (ACLPermissionType.ANY, binding.permission))
+        return (
+            self.resource_type in (ResourceType.ANY, binding.resource_type)
+            and self._matches_pattern(binding)
+            and self.principal in (None, binding.principal)
+            and self.host in (None, binding.host)
+            and self.operation in (ACLOperation.ANY, binding.operation)
+            and self.permission in (ACLPermissionType.ANY, binding.permission)
+        )
 
     def _matches_pattern(self, binding: AclBinding) -> bool:
         if self.pattern_type == ACLResourcePatternType.MATCH:
@@ -94,13 +110,17 @@ class AclBindingFilter:
             if binding.pattern_type == ACLResourcePatternType.PREFIXED:
                 return self.resource_name.startswith(binding.resource_name)
             return binding.resource_name in (self.resource_name, WILDCARD)
-        return (self.pattern_type in (ACLResourcePatternType.ANY, binding.pattern_type)
-                and self.resource_name in (None, binding.resource_name))
+        return self.pattern_type in (
+            ACLResourcePatternType.ANY,
+            binding.pattern_type,
+        ) and self.resource_name in (None, binding.resource_name)
 
     def invalid_reason(self) -> str | None:
         """Why a filter is refused (INVALID_REQUEST), or None."""
-        unknown = (self.resource_type == ResourceType.UNKNOWN
-                   or self.pattern_type == ACLResourcePatternType.UNKNOWN
-                   or self.operation == ACLOperation.UNKNOWN
-                   or self.permission == ACLPermissionType.UNKNOWN)
+        unknown = (
+            self.resource_type == ResourceType.UNKNOWN
+            or self.pattern_type == ACLResourcePatternType.UNKNOWN
+            or self.operation == ACLOperation.UNKNOWN
+            or self.permission == ACLPermissionType.UNKNOWN
+        )
         return "The ACL filter contains UNKNOWN elements" if unknown else None

@@ -29,27 +29,60 @@ class SecurityAudit:
         self._events: deque[dict] = deque(maxlen=KEPT_EVENTS)
         self._changed = False
 
-    def authentication_failed(self, user: str | None, host: str, mechanism: str | None,
-                              message: str) -> None:
+    def authentication_failed(self, user: str | None, host: str, mechanism: str | None, message: str) -> None:
         user = printable(user) if user else None
         mechanism = printable(mechanism) if mechanism else None
-        log.warning("failed authentication of %s from %s with %s: %s",
-                    user or "an unknown user", host, mechanism, message)
-        self._record("authentication_failed", f"User:{user}" if user else None, host,
-                     mechanism=mechanism, message=message)
+        log.warning(
+            "failed authentication of %s from %s with %s: %s",
+            user or "an unknown user",
+            host,
+            mechanism,
+            message,
+        )
+        self._record(
+            "authentication_failed",
+            f"User:{user}" if user else None,
+            host,
+            mechanism=mechanism,
+            message=message,
+        )
 
-    def authorization_denied(self, principal: str, host: str, operation: str, resource: str,
-                             rule: str) -> None:
-        log.info("Principal = %s is Denied Operation = %s from host = %s on resource = %s: %s",
-                 principal, operation, host, resource, rule)
-        self._record("authorization_denied", principal, host, operation=operation,
-                     resource=resource, rule=rule, message=rule)
+    def authorization_denied(
+        self, principal: str, host: str, operation: str, resource: str, rule: str
+    ) -> None:
+        log.info(
+            "Principal = %s is Denied Operation = %s from host = %s on resource = %s: %s",
+            principal,
+            operation,
+            host,
+            resource,
+            rule,
+        )
+        self._record(
+            "authorization_denied",
+            principal,
+            host,
+            operation=operation,
+            resource=resource,
+            rule=rule,
+            message=rule,
+        )
 
     def _record(self, kind: str, principal: str | None, host: str, **fields) -> None:
-        self._events.append({"time": round(time.time(), 3), "broker_id": self.broker_id,
-                             "kind": kind, "principal": principal, "host": host,
-                             "mechanism": None, "operation": None, "resource": None,
-                             "rule": None, **fields})
+        self._events.append(
+            {
+                "time": round(time.time(), 3),
+                "broker_id": self.broker_id,
+                "kind": kind,
+                "principal": principal,
+                "host": host,
+                "mechanism": None,
+                "operation": None,
+                "resource": None,
+                "rule": None,
+                **fields,
+            }
+        )
         self._changed = True
 
     def take_if_changed(self) -> list[dict] | None:

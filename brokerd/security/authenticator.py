@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ssl
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from cryptography import x509
 from kafka.protocol.api_key import ApiKey
@@ -22,7 +22,10 @@ from brokerd.security.audit import SecurityAudit
 from brokerd.security.listeners import Listener
 from brokerd.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal, Session
 from brokerd.security.sasl_server import (
-    ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED, AuthenticationFailed, SaslServer,
+    ILLEGAL_SASL_STATE,
+    SASL_AUTHENTICATION_FAILED,
+    AuthenticationFailed,
+    SaslServer,
 )
 
 PRE_AUTHENTICATION_APIS = (ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate)
@@ -43,8 +46,15 @@ def certificate_principal(ssl_object: ssl.SSLObject | None) -> KafkaPrincipal:
 class ConnectionAuthenticator:
     """One connection's authentication state, consulted by the server for every request."""
 
-    def __init__(self, listener: Listener, client_host: str, ssl_object: ssl.SSLObject | None,
-                 sasl: Callable[[], SaslServer], audit: SecurityAudit, reauth_ms: int):
+    def __init__(
+        self,
+        listener: Listener,
+        client_host: str,
+        ssl_object: ssl.SSLObject | None,
+        sasl: Callable[[], SaslServer],
+        audit: SecurityAudit,
+        reauth_ms: int,
+    ):
         self.listener = listener
         self.session = Session(certificate_principal(ssl_object), client_host, listener.name)
         self._new_sasl = sasl
@@ -59,11 +69,14 @@ class ConnectionAuthenticator:
         if api_key in PRE_AUTHENTICATION_APIS:
             return
         if not self.authenticated:
-            raise ConnectionRefused(f"Unexpected Kafka request of type {ApiKey(api_key).name} "
-                                    "during SASL handshake")
+            raise ConnectionRefused(
+                f"Unexpected Kafka request of type {ApiKey(api_key).name} during SASL handshake"
+            )
         if self._expires_at is not None and time.monotonic() > self._expires_at:
-            raise ConnectionRefused(f"session of {self.session.principal} expired "
-                                    "(connections.max.reauth.ms) without re-authentication")
+            raise ConnectionRefused(
+                f"session of {self.session.principal} expired "
+                "(connections.max.reauth.ms) without re-authentication"
+            )
 
     def handshake(self, mechanism: str) -> tuple[dict, bool]:
         """SaslHandshake: pick the mechanism (again, when re-authenticating); the response and
@@ -82,14 +95,24 @@ class ConnectionAuthenticator:
             exchange = await self._sasl.authenticate(auth_bytes)
         except AuthenticationFailed as exc:
             return self._failure(self._sasl.user, str(exc))
-        response = {"error_code": 0, "error_message": None, "auth_bytes": exchange.auth_bytes,
-                    "session_lifetime_ms": 0}
+        response = {
+            "error_code": 0,
+            "error_message": None,
+            "auth_bytes": exchange.auth_bytes,
+            "session_lifetime_ms": 0,
+        }
         if exchange.principal is not None:
-            if self.authenticated and self._expires_at is not None \
-                    and exchange.principal != self.session.principal:
-                return self._failure(self._sasl.user, "Cannot change principals during "
-                                     f"re-authentication from {self.session.principal}: "
-                                     f"{exchange.principal}")
+            if (
+                self.authenticated
+                and self._expires_at is not None
+                and exchange.principal != self.session.principal
+            ):
+                return self._failure(
+                    self._sasl.user,
+                    "Cannot change principals during "
+                    f"re-authentication from {self.session.principal}: "
+                    f"{exchange.principal}",
+                )
             self.session = Session(exchange.principal, self.session.client_host, self.listener.name)
             self.authenticated = True
             if self._reauth_ms > 0:
@@ -98,7 +121,15 @@ class ConnectionAuthenticator:
         return response, False
 
     def _failure(self, user: str | None, message: str) -> tuple[dict, bool]:
-        self._audit.authentication_failed(user, self.session.client_host,
-                                          self._sasl.mechanism if self._sasl else None, message)
-        return ({"error_code": SASL_AUTHENTICATION_FAILED, "error_message": message,
-                 "auth_bytes": b"", "session_lifetime_ms": 0}, True)
+        self._audit.authentication_failed(
+            user, self.session.client_host, self._sasl.mechanism if self._sasl else None, message
+        )
+        return (
+            {
+                "error_code": SASL_AUTHENTICATION_FAILED,
+                "error_message": message,
+                "auth_bytes": b"",
+                "session_lifetime_ms": 0,
+            },
+            True,
+        )

@@ -21,7 +21,6 @@ from brokerd.security import client_properties
 from brokerd.security.listeners import client_context
 from brokerd.security.sasl_server import PLAIN
 
-
 # Kafka's clients re-authenticate at a random point between 85% and 95% of the session
 # lifetime (SaslClientAuthenticator): the margin covers latency and clock drift, the jitter
 # keeps many connections from logging in at once.
@@ -55,17 +54,20 @@ class InterBrokerSecurity:
         if self.security_protocol not in ("SSL", "SASL_SSL"):
             return None
         settings = self._settings()
-        return client_context(settings.get("ssl.ca.location"),
-                              settings.get("ssl.certificate.location"),
-                              settings.get("ssl.key.location"))
+        return client_context(
+            settings.get("ssl.ca.location"),
+            settings.get("ssl.certificate.location"),
+            settings.get("ssl.key.location"),
+        )
 
-    def sasl_login(self) -> "SaslLogin":
+    def sasl_login(self) -> SaslLogin:
         settings = self._settings()
         user, password = settings.get("sasl.username"), settings.get("sasl.password")
         if not user or password is None:
             raise InterBrokerAuthenticationError(
                 f"{client_properties.path(self.cluster_dir)} names no sasl.username and "
-                "sasl.password for brokers to authenticate to each other")
+                "sasl.password for brokers to authenticate to each other"
+            )
         return SaslLogin(self.mechanism, user, password)
 
     def _settings(self) -> dict[str, str]:

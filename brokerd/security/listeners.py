@@ -31,8 +31,12 @@ class Listener:
         return self.security_protocol in ("SSL", "SASL_SSL")
 
     def to_json(self) -> dict:
-        return {"name": self.name, "host": self.host, "port": self.port,
-                "security_protocol": self.security_protocol}
+        return {
+            "name": self.name,
+            "host": self.host,
+            "port": self.port,
+            "security_protocol": self.security_protocol,
+        }
 
 
 def parse_protocol_map(text: str) -> dict[str, str]:
@@ -41,8 +45,10 @@ def parse_protocol_map(text: str) -> dict[str, str]:
     for item in filter(None, (i.strip() for i in text.split(","))):
         name, sep, protocol = item.partition(":")
         if not sep or protocol.upper() not in PROTOCOLS:
-            raise ValueError(f"invalid listener.security.protocol.map entry {item!r}: "
-                             f"expected NAME:PROTOCOL with PROTOCOL one of {', '.join(PROTOCOLS)}")
+            raise ValueError(
+                f"invalid listener.security.protocol.map entry {item!r}: "
+                f"expected NAME:PROTOCOL with PROTOCOL one of {', '.join(PROTOCOLS)}"
+            )
         mapping[name.upper()] = protocol.upper()
     return mapping
 
@@ -66,8 +72,9 @@ def parse_listeners(text: str, protocol_map: dict[str, str]) -> list[Listener]:
     return listeners
 
 
-def server_context(keystore: str, key_password: str | None, truststore: str | None,
-                   client_auth: str) -> ssl.SSLContext:
+def server_context(
+    keystore: str, key_password: str | None, truststore: str | None, client_auth: str
+) -> ssl.SSLContext:
     """The TLS context of an SSL or SASL_SSL listener; a missing or unreadable file is a
     start-up error that names the setting."""
     if not keystore:
@@ -88,8 +95,7 @@ def server_context(keystore: str, key_password: str | None, truststore: str | No
     return context
 
 
-def client_context(ca_location: str | None, certificate: str | None,
-                   key: str | None) -> ssl.SSLContext:
+def client_context(ca_location: str | None, certificate: str | None, key: str | None) -> ssl.SSLContext:
     """The TLS context brokerd uses towards another broker (librdkafka's ssl.* names)."""
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=ca_location or None)
     if certificate:

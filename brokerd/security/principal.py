@@ -19,7 +19,7 @@ class KafkaPrincipal:
         return f"{self.principal_type}:{self.name}"
 
     @classmethod
-    def parse(cls, text: str) -> "KafkaPrincipal":
+    def parse(cls, text: str) -> KafkaPrincipal:
         """`Type:name`, as ACL bindings and `super.users` write it."""
         principal_type, sep, name = text.partition(":")
         if not sep or not principal_type or not name:

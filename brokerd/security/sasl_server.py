@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import scramp
 
 from brokerd.security.principal import USER_TYPE, KafkaPrincipal
-from brokerd.security.scram_credentials import MECHANISMS as SCRAM_MECHANISMS, ScramCredentialStore
+from brokerd.security.scram_credentials import MECHANISMS as SCRAM_MECHANISMS
+from brokerd.security.scram_credentials import ScramCredentialStore
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +71,9 @@ class SaslServer:
         authzid, user, password = (p.decode("utf-8", "replace") for p in parts)
         self._user = user
         if authzid and authzid != user:
-            raise AuthenticationFailed("Authentication failed: Client requested an "
-                                       "authorization id that is different from username")
+            raise AuthenticationFailed(
+                "Authentication failed: Client requested an authorization id that is different from username"
+            )
         if not user or not await self._credentials.check_password(user, password):
             raise AuthenticationFailed("Authentication failed: Invalid username or password")
         return SaslExchange(b"", KafkaPrincipal(USER_TYPE, user))
@@ -85,12 +87,15 @@ class SaslServer:
                 return SaslExchange(self._scram.get_server_first().encode())
             self._accept_repeated_client_nonce(message)
             self._scram.set_client_final(message)
-            return SaslExchange(self._scram.get_server_final().encode(),
-                                KafkaPrincipal(USER_TYPE, self._user))
+            return SaslExchange(
+                self._scram.get_server_final().encode(), KafkaPrincipal(USER_TYPE, self._user)
+            )
         except scramp.ScramException:
-            raise AuthenticationFailed("Authentication failed during authentication due to "
-                                       "invalid credentials with SASL mechanism "
-                                       f"{self.mechanism}") from None
+            raise AuthenticationFailed(
+                "Authentication failed during authentication due to "
+                "invalid credentials with SASL mechanism "
+                f"{self.mechanism}"
+            ) from None
 
     def _lookup(self, user: str) -> tuple[bytes, bytes, bytes, int]:
         """scramp's auth_fn: the stored credential of a user, or a refusal."""

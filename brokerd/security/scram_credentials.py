@@ -32,24 +32,34 @@ class ScramCredential:
     iterations: int
 
     def to_json(self) -> dict:
-        return {"salt": _b64(self.salt), "stored_key": _b64(self.stored_key),
-                "server_key": _b64(self.server_key), "iterations": self.iterations}
+        return {
+            "salt": _b64(self.salt),
+            "stored_key": _b64(self.stored_key),
+            "server_key": _b64(self.server_key),
+            "iterations": self.iterations,
+        }
 
     @classmethod
-    def from_json(cls, doc: dict) -> "ScramCredential":
-        return cls(base64.b64decode(doc["salt"]), base64.b64decode(doc["stored_key"]),
-                   base64.b64decode(doc["server_key"]), int(doc["iterations"]))
+    def from_json(cls, doc: dict) -> ScramCredential:
+        return cls(
+            base64.b64decode(doc["salt"]),
+            base64.b64decode(doc["stored_key"]),
+            base64.b64decode(doc["server_key"]),
+            int(doc["iterations"]),
+        )
 
     @classmethod
-    def from_salted_password(cls, mechanism: str, salt: bytes, salted_password: bytes,
-                             iterations: int) -> "ScramCredential":
+    def from_salted_password(
+        cls, mechanism: str, salt: bytes, salted_password: bytes, iterations: int
+    ) -> ScramCredential:
         """What AlterUserScramCredentials sends (RFC 5802's SaltedPassword) made into the keys
         a server keeps: StoredKey = H(HMAC(SaltedPassword, "Client Key")),
         ServerKey = HMAC(SaltedPassword, "Server Key")."""
         digest = HASHES[mechanism]
         client_key = hmac.digest(salted_password, b"Client Key", digest)
-        return cls(salt, digest(client_key).digest(),
-                   hmac.digest(salted_password, b"Server Key", digest), iterations)
+        return cls(
+            salt, digest(client_key).digest(), hmac.digest(salted_password, b"Server Key", digest), iterations
+        )
 
 
 def _b64(data: bytes) -> str:
@@ -77,8 +87,10 @@ class ScramCredentialStore:
         version = self._state.scram_credentials_version()
         if version != self._version:
             self._version = version
-            self._users = {user: {mech: ScramCredential.from_json(c) for mech, c in mechs.items()}
-                           for user, mechs in self._state.scram_credentials().items()}
+            self._users = {
+                user: {mech: ScramCredential.from_json(c) for mech, c in mechs.items()}
+                for user, mechs in self._state.scram_credentials().items()
+            }
 
     def lookup(self, user: str, mechanism: str) -> ScramCredential | None:
         self.refresh()
@@ -88,8 +100,9 @@ class ScramCredentialStore:
         self.refresh()
         return self._users
 
-    def alter(self, upsertions: dict[tuple[str, str], ScramCredential],
-              deletions: set[tuple[str, str]]) -> None:
+    def alter(
+        self, upsertions: dict[tuple[str, str], ScramCredential], deletions: set[tuple[str, str]]
+    ) -> None:
         """Apply one AlterUserScramCredentials request's accepted changes at once."""
         with self._state.update_scram_credentials() as stored:
             for user, mechanism in deletions:
@@ -107,7 +120,10 @@ class ScramCredentialStore:
             credential = self.lookup(user, mechanism)
             if credential is not None:
                 _, stored_key, _, _ = await asyncio.to_thread(
-                    scramp.ScramMechanism(mechanism).make_auth_info, password,
-                    credential.iterations, credential.salt)
+                    scramp.ScramMechanism(mechanism).make_auth_info,
+                    password,
+                    credential.iterations,
+                    credential.salt,
+                )
                 return hmac.compare_digest(stored_key, credential.stored_key)
         return False

@@ -34,5 +34,4 @@ from brokerd.state.broker_registrations import BrokerRegistration
 from brokerd.state.cluster_state import ClusterState
 from brokerd.state.controller_epoch import StaleControllerEpoch
 
-__all__ = ["BrokerRegistration", "ClusterState", "PartitionRecord", "StaleControllerEpoch",
-           "TopicRecord"]
+__all__ = ["BrokerRegistration", "ClusterState", "PartitionRecord", "StaleControllerEpoch", "TopicRecord"]

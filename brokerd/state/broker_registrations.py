@@ -37,7 +37,7 @@ class BrokerRegistration:
     def endpoint(self, listener_name: str) -> tuple[str, int]:
         """Where this broker serves the named listener (clients are told the addresses of
         the listener they came in on, as Kafka's advertised listeners)."""
-        found = next((l for l in self.listeners if l["name"] == listener_name), None)
+        found = next((ln for ln in self.listeners if ln["name"] == listener_name), None)
         return (self.host, self.port) if found is None else (found["host"], found["port"])
 
     def is_live(self, session_timeout_s: float | None = None, now: float | None = None) -> bool:
@@ -53,8 +53,14 @@ class BrokerRegistrations(StateDirectory):
     def _broker_file(self, broker_id: int, suffix: str) -> Path:
         return self.dir / "brokers" / f"{broker_id}{suffix}"
 
-    def register_broker(self, broker_id: int, host: str, port: int, session_timeout_ms: int,
-                        listeners: list[dict] | None = None) -> FileLock:
+    def register_broker(
+        self,
+        broker_id: int,
+        host: str,
+        port: int,
+        session_timeout_ms: int,
+        listeners: list[dict] | None = None,
+    ) -> FileLock:
         """Register this process as broker ``broker_id`` and return the liveness lock it holds.
 
         The lock is an OS file lock, so it is released by the kernel when the process dies,
@@ -67,9 +73,15 @@ class BrokerRegistrations(StateDirectory):
             liveness.acquire()
         except Timeout as exc:
             raise RuntimeError(f"broker {broker_id} is already running") from exc
-        registration = {"broker_id": broker_id, "host": host, "port": port, "pid": os.getpid(),
-                        "started_at": time.time(), "session_timeout_ms": session_timeout_ms,
-                        "listeners": listeners or []}
+        registration = {
+            "broker_id": broker_id,
+            "host": host,
+            "port": port,
+            "pid": os.getpid(),
+            "started_at": time.time(),
+            "session_timeout_ms": session_timeout_ms,
+            "listeners": listeners or [],
+        }
         self.heartbeat(broker_id)  # first: a registration others can read is already live
         write_json(self._broker_file(broker_id, ".json"), registration)
         return liveness

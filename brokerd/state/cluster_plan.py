@@ -26,8 +26,10 @@ class ClusterPlan(StateDirectory):
         with self.write_lock():
             doc = read_json(self.dir / PLAN)
             if doc is None:
-                doc = {"cluster_id": uuid.uuid4().hex[:22],
-                       "brokers": {str(b): p for b, p in sorted(broker_ports.items())}}
+                doc = {
+                    "cluster_id": uuid.uuid4().hex[:22],
+                    "brokers": {str(b): p for b, p in sorted(broker_ports.items())},
+                }
                 write_json(self.dir / PLAN, doc)
         return doc["cluster_id"]
 

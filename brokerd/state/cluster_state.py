@@ -21,9 +21,18 @@ from brokerd.state.topic_requests import TopicRequests
 from brokerd.state.topics import TopicsAndConfigs
 
 
-class ClusterState(ClusterPlan, BrokerRegistrations, ControllerEpochs, InjectedFaults,
-                   TopicsAndConfigs, PartitionChanges, TopicRequests, ProducerIdBlocks,
-                   ReplicaStatusFiles, SecurityFiles):
+class ClusterState(
+    ClusterPlan,
+    BrokerRegistrations,
+    ControllerEpochs,
+    InjectedFaults,
+    TopicsAndConfigs,
+    PartitionChanges,
+    TopicRequests,
+    ProducerIdBlocks,
+    ReplicaStatusFiles,
+    SecurityFiles,
+):
     """Reads and writes one cluster's ``state/`` directory."""
 
     def initialize(self, broker_ports: dict[int, int]) -> str:

@@ -48,11 +48,13 @@ class ControllerEpochs(StateDirectory):
         one broker holds the current epoch. A paused controller loses its lease, and with it
         the controllership: when it wakes up its epoch is stale and its writes are refused.
         """
+
         def holder() -> dict:
             return read_json(self.dir / CONTROLLER, {"broker_id": -1, "epoch": 0})
 
         def held_by_another(doc: dict) -> bool:
             return doc["broker_id"] != broker_id and is_live(doc["broker_id"])
+
         if held_by_another(holder()):  # the common case, answered without taking the lock
             return None
         with self.write_lock():
@@ -68,10 +70,15 @@ class ControllerEpochs(StateDirectory):
         fenced: it resigns, and this record lets `kctl watch` show the moment."""
         with self.write_lock():
             current = self.controller()
-            write_json(self.dir / FENCED_CONTROLLER, {
-                "broker_id": broker_id, "epoch": stale_epoch,
-                "current_epoch": None if current is None else current[1],
-                "time": round(time.time(), 3)})
+            write_json(
+                self.dir / FENCED_CONTROLLER,
+                {
+                    "broker_id": broker_id,
+                    "epoch": stale_epoch,
+                    "current_epoch": None if current is None else current[1],
+                    "time": round(time.time(), 3),
+                },
+            )
 
     def fenced_controller(self) -> dict | None:
         return read_json(self.dir / FENCED_CONTROLLER)

@@ -41,8 +41,9 @@ def upgrade_legacy_metadata(state_dir: Path, log_dir: Path) -> None:
     """
     legacy = state_dir / LEGACY_METADATA
     doc = read_json(legacy, {"topics": {}})
-    upgraded = [record for topic in doc["topics"].values()
-                for record in topic_records(TopicRecord.from_json(topic))]
+    upgraded = [
+        record for topic in doc["topics"].values() for record in topic_records(TopicRecord.from_json(topic))
+    ]
     for entity, configs in doc.get("broker_configs", {}).items():
         upgraded += config_records(metadata_records.BROKER_RESOURCE, entity, {}, configs)
     tmp = log_dir.with_name(".metadata.tmp")
@@ -90,6 +91,7 @@ class MetadataStore(StateDirectory):
 
         def tell_new_records() -> None:
             log.catch_up()
+
         return tell_new_records
 
     # -- writing ----------------------------------------------------------------------------

@@ -26,8 +26,7 @@ def _current(topics: dict[str, TopicRecord], key: tuple[str, int]) -> PartitionR
 
 def _partition_change(key: tuple[str, int], fields: dict) -> dict:
     """A PartitionChangeRecord: only the fields of one partition that changed."""
-    return {"type": metadata_records.PARTITION_CHANGE, "topic": key[0], "partition": key[1],
-            **fields}
+    return {"type": metadata_records.PARTITION_CHANGE, "topic": key[0], "partition": key[1], **fields}
 
 
 class PartitionChanges(MetadataStore):
@@ -56,17 +55,21 @@ class PartitionChanges(MetadataStore):
             new_records = []
             for key, (leader_epoch, partition_epoch, isr) in proposals.items():
                 current = _current(log.image.topics, key)
-                if current is not None and current.leader_epoch == leader_epoch \
-                        and current.partition_epoch == partition_epoch:
+                if (
+                    current is not None
+                    and current.leader_epoch == leader_epoch
+                    and current.partition_epoch == partition_epoch
+                ):
                     accepted[key] = current
-                    new_records.append(_partition_change(key, {
-                        "isr": sorted(isr), "partition_epoch": partition_epoch + 1}))
+                    new_records.append(
+                        _partition_change(key, {"isr": sorted(isr), "partition_epoch": partition_epoch + 1})
+                    )
             log.append(stamped(new_records, None))
             # the append changed the accepted records in place: answer copies of the new state
             return {key: accepted[key].clone() if key in accepted else None for key in proposals}
 
-    def alter_isr(self, topic: str, partition: int, leader_epoch: int, partition_epoch: int,
-                  isr: list[int]) -> PartitionRecord | None:
+    def alter_isr(
+        self, topic: str, partition: int, leader_epoch: int, partition_epoch: int, isr: list[int]
+    ) -> PartitionRecord | None:
         """One leader's ISR change (see alter_isrs)."""
-        return self.alter_isrs({(topic, partition): (leader_epoch, partition_epoch, isr)})[
-            (topic, partition)]
+        return self.alter_isrs({(topic, partition): (leader_epoch, partition_epoch, isr)})[(topic, partition)]

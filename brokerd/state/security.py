@@ -41,8 +41,9 @@ class SecurityFiles(StateDirectory):
         any broker); the file stays readable by its owner only."""
         return self.updating(SCRAM_CREDENTIALS, {}, 0o600)
 
-    def bootstrap_scram_credential(self, user: str, mechanism: str, salt: bytes,
-                                   stored_key: bytes, server_key: bytes, iterations: int) -> None:
+    def bootstrap_scram_credential(
+        self, user: str, mechanism: str, salt: bytes, stored_key: bytes, server_key: bytes, iterations: int
+    ) -> None:
         """A credential written before any broker runs (Kafka's `kafka-storage format
         --add-scram`): how the first super user can log in to a cluster with no users yet."""
         with self.update_scram_credentials() as credentials:
@@ -50,7 +51,8 @@ class SecurityFiles(StateDirectory):
                 "salt": base64.b64encode(salt).decode(),
                 "stored_key": base64.b64encode(stored_key).decode(),
                 "server_key": base64.b64encode(server_key).decode(),
-                "iterations": iterations}
+                "iterations": iterations,
+            }
 
     # -- ACL bindings -----------------------------------------------------------------------
     def acl_bindings(self) -> list[dict]:

@@ -5,7 +5,13 @@ A partition is a directory of segments (``.log`` + ``.index`` +
 travel on the wire; see ``partition_log`` for the entry point.
 """
 
-from brokerd.storage.control_batch import ABORT, COMMIT, EndTxnMarker, build_end_txn_marker, read_end_txn_marker
+from brokerd.storage.control_batch import (
+    ABORT,
+    COMMIT,
+    EndTxnMarker,
+    build_end_txn_marker,
+    read_end_txn_marker,
+)
 from brokerd.storage.log_config import ConfigEntry, LogConfig
 from brokerd.storage.log_validator import stamp_batch, validate_client_batch
 from brokerd.storage.partition_log import AppendInfo, PartitionLog
@@ -18,8 +24,8 @@ from brokerd.storage.record_batch import (
     read_header,
 )
 from brokerd.storage.time_index import TimestampOffset
-from brokerd.storage.transaction_index import AbortedTxn, TransactionIndex
 from brokerd.storage.topic_name import parse_partition_dir_name, partition_dir_name, validate_topic_name
+from brokerd.storage.transaction_index import AbortedTxn, TransactionIndex
 
 __all__ = [
     "ABORT",

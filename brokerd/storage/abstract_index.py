@@ -74,8 +74,9 @@ class AbstractIndex:
     def truncate_to(self, offset: int) -> None:
         """Forget the entries for ``offset`` and later (the file follows at the next flush)."""
         relative = offset - self.base_offset
-        kept = bisect.bisect_left(range(self.entries), relative,
-                                  key=lambda slot: self.entry(slot)[self.OFFSET_FIELD])
+        kept = bisect.bisect_left(
+            range(self.entries), relative, key=lambda slot: self.entry(slot)[self.OFFSET_FIELD]
+        )
         if kept < self.entries:
             del self._loaded()[kept * self.ENTRY.size :]
             self._mark_unwritten(kept * self.ENTRY.size)

@@ -44,17 +44,42 @@ class EndTxnMarker(NamedTuple):
     coordinator_epoch: int
 
 
-def build_end_txn_marker(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                         timestamp_ms: int) -> bytes:
+def build_end_txn_marker(
+    producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, timestamp_ms: int
+) -> bytes:
     """The control batch ending ``producer_id``'s transaction, at base offset 0 with its CRC set."""
     record = _MARKER_RECORD.pack(
-        2 * _RECORD_LENGTH, 0, 0, 0, 2 * _KEY_LENGTH, 0, COMMIT if commit else ABORT,
-        2 * _VALUE_LENGTH, 0, coordinator_epoch, 0,
+        2 * _RECORD_LENGTH,
+        0,
+        0,
+        0,
+        2 * _KEY_LENGTH,
+        0,
+        COMMIT if commit else ABORT,
+        2 * _VALUE_LENGTH,
+        0,
+        coordinator_epoch,
+        0,
     )
     size = HEADER_SIZE + len(record)
     batch = bytearray(size)
-    HEADER.pack_into(batch, 0, 0, size - LOG_OVERHEAD, 0, 2, 0, CONTROL_ATTRIBUTES, 0, timestamp_ms,
-                     timestamp_ms, producer_id, producer_epoch, -1, 1)
+    HEADER.pack_into(
+        batch,
+        0,
+        0,
+        size - LOG_OVERHEAD,
+        0,
+        2,
+        0,
+        CONTROL_ATTRIBUTES,
+        0,
+        timestamp_ms,
+        timestamp_ms,
+        producer_id,
+        producer_epoch,
+        -1,
+        1,
+    )
     batch[HEADER_SIZE:] = record
     struct.pack_into(">I", batch, 17, crc32c.crc32c(memoryview(batch)[CRC_START:]))
     return bytes(batch)

@@ -30,10 +30,18 @@ import crc32c
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from brokerd.storage.log_segment import (
-    INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment, segment_path,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    segment_path,
 )
 from brokerd.storage.record_batch import (
-    CRC_START, BatchHeader, read_header, set_base_offset_and_epoch, set_log_append_time,
+    CRC_START,
+    BatchHeader,
+    read_header,
+    set_base_offset_and_epoch,
+    set_log_append_time,
 )
 
 if TYPE_CHECKING:
@@ -100,7 +108,7 @@ def clean_segment(segment: LogSegment, latest: OffsetMap, tombstone_horizon_ms: 
 def _batches(segment: LogSegment) -> Iterable[tuple[memoryview, BatchHeader]]:
     view = memoryview(segment.buffer)
     for position, header in segment.batch_headers():
-        yield view[position:position + header.size], header
+        yield view[position : position + header.size], header
 
 
 def _decode(raw: memoryview, header: BatchHeader) -> list[_Record] | None:
@@ -126,12 +134,22 @@ def _rebuild(header: BatchHeader, records: list[_Record]) -> bytes | None:
     """A batch of the surviving records with the original's offsets and producer fields
     (None when its codec cannot compress here)."""
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=header.compression_type, is_transactional=0,
-        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence, batch_size=_UNLIMITED)
+        magic=2,
+        compression_type=header.compression_type,
+        is_transactional=0,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence,
+        batch_size=_UNLIMITED,
+    )
     for record in records:
-        builder.append(record.offset - header.base_offset, timestamp=record.timestamp,
-                       key=record.key, value=record.value, headers=record.headers)
+        builder.append(
+            record.offset - header.base_offset,
+            timestamp=record.timestamp,
+            key=record.key,
+            value=record.value,
+            headers=record.headers,
+        )
     try:
         batch = bytearray(builder.build())
     except Exception:  # noqa: BLE001 - the codec's module is missing
@@ -175,8 +193,9 @@ class LogCleaner:
         # log -> end of its last pass
         self._cleaned_to: WeakKeyDictionary[PartitionLog, int] = WeakKeyDictionary()
 
-    def maybe_clean(self, log: PartitionLog, first_uncleanable_offset: int,
-                    now_ms: int) -> CleaningResult | None:
+    def maybe_clean(
+        self, log: PartitionLog, first_uncleanable_offset: int, now_ms: int
+    ) -> CleaningResult | None:
         segments = _cleanable(log, first_uncleanable_offset, now_ms)
         total = sum(s.size for s in segments)
         cleaned_to = self._cleaned_to.get(log, 0)
@@ -203,7 +222,9 @@ def _cleanable(log: PartitionLog, first_uncleanable_offset: int, now_ms: int) ->
     lag = log.config.min_compaction_lag_ms
     cleanable = []
     for segment in log.segments[:-1]:
-        if segment.next_offset > first_uncleanable_offset or (lag and segment.largest_timestamp > now_ms - lag):
+        if segment.next_offset > first_uncleanable_offset or (
+            lag and segment.largest_timestamp > now_ms - lag
+        ):
             break
         cleanable.append(segment)
     return cleanable

@@ -67,8 +67,10 @@ def _throttled_replicas(text: str) -> str:
     """Kafka's ThrottledReplicaListValidator: ``*`` or ``partition:broker`` pairs."""
     replicas = [part.strip() for part in text.split(",")]
     if text.strip() != "*" and not all(re.fullmatch(r"([0-9]+:[0-9]+)?", r) for r in replicas):
-        raise ValueError("must be the literal '*' or a list of replicas in the following format: "
-                         "[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+        raise ValueError(
+            "must be the literal '*' or a list of replicas in the following format: "
+            "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+        )
     return text
 
 
@@ -84,8 +86,10 @@ def _remote_storage_enable(text: str) -> bool:
     """Tiered storage needs a remote log manager, which brokerd has not; Kafka refuses the
     topic config in the same words when the broker's remote.log.storage.system.enable is false."""
     if _boolean(text):
-        raise ValueError("Tiered Storage functionality is disabled in the broker. "
-                         "Topic cannot be configured with remote log storage.")
+        raise ValueError(
+            "Tiered Storage functionality is disabled in the broker. "
+            "Topic cannot be configured with remote log storage."
+        )
     return False
 
 
@@ -122,84 +126,252 @@ class ConfigKey(NamedTuple):
 
 
 CONFIG_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("segment.bytes", "INT", str(1 << 30), _integer(14, INT32_MAX),
-              "Size at which the active segment is rolled."),
-    ConfigKey("segment.ms", "LONG", str(7 * 24 * 3600 * 1000), _integer(1, INT64_MAX),
-              "Age after which the active segment is rolled even if not full."),
-    ConfigKey("segment.index.bytes", "INT", str(10 << 20), _integer(4, INT32_MAX),
-              "Preallocated size of each offset and time index."),
-    ConfigKey("index.interval.bytes", "INT", "4096", _integer(0, INT32_MAX),
-              "Bytes of batches between two sparse index entries."),
-    ConfigKey("retention.ms", "LONG", str(7 * 24 * 3600 * 1000), _integer(-1, INT64_MAX),
-              "Delete segments whose newest timestamp is older than this; -1 keeps forever."),
-    ConfigKey("retention.bytes", "LONG", "-1", _integer(INT64_MIN, INT64_MAX),
-              "Delete oldest segments while the partition is larger than this; -1 means no limit."),
-    ConfigKey("max.message.bytes", "INT", str(1024 * 1024 + 12), _integer(0, INT32_MAX),
-              "Largest record batch the topic accepts."),
-    ConfigKey("message.timestamp.type", "STRING", "CreateTime",
-              _one_of("CreateTime", "LogAppendTime"),
-              "Keep the producer's timestamps or stamp the broker's append time."),
-    ConfigKey("min.insync.replicas", "INT", "1", _integer(1, INT32_MAX),
-              "Replicas that must hold a batch before an acks=all produce succeeds."),
-    ConfigKey("flush.messages", "LONG", str(INT64_MAX), _integer(1, INT64_MAX),
-              "Force an fsync after this many messages; the default leaves flushing to the OS."),
-    ConfigKey("flush.ms", "LONG", str(INT64_MAX), _integer(0, INT64_MAX),
-              "Force an fsync when the oldest unflushed data is this old."),
-    ConfigKey("cleanup.policy", "LIST", "delete", _cleanup_policy,
-              "delete (retention) and/or compact (keep the latest record of every key)."),
-    ConfigKey("delete.retention.ms", "LONG", str(24 * 3600 * 1000), _integer(0, INT64_MAX),
-              "How long a compacted topic keeps tombstones, so consumers see deletions."),
-    ConfigKey("min.cleanable.dirty.ratio", "DOUBLE", "0.5", _ratio,
-              "Share of a compacted log written since its last cleaning that starts the next."),
-    ConfigKey("unclean.leader.election.enable", "BOOLEAN", "false", _boolean,
-              "Allow an out-of-sync replica to become leader, losing data."),
-    ConfigKey("compression.type", "STRING", "producer", _compression_type,
-              "producer keeps batches as sent; uncompressed, gzip, snappy, lz4 or zstd makes "
-              "the leader recompress batches sent with another codec."),
-    ConfigKey("compression.gzip.level", "INT", "-1", _gzip_level,
-              "Level of gzip the leader recompresses with; -1 is zlib's default (6)."),
-    ConfigKey("compression.lz4.level", "INT", "9", _integer(1, 17),
-              "Level of lz4 the leader recompresses with; liblz4 treats those above 12 as 12."),
-    ConfigKey("compression.zstd.level", "INT", "3", _integer(-131072, 22),
-              "No effect: the kafka-python zstd encoder brokerd recompresses with takes no level "
-              "and always uses zstd's default, 3."),
-    ConfigKey("segment.jitter.ms", "LONG", "0", _integer(0, INT64_MAX),
-              "Random time up to this much taken off segment.ms for each new segment, so that "
-              "the segments of many partitions do not all roll at once."),
-    ConfigKey("min.compaction.lag.ms", "LONG", "0", _integer(0, INT64_MAX),
-              "A record stays uncompacted for at least this long after it is written."),
-    ConfigKey("max.compaction.lag.ms", "LONG", str(INT64_MAX), _integer(1, INT64_MAX),
-              "A compacted log whose oldest uncleaned record is older than this is cleaned "
-              "whatever its dirty ratio."),
-    ConfigKey("message.timestamp.before.max.ms", "LONG", str(INT64_MAX), _integer(0, INT64_MAX),
-              "With CreateTime, refuse batches with a timestamp further than this in the past."),
-    ConfigKey("message.timestamp.after.max.ms", "LONG", str(INT64_MAX), _integer(0, INT64_MAX),
-              "With CreateTime, refuse batches with a timestamp further than this in the future."),
-    ConfigKey("message.timestamp.difference.max.ms", "LONG", str(INT64_MAX), _integer(0, INT64_MAX),
-              "Deprecated: the before and after bound of the two configs above that are left "
-              "at their default."),
-    ConfigKey("message.format.version", "STRING", "3.0-IV1", _metadata_version,
-              "Deprecated and ignored: record format v2 is always written, as in Kafka 3.x."),
-    ConfigKey("message.downconversion.enable", "BOOLEAN", "true", _boolean,
-              "No effect: down-conversion serves Fetch v3 and older, which brokerd does not speak."),
-    ConfigKey("preallocate", "BOOLEAN", "false", _boolean,
-              "No effect: segments are always sized up front, as their memory-mapped files need."),
-    ConfigKey("file.delete.delay.ms", "LONG", "60000", _integer(0, INT64_MAX),
-              "No effect: deleted segments are removed at once, since no other process reads them."),
-    ConfigKey("leader.replication.throttled.replicas", "LIST", "", _throttled_replicas,
-              "No effect: brokerd does not throttle replication between brokers on one machine."),
-    ConfigKey("follower.replication.throttled.replicas", "LIST", "", _throttled_replicas,
-              "No effect: brokerd does not throttle replication between brokers on one machine."),
-    ConfigKey("remote.storage.enable", "BOOLEAN", "false", _remote_storage_enable,
-              "Tiered storage; true is refused, as by a Kafka broker with it disabled."),
-    ConfigKey("local.retention.ms", "LONG", "-2", _integer(-2, INT64_MAX),
-              "No effect without tiered storage: retention.ms alone governs the log."),
-    ConfigKey("local.retention.bytes", "LONG", "-2", _integer(-2, INT64_MAX),
-              "No effect without tiered storage: retention.bytes alone governs the log."),
-    ConfigKey("remote.log.copy.disable", "BOOLEAN", "false", _boolean,
-              "No effect without tiered storage."),
-    ConfigKey("remote.log.delete.on.disable", "BOOLEAN", "false", _boolean,
-              "No effect without tiered storage."),
+    ConfigKey(
+        "segment.bytes",
+        "INT",
+        str(1 << 30),
+        _integer(14, INT32_MAX),
+        "Size at which the active segment is rolled.",
+    ),
+    ConfigKey(
+        "segment.ms",
+        "LONG",
+        str(7 * 24 * 3600 * 1000),
+        _integer(1, INT64_MAX),
+        "Age after which the active segment is rolled even if not full.",
+    ),
+    ConfigKey(
+        "segment.index.bytes",
+        "INT",
+        str(10 << 20),
+        _integer(4, INT32_MAX),
+        "Preallocated size of each offset and time index.",
+    ),
+    ConfigKey(
+        "index.interval.bytes",
+        "INT",
+        "4096",
+        _integer(0, INT32_MAX),
+        "Bytes of batches between two sparse index entries.",
+    ),
+    ConfigKey(
+        "retention.ms",
+        "LONG",
+        str(7 * 24 * 3600 * 1000),
+        _integer(-1, INT64_MAX),
+        "Delete segments whose newest timestamp is older than this; -1 keeps forever.",
+    ),
+    ConfigKey(
+        "retention.bytes",
+        "LONG",
+        "-1",
+        _integer(INT64_MIN, INT64_MAX),
+        "Delete oldest segments while the partition is larger than this; -1 means no limit.",
+    ),
+    ConfigKey(
+        "max.message.bytes",
+        "INT",
+        str(1024 * 1024 + 12),
+        _integer(0, INT32_MAX),
+        "Largest record batch the topic accepts.",
+    ),
+    ConfigKey(
+        "message.timestamp.type",
+        "STRING",
+        "CreateTime",
+        _one_of("CreateTime", "LogAppendTime"),
+        "Keep the producer's timestamps or stamp the broker's append time.",
+    ),
+    ConfigKey(
+        "min.insync.replicas",
+        "INT",
+        "1",
+        _integer(1, INT32_MAX),
+        "Replicas that must hold a batch before an acks=all produce succeeds.",
+    ),
+    ConfigKey(
+        "flush.messages",
+        "LONG",
+        str(INT64_MAX),
+        _integer(1, INT64_MAX),
+        "Force an fsync after this many messages; the default leaves flushing to the OS.",
+    ),
+    ConfigKey(
+        "flush.ms",
+        "LONG",
+        str(INT64_MAX),
+        _integer(0, INT64_MAX),
+        "Force an fsync when the oldest unflushed data is this old.",
+    ),
+    ConfigKey(
+        "cleanup.policy",
+        "LIST",
+        "delete",
+        _cleanup_policy,
+        "delete (retention) and/or compact (keep the latest record of every key).",
+    ),
+    ConfigKey(
+        "delete.retention.ms",
+        "LONG",
+        str(24 * 3600 * 1000),
+        _integer(0, INT64_MAX),
+        "How long a compacted topic keeps tombstones, so consumers see deletions.",
+    ),
+    ConfigKey(
+        "min.cleanable.dirty.ratio",
+        "DOUBLE",
+        "0.5",
+        _ratio,
+        "Share of a compacted log written since its last cleaning that starts the next.",
+    ),
+    ConfigKey(
+        "unclean.leader.election.enable",
+        "BOOLEAN",
+        "false",
+        _boolean,
+        "Allow an out-of-sync replica to become leader, losing data.",
+    ),
+    ConfigKey(
+        "compression.type",
+        "STRING",
+        "producer",
+        _compression_type,
+        "producer keeps batches as sent; uncompressed, gzip, snappy, lz4 or zstd makes "
+        "the leader recompress batches sent with another codec.",
+    ),
+    ConfigKey(
+        "compression.gzip.level",
+        "INT",
+        "-1",
+        _gzip_level,
+        "Level of gzip the leader recompresses with; -1 is zlib's default (6).",
+    ),
+    ConfigKey(
+        "compression.lz4.level",
+        "INT",
+        "9",
+        _integer(1, 17),
+        "Level of lz4 the leader recompresses with; liblz4 treats those above 12 as 12.",
+    ),
+    ConfigKey(
+        "compression.zstd.level",
+        "INT",
+        "3",
+        _integer(-131072, 22),
+        "No effect: the kafka-python zstd encoder brokerd recompresses with takes no level "
+        "and always uses zstd's default, 3.",
+    ),
+    ConfigKey(
+        "segment.jitter.ms",
+        "LONG",
+        "0",
+        _integer(0, INT64_MAX),
+        "Random time up to this much taken off segment.ms for each new segment, so that "
+        "the segments of many partitions do not all roll at once.",
+    ),
+    ConfigKey(
+        "min.compaction.lag.ms",
+        "LONG",
+        "0",
+        _integer(0, INT64_MAX),
+        "A record stays uncompacted for at least this long after it is written.",
+    ),
+    ConfigKey(
+        "max.compaction.lag.ms",
+        "LONG",
+        str(INT64_MAX),
+        _integer(1, INT64_MAX),
+        "A compacted log whose oldest uncleaned record is older than this is cleaned "
+        "whatever its dirty ratio.",
+    ),
+    ConfigKey(
+        "message.timestamp.before.max.ms",
+        "LONG",
+        str(INT64_MAX),
+        _integer(0, INT64_MAX),
+        "With CreateTime, refuse batches with a timestamp further than this in the past.",
+    ),
+    ConfigKey(
+        "message.timestamp.after.max.ms",
+        "LONG",
+        str(INT64_MAX),
+        _integer(0, INT64_MAX),
+        "With CreateTime, refuse batches with a timestamp further than this in the future.",
+    ),
+    ConfigKey(
+        "message.timestamp.difference.max.ms",
+        "LONG",
+        str(INT64_MAX),
+        _integer(0, INT64_MAX),
+        "Deprecated: the before and after bound of the two configs above that are left at their default.",
+    ),
+    ConfigKey(
+        "message.format.version",
+        "STRING",
+        "3.0-IV1",
+        _metadata_version,
+        "Deprecated and ignored: record format v2 is always written, as in Kafka 3.x.",
+    ),
+    ConfigKey(
+        "message.downconversion.enable",
+        "BOOLEAN",
+        "true",
+        _boolean,
+        "No effect: down-conversion serves Fetch v3 and older, which brokerd does not speak.",
+    ),
+    ConfigKey(
+        "preallocate",
+        "BOOLEAN",
+        "false",
+        _boolean,
+        "No effect: segments are always sized up front, as their memory-mapped files need.",
+    ),
+    ConfigKey(
+        "file.delete.delay.ms",
+        "LONG",
+        "60000",
+        _integer(0, INT64_MAX),
+        "No effect: deleted segments are removed at once, since no other process reads them.",
+    ),
+    ConfigKey(
+        "leader.replication.throttled.replicas",
+        "LIST",
+        "",
+        _throttled_replicas,
+        "No effect: brokerd does not throttle replication between brokers on one machine.",
+    ),
+    ConfigKey(
+        "follower.replication.throttled.replicas",
+        "LIST",
+        "",
+        _throttled_replicas,
+        "No effect: brokerd does not throttle replication between brokers on one machine.",
+    ),
+    ConfigKey(
+        "remote.storage.enable",
+        "BOOLEAN",
+        "false",
+        _remote_storage_enable,
+        "Tiered storage; true is refused, as by a Kafka broker with it disabled.",
+    ),
+    ConfigKey(
+        "local.retention.ms",
+        "LONG",
+        "-2",
+        _integer(-2, INT64_MAX),
+        "No effect without tiered storage: retention.ms alone governs the log.",
+    ),
+    ConfigKey(
+        "local.retention.bytes",
+        "LONG",
+        "-2",
+        _integer(-2, INT64_MAX),
+        "No effect without tiered storage: retention.bytes alone governs the log.",
+    ),
+    ConfigKey("remote.log.copy.disable", "BOOLEAN", "false", _boolean, "No effect without tiered storage."),
+    ConfigKey(
+        "remote.log.delete.on.disable", "BOOLEAN", "false", _boolean, "No effect without tiered storage."
+    ),
 )
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}
 
@@ -304,8 +476,11 @@ class LogConfig:
     @property
     def compression_level(self) -> int | None:
         """compression.<codec>.level for the topic's compression.type (None without one)."""
-        return {"gzip": self.compression_gzip_level, "lz4": self.compression_lz4_level,
-                "zstd": self.compression_zstd_level}.get(self.compression_type)
+        return {
+            "gzip": self.compression_gzip_level,
+            "lz4": self.compression_lz4_level,
+            "zstd": self.compression_zstd_level,
+        }.get(self.compression_type)
 
     @property
     def max_segment_ms(self) -> int:

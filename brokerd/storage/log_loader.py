@@ -15,7 +15,13 @@ from pathlib import Path
 
 from brokerd.storage.checkpoint import TEMP_SUFFIX, CheckpointFile, fsync_directory
 from brokerd.storage.log_config import LogConfig
-from brokerd.storage.log_segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, LogSegment
+from brokerd.storage.log_segment import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    LogSegment,
+)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"

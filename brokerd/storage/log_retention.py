@@ -12,8 +12,9 @@ from brokerd.storage.log_config import LogConfig
 from brokerd.storage.log_segment import LogSegment
 
 
-def deletable_segment_count(segments: Sequence[LogSegment], config: LogConfig, now_ms: int,
-                            high_watermark: int) -> int:
+def deletable_segment_count(
+    segments: Sequence[LogSegment], config: LogConfig, now_ms: int, high_watermark: int
+) -> int:
     """How many of the oldest segments are past retention (Kafka's ``deletableSegments``).
 
     A segment goes when its newest timestamp is older than ``retention.ms``

@@ -96,8 +96,9 @@ class LogSegment:
         self.unstable_offset_at_start = -1
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, config: LogConfig, capacity: int,
-               now_ms: int) -> LogSegment:
+    def create(
+        cls, directory: Path, base_offset: int, config: LogConfig, capacity: int, now_ms: int
+    ) -> LogSegment:
         """A new, empty active segment with room for ``capacity`` bytes."""
         segment = cls(directory, base_offset, config, now_ms)
         segment._log.resize(0)
@@ -266,8 +267,9 @@ class LogSegment:
                 return span
         return None
 
-    def read(self, start_offset: int, max_bytes: int, max_offset: int,
-             min_one_message: bool = True) -> memoryview | None:
+    def read(
+        self, start_offset: int, max_bytes: int, max_offset: int, min_one_message: bool = True
+    ) -> memoryview | None:
         """Whole batches from the one containing ``start_offset``.
 
         Stops before a batch whose base offset is >= ``max_offset`` or that
@@ -335,8 +337,9 @@ class LogSegment:
         a larger ``segment.index.bytes`` just indexes it more sparsely.
         """
         self._note_batch(header)
-        if (self._bytes_since_last_index_entry > self._index_interval_bytes
-                and not (self.offset_index.is_full or self.time_index.is_full)):
+        if self._bytes_since_last_index_entry > self._index_interval_bytes and not (
+            self.offset_index.is_full or self.time_index.is_full
+        ):
             self.offset_index.append(header.last_offset, position)
             self.time_index.maybe_append(self.max_timestamp, self._offset_of_max_timestamp)
             self._bytes_since_last_index_entry = 0

@@ -57,7 +57,9 @@ def validate_client_batch(batch: ByteBuffer, max_message_bytes: int) -> BatchHea
     if header.size < len(view):
         raise InvalidRecordError("A produce request must carry exactly one record batch per partition")
     if header.base_offset != 0:
-        raise InvalidRecordError(f"The baseOffset of a produced record batch must be 0, not {header.base_offset}")
+        raise InvalidRecordError(
+            f"The baseOffset of a produced record batch must be 0, not {header.base_offset}"
+        )
     if header.size > max_message_bytes:
         raise MessageSizeTooLargeError(
             f"Record batch of {header.size} bytes is larger than max.message.bytes={max_message_bytes}"
@@ -93,7 +95,8 @@ def validate_timestamps(header: BatchHeader, config: LogConfig, now_ms: int) -> 
         if timestamp != NO_TIMESTAMP and not earliest <= timestamp <= latest:
             raise InvalidTimestampError(
                 f"Timestamp {timestamp} of a record in the batch is out of range. "
-                f"The timestamp should be within [{earliest}, {latest}]")
+                f"The timestamp should be within [{earliest}, {latest}]"
+            )
 
 
 class RecordErrorsError(InvalidRecordError):  # type: ignore[misc]  # kafka-python's errors are untyped (Any)
@@ -110,8 +113,9 @@ def validate_keys_for_compaction(batch: ByteBuffer, topic_partition: str) -> Non
     place in it; Kafka refuses such batches whole. The one check that decodes records, and
     only for compacted topics."""
     try:
-        keyless = [index for index, record in enumerate(DefaultRecordBatch(bytes(batch)))
-                   if record.key is None]
+        keyless = [
+            index for index, record in enumerate(DefaultRecordBatch(bytes(batch))) if record.key is None
+        ]
     except Exception as exc:  # noqa: BLE001 - a codec this broker cannot decode
         raise UnsupportedCompressionTypeError(f"Cannot decode the batch to check its keys: {exc}") from None
     if not keyless:
@@ -123,8 +127,9 @@ def validate_keys_for_compaction(batch: ByteBuffer, topic_partition: str) -> Non
     )
 
 
-def stamp_batch(batch: ByteBuffer, base_offset: int, leader_epoch: int,
-                log_append_time_ms: int | None = None) -> tuple[bytearray, BatchHeader]:
+def stamp_batch(
+    batch: ByteBuffer, base_offset: int, leader_epoch: int, log_append_time_ms: int | None = None
+) -> tuple[bytearray, BatchHeader]:
     """Copy a validated client batch with the broker's fields set; return it and its new header.
 
     Offset and leader epoch are outside the CRC, so the client's CRC stays

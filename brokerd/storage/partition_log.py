@@ -37,12 +37,19 @@ from brokerd.storage.log_loader import CLEAN_SHUTDOWN_FILE, load_segments, recov
 from brokerd.storage.log_retention import deletable_segment_count
 from brokerd.storage.log_segment import LogSegment
 from brokerd.storage.log_validator import (
-    stamp_batch, validate_client_batch, validate_keys_for_compaction, validate_timestamps,
+    stamp_batch,
+    validate_client_batch,
+    validate_keys_for_compaction,
+    validate_timestamps,
 )
 from brokerd.storage.producer_state import ProducerStateEntry, ProducerStateManager
 from brokerd.storage.recompression import recompress, target_codec
 from brokerd.storage.record_batch import (
-    CURRENT_MAGIC, BatchHeader, ByteBuffer, crc_matches, iter_batch_headers,
+    CURRENT_MAGIC,
+    BatchHeader,
+    ByteBuffer,
+    crc_matches,
+    iter_batch_headers,
 )
 from brokerd.storage.time_index import TimestampOffset
 from brokerd.storage.transaction_index import AbortedTxn
@@ -71,8 +78,14 @@ class AppendInfo:
 class PartitionLog:
     """Segments ``[log_start_offset, log_end_offset)`` of one partition on disk."""
 
-    def __init__(self, directory: Path, config: LogConfig, clock: Callable[[], float],
-                 segments: list[LogSegment], recovery_point: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        clock: Callable[[], float],
+        segments: list[LogSegment],
+        recovery_point: int,
+    ) -> None:
         self.directory = directory
         self._config = config
         self._clock = clock
@@ -88,8 +101,9 @@ class PartitionLog:
         """Load (and after a crash, recover) the partition in ``directory``, creating it if new."""
         segments, recovery_point = load_segments(directory, config, int(time() * 1000))
         log = cls(directory, config, time, segments, recovery_point)
-        log._log_start_offset = min(max(log._read_log_start_offset(), segments[0].base_offset),
-                                    log.log_end_offset)
+        log._log_start_offset = min(
+            max(log._read_log_start_offset(), segments[0].base_offset), log.log_end_offset
+        )
         log._epoch_cache.truncate_from_end(log.log_end_offset)
         log._epoch_cache.truncate_from_start(log.log_start_offset)
         log._replay_batch_headers()
@@ -150,8 +164,13 @@ class PartitionLog:
             original = self._producer_state.check(header)
             if original is not None:
                 log_append_time = original.timestamp if self._config.log_append_time else -1
-                return AppendInfo(original.first_offset, original.last_offset, original.timestamp,
-                                  log_append_time, duplicate=True)
+                return AppendInfo(
+                    original.first_offset,
+                    original.last_offset,
+                    original.timestamp,
+                    log_append_time,
+                    duplicate=True,
+                )
         codec_id = target_codec(self._config.compression_type, header.compression_type)
         if codec_id is not None:
             batch = self._recompressed(batch, codec_id)
@@ -163,11 +182,13 @@ class PartitionLog:
         if len(rebuilt) > self._config.max_message_bytes:
             raise MessageSizeTooLargeError(
                 f"Record batch recompressed to {len(rebuilt)} bytes is larger than "
-                f"max.message.bytes={self._config.max_message_bytes}")
+                f"max.message.bytes={self._config.max_message_bytes}"
+            )
         return rebuilt
 
-    def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                          leader_epoch: int) -> AppendInfo:
+    def append_txn_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, leader_epoch: int
+    ) -> AppendInfo:
         """Append the coordinator's marker ending ``producer_id``'s transaction here.
 
         An abort is also recorded in the active segment's ``.txnindex``. A
@@ -186,8 +207,12 @@ class PartitionLog:
         append_time = now_ms if self._config.log_append_time else None
         stamped, header = stamp_batch(batch, self.log_end_offset, leader_epoch, append_time)
         self._append(stamped, header, now_ms)
-        return AppendInfo(header.base_offset, header.last_offset, header.max_timestamp,
-                          -1 if append_time is None else append_time)
+        return AppendInfo(
+            header.base_offset,
+            header.last_offset,
+            header.max_timestamp,
+            -1 if append_time is None else append_time,
+        )
 
     def append_as_follower(self, batches: ByteBuffer) -> AppendInfo | None:
         """Append batches copied from the leader, keeping their offsets and epochs.
@@ -203,8 +228,12 @@ class PartitionLog:
             self._append(view[position : position + header.size], header, now_ms)
         if not headers:
             return None
-        return AppendInfo(headers[0][1].base_offset, headers[-1][1].last_offset,
-                          max(header.max_timestamp for _, header in headers), -1)
+        return AppendInfo(
+            headers[0][1].base_offset,
+            headers[-1][1].last_offset,
+            max(header.max_timestamp for _, header in headers),
+            -1,
+        )
 
     def _validate_follower_batches(self, view: memoryview) -> list[tuple[int, BatchHeader]]:
         expected = self.log_end_offset
@@ -269,8 +298,9 @@ class PartitionLog:
 
     # -- reads ------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, upper_bound_offset: int | None = None,
-             min_one_message: bool = True) -> memoryview:
+    def read(
+        self, offset: int, max_bytes: int, upper_bound_offset: int | None = None, min_one_message: bool = True
+    ) -> memoryview:
         """Whole batches from the one containing ``offset``, zero-copy out of the mmap.
 
         At most ``max_bytes`` unless the first batch alone is bigger and
@@ -426,7 +456,9 @@ class PartitionLog:
         for segment in self._segments:
             segment.delete()
         self._segments = [
-            LogSegment.create(self.directory, offset, self._config, self._config.segment_bytes, self._now_ms())
+            LogSegment.create(
+                self.directory, offset, self._config, self._config.segment_bytes, self._now_ms()
+            )
         ]
         self._epoch_cache.clear()
         self._log_start_offset = offset

@@ -129,8 +129,13 @@ class ProducerStateManager:
         opens the producer's transaction unless one is open already."""
         entry = self._updated_entry(header)
         entry.batches.append(
-            BatchMetadata(header.base_sequence, header.last_sequence, header.base_offset,
-                          header.last_offset, header.max_timestamp)
+            BatchMetadata(
+                header.base_sequence,
+                header.last_sequence,
+                header.base_offset,
+                header.last_offset,
+                header.max_timestamp,
+            )
         )
         if header.is_transactional and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = header.base_offset
@@ -162,16 +167,23 @@ class ProducerStateManager:
         return list(self._producers.values())
 
     def open_transactions(self) -> list[dict[str, int]]:
-        return [{"producer_id": pid, "producer_epoch": self._producers[pid].producer_epoch,
-                 "first_offset": first_offset} for pid, first_offset in self._open_txns.items()]
+        return [
+            {
+                "producer_id": pid,
+                "producer_epoch": self._producers[pid].producer_epoch,
+                "first_offset": first_offset,
+            }
+            for pid, first_offset in self._open_txns.items()
+        ]
 
     def _updated_entry(self, header: BatchHeader) -> ProducerStateEntry:
         """The producer's entry after a batch or marker at ``header``'s epoch (a newer epoch
         forgets the old epoch's sequences but not the open transaction)."""
         entry = self._producers.get(header.producer_id)
         if entry is None:
-            entry = self._producers[header.producer_id] = ProducerStateEntry(header.producer_id,
-                                                                             header.producer_epoch)
+            entry = self._producers[header.producer_id] = ProducerStateEntry(
+                header.producer_id, header.producer_epoch
+            )
         elif header.producer_epoch != entry.producer_epoch:
             entry.producer_epoch = header.producer_epoch
             entry.batches.clear()
@@ -190,8 +202,11 @@ class ProducerStateManager:
         self._retain(lambda entry: now_ms - entry.last_timestamp < expiration_ms)
 
     def _retain(self, keep: Callable[[ProducerStateEntry], bool]) -> None:
-        self._producers = {pid: entry for pid, entry in self._producers.items()
-                           if entry.current_txn_first_offset is not None or keep(entry)}
+        self._producers = {
+            pid: entry
+            for pid, entry in self._producers.items()
+            if entry.current_txn_first_offset is not None or keep(entry)
+        }
 
     def clear(self) -> None:
         self._producers.clear()

@@ -16,14 +16,22 @@ from kafka import codec
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from brokerd.storage.record_batch import (
-    COMPRESSION_MASK, CRC_START, CURRENT_MAGIC, HEADER_SIZE, LOG_OVERHEAD, ByteBuffer,
+    COMPRESSION_MASK,
+    CRC_START,
+    CURRENT_MAGIC,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    ByteBuffer,
 )
 
 PRODUCER = "producer"
 CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 _AVAILABLE: dict[str, Callable[[], bool]] = {
-    "uncompressed": lambda: True, "gzip": codec.has_gzip, "snappy": codec.has_snappy,
-    "lz4": codec.has_lz4, "zstd": codec.has_zstd,
+    "uncompressed": lambda: True,
+    "gzip": codec.has_gzip,
+    "snappy": codec.has_snappy,
+    "lz4": codec.has_lz4,
+    "zstd": codec.has_zstd,
 }
 
 _ENCODERS = {1: codec.gzip_encode, 2: codec.snappy_encode, 3: codec.lz4_encode, 4: codec.zstd_encode}
@@ -53,13 +61,22 @@ def recompress(batch: ByteBuffer, codec_id: int, level: int | None = None) -> by
     topic's ``level`` for it where the codec's encoder takes one."""
     source = DefaultRecordBatch(bytes(batch))
     builder = DefaultRecordBatchBuilder(
-        magic=CURRENT_MAGIC, compression_type=0, is_transactional=source.is_transactional,
-        producer_id=source.producer_id, producer_epoch=source.producer_epoch,
-        base_sequence=source.base_sequence, batch_size=2**31 - 1,
+        magic=CURRENT_MAGIC,
+        compression_type=0,
+        is_transactional=source.is_transactional,
+        producer_id=source.producer_id,
+        producer_epoch=source.producer_epoch,
+        base_sequence=source.base_sequence,
+        batch_size=2**31 - 1,
     )
     for record in source:
-        builder.append(record.offset, timestamp=record.timestamp, key=record.key,
-                       value=record.value, headers=record.headers)
+        builder.append(
+            record.offset,
+            timestamp=record.timestamp,
+            key=record.key,
+            value=record.value,
+            headers=record.headers,
+        )
     plain = bytes(builder.build())
     return plain if codec_id == 0 else _compressed(plain, codec_id, level)
 

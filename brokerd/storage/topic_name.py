@@ -19,7 +19,7 @@ def validate_topic_name(name: str) -> None:
     if not name:
         raise InvalidTopicError("Topic name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise InvalidTopicError("Topic name cannot be \".\" or \"..\"")
+        raise InvalidTopicError('Topic name cannot be "." or ".."')
     if len(name) > MAX_NAME_LENGTH:
         raise InvalidTopicError(
             f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters,"

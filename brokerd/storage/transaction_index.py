@@ -44,8 +44,10 @@ class TransactionIndex:
 
     def append(self, txn: AbortedTxn) -> None:
         if self.entries and txn.last_offset <= self.entries[-1].last_offset:
-            raise ValueError(f"aborted transaction ending at {txn.last_offset} does not follow"
-                             f" the last one, ending at {self.entries[-1].last_offset}")
+            raise ValueError(
+                f"aborted transaction ending at {txn.last_offset} does not follow"
+                f" the last one, ending at {self.entries[-1].last_offset}"
+            )
         self.entries.append(txn)
         with open(self.path, "ab") as file:
             file.write(ENTRY.pack(VERSION, *txn))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Annotated, Callable, Optional
+from typing import Annotated
 
 import typer
-from brokerd.security.acl import AclBinding
 
+from brokerd.security.acl import AclBinding
 from kctl.acl import aclexplain, acls
 from kctl.acl.acls import Who
 from kctl.kafka import acls as acl_requests
@@ -19,62 +20,134 @@ from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandCo
 
 app = typer.Typer(
     help="Create, list, delete and explain ACLs (KIP-11; prefixed patterns, KIP-290). A request "
-         "is allowed when its principal is a super user, or an ALLOW binding matches and no DENY "
-         "does; see `kctl acl explain` and docs/security.md.",
-    no_args_is_help=True)
+    "is allowed when its principal is a super user, or an ALLOW binding matches and no DENY "
+    "does; see `kctl acl explain` and docs/security.md.",
+    no_args_is_help=True,
+)
 
-Names = Optional[list[str]]
-AllowPrincipal = Annotated[Names, typer.Option(
-    "--allow-principal", metavar="PRINCIPAL", show_default=False,
-    help="Principal the ACL allows, Type:name: User:alice, User:CN=app, User:* (repeatable).")]
-DenyPrincipal = Annotated[Names, typer.Option(
-    "--deny-principal", metavar="PRINCIPAL", show_default=False,
-    help="Principal the ACL denies; a DENY wins over any ALLOW (repeatable).")]
-AllowHost = Annotated[Names, typer.Option(
-    "--allow-host", metavar="HOST", show_default=False,
-    help="Client address the ALLOW holds for (repeatable) [create: *, every host].")]
-DenyHost = Annotated[Names, typer.Option(
-    "--deny-host", metavar="HOST", show_default=False,
-    help="Client address the DENY holds for (repeatable) [create: *, every host].")]
-Operation = Annotated[Names, typer.Option(
-    "--operation", metavar="OP", show_default=False,
-    help="read, write, create, delete, alter, describe, cluster-action, describe-configs, "
-         "alter-configs, idempotent-write or all (repeatable).")]
-Topic = Annotated[Names, typer.Option("--topic", metavar="TOPIC", show_default=False,
-                                      help="Topic name, or * for every topic (repeatable).")]
-Group = Annotated[Names, typer.Option("--group", metavar="GROUP", show_default=False,
-                                      help="Consumer group id, or * (repeatable).")]
+Names = list[str] | None
+AllowPrincipal = Annotated[
+    Names,
+    typer.Option(
+        "--allow-principal",
+        metavar="PRINCIPAL",
+        show_default=False,
+        help="Principal the ACL allows, Type:name: User:alice, User:CN=app, User:* (repeatable).",
+    ),
+]
+DenyPrincipal = Annotated[
+    Names,
+    typer.Option(
+        "--deny-principal",
+        metavar="PRINCIPAL",
+        show_default=False,
+        help="Principal the ACL denies; a DENY wins over any ALLOW (repeatable).",
+    ),
+]
+AllowHost = Annotated[
+    Names,
+    typer.Option(
+        "--allow-host",
+        metavar="HOST",
+        show_default=False,
+        help="Client address the ALLOW holds for (repeatable) [create: *, every host].",
+    ),
+]
+DenyHost = Annotated[
+    Names,
+    typer.Option(
+        "--deny-host",
+        metavar="HOST",
+        show_default=False,
+        help="Client address the DENY holds for (repeatable) [create: *, every host].",
+    ),
+]
+Operation = Annotated[
+    Names,
+    typer.Option(
+        "--operation",
+        metavar="OP",
+        show_default=False,
+        help="read, write, create, delete, alter, describe, cluster-action, describe-configs, "
+        "alter-configs, idempotent-write or all (repeatable).",
+    ),
+]
+Topic = Annotated[
+    Names,
+    typer.Option(
+        "--topic", metavar="TOPIC", show_default=False, help="Topic name, or * for every topic (repeatable)."
+    ),
+]
+Group = Annotated[
+    Names,
+    typer.Option(
+        "--group", metavar="GROUP", show_default=False, help="Consumer group id, or * (repeatable)."
+    ),
+]
 Cluster = Annotated[bool, typer.Option("--cluster", help="The cluster resource (kafka-cluster).")]
-TransactionalId = Annotated[Names, typer.Option(
-    "--transactional-id", metavar="ID", show_default=False,
-    help="Transactional id, or * (repeatable).")]
-Principal = Annotated[Names, typer.Option(
-    "--principal", metavar="PRINCIPAL", show_default=False,
-    help="Only ACLs of this principal, ALLOW or DENY (repeatable).")]
-PatternCreate = Annotated[str, typer.Option(
-    "--resource-pattern-type", metavar="literal|prefixed",
-    help="literal: the resource named; prefixed: every resource whose name starts with it.")]
-PatternFilter = Annotated[str, typer.Option(
-    "--resource-pattern-type", metavar="literal|prefixed|match|any",
-    help="Which ACLs a resource option selects: literal or prefixed ones named exactly so, "
-         "match: every ACL that applies to the resource (its literal name, *, prefixes), any: both.")]
+TransactionalId = Annotated[
+    Names,
+    typer.Option(
+        "--transactional-id", metavar="ID", show_default=False, help="Transactional id, or * (repeatable)."
+    ),
+]
+Principal = Annotated[
+    Names,
+    typer.Option(
+        "--principal",
+        metavar="PRINCIPAL",
+        show_default=False,
+        help="Only ACLs of this principal, ALLOW or DENY (repeatable).",
+    ),
+]
+PatternCreate = Annotated[
+    str,
+    typer.Option(
+        "--resource-pattern-type",
+        metavar="literal|prefixed",
+        help="literal: the resource named; prefixed: every resource whose name starts with it.",
+    ),
+]
+PatternFilter = Annotated[
+    str,
+    typer.Option(
+        "--resource-pattern-type",
+        metavar="literal|prefixed|match|any",
+        help="Which ACLs a resource option selects: literal or prefixed ones named exactly so, "
+        "match: every ACL that applies to the resource (its literal name, *, prefixes), any: both.",
+    ),
+]
 
 
 def _who(allow: Names, deny: Names, allow_hosts: Names, deny_hosts: Names, either: Names = None) -> Who:
     def principals(names: Names) -> tuple[str, ...]:
         return tuple(acls.principal(p) for p in names or [])
-    return Who(principals(allow), principals(deny), tuple(allow_hosts or []), tuple(deny_hosts or []),
-               principals(either))
+
+    return Who(
+        principals(allow),
+        principals(deny),
+        tuple(allow_hosts or []),
+        tuple(deny_hosts or []),
+        principals(either),
+    )
 
 
 @app.command()
 def create(
-    allow_principal: AllowPrincipal = None, deny_principal: DenyPrincipal = None,
-    allow_host: AllowHost = None, deny_host: DenyHost = None, operation: Operation = None,
-    topic: Topic = None, group: Group = None, cluster: Cluster = False,
-    transactional_id: TransactionalId = None, pattern: PatternCreate = "literal",
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    allow_principal: AllowPrincipal = None,
+    deny_principal: DenyPrincipal = None,
+    allow_host: AllowHost = None,
+    deny_host: DenyHost = None,
+    operation: Operation = None,
+    topic: Topic = None,
+    group: Group = None,
+    cluster: Cluster = False,
+    transactional_id: TransactionalId = None,
+    pattern: PatternCreate = "literal",
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Create ACLs: one per principal, host, operation and resource given.
@@ -85,11 +158,17 @@ def create(
     who = _who(allow_principal, deny_principal, allow_host, deny_host)
     resources = acls.resources(topic or [], group or [], cluster, transactional_id or [])
     if not (who.allow or who.deny) or not operation or not resources:
-        raise KctlError("give a principal (--allow-principal or --deny-principal), an --operation and "
-                        "a resource (--topic, --group, --cluster or --transactional-id)", ExitCode.USAGE)
-    bindings = acls.new_bindings(resources, acls.pattern_type(pattern, ("literal", "prefixed")), who,
-                                 [acls.operation(op, tuple(o for o in acls.OPERATIONS if o != "any"))
-                                  for op in operation])
+        raise KctlError(
+            "give a principal (--allow-principal or --deny-principal), an --operation and "
+            "a resource (--topic, --group, --cluster or --transactional-id)",
+            ExitCode.USAGE,
+        )
+    bindings = acls.new_bindings(
+        resources,
+        acls.pattern_type(pattern, ("literal", "prefixed")),
+        who,
+        [acls.operation(op, tuple(o for o in acls.OPERATIONS if o != "any")) for op in operation],
+    )
     acl_requests.create(checked(connect(bootstrap, cluster_dir, timeout, settings, command_config)), bindings)
     _print(bindings, json_output=False)
     console.info(f"Created {len(bindings)} ACL(s).")
@@ -97,13 +176,23 @@ def create(
 
 @app.command("list")
 def list_acls(
-    principal: Principal = None, allow_principal: AllowPrincipal = None, deny_principal: DenyPrincipal = None,
-    allow_host: AllowHost = None, deny_host: DenyHost = None, operation: Operation = None,
-    topic: Topic = None, group: Group = None, cluster: Cluster = False,
-    transactional_id: TransactionalId = None, pattern: PatternFilter = "any",
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    principal: Principal = None,
+    allow_principal: AllowPrincipal = None,
+    deny_principal: DenyPrincipal = None,
+    allow_host: AllowHost = None,
+    deny_host: DenyHost = None,
+    operation: Operation = None,
+    topic: Topic = None,
+    group: Group = None,
+    cluster: Cluster = False,
+    transactional_id: TransactionalId = None,
+    pattern: PatternFilter = "any",
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """List ACLs: all, or those matching the options (each option narrows the list)."""
     _print(_matching(acl_requests.describe, locals()), json_output)
@@ -111,13 +200,23 @@ def list_acls(
 
 @app.command()
 def delete(
-    principal: Principal = None, allow_principal: AllowPrincipal = None, deny_principal: DenyPrincipal = None,
-    allow_host: AllowHost = None, deny_host: DenyHost = None, operation: Operation = None,
-    topic: Topic = None, group: Group = None, cluster: Cluster = False,
-    transactional_id: TransactionalId = None, pattern: PatternFilter = "any",
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    principal: Principal = None,
+    allow_principal: AllowPrincipal = None,
+    deny_principal: DenyPrincipal = None,
+    allow_host: AllowHost = None,
+    deny_host: DenyHost = None,
+    operation: Operation = None,
+    topic: Topic = None,
+    group: Group = None,
+    cluster: Cluster = False,
+    transactional_id: TransactionalId = None,
+    pattern: PatternFilter = "any",
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Delete the ACLs matching the options and print them; at least a principal or a
     resource must be given, so no typo deletes every ACL."""
@@ -134,10 +233,12 @@ def _matching(action: Callable[[Connection, list], list[AclBinding]], options: d
     o = SimpleNamespace(**options)
     on = acls.resources(o.topic or [], o.group or [], o.cluster, o.transactional_id or [])
     who = _who(o.allow_principal, o.deny_principal, o.allow_host, o.deny_host, o.principal)
-    acl_filters = acls.filters(on, acls.pattern_type(o.pattern), who,
-                               [acls.operation(op) for op in o.operation or []])
-    return action(checked(connect(o.bootstrap, o.cluster_dir, o.timeout, o.settings, o.command_config)),
-                  acl_filters)
+    acl_filters = acls.filters(
+        on, acls.pattern_type(o.pattern), who, [acls.operation(op) for op in o.operation or []]
+    )
+    return action(
+        checked(connect(o.bootstrap, o.cluster_dir, o.timeout, o.settings, o.command_config)), acl_filters
+    )
 
 
 def _print(bindings: list[AclBinding], json_output: bool) -> None:
@@ -149,23 +250,40 @@ def _print(bindings: list[AclBinding], json_output: bool) -> None:
 
 @app.command()
 def explain(
-    principal: Annotated[str, typer.Option(
-        "--principal", metavar="PRINCIPAL", show_default=False, help="Who asks, e.g. User:bob.")],
-    operation: Annotated[str, typer.Option(
-        "--operation", metavar="OP", show_default=False,
-        help="What it asks to do: read, write, create, delete, alter, describe, cluster-action, "
-             "describe-configs, alter-configs or idempotent-write.")],
-    topic: Annotated[Optional[str], typer.Option("--topic", metavar="TOPIC", show_default=False)] = None,
-    group: Annotated[Optional[str], typer.Option("--group", metavar="GROUP", show_default=False)] = None,
+    principal: Annotated[
+        str,
+        typer.Option("--principal", metavar="PRINCIPAL", show_default=False, help="Who asks, e.g. User:bob."),
+    ],
+    operation: Annotated[
+        str,
+        typer.Option(
+            "--operation",
+            metavar="OP",
+            show_default=False,
+            help="What it asks to do: read, write, create, delete, alter, describe, cluster-action, "
+            "describe-configs, alter-configs or idempotent-write.",
+        ),
+    ],
+    topic: Annotated[str | None, typer.Option("--topic", metavar="TOPIC", show_default=False)] = None,
+    group: Annotated[str | None, typer.Option("--group", metavar="GROUP", show_default=False)] = None,
     cluster: Cluster = False,
-    transactional_id: Annotated[Optional[str], typer.Option(
-        "--transactional-id", metavar="ID", show_default=False)] = None,
-    host: Annotated[str, typer.Option(
-        "--host", metavar="HOST", help="The client's address (a local cluster's clients connect "
-                                       "from 127.0.0.1).")] = "127.0.0.1",
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    transactional_id: Annotated[
+        str | None, typer.Option("--transactional-id", metavar="ID", show_default=False)
+    ] = None,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            metavar="HOST",
+            help="The client's address (a local cluster's clients connect from 127.0.0.1).",
+        ),
+    ] = "127.0.0.1",
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Say whether a principal may perform an operation on a resource, and which rule decides.
 
@@ -176,11 +294,16 @@ def explain(
     that do not match deny. An ACL matches the principal or User:*, the host or *. Exits 0
     either way: the answer is the output.
     """
-    named = acls.resources([topic] if topic else [], [group] if group else [], cluster,
-                           [transactional_id] if transactional_id else [])
+    named = acls.resources(
+        [topic] if topic else [],
+        [group] if group else [],
+        cluster,
+        [transactional_id] if transactional_id else [],
+    )
     if len(named) != 1:
-        raise KctlError("give exactly one resource: --topic, --group, --cluster or --transactional-id",
-                        ExitCode.USAGE)
+        raise KctlError(
+            "give exactly one resource: --topic, --group, --cluster or --transactional-id", ExitCode.USAGE
+        )
     op = acls.operation(operation, tuple(o for o in acls.OPERATIONS if o not in ("any", "all")))
     conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
     found = aclexplain.explain(conn, acls.principal(principal), host, op, named[0])
@@ -189,5 +312,6 @@ def explain(
         return
     print("\n".join(found.lines()), flush=True)
     if found.acls:
-        console.print_table(acls.COLUMNS, [acls.row(b) for b in found.acls],
-                            title=f"ACLS ON {found.resource}")
+        console.print_table(
+            acls.COLUMNS, [acls.row(b) for b in found.acls], title=f"ACLS ON {found.resource}"
+        )

@@ -9,18 +9,19 @@ is the broker's, with the rule that decided it in words.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
+
+from kafka.admin import ACLOperation, ACLResourcePatternType
 
 from brokerd.security import authorizer
 from brokerd.security.acl import AclBinding
-from kafka.admin import ACLOperation, ACLResourcePatternType
-
 from kctl.acl import acls
 from kctl.acl.acls import Resource
 from kctl.cluster import brokerconfig
 from kctl.cluster.securecluster import ALLOW_IF_NO_ACL, SUPER_USERS
-from kctl.kafka import acls as acl_requests, clientprops, configs
+from kctl.kafka import acls as acl_requests
+from kctl.kafka import clientprops, configs
 from kctl.kafka.client import Connection, fetch_metadata
 from kctl.shell.errors import KctlError
 
@@ -36,35 +37,66 @@ class Explanation:
     operation: ACLOperation
     resource: Resource
     decision: authorizer.Decision
-    acls: list[AclBinding]          # the bindings that name the resource
+    acls: list[AclBinding]  # the bindings that name the resource
     super_users: list[str]
     allow_if_no_acl: bool
 
     def lines(self) -> list[str]:
         """The verdict with the request, then the rule that decided it."""
         verdict = "ALLOWED" if self.decision.allowed else "DENIED"
-        return [f"{verdict}: {self.principal} {self.operation.name} on {self.resource} from {self.host}",
-                f"  rule: {self.decision.rule}"]
+        return [
+            f"{verdict}: {self.principal} {self.operation.name} on {self.resource} from {self.host}",
+            f"  rule: {self.decision.rule}",
+        ]
 
     def to_json(self) -> dict:
         binding = self.decision.binding
-        return {"allowed": self.decision.allowed, "principal": self.principal, "host": self.host,
-                "operation": self.operation.name, "resource": str(self.resource),
-                "rule": self.decision.rule, "binding": None if binding is None else binding.to_json(),
-                "super_users": self.super_users, "allow_everyone_if_no_acl_found": self.allow_if_no_acl,
-                "acls": [b.to_json() for b in self.acls]}
+        return {
+            "allowed": self.decision.allowed,
+            "principal": self.principal,
+            "host": self.host,
+            "operation": self.operation.name,
+            "resource": str(self.resource),
+            "rule": self.decision.rule,
+            "binding": None if binding is None else binding.to_json(),
+            "super_users": self.super_users,
+            "allow_everyone_if_no_acl_found": self.allow_if_no_acl,
+            "acls": [b.to_json() for b in self.acls],
+        }
 
 
-def explain(conn: Connection, principal: str, host: str, operation: ACLOperation, resource: Resource,
-            decide: Decide = authorizer.explain) -> Explanation:
+def explain(
+    conn: Connection,
+    principal: str,
+    host: str,
+    operation: ACLOperation,
+    resource: Resource,
+    decide: Decide = authorizer.explain,
+) -> Explanation:
     """Decide the request with `decide` (the brokers' rules) over the cluster's ACLs."""
     every = acls.filters([Resource(resource.type, None)], ACLResourcePatternType.ANY, acls.Who(), [])
     bindings = acl_requests.describe(conn, every)
     super_users, allow_if_no_acl = authorizer_settings(conn)
-    decision = decide(bindings, principal, host, operation, resource.type, resource.name,
-                      frozenset(super_users), allow_if_no_acl)
-    return Explanation(principal, host, operation, resource, decision, applying(bindings, resource),
-                       super_users, allow_if_no_acl)
+    decision = decide(
+        bindings,
+        principal,
+        host,
+        operation,
+        resource.type,
+        resource.name,
+        frozenset(super_users),
+        allow_if_no_acl,
+    )
+    return Explanation(
+        principal,
+        host,
+        operation,
+        resource,
+        decision,
+        applying(bindings, resource),
+        super_users,
+        allow_if_no_acl,
+    )
 
 
 def applying(bindings: list[AclBinding], resource: Resource) -> list[AclBinding]:

@@ -12,20 +12,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import product
 
-from brokerd.security.acl import CLUSTER_NAME, AclBinding, AclBindingFilter, InvalidAcl
-from brokerd.security.principal import KafkaPrincipal
 from kafka.admin import ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourceType
 
+from brokerd.security.acl import CLUSTER_NAME, AclBinding, AclBindingFilter, InvalidAcl
+from brokerd.security.principal import KafkaPrincipal
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 WILDCARD = "*"
 OPERATIONS: dict[str, ACLOperation] = {
-    "read": ACLOperation.READ, "write": ACLOperation.WRITE, "create": ACLOperation.CREATE,
-    "delete": ACLOperation.DELETE, "alter": ACLOperation.ALTER, "describe": ACLOperation.DESCRIBE,
-    "cluster-action": ACLOperation.CLUSTER_ACTION, "describe-configs": ACLOperation.DESCRIBE_CONFIGS,
-    "alter-configs": ACLOperation.ALTER_CONFIGS, "idempotent-write": ACLOperation.IDEMPOTENT_WRITE,
-    "all": ACLOperation.ALL, "any": ACLOperation.ANY,
+    "read": ACLOperation.READ,
+    "write": ACLOperation.WRITE,
+    "create": ACLOperation.CREATE,
+    "delete": ACLOperation.DELETE,
+    "alter": ACLOperation.ALTER,
+    "describe": ACLOperation.DESCRIBE,
+    "cluster-action": ACLOperation.CLUSTER_ACTION,
+    "describe-configs": ACLOperation.DESCRIBE_CONFIGS,
+    "alter-configs": ACLOperation.ALTER_CONFIGS,
+    "idempotent-write": ACLOperation.IDEMPOTENT_WRITE,
+    "all": ACLOperation.ALL,
+    "any": ACLOperation.ANY,
 }
 PATTERN_TYPES = ("literal", "prefixed", "match", "any")
 COLUMNS = ["principal", "host", "operation", "permission", "resource-type", "resource-name", "pattern-type"]
@@ -58,18 +65,25 @@ def operation(text: str, allowed: tuple[str, ...] = tuple(OPERATIONS)) -> ACLOpe
     """An operation as kafka-acls.sh writes it (read, cluster-action, DescribeConfigs,
     IDEMPOTENT_WRITE all work); exit 5 for another word."""
     key = text.replace("_", "-").lower()
-    key = {"clusteraction": "cluster-action", "describeconfigs": "describe-configs",
-           "alterconfigs": "alter-configs", "idempotentwrite": "idempotent-write"}.get(key, key)
+    key = {
+        "clusteraction": "cluster-action",
+        "describeconfigs": "describe-configs",
+        "alterconfigs": "alter-configs",
+        "idempotentwrite": "idempotent-write",
+    }.get(key, key)
     if key not in allowed:
-        raise KctlError(f"invalid operation {text!r}: expected one of {', '.join(allowed)}",
-                        ExitCode.INVALID_INPUT)
+        raise KctlError(
+            f"invalid operation {text!r}: expected one of {', '.join(allowed)}", ExitCode.INVALID_INPUT
+        )
     return OPERATIONS[key]
 
 
 def pattern_type(text: str, allowed: tuple[str, ...] = PATTERN_TYPES) -> ACLResourcePatternType:
     if text.lower() not in allowed:
-        raise KctlError(f"invalid resource pattern type {text!r}: expected one of {', '.join(allowed)}",
-                        ExitCode.INVALID_INPUT)
+        raise KctlError(
+            f"invalid resource pattern type {text!r}: expected one of {', '.join(allowed)}",
+            ExitCode.INVALID_INPUT,
+        )
     return ACLResourcePatternType[text.upper()]
 
 
@@ -81,21 +95,27 @@ def principal(text: str) -> str:
         raise KctlError(str(exc), ExitCode.INVALID_INPUT) from None
 
 
-def resources(topics: list[str], groups: list[str], cluster: bool,
-              transactional_ids: list[str]) -> list[Resource]:
-    return ([Resource(ResourceType.TOPIC, t) for t in topics]
-            + [Resource(ResourceType.GROUP, g) for g in groups]
-            + ([Resource(ResourceType.CLUSTER, CLUSTER_NAME)] if cluster else [])
-            + [Resource(ResourceType.TRANSACTIONAL_ID, t) for t in transactional_ids])
+def resources(
+    topics: list[str], groups: list[str], cluster: bool, transactional_ids: list[str]
+) -> list[Resource]:
+    return (
+        [Resource(ResourceType.TOPIC, t) for t in topics]
+        + [Resource(ResourceType.GROUP, g) for g in groups]
+        + ([Resource(ResourceType.CLUSTER, CLUSTER_NAME)] if cluster else [])
+        + [Resource(ResourceType.TRANSACTIONAL_ID, t) for t in transactional_ids]
+    )
 
 
-def new_bindings(on: list[Resource], pattern: ACLResourcePatternType, who: Who,
-                 operations: list[ACLOperation]) -> list[AclBinding]:
+def new_bindings(
+    on: list[Resource], pattern: ACLResourcePatternType, who: Who, operations: list[ACLOperation]
+) -> list[AclBinding]:
     """Every combination of resource, principal, host and operation, checked as Kafka checks
     a new binding (exit 5 with Kafka's message)."""
     grants = _grants(who, WILDCARD)
-    bindings = [AclBinding(r.type, r.name, pattern, p, h, op, permission)
-                for r, (p, permission, h), op in product(on, grants, operations)]
+    bindings = [
+        AclBinding(r.type, r.name, pattern, p, h, op, permission)
+        for r, (p, permission, h), op in product(on, grants, operations)
+    ]
     for binding in bindings:
         try:
             binding.validate()
@@ -104,25 +124,39 @@ def new_bindings(on: list[Resource], pattern: ACLResourcePatternType, who: Who,
     return list(dict.fromkeys(bindings))
 
 
-def filters(on: list[Resource], pattern: ACLResourcePatternType, who: Who,
-            operations: list[ACLOperation]) -> list[AclBindingFilter]:
+def filters(
+    on: list[Resource], pattern: ACLResourcePatternType, who: Who, operations: list[ACLOperation]
+) -> list[AclBindingFilter]:
     """Filters for DescribeAcls and DeleteAcls: what is not named matches anything."""
     grants = _grants(who, None) + [(p, ACLPermissionType.ANY, None) for p in who.either]
     grants += [(None, ACLPermissionType.ALLOW, h) for h in who.allow_hosts if not who.allow]
     grants += [(None, ACLPermissionType.DENY, h) for h in who.deny_hosts if not who.deny]
-    return list(dict.fromkeys(
-        AclBindingFilter(r.type, r.name, pattern, p, h, op, permission)
-        for r, (p, permission, h), op in product(on or [Resource(ResourceType.ANY, None)],
-                                                 grants or [(None, ACLPermissionType.ANY, None)],
-                                                 operations or [ACLOperation.ANY])))
+    return list(
+        dict.fromkeys(
+            AclBindingFilter(r.type, r.name, pattern, p, h, op, permission)
+            for r, (p, permission, h), op in product(
+                on or [Resource(ResourceType.ANY, None)],
+                grants or [(None, ACLPermissionType.ANY, None)],
+                operations or [ACLOperation.ANY],
+            )
+        )
+    )
 
 
 def _grants(who: Who, default_host: str | None) -> list[tuple[str | None, ACLPermissionType, str | None]]:
-    return ([(p, ACLPermissionType.ALLOW, h) for p in who.allow for h in who.allow_hosts or [default_host]]
-            + [(p, ACLPermissionType.DENY, h) for p in who.deny for h in who.deny_hosts or [default_host]])
+    return [(p, ACLPermissionType.ALLOW, h) for p in who.allow for h in who.allow_hosts or [default_host]] + [
+        (p, ACLPermissionType.DENY, h) for p in who.deny for h in who.deny_hosts or [default_host]
+    ]
 
 
 def row(binding: AclBinding) -> list[str]:
     """One table row: principal, host, operation, permission, resource type, name, pattern."""
-    return [binding.principal, binding.host, binding.operation.name, binding.permission.name,
-            binding.resource_type.name, binding.resource_name, binding.pattern_type.name]
+    return [
+        binding.principal,
+        binding.host,
+        binding.operation.name,
+        binding.permission.name,
+        binding.resource_type.name,
+        binding.resource_name,
+        binding.pattern_type.name,
+    ]

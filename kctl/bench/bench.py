@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from kctl.bench.figures import latency_summary, rates
 from kctl.consume.assignment import plan
-from kctl.kafka import consumer as consumers, topics, transactions
+from kctl.kafka import consumer as consumers
+from kctl.kafka import topics, transactions
 from kctl.kafka.client import Connection, Consumer, Producer, connect, produce_waiting
 from kctl.kafka.delivery import LatencyRecorder
 from kctl.kafka.errors import KafkaException, exit_code_for, from_kafka
@@ -22,8 +23,20 @@ from kctl.kafka.transactions import Transactions
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.offsets import END, START, OffsetRange
-from kctl.shell.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
-                                Compression, CompressionOption, Json, Settings, Timeout, TransactionalId)
+from kctl.shell.options import (
+    DEFAULT_TIMEOUT,
+    Acks,
+    AcksOption,
+    Bootstrap,
+    ClusterDir,
+    CommandConfig,
+    Compression,
+    CompressionOption,
+    Json,
+    Settings,
+    Timeout,
+    TransactionalId,
+)
 
 BATCH = 10_000
 TXN_SIZE = 10_000
@@ -39,20 +52,41 @@ def bench_produce(
     records: Annotated[int, typer.Option("--records", min=1, help="Records to send.")] = 100_000,
     record_size: Annotated[int, typer.Option("--record-size", min=0, help="Value size in bytes.")] = 100,
     acks: AcksOption = Acks.ALL,
-    batch_size: Annotated[Optional[int], typer.Option(
-        "--batch-size", min=1, show_default=False, help="Max batch size in bytes (librdkafka batch.size).")] = None,
-    linger_ms: Annotated[Optional[float], typer.Option(
-        "--linger-ms", min=0, show_default=False, help="How long to wait to fill batches (linger.ms).")] = None,
+    batch_size: Annotated[
+        int | None,
+        typer.Option(
+            "--batch-size", min=1, show_default=False, help="Max batch size in bytes (librdkafka batch.size)."
+        ),
+    ] = None,
+    linger_ms: Annotated[
+        float | None,
+        typer.Option(
+            "--linger-ms", min=0, show_default=False, help="How long to wait to fill batches (linger.ms)."
+        ),
+    ] = None,
     compression: CompressionOption = Compression.NONE,
-    partitions: Annotated[int, typer.Option(
-        "--partitions", "-p", help="Partitions if the topic must be created; -1: broker default.")] = -1,
+    partitions: Annotated[
+        int,
+        typer.Option(
+            "--partitions", "-p", help="Partitions if the topic must be created; -1: broker default."
+        ),
+    ] = -1,
     transactional_id: TransactionalId = None,
-    txn_size: Annotated[Optional[int], typer.Option(
-        "--txn-size", metavar="N", show_default=False,
-        help=f"With --transactional-id: records per transaction. Default: {TXN_SIZE}.")] = None,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    txn_size: Annotated[
+        int | None,
+        typer.Option(
+            "--txn-size",
+            metavar="N",
+            show_default=False,
+            help=f"With --transactional-id: records per transaction. Default: {TXN_SIZE}.",
+        ),
+    ] = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Send records as fast as possible; report records/s, MB/s and send-to-ack latency.
 
@@ -67,23 +101,35 @@ def bench_produce(
         console.info(f"Created topic {topic}.")
     recorder = LatencyRecorder()
     txns = None if transactional_id is None else Transactions(transactional_id, conn.timeout)
-    config = {"acks": acks.value, "compression.type": compression.value, "on_delivery": recorder,
-              **transactions.producer_config(txns)}
+    config = {
+        "acks": acks.value,
+        "compression.type": compression.value,
+        "on_delivery": recorder,
+        **transactions.producer_config(txns),
+    }
     config.update({k: v for k, v in (("batch.size", batch_size), ("linger.ms", linger_ms)) if v is not None})
     elapsed = _timed_send(conn.producer(config), topic, record_size, records, txns, txn_size or TXN_SIZE)
     sent = len(recorder.latencies)
-    figures = {"records": sent, "failed": len(recorder.errors), "record_size": record_size,
-               **rates(sent, sent * record_size, elapsed), "latency_ms": latency_summary(recorder.latencies)}
+    figures = {
+        "records": sent,
+        "failed": len(recorder.errors),
+        "record_size": record_size,
+        **rates(sent, sent * record_size, elapsed),
+        "latency_ms": latency_summary(recorder.latencies),
+    }
     if txns is not None:
         figures["transactions"] = txns.committed
     _report(figures, json_output, _produce_line(figures))
     if recorder.errors:
         first = recorder.errors[0]
-        raise KctlError(f"{len(recorder.errors)} deliveries failed, first: {first.str()}", exit_code_for(first))
+        raise KctlError(
+            f"{len(recorder.errors)} deliveries failed, first: {first.str()}", exit_code_for(first)
+        )
 
 
-def _timed_send(producer: Producer, topic: str, record_size: int, records: int,
-                txns: Transactions | None, txn_size: int) -> float:
+def _timed_send(
+    producer: Producer, topic: str, record_size: int, records: int, txns: Transactions | None, txn_size: int
+) -> float:
     """Seconds from the first send to the last acknowledgement (and commit); one payload, reused."""
     payload = bytes(random.Random(0).choices(range(65, 91), k=record_size))
 
@@ -99,8 +145,11 @@ def _timed_send(producer: Producer, topic: str, record_size: int, records: int,
         if txns is None:
             send(range(records))
         else:
-            txns.run(producer, (range(start, min(start + txn_size, records))
-                                for start in range(0, records, txn_size)), send)
+            txns.run(
+                producer,
+                (range(start, min(start + txn_size, records)) for start in range(0, records, txn_size)),
+                send,
+            )
     except KafkaException as exc:
         raise from_kafka(exc, "send a record") from None
     while producer.flush(0.5) > 0:
@@ -111,12 +160,21 @@ def _timed_send(producer: Producer, topic: str, record_size: int, records: int,
 @app.command("consume")
 def bench_consume(
     topic: Topic,
-    records: Annotated[Optional[int], typer.Option(
-        "--records", min=1, show_default=False,
-        help="Records to read. Default: everything in the topic when the run starts.")] = None,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    records: Annotated[
+        int | None,
+        typer.Option(
+            "--records",
+            min=1,
+            show_default=False,
+            help="Records to read. Default: everything in the topic when the run starts.",
+        ),
+    ] = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Read a topic from the start as fast as possible; report records/s and MB/s.
 
@@ -137,9 +195,12 @@ def bench_consume(
     finally:
         consumer.close()
     figures = {"records": count, **rates(count, nbytes, elapsed)}
-    _report(figures, json_output,
-            f"{count} records received, {figures['records_per_s']:.1f} records/sec "
-            f"({figures['mb_per_s']:.2f} MB/sec) in {elapsed:.2f} s.")
+    _report(
+        figures,
+        json_output,
+        f"{count} records received, {figures['records_per_s']:.1f} records/sec "
+        f"({figures['mb_per_s']:.2f} MB/sec) in {elapsed:.2f} s.",
+    )
 
 
 def _drain(consumer: Consumer, conn: Connection, target: int) -> tuple[int, int]:
@@ -164,9 +225,11 @@ def _produce_line(f: dict) -> str:
     lat = f["latency_ms"]
     line = f"{f['records']} records sent, {f['records_per_s']:.1f} records/sec ({f['mb_per_s']:.2f} MB/sec)"
     if lat["avg"] is not None:
-        line += (f", {lat['avg']:.2f} ms avg latency, {lat['max']:.2f} ms max latency, "
-                 f"{lat['p50']:.1f} ms 50th, {lat['p95']:.1f} ms 95th, {lat['p99']:.1f} ms 99th, "
-                 f"{lat['p999']:.1f} ms 99.9th")
+        line += (
+            f", {lat['avg']:.2f} ms avg latency, {lat['max']:.2f} ms max latency, "
+            f"{lat['p50']:.1f} ms 50th, {lat['p95']:.1f} ms 95th, {lat['p99']:.1f} ms 99th, "
+            f"{lat['p999']:.1f} ms 99.9th"
+        )
     if "transactions" in f:
         line += f", {f['transactions']} transactions committed"
     return line + "."

@@ -10,8 +10,11 @@ def rates(records: int, nbytes: int, elapsed: float) -> dict:
     """Elapsed seconds, records per second and MB per second (of 1024 * 1024 bytes, as the
     perf-test tools count them)."""
     elapsed = max(elapsed, 1e-9)
-    return {"elapsed_s": round(elapsed, 3), "records_per_s": round(records / elapsed, 1),
-            "mb_per_s": round(nbytes / MIB / elapsed, 3)}
+    return {
+        "elapsed_s": round(elapsed, 3),
+        "records_per_s": round(records / elapsed, 1),
+        "mb_per_s": round(nbytes / MIB / elapsed, 3),
+    }
 
 
 def latency_summary(latencies_s: list[float]) -> dict:
@@ -23,5 +26,11 @@ def latency_summary(latencies_s: list[float]) -> dict:
     def rank(q: float) -> float:
         return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000, 2)
 
-    return {"avg": round(sum(ordered) / len(ordered) * 1000, 2), "p50": rank(0.5), "p95": rank(0.95),
-            "p99": rank(0.99), "p999": rank(0.999), "max": round(ordered[-1] * 1000, 2)}
+    return {
+        "avg": round(sum(ordered) / len(ordered) * 1000, 2),
+        "p50": rank(0.5),
+        "p95": rank(0.95),
+        "p99": rank(0.99),
+        "p999": rank(0.999),
+        "max": round(ordered[-1] * 1000, 2),
+    }

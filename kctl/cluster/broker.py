@@ -6,7 +6,7 @@ elect another (`kctl watch` in a second terminal), pause a follower and watch th
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,10 +18,12 @@ from kctl.shell.options import ClusterDir, Json
 
 app = typer.Typer(
     help="List the local cluster's brokers and inject faults: kill, stop, start, pause, resume, throttle.",
-    no_args_is_help=True)
+    no_args_is_help=True,
+)
 
-BrokerId = Annotated[int, typer.Argument(metavar="ID", help="Broker id, as in `kctl broker list`.",
-                                         show_default=False)]
+BrokerId = Annotated[
+    int, typer.Argument(metavar="ID", help="Broker id, as in `kctl broker list`.", show_default=False)
+]
 
 
 @app.command("list")
@@ -35,8 +37,9 @@ def list_brokers(cluster_dir: ClusterDir = None, json_output: Json = False) -> N
     views = brokerview.view(state)
     controller = state.controller()
     if json_output:
-        console.print_json({"controller": brokerview.controller_json(controller),
-                            "brokers": [b.to_json() for b in views]})
+        console.print_json(
+            {"controller": brokerview.controller_json(controller), "brokers": [b.to_json() for b in views]}
+        )
     else:
         console.print_section(brokerview.section(views, controller))
 
@@ -45,17 +48,22 @@ def list_brokers(cluster_dir: ClusterDir = None, json_output: Json = False) -> N
 def kill(broker_id: BrokerId, cluster_dir: ClusterDir = None) -> None:
     """Kill a broker with SIGKILL: no hand-over; the controller moves its leaderships."""
     broker = brokerctl.kill(localcluster.existing(cluster_dir), broker_id)
-    console.info(f"Killed broker {broker_id} (SIGKILL to pid {broker.pid}). The partitions it led "
-                 "move to another in-sync replica, if one is left; "
-                 f"`kctl broker start {broker_id}` brings it back.")
+    console.info(
+        f"Killed broker {broker_id} (SIGKILL to pid {broker.pid}). The partitions it led "
+        "move to another in-sync replica, if one is left; "
+        f"`kctl broker start {broker_id}` brings it back."
+    )
 
 
 @app.command()
 def stop(
     broker_id: BrokerId,
-    timeout: Annotated[float, typer.Option(
-        "--timeout", metavar="SECONDS", min=0.1,
-        help="How long to wait for the broker to exit.")] = localcluster.STOP_TIMEOUT_S,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", metavar="SECONDS", min=0.1, help="How long to wait for the broker to exit."
+        ),
+    ] = localcluster.STOP_TIMEOUT_S,
     cluster_dir: ClusterDir = None,
 ) -> None:
     """Stop a broker gracefully (SIGTERM) and wait until it has exited.
@@ -64,8 +72,9 @@ def stop(
     in-sync replicas. A paused broker is resumed so that it can stop.
     """
     brokerctl.stop(localcluster.existing(cluster_dir), broker_id, timeout)
-    console.info(f"Stopped broker {broker_id} (controlled shutdown). "
-                 f"`kctl broker start {broker_id}` brings it back.")
+    console.info(
+        f"Stopped broker {broker_id} (controlled shutdown). `kctl broker start {broker_id}` brings it back."
+    )
 
 
 @app.command()
@@ -89,9 +98,11 @@ def pause(broker_id: BrokerId, cluster_dir: ClusterDir = None) -> None:
     state = localcluster.existing(cluster_dir)
     broker = brokerctl.pause(state, broker_id)
     timeout_ms = int(brokerconfig.session_timeout_s(state.cluster_dir) * 1000)
-    console.info(f"Paused broker {broker_id} (SIGSTOP to pid {broker.pid}). The cluster presumes "
-                 f"it dead after broker.session.timeout.ms={timeout_ms}; "
-                 f"`kctl broker resume {broker_id}` continues it.")
+    console.info(
+        f"Paused broker {broker_id} (SIGSTOP to pid {broker.pid}). The cluster presumes "
+        f"it dead after broker.session.timeout.ms={timeout_ms}; "
+        f"`kctl broker resume {broker_id}` continues it."
+    )
 
 
 @app.command()
@@ -104,10 +115,16 @@ def resume(broker_id: BrokerId, cluster_dir: ClusterDir = None) -> None:
 @app.command()
 def throttle(
     broker_id: BrokerId,
-    rate: Annotated[Optional[str], typer.Option(
-        "--rate", metavar="BYTES/S", show_default=False,
-        help="Bytes per second the broker may copy from its leaders: 50000, 64KB/s, 1MiB "
-             "(k, M: 1000s; Ki, Mi: 1024s).")] = None,
+    rate: Annotated[
+        str | None,
+        typer.Option(
+            "--rate",
+            metavar="BYTES/S",
+            show_default=False,
+            help="Bytes per second the broker may copy from its leaders: 50000, 64KB/s, 1MiB "
+            "(k, M: 1000s; Ki, Mi: 1024s).",
+        ),
+    ] = None,
     off: Annotated[bool, typer.Option("--off", help="Copy at full speed again.")] = False,
     cluster_dir: ClusterDir = None,
 ) -> None:
@@ -126,5 +143,7 @@ def throttle(
     if off:
         console.info(f"Broker {broker_id} copies from its leaders at full speed again.")
     else:
-        console.info(f"Broker {broker_id} copies from its leaders at most {bytes_per_s} bytes/s; "
-                     f"`kctl broker throttle {broker_id} --off` lifts it.")
+        console.info(
+            f"Broker {broker_id} copies from its leaders at most {bytes_per_s} bytes/s; "
+            f"`kctl broker throttle {broker_id} --off` lifts it."
+        )

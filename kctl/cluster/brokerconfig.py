@@ -17,9 +17,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from brokerd.config import BROKER_DEFAULTS, BrokerConfig
 from brokerd.atomic_file import atomic_write
-
+from brokerd.config import BROKER_DEFAULTS, BrokerConfig
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
@@ -37,8 +36,9 @@ def parse(items: list[str] | None) -> dict[str, str]:
     try:
         BrokerConfig(0, Path(), 0, overrides=settings)
     except ValueError as exc:
-        raise KctlError(f"{exc}; broker configs are: {', '.join(sorted(BROKER_DEFAULTS))}",
-                        ExitCode.INVALID_INPUT) from None
+        raise KctlError(
+            f"{exc}; broker configs are: {', '.join(sorted(BROKER_DEFAULTS))}", ExitCode.INVALID_INPUT
+        ) from None
     return settings
 
 
@@ -61,8 +61,10 @@ def _read(cluster_dir: Path) -> dict:
     path = cluster_dir / FILE_NAME
     try:
         doc = json.loads(path.read_text())
-        return {"broker_config": dict(doc["broker_config"]),
-                "security_protocol": str(doc.get("security_protocol", PLAINTEXT))}
+        return {
+            "broker_config": dict(doc["broker_config"]),
+            "security_protocol": str(doc.get("security_protocol", PLAINTEXT)),
+        }
     except FileNotFoundError:
         return {"broker_config": {}, "security_protocol": PLAINTEXT}
     except (ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -11,14 +11,13 @@ import re
 import signal
 
 from brokerd.state import ClusterState
-
 from kctl.cluster import brokerconfig, brokerview, localcluster
 from kctl.cluster.brokerview import BrokerView
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 KILL_TIMEOUT_S = 5.0
-UNITS = {"": 1, "k": 1000, "m": 1000 ** 2, "g": 1000 ** 3, "ki": 1024, "mi": 1024 ** 2, "gi": 1024 ** 3}
+UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "ki": 1024, "mi": 1024**2, "gi": 1024**3}
 _BYTE_RATE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([kmg]i?)?b?\s*(?:/\s*s)?\s*", re.IGNORECASE)
 
 
@@ -28,8 +27,10 @@ def lookup(state: ClusterState, broker_id: int) -> BrokerView:
     found = brokerview.find(views, broker_id)
     if found is None:
         ids = ", ".join(str(b.id) for b in views)
-        raise KctlError(f"unknown broker {broker_id}: the cluster in {state.cluster_dir} has "
-                        f"broker(s) {ids}", ExitCode.NOT_FOUND)
+        raise KctlError(
+            f"unknown broker {broker_id}: the cluster in {state.cluster_dir} has broker(s) {ids}",
+            ExitCode.NOT_FOUND,
+        )
     return found
 
 
@@ -37,8 +38,10 @@ def running(state: ClusterState, broker_id: int) -> BrokerView:
     """The broker, which must have a process to signal; a dead one is exit 6."""
     broker = lookup(state, broker_id)
     if broker.state == brokerview.DEAD or broker.pid is None:
-        raise KctlError(f"broker {broker_id} is not running (start it with `kctl broker start "
-                        f"{broker_id}`)", ExitCode.CONFLICT)
+        raise KctlError(
+            f"broker {broker_id} is not running (start it with `kctl broker start {broker_id}`)",
+            ExitCode.CONFLICT,
+        )
     return broker
 
 
@@ -54,8 +57,9 @@ def stop(state: ClusterState, broker_id: int, timeout: float) -> BrokerView:
     """SIGTERM: controlled shutdown (leaderships move first); waits until the process exits."""
     broker = running(state, broker_id)
     localcluster.terminate(broker.pid)
-    _wait_dead(state, broker, timeout, f"within {timeout:g}s of SIGTERM; "
-                                       f"`kctl broker kill {broker_id}` ends it")
+    _wait_dead(
+        state, broker, timeout, f"within {timeout:g}s of SIGTERM; `kctl broker kill {broker_id}` ends it"
+    )
     return broker
 
 
@@ -86,8 +90,10 @@ def parse_byte_rate(text: str) -> int:
     found = _BYTE_RATE.fullmatch(text)
     rate = int(float(found[1]) * UNITS[(found[2] or "").lower()]) if found else 0
     if rate <= 0:
-        raise KctlError(f"invalid rate {text!r}: expected bytes per second, e.g. 64KB/s, 1MiB or 50000",
-                        ExitCode.INVALID_INPUT)
+        raise KctlError(
+            f"invalid rate {text!r}: expected bytes per second, e.g. 64KB/s, 1MiB or 50000",
+            ExitCode.INVALID_INPUT,
+        )
     return rate
 
 
@@ -95,8 +101,9 @@ def start(state: ClusterState, broker_id: int) -> BrokerView:
     """Start one dead broker again, on its planned port, with its data and the cluster's settings."""
     broker = lookup(state, broker_id)
     if broker.state != brokerview.DEAD:
-        raise KctlError(f"broker {broker_id} is already running (pid {broker.pid}, "
-                        f"{broker.state})", ExitCode.CONFLICT)
+        raise KctlError(
+            f"broker {broker_id} is already running (pid {broker.pid}, {broker.state})", ExitCode.CONFLICT
+        )
     planned = state.planned_brokers()
     settings = brokerconfig.effective(brokerconfig.remembered(state.cluster_dir), len(planned))
     localcluster.start_missing(state, {broker_id: planned[broker_id]}, settings)

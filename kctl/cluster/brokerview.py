@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from brokerd.state import BrokerRegistration, ClusterState
 from rich.text import Text
 
+from brokerd.state import BrokerRegistration, ClusterState
 from kctl.cluster import brokerconfig
 from kctl.shell.console import Section
 
@@ -43,9 +43,15 @@ class BrokerView:
 
     def to_json(self) -> dict:
         age = None if self.lease_age_s is None else round(self.lease_age_s, 1)
-        return {"id": self.id, "host": self.host, "port": self.port, "pid": self.pid,
-                "state": self.state, "lease_age_s": age,
-                "replication_throttle_bytes_per_s": self.replication_throttle_bytes_per_s}
+        return {
+            "id": self.id,
+            "host": self.host,
+            "port": self.port,
+            "pid": self.pid,
+            "state": self.state,
+            "lease_age_s": age,
+            "replication_throttle_bytes_per_s": self.replication_throttle_bytes_per_s,
+        }
 
 
 def state_of(reg: BrokerRegistration | None, session_timeout_s: float, now: float) -> str:
@@ -69,10 +75,17 @@ def view(state: ClusterState) -> list[BrokerView]:
         timeout_s = reg.session_timeout_ms / 1000 if reg else session_timeout_s
         status = state_of(reg, timeout_s, now)
         running = status != DEAD
-        views.append(BrokerView(broker_id, reg.host if reg else HOST, port,
-                                reg.pid if running else None, status,
-                                max(0.0, now - reg.heartbeat_at) if running else None,
-                                state.replication_throttle(broker_id)))
+        views.append(
+            BrokerView(
+                broker_id,
+                reg.host if reg else HOST,
+                port,
+                reg.pid if running else None,
+                status,
+                max(0.0, now - reg.heartbeat_at) if running else None,
+                state.replication_throttle(broker_id),
+            )
+        )
     return views
 
 
@@ -87,8 +100,7 @@ def controller_json(controller: tuple[int, int] | None) -> dict | None:
 _STYLES = {ALIVE: "green", PAUSED: "bold yellow", SHUTTING_DOWN: "yellow", DEAD: "bold red"}
 
 
-def section(views: list[BrokerView], controller: tuple[int, int] | None,
-            title: str | None = None) -> Section:
+def section(views: list[BrokerView], controller: tuple[int, int] | None, title: str | None = None) -> Section:
     """The broker table of `kctl cluster status`, `kctl broker list` and `kctl watch`; the
     controller is marked with '*', as in `rpk cluster info`. A dead broker is red."""
     if controller is not None:
@@ -97,8 +109,19 @@ def section(views: list[BrokerView], controller: tuple[int, int] | None,
     for b in views:
         marker = "*" if controller is not None and b.id == controller[0] else ""
         lease = None if b.lease_age_s is None else f"{b.lease_age_s:.1f}s"
-        throttle = None if b.replication_throttle_bytes_per_s is None else Text(
-            f"{b.replication_throttle_bytes_per_s}B/s", style="yellow")
-        rows.append([f"{b.id}{marker}", b.address, b.pid,
-                     Text(b.state, style=_STYLES.get(b.state, "green")), lease, throttle])
+        throttle = (
+            None
+            if b.replication_throttle_bytes_per_s is None
+            else Text(f"{b.replication_throttle_bytes_per_s}B/s", style="yellow")
+        )
+        rows.append(
+            [
+                f"{b.id}{marker}",
+                b.address,
+                b.pid,
+                Text(b.state, style=_STYLES.get(b.state, "green")),
+                lease,
+                throttle,
+            ]
+        )
     return Section(title, ["id", "address", "pid", "state", "lease-age", "throttle"], rows)

@@ -8,12 +8,12 @@ import select
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
+
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
-
 from kctl.cluster import brokerconfig, brokerview, localcluster, metadatalog, scaling, securecluster
 from kctl.cluster.securecluster import SecurityProtocol
 from kctl.kafka.bootstrap import resolve_cluster_dir
@@ -24,34 +24,60 @@ from kctl.shell.options import ClusterDir, Json
 
 app = typer.Typer(
     help="Start, stop and inspect the local cluster (brokerd daemons).\n\n"
-         "Its directory (--dir, else $KCTL_HOME, else ~/.kctl) holds state/, the shared cluster "
-         "state with the metadata log (`cluster metadata` tells it), brokers/ID/ with each "
-         "broker's data/ and broker.log, and kctl.json with the broker settings "
-         "(`cluster up -o`) every broker of the cluster is started with.",
+    "Its directory (--dir, else $KCTL_HOME, else ~/.kctl) holds state/, the shared cluster "
+    "state with the metadata log (`cluster metadata` tells it), brokers/ID/ with each "
+    "broker's data/ and broker.log, and kctl.json with the broker settings "
+    "(`cluster up -o`) every broker of the cluster is started with.",
     short_help="Start, stop and inspect the local cluster (brokerd daemons).",
-    no_args_is_help=True)
+    no_args_is_help=True,
+)
 
 
 @app.command()
 def up(
-    brokers: Annotated[Optional[int], typer.Option(
-        "--brokers", "-n", min=1, show_default=False,
-        help=f"Number of brokers of a new cluster [default: {localcluster.DEFAULT_BROKERS}]. "
-             "An existing cluster keeps its own.")] = None,
-    port_base: Annotated[Optional[int], typer.Option(
-        "--port-base", min=1, max=65535, show_default=False,
-        help="First broker port; brokers get P, P+1, ... Default: free ports (new cluster) "
-             "or the cluster's own ports.")] = None,
-    broker_config: Annotated[Optional[list[str]], typer.Option(
-        "--broker-config", "-o", metavar="NAME=VALUE", show_default=False,
-        help="Broker setting with Kafka's name, passed to every broker and remembered for "
-             "restarts, e.g. -o broker.session.timeout.ms=1000 (repeatable).")] = None,
-    security_protocol: Annotated[Optional[SecurityProtocol], typer.Option(
-        "--security-protocol", show_default=False,
-        help="Listeners of a new cluster [default: PLAINTEXT]. SASL_PLAINTEXT, SASL_SSL and SSL "
-             "turn on authentication (SCRAM-SHA-256/512 and PLAIN with SASL, client certificates "
-             "with SSL) and ACLs, make the super user admin and write its client settings to "
-             "DIR/admin.properties, which kctl uses for this cluster. An existing cluster keeps its own.")
+    brokers: Annotated[
+        int | None,
+        typer.Option(
+            "--brokers",
+            "-n",
+            min=1,
+            show_default=False,
+            help=f"Number of brokers of a new cluster [default: {localcluster.DEFAULT_BROKERS}]. "
+            "An existing cluster keeps its own.",
+        ),
+    ] = None,
+    port_base: Annotated[
+        int | None,
+        typer.Option(
+            "--port-base",
+            min=1,
+            max=65535,
+            show_default=False,
+            help="First broker port; brokers get P, P+1, ... Default: free ports (new cluster) "
+            "or the cluster's own ports.",
+        ),
+    ] = None,
+    broker_config: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--broker-config",
+            "-o",
+            metavar="NAME=VALUE",
+            show_default=False,
+            help="Broker setting with Kafka's name, passed to every broker and remembered for "
+            "restarts, e.g. -o broker.session.timeout.ms=1000 (repeatable).",
+        ),
+    ] = None,
+    security_protocol: Annotated[
+        SecurityProtocol | None,
+        typer.Option(
+            "--security-protocol",
+            show_default=False,
+            help="Listeners of a new cluster [default: PLAINTEXT]. SASL_PLAINTEXT, SASL_SSL and SSL "
+            "turn on authentication (SCRAM-SHA-256/512 and PLAIN with SASL, client certificates "
+            "with SSL) and ACLs, make the super user admin and write its client settings to "
+            "DIR/admin.properties, which kctl uses for this cluster. An existing cluster keeps its own.",
+        ),
     ] = None,
     cluster_dir: ClusterDir = None,
     json_output: Json = False,
@@ -69,8 +95,10 @@ def up(
     ports = localcluster.plan(state, brokers, port_base)
     is_new = not state.exists()
     protocol = securecluster.check_protocol(
-        state.cluster_dir, None if is_new else brokerconfig.security_protocol(state.cluster_dir),
-        None if security_protocol is None else security_protocol.value)
+        state.cluster_dir,
+        None if is_new else brokerconfig.security_protocol(state.cluster_dir),
+        None if security_protocol is None else security_protocol.value,
+    )
     cluster_id = state.initialize(ports)
     security = securecluster.secure(state, protocol) if is_new else {}
     settings = {**brokerconfig.remembered(state.cluster_dir), **security, **requested}
@@ -86,11 +114,17 @@ def up(
     secured = protocol != SecurityProtocol.PLAINTEXT.value
     if json_output:
         properties = client_properties.path(state.cluster_dir) if secured else None
-        console.print_json({"cluster_id": cluster_id, "dir": str(state.cluster_dir),
-                            "bootstrap": bootstrap, "security_protocol": protocol,
-                            "client_properties": None if properties is None else str(properties),
-                            "broker_config": effective,
-                            "brokers": [b.to_json() for b in views]})
+        console.print_json(
+            {
+                "cluster_id": cluster_id,
+                "dir": str(state.cluster_dir),
+                "bootstrap": bootstrap,
+                "security_protocol": protocol,
+                "client_properties": None if properties is None else str(properties),
+                "broker_config": effective,
+                "brokers": [b.to_json() for b in views],
+            }
+        )
     else:
         console.print_section(brokerview.section(views, controller=None))
         print(f"export KCTL_BOOTSTRAP={bootstrap}", flush=True)
@@ -102,17 +136,24 @@ def up(
 def _hint_next(directory: Path, explicit_dir: bool, started: bool) -> None:
     where = f" --dir {directory}" if explicit_dir else ""
     console.info(f"Cluster {'started' if started else 'already running'} in {directory}.")
-    console.info("Next: kctl topic create demo -p 3; seq 10 | kctl produce demo; "
-                 f"kctl consume demo -e; kctl topic describe demo; kctl cluster status{where}")
+    console.info(
+        "Next: kctl topic create demo -p 3; seq 10 | kctl produce demo; "
+        f"kctl consume demo -e; kctl topic describe demo; kctl cluster status{where}"
+    )
 
 
 def _hint_security(directory: Path, protocol: str, address: str) -> None:
     properties = client_properties.path(directory)
-    users = ("add users with `kctl user create`" if securecluster.uses_sasl(protocol) else
-             f"principals are client certificate subjects (User:CN=...) signed by {directory}/tls/ca.key")
-    console.info(f"Security: {protocol} listeners, ACLs on; kctl uses the super user's settings in "
-                 f"{properties} (kcat -F {properties} -b {address} -L); {users}, grant them "
-                 "with `kctl acl create`.")
+    users = (
+        "add users with `kctl user create`"
+        if securecluster.uses_sasl(protocol)
+        else f"principals are client certificate subjects (User:CN=...) signed by {directory}/tls/ca.key"
+    )
+    console.info(
+        f"Security: {protocol} listeners, ACLs on; kctl uses the super user's settings in "
+        f"{properties} (kcat -F {properties} -b {address} -L); {users}, grant them "
+        "with `kctl acl create`."
+    )
 
 
 @app.command()
@@ -143,12 +184,16 @@ def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
     if controller is None or controller[0] not in live_ids:
         problems.append("no live controller")
     if json_output:
-        console.print_json({
-            "cluster_id": state.cluster_id(), "dir": str(state.cluster_dir),
-            "healthy": not problems, "problems": problems,
-            "controller": brokerview.controller_json(controller),
-            "brokers": [b.to_json() for b in views],
-        })
+        console.print_json(
+            {
+                "cluster_id": state.cluster_id(),
+                "dir": str(state.cluster_dir),
+                "healthy": not problems,
+                "problems": problems,
+                "controller": brokerview.controller_json(controller),
+                "brokers": [b.to_json() for b in views],
+            }
+        )
     else:
         console.print_section(brokerview.section(views, controller))
     if problems:
@@ -160,17 +205,36 @@ METADATA_POLL_S = 0.2
 
 @app.command()
 def metadata(
-    follow: Annotated[bool, typer.Option(
-        "--follow", "-f", help="Keep printing records as they are written (polled every "
-                               f"{METADATA_POLL_S:g} s) until Ctrl-C.")] = False,
-    last: Annotated[Optional[int], typer.Option(
-        "--last", "-n", metavar="N", min=0, show_default=False,
-        help="Only the last N records (the snapshot the log starts from counts as one), "
-             "then, with -f, every new one.")] = None,
+    follow: Annotated[
+        bool,
+        typer.Option(
+            "--follow",
+            "-f",
+            help="Keep printing records as they are written (polled every "
+            f"{METADATA_POLL_S:g} s) until Ctrl-C.",
+        ),
+    ] = False,
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            "-n",
+            metavar="N",
+            min=0,
+            show_default=False,
+            help="Only the last N records (the snapshot the log starts from counts as one), "
+            "then, with -f, every new one.",
+        ),
+    ] = None,
     cluster_dir: ClusterDir = None,
-    json_output: Annotated[bool, typer.Option(
-        "--json", help="One JSON object per line: the record as stored (offset, type, "
-                       "controller_epoch, time, its fields) plus \"text\", its line.")] = False,
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object per line: the record as stored (offset, type, "
+            'controller_epoch, time, its fields) plus "text", its line.',
+        ),
+    ] = False,
 ) -> None:
     """Print the metadata log, one line per record, saying what changed in Kafka's words.
 
@@ -199,14 +263,17 @@ def metadata(
 
     def show(entries: list[metadatalog.Entry]) -> None:
         for entry in entries:
-            sys.stdout.write(json.dumps(entry.to_json(narrator.controllers), ensure_ascii=False)
-                             if json_output else entry.line(narrator.controllers))
+            sys.stdout.write(
+                json.dumps(entry.to_json(narrator.controllers), ensure_ascii=False)
+                if json_output
+                else entry.line(narrator.controllers)
+            )
             sys.stdout.write("\n")
         sys.stdout.flush()
 
     try:
         entries = read(final=True)
-        show(entries if last is None else entries[max(0, len(entries) - last):])
+        show(entries if last is None else entries[max(0, len(entries) - last) :])
         while follow:
             time.sleep(METADATA_POLL_S)
             if _reader_gone():
@@ -229,16 +296,27 @@ def _reader_gone() -> bool:
         return False  # not a file descriptor (a test's capture): writes will tell
 
 
-WaitTimeout = Annotated[float, typer.Option(
-    "--wait-timeout", metavar="SECONDS", min=0.1,
-    help="Give up (exit 3) when moving replicas takes longer than this.")]
+WaitTimeout = Annotated[
+    float,
+    typer.Option(
+        "--wait-timeout",
+        metavar="SECONDS",
+        min=0.1,
+        help="Give up (exit 3) when moving replicas takes longer than this.",
+    ),
+]
 
 
 @app.command("add-broker")
 def add_broker(
-    rebalance: Annotated[bool, typer.Option(
-        "--rebalance", help="Then move replicas so they spread evenly over all brokers, "
-                            "keeping each partition's replication factor; waits until done.")] = False,
+    rebalance: Annotated[
+        bool,
+        typer.Option(
+            "--rebalance",
+            help="Then move replicas so they spread evenly over all brokers, "
+            "keeping each partition's replication factor; waits until done.",
+        ),
+    ] = False,
     wait_timeout: WaitTimeout = 300.0,
     cluster_dir: ClusterDir = None,
 ) -> None:
@@ -258,8 +336,9 @@ def add_broker(
 
 @app.command("remove-broker")
 def remove_broker(
-    broker_id: Annotated[int, typer.Argument(metavar="ID", help="Broker id, as in `kctl broker list`.",
-                                             show_default=False)],
+    broker_id: Annotated[
+        int, typer.Argument(metavar="ID", help="Broker id, as in `kctl broker list`.", show_default=False)
+    ],
     wait_timeout: WaitTimeout = 300.0,
     cluster_dir: ClusterDir = None,
 ) -> None:

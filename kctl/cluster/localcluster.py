@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 from brokerd.state import ClusterState
-
 from kctl.cluster import brokerconfig, brokerview, securecluster
 from kctl.cluster.brokerview import HOST
 from kctl.kafka import clientprops
@@ -37,12 +36,17 @@ def plan(state: ClusterState, brokers: int | None, port_base: int | None) -> dic
     if state.exists():
         planned = state.planned_brokers()
         if brokers is not None and brokers != len(planned):
-            raise KctlError(f"the cluster in {state.cluster_dir} has {len(planned)} broker(s), "
-                            f"not {brokers}; remove the directory to start a different cluster",
-                            ExitCode.INVALID_INPUT)
+            raise KctlError(
+                f"the cluster in {state.cluster_dir} has {len(planned)} broker(s), "
+                f"not {brokers}; remove the directory to start a different cluster",
+                ExitCode.INVALID_INPUT,
+            )
         if port_base is not None and port_base != min(planned.values()):
-            raise KctlError(f"the cluster in {state.cluster_dir} uses ports from "
-                            f"{min(planned.values())}, not {port_base}", ExitCode.INVALID_INPUT)
+            raise KctlError(
+                f"the cluster in {state.cluster_dir} uses ports from "
+                f"{min(planned.values())}, not {port_base}",
+                ExitCode.INVALID_INPUT,
+            )
         return planned
     count = brokers or DEFAULT_BROKERS
     ports = [port_base + i for i in range(count)] if port_base else free_ports(count)
@@ -78,12 +82,14 @@ def ensure_port_free(port: int, broker_id: int | None = None) -> None:
             sock.bind((HOST, port))
         except OSError:
             who = f" (planned for broker {broker_id})" if broker_id is not None else ""
-            raise KctlError(f"port {port}{who} is already in use by another process",
-                            ExitCode.ERROR) from None
+            raise KctlError(
+                f"port {port}{who} is already in use by another process", ExitCode.ERROR
+            ) from None
 
 
-def start_missing(state: ClusterState, ports: dict[int, int],
-                  settings: dict[str, str]) -> dict[int, subprocess.Popen]:
+def start_missing(
+    state: ClusterState, ports: dict[int, int], settings: dict[str, str]
+) -> dict[int, subprocess.Popen]:
     """Start those of `ports`' brokers that are not running and wait until they all answer."""
     running = {b.id for b in brokerview.view(state) if b.state != brokerview.DEAD}
     missing = {i: p for i, p in ports.items() if i not in running}
@@ -99,18 +105,29 @@ def start(state: ClusterState, broker_id: int, port: int, settings: dict[str, st
     listeners of the cluster's security protocol on its port."""
     log_path = state.broker_dir(broker_id) / "broker.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "brokerd", "--cluster-dir", str(state.cluster_dir),
-               "--broker-id", str(broker_id), "--port", str(port)]
+    command = [
+        sys.executable,
+        "-m",
+        "brokerd",
+        "--cluster-dir",
+        str(state.cluster_dir),
+        "--broker-id",
+        str(broker_id),
+        "--port",
+        str(port),
+    ]
     protocol = brokerconfig.security_protocol(state.cluster_dir)
     for name, value in {**securecluster.listeners(protocol, HOST, port), **settings}.items():
         command += ["-o", f"{name}={value}"]
     with open(log_path, "ab") as log:
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
 
-def wait_ready(state: ClusterState, procs: dict[int, subprocess.Popen],
-               timeout: float = READY_TIMEOUT_S) -> None:
+def wait_ready(
+    state: ClusterState, procs: dict[int, subprocess.Popen], timeout: float = READY_TIMEOUT_S
+) -> None:
     """Until every started broker is registered, alive and answers a metadata request.
 
     On failure the brokers started here are stopped again, so `up` is all or nothing.

@@ -2,7 +2,8 @@
 changed in Kafka's vocabulary and who wrote it.
 
     #1 PartitionRecord payments/0 replicas [1,2,3] leader 1 ISR [1,2,3] by controller 1 (epoch 1)
-    #9 PartitionChangeRecord payments/0 leader 1→2, leader epoch 0→1, ISR [1,2,3]→[2,3] by controller 2 (epoch 2)
+    #9 PartitionChangeRecord payments/0 leader 1→2, leader epoch 0→1, ISR [1,2,3]→[2,3]
+       by controller 2 (epoch 2)
     #10 PartitionChangeRecord payments/0 ISR [2,3]→[1,2,3] by leader 2 (AlterPartition)
 
 A record is told with the image as it was before it (old→new values come from there). Who
@@ -25,9 +26,14 @@ from brokerd.metadata.log import SNAPSHOT_LOADED
 ARROW = "→"
 HIDDEN = "(hidden)"
 # PartitionChangeRecord fields as told, in this order; partition_epoch only when alone.
-CHANGE_LABELS = {"replicas": "replicas", "leader": "leader", "leader_epoch": "leader epoch",
-                 "isr": "ISR", "adding_replicas": "adding replicas",
-                 "removing_replicas": "removing replicas"}
+CHANGE_LABELS = {
+    "replicas": "replicas",
+    "leader": "leader",
+    "leader_epoch": "leader epoch",
+    "isr": "ISR",
+    "adding_replicas": "adding replicas",
+    "removing_replicas": "removing replicas",
+}
 ISR_ONLY = {"isr", "partition_epoch"}
 _NOT_FIELDS = {"type", "topic", "partition", "offset", "controller_epoch", "time"}
 
@@ -55,13 +61,17 @@ def _value(name: str, value):
 def _unclean(election: dict | None) -> str:
     if election is None:
         return "last unclean election cleared"
-    return (f"unclean election at leader epoch {election['leader_epoch']}, "
-            f"bypassing ISR {brokers(election['isr'])}")
+    return (
+        f"unclean election at leader epoch {election['leader_epoch']}, "
+        f"bypassing ISR {brokers(election['isr'])}"
+    )
 
 
 def _partition_record(record: dict) -> str:
-    text = (f"{record['topic']}/{record['partition']} replicas {brokers(record['replicas'])} "
-            f"leader {leader(record['leader'])}")
+    text = (
+        f"{record['topic']}/{record['partition']} replicas {brokers(record['replicas'])} "
+        f"leader {leader(record['leader'])}"
+    )
     if record.get("leader_epoch"):
         text += f" leader epoch {record['leader_epoch']}"
     text += f" ISR {brokers(record['isr'])}"
@@ -84,8 +94,11 @@ def _partition_change(record: dict, image: MetadataImage) -> str:
     for name, label in CHANGE_LABELS.items():
         if name in record:
             new = _value(name, record[name])
-            parts.append(f"{label} {new}" if before is None else
-                         f"{label} {_value(name, getattr(before, name))}{ARROW}{new}")
+            parts.append(
+                f"{label} {new}"
+                if before is None
+                else f"{label} {_value(name, getattr(before, name))}{ARROW}{new}"
+            )
     if "last_unclean_election" in record:
         parts.append(_unclean(record["last_unclean_election"]))
     if not parts and "partition_epoch" in record:
@@ -116,8 +129,12 @@ def _remove_topic(record: dict, image: MetadataImage) -> str:
 
 
 def _config(record: dict, image: MetadataImage) -> str:
-    kind, entity, name, value = (record["resource_type"], record["resource_name"],
-                                 record["name"], record["value"])
+    kind, entity, name, value = (
+        record["resource_type"],
+        record["resource_name"],
+        record["name"],
+        record["value"],
+    )
     if kind == r.TOPIC_RESOURCE:
         topic = image.topics.get(entity)
         configs = {} if topic is None else topic.configs
@@ -159,8 +176,12 @@ def describe(record: dict, image: MetadataImage, partitions_to_come: int | None 
 
 def is_isr_change(record: dict) -> bool:
     """A leader's AlterPartition: no controller epoch, only the ISR (and partition epoch)."""
-    return (record["type"] == r.PARTITION_CHANGE and record.get("controller_epoch") is None
-            and (record.keys() - _NOT_FIELDS) <= ISR_ONLY and "isr" in record)
+    return (
+        record["type"] == r.PARTITION_CHANGE
+        and record.get("controller_epoch") is None
+        and (record.keys() - _NOT_FIELDS) <= ISR_ONLY
+        and "isr" in record
+    )
 
 
 def writer(record: dict, controllers: Mapping[int, int], isr_leader: int | None = None) -> str:
@@ -186,19 +207,25 @@ def isr_leader(record: dict, image: MetadataImage) -> int | None:
     return None if before is None else before.leader
 
 
-def sentence(record: dict, image: MetadataImage, controllers: Mapping[int, int],
-             partitions_to_come: int | None = None) -> str:
+def sentence(
+    record: dict, image: MetadataImage, controllers: Mapping[int, int], partitions_to_come: int | None = None
+) -> str:
     """The whole line for a record: offset, what it changes and who wrote it."""
-    return (f"#{record['offset']} {describe(record, image, partitions_to_come)}"
-            f"{writer(record, controllers, isr_leader(record, image))}")
+    return (
+        f"#{record['offset']} {describe(record, image, partitions_to_come)}"
+        f"{writer(record, controllers, isr_leader(record, image))}"
+    )
 
 
-def snapshot_sentence(offset: int, topics: int, partitions: int,
-                      unread: tuple[int, int] | None = None) -> str:
+def snapshot_sentence(
+    offset: int, topics: int, partitions: int, unread: tuple[int, int] | None = None
+) -> str:
     """A snapshot the reader started from: named, as in Kafka, by the offset after its last
     record. ``unread``: records the reader had not read yet that are only in it."""
-    text = (f"snapshot at offset {offset + 1}: {topics} topic{'' if topics == 1 else 's'}, "
-            f"{partitions} partition{'' if partitions == 1 else 's'}")
+    text = (
+        f"snapshot at offset {offset + 1}: {topics} topic{'' if topics == 1 else 's'}, "
+        f"{partitions} partition{'' if partitions == 1 else 's'}"
+    )
     if unread is not None:
         text += f" (records #{unread[0]}–#{unread[1]} are only in it)"
     return text
@@ -207,8 +234,12 @@ def snapshot_sentence(offset: int, topics: int, partitions: int,
 def redacted(record: dict) -> dict:
     """The record as stored, with the value of a password (a sensitive broker config) hidden
     as DescribeConfigs hides it: null, and "sensitive": true."""
-    if (record["type"] == r.CONFIG and record["resource_type"] == r.BROKER_RESOURCE
-            and is_sensitive(record["name"]) and record["value"] is not None):
+    if (
+        record["type"] == r.CONFIG
+        and record["resource_type"] == r.BROKER_RESOURCE
+        and is_sensitive(record["name"])
+        and record["value"] is not None
+    ):
         return {**record, "value": None, "sensitive": True}
     return dict(record)
 
@@ -259,13 +290,13 @@ class Narrator:
                 unread = (self._last_offset + 1, record["offset"])
             partitions = sum(len(t.partitions) for t in image.topics.values())
             record = {**record, "topics": len(image.topics), "partitions": partitions}
-            self._entries.append(Entry(record, snapshot_sentence(
-                record["offset"], len(image.topics), partitions, unread)))
+            self._entries.append(
+                Entry(record, snapshot_sentence(record["offset"], len(image.topics), partitions, unread))
+            )
             self._last_offset = record["offset"]
             return
         self._last_offset = record["offset"]
-        if (kind == r.PARTITION and self._topic is not None
-                and record["topic"] == self._topic.record["name"]):
+        if kind == r.PARTITION and self._topic is not None and record["topic"] == self._topic.record["name"]:
             self._topic.partitions_to_come += 1
         else:
             self._close_topic()
@@ -277,8 +308,7 @@ class Narrator:
 
     def _close_topic(self) -> None:
         if self._topic is not None:
-            self._topic.body = describe(self._topic.record, MetadataImage(),
-                                        self._topic.partitions_to_come)
+            self._topic.body = describe(self._topic.record, MetadataImage(), self._topic.partitions_to_come)
             self._topic = None
 
     def learn(self, controller: tuple[int, int] | dict | None) -> None:

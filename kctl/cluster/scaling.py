@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections import Counter
 
 from brokerd.state import ClusterState
-
 from kctl.cluster import brokerconfig, brokerctl, brokerview, localcluster
 from kctl.kafka import client, reassignments
 from kctl.kafka.client import Connection, fetch_metadata
@@ -45,9 +44,12 @@ def local_connection(state: ClusterState) -> Connection:
 def assignment(conn: Connection, internal: bool) -> dict[tuple[str, int], list[int]]:
     """Replicas of every partition; internal `__` topics only when asked (a drain must move them)."""
     metadata = fetch_metadata(conn.admin(), conn)
-    return {(name, p): list(meta.partitions[p].replicas)
-            for name, meta in metadata.topics.items() if internal or not name.startswith("__")
-            for p in meta.partitions}
+    return {
+        (name, p): list(meta.partitions[p].replicas)
+        for name, meta in metadata.topics.items()
+        if internal or not name.startswith("__")
+        for p in meta.partitions
+    }
 
 
 def move(conn: Connection, brokers: list[int], wait_timeout: float, drain: bool = False) -> int:
@@ -75,11 +77,14 @@ def balanced(placement: dict[tuple[str, int], list[int]], brokers: list[int], ev
     current = {k: list(v) for k, v in placement.items()}
     for key, replicas in current.items():
         if len(replicas) > len(brokers):
-            raise KctlError(f"topic {key[0]} has replication factor {len(replicas)} but only "
-                            f"{len(brokers)} broker(s) would remain", ExitCode.CONFLICT)
+            raise KctlError(
+                f"topic {key[0]} has replication factor {len(replicas)} but only "
+                f"{len(brokers)} broker(s) would remain",
+                ExitCode.CONFLICT,
+            )
     load = Counter({b: 0 for b in brokers})
     load.update(r for replicas in current.values() for r in replicas if r in load)
-    for key, replicas in sorted(current.items()):
+    for _, replicas in sorted(current.items()):
         for i, r in enumerate(replicas):
             if r not in load:
                 target = min((b for b in brokers if b not in replicas), key=lambda b: (load[b], b))
@@ -113,8 +118,9 @@ def _progress(pending: dict) -> None:
     if pending:
         adding = sum(len(d["adding_replicas"]) for d in pending.values())
         removing = sum(len(d["removing_replicas"]) for d in pending.values())
-        console.info(f"  {len(pending)} partition(s) moving: {adding} replica(s) being added, "
-                     f"{removing} being removed")
+        console.info(
+            f"  {len(pending)} partition(s) moving: {adding} replica(s) being added, {removing} being removed"
+        )
 
 
 def remove_broker(state: ClusterState, broker_id: int, wait_timeout: float, stop_timeout: float) -> int:
@@ -128,8 +134,11 @@ def remove_broker(state: ClusterState, broker_id: int, wait_timeout: float, stop
         moved = move(local_connection(state), others, wait_timeout, drain=True)
         brokerctl.stop(state, broker_id, stop_timeout)
     elif any(broker_id in r for r in _recorded_replicas(state)):
-        raise KctlError(f"broker {broker_id} is not running but still holds replicas: start it "
-                        f"(`kctl broker start {broker_id}`) so they can be drained", ExitCode.CONFLICT)
+        raise KctlError(
+            f"broker {broker_id} is not running but still holds replicas: start it "
+            f"(`kctl broker start {broker_id}`) so they can be drained",
+            ExitCode.CONFLICT,
+        )
     state.unplan_broker(broker_id)
     return moved
 

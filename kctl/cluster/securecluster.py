@@ -23,9 +23,9 @@ from enum import Enum
 from pathlib import Path
 
 import scramp
+
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
-
 from kctl import tls
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -42,7 +42,7 @@ ADMIN = "admin"
 ADMIN_MECHANISM = "SCRAM-SHA-512"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 SASL_MECHANISMS = (*SCRAM_MECHANISMS, "PLAIN")
-ITERATIONS = 4096   # Kafka's minimum for SCRAM
+ITERATIONS = 4096  # Kafka's minimum for SCRAM
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SUPER_USERS = "super.users"
 ALLOW_IF_NO_ACL = "allow.everyone.if.no.acl.found"
@@ -62,8 +62,11 @@ def check_protocol(cluster_dir: Path, existing: str | None, requested: str | Non
     if existing is None:
         return requested or SecurityProtocol.PLAINTEXT.value
     if requested is not None and requested != existing:
-        raise KctlError(f"the cluster in {cluster_dir} uses {existing}, not {requested}; "
-                        "remove the directory to start a different cluster", ExitCode.INVALID_INPUT)
+        raise KctlError(
+            f"the cluster in {cluster_dir} uses {existing}, not {requested}; "
+            "remove the directory to start a different cluster",
+            ExitCode.INVALID_INPUT,
+        )
     return existing
 
 
@@ -85,20 +88,37 @@ def secure(state: ClusterState, protocol: str) -> dict[str, str]:
         password = secrets.token_urlsafe(24)
         bootstrap_scram_credentials(state, ADMIN, password)
         admin.update({"sasl.mechanism": ADMIN_MECHANISM, "sasl.username": ADMIN, "sasl.password": password})
-        brokers.update({"sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
-                        "sasl.mechanism.inter.broker.protocol": ADMIN_MECHANISM,
-                        SUPER_USERS: f"User:{ADMIN}"})
+        brokers.update(
+            {
+                "sasl.enabled.mechanisms": ",".join(SASL_MECHANISMS),
+                "sasl.mechanism.inter.broker.protocol": ADMIN_MECHANISM,
+                SUPER_USERS: f"User:{ADMIN}",
+            }
+        )
     if uses_tls(protocol):
         files = tls.generate(state.cluster_dir, client_cn=None if uses_sasl(protocol) else ADMIN)
         admin["ssl.ca.location"] = str(files.ca_cert)
-        brokers.update({"ssl.keystore.type": "PEM", "ssl.keystore.location": str(files.broker_keystore),
-                        "ssl.truststore.type": "PEM", "ssl.truststore.location": str(files.ca_cert)})
+        brokers.update(
+            {
+                "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(files.broker_keystore),
+                "ssl.truststore.type": "PEM",
+                "ssl.truststore.location": str(files.ca_cert),
+            }
+        )
         if files.client_cert is not None:
-            admin.update({"ssl.certificate.location": str(files.client_cert),
-                          "ssl.key.location": str(files.client_key)})
+            admin.update(
+                {
+                    "ssl.certificate.location": str(files.client_cert),
+                    "ssl.key.location": str(files.client_key),
+                }
+            )
             brokers.update({"ssl.client.auth": "required", SUPER_USERS: f"User:CN={ADMIN}"})
-    client_properties.write(client_properties.path(state.cluster_dir), admin,
-                            f"kctl: the super user of this {protocol} cluster; keep it private")
+    client_properties.write(
+        client_properties.path(state.cluster_dir),
+        admin,
+        f"kctl: the super user of this {protocol} cluster; keep it private",
+    )
     return brokers
 
 
@@ -107,6 +127,6 @@ def bootstrap_scram_credentials(state: ClusterState, user: str, password: str) -
     directory: how the first user exists before any broker can take AlterUserScramCredentials."""
     for mechanism in SCRAM_MECHANISMS:
         salt, stored_key, server_key, iterations = scramp.ScramMechanism(mechanism).make_auth_info(
-            password, iteration_count=ITERATIONS)
+            password, iteration_count=ITERATIONS
+        )
         state.bootstrap_scram_credential(user, mechanism, salt, stored_key, server_key, iterations)
-

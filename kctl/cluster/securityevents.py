@@ -34,6 +34,8 @@ def line(event: dict) -> str:
         mechanism = f" ({event['mechanism']})" if event.get("mechanism") else ""
         return f"{broker}: authentication failed for {principal} from {event.get('host')}{mechanism}"
     if kind == "authorization_denied":
-        return (f"{broker}: denied {principal} {event.get('operation')} on {event.get('resource')}"
-                f" — {event.get('rule')}")
+        return (
+            f"{broker}: denied {principal} {event.get('operation')} on {event.get('resource')}"
+            f" — {event.get('rule')}"
+        )
     return f"{broker}: {kind} {principal}: {event.get('message')}"

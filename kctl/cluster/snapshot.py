@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 
 from brokerd.state import ClusterState, PartitionRecord
-
 from kctl.cluster import brokerview, securityevents
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -39,10 +38,15 @@ def take(state: ClusterState, topic: str | None = None) -> dict:
         "fenced_controller": state.fenced_controller(),
         "brokers": [b.to_json() for b in brokerview.view(state)],
         "security_events": securityevents.recent(state),
-        "topics": [{"topic": name,
-                    "partitions": [_partition(name, record, status)
-                                   for _, record in sorted(records[name].partitions.items())]}
-                   for name in names],
+        "topics": [
+            {
+                "topic": name,
+                "partitions": [
+                    _partition(name, record, status) for _, record in sorted(records[name].partitions.items())
+                ],
+            }
+            for name in names
+        ],
     }
 
 
@@ -61,9 +65,12 @@ def _partition(topic: str, record: PartitionRecord, status: Status) -> dict:
     view = led.get("leader_view", {})
     ends = view.get("log_end_offsets", {})
     return {
-        "partition": p, "leader": record.leader, "leader_epoch": record.leader_epoch,
+        "partition": p,
+        "leader": record.leader,
+        "leader_epoch": record.leader_epoch,
         "partition_epoch": record.partition_epoch,
-        "replicas": list(record.replicas), "isr": view.get("isr", list(record.isr)),
+        "replicas": list(record.replicas),
+        "isr": view.get("isr", list(record.isr)),
         "log_start_offset": led.get("log_start_offset"),
         "last_stable_offset": led.get("last_stable_offset"),
         "high_watermark": led.get("high_watermark"),
@@ -72,8 +79,9 @@ def _partition(topic: str, record: PartitionRecord, status: Status) -> dict:
         "min_insync_replicas": view.get("min_insync_replicas"),
         "high_watermark_waiting_ms": view.get("high_watermark_waiting_ms"),
         "log_start_moved_by": view.get("log_start_moved_by"),
-        "truncations": {str(b): status.get(b, {}).get((topic, p), {}).get("last_truncation")
-                        for b in record.replicas},
+        "truncations": {
+            str(b): status.get(b, {}).get((topic, p), {}).get("last_truncation") for b in record.replicas
+        },
         "last_unclean_election": record.last_unclean_election,
         "last_leader_rebalance": record.last_leader_rebalance,
     }

@@ -28,14 +28,22 @@ class PartitionPlan:
         return self.stop is not None and self.start >= self.stop
 
 
-def plan(consumer: Consumer, conn: Connection, topic: str, partitions: list[int] | None,
-         spec: OffsetRange, exit_at_end: bool) -> list[PartitionPlan]:
+def plan(
+    consumer: Consumer,
+    conn: Connection,
+    topic: str,
+    partitions: list[int] | None,
+    spec: OffsetRange,
+    exit_at_end: bool,
+) -> list[PartitionPlan]:
     meta = find_topic(fetch_metadata(consumer, conn, topic), topic)
     ids = partitions if partitions is not None else sorted(meta.partitions)
     missing = [p for p in ids if p not in meta.partitions]
     if missing:
-        raise KctlError(f"topic {topic!r} has no partition {missing[0]} "
-                        f"(it has 0..{len(meta.partitions) - 1})", ExitCode.NOT_FOUND)
+        raise KctlError(
+            f"topic {topic!r} has no partition {missing[0]} (it has 0..{len(meta.partitions) - 1})",
+            ExitCode.NOT_FOUND,
+        )
     marks = {p: consumers.watermarks(consumer, conn, topic, p) for p in ids}
     start_times = _time_offsets(consumer, conn, topic, ids, spec.start)
     stop_times = _time_offsets(consumer, conn, topic, ids, spec.stop)
@@ -50,8 +58,9 @@ def plan(consumer: Consumer, conn: Connection, topic: str, partitions: list[int]
     return plans
 
 
-def _time_offsets(consumer: Consumer, conn: Connection, topic: str, ids: list[int],
-                  position: Position | None) -> dict[int, int]:
+def _time_offsets(
+    consumer: Consumer, conn: Connection, topic: str, ids: list[int], position: Position | None
+) -> dict[int, int]:
     """Partition -> first offset at or after a timestamp position (-1: none yet)."""
     if position is None or position.kind is not Kind.TIME:
         return {}

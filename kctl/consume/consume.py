@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -17,55 +17,111 @@ from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.offsets import OffsetRange, OffsetSyntaxError, parse
-from kctl.shell.options import (DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Isolation, Settings,
-                                Timeout, parse_partitions)
+from kctl.shell.options import (
+    DEFAULT_TIMEOUT,
+    Bootstrap,
+    ClusterDir,
+    CommandConfig,
+    Isolation,
+    Settings,
+    Timeout,
+    parse_partitions,
+)
 
 
 def consume(
     topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to consume from.", show_default=False)],
-    offset: Annotated[str, typer.Option(
-        "--offset", "-o", metavar="OFFSET",
-        help="Where to start (and stop): start, end, N, +N, -N (per partition), A:B, :end, "
-             "@TIMESTAMP, @T1:T2, @-10m:end. Timestamps: 13-digit ms, 10-digit s, "
-             "YYYY-MM-DD, RFC3339, or a duration before now.")] = "start",
-    count: Annotated[Optional[int], typer.Option(
-        "--num", "-n", min=1, show_default=False,
-        help="Stop after this many records in total (over all partitions).")] = None,
-    partition: Annotated[Optional[list[str]], typer.Option(
-        "--partition", "-p", metavar="P[,P...]", show_default=False,
-        help="Only these partitions (repeatable or comma-separated). Default: all.")] = None,
-    fmt: Annotated[str, typer.Option(
-        "--format", "-f",
-        help="Output format: %t topic, %p partition, %o offset, %k key, %v or %s value, "
-             "%T timestamp ms, %h headers, %K/%S key/value length, %%; escapes \\n \\t \\\\.")
+    offset: Annotated[
+        str,
+        typer.Option(
+            "--offset",
+            "-o",
+            metavar="OFFSET",
+            help="Where to start (and stop): start, end, N, +N, -N (per partition), A:B, :end, "
+            "@TIMESTAMP, @T1:T2, @-10m:end. Timestamps: 13-digit ms, 10-digit s, "
+            "YYYY-MM-DD, RFC3339, or a duration before now.",
+        ),
+    ] = "start",
+    count: Annotated[
+        int | None,
+        typer.Option(
+            "--num",
+            "-n",
+            min=1,
+            show_default=False,
+            help="Stop after this many records in total (over all partitions).",
+        ),
+    ] = None,
+    partition: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--partition",
+            "-p",
+            metavar="P[,P...]",
+            show_default=False,
+            help="Only these partitions (repeatable or comma-separated). Default: all.",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="Output format: %t topic, %p partition, %o offset, %k key, %v or %s value, "
+            "%T timestamp ms, %h headers, %K/%S key/value length, %%; escapes \\n \\t \\\\.",
+        ),
     ] = DEFAULT_FORMAT,
-    json_output: Annotated[bool, typer.Option(
-        "--json", help="One JSON object per record: topic, partition, offset, timestamp, key, "
-                       "value, headers; lossless, so `kctl produce -J json` reads it back "
-                       "(see below).")] = False,
-    exit_at_end: Annotated[bool, typer.Option(
-        "--exit", "-e", help="Exit at the end of every partition, as it was at start.")] = False,
-    quiet: Annotated[bool, typer.Option(
-        "--quiet", "-q", help="No messages on stderr: no summary, no rebalance lines.")] = False,
-    group: Annotated[Optional[str], typer.Option(
-        "--group", "-g", metavar="GROUP", show_default=False,
-        help="Join this consumer group: the group shares the partitions among its members and "
-             "remembers committed offsets; rebalances are reported on stderr. -o start|end is "
-             "where a group without committed offsets begins.")] = None,
-    commit: Annotated[Optional[Commit], typer.Option(
-        "--commit", show_default=False,
-        help="With -g: 'after' (the default) commits records once written and flushed "
-             "(at-least-once), 'before' commits before writing (at-most-once), 'never' leaves "
-             "the group's offsets alone.")] = None,
-    isolation: Annotated[Isolation, typer.Option(
-        "--isolation",
-        help="read_committed (the default, as in librdkafka and kcat) shows records of "
-             "transactions once committed and never those of aborted ones, and stops at the "
-             "last stable offset (the first record of a still open transaction); "
-             "read_uncommitted shows every record as soon as it is written.")
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object per record: topic, partition, offset, timestamp, key, "
+            "value, headers; lossless, so `kctl produce -J json` reads it back "
+            "(see below).",
+        ),
+    ] = False,
+    exit_at_end: Annotated[
+        bool, typer.Option("--exit", "-e", help="Exit at the end of every partition, as it was at start.")
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No messages on stderr: no summary, no rebalance lines.")
+    ] = False,
+    group: Annotated[
+        str | None,
+        typer.Option(
+            "--group",
+            "-g",
+            metavar="GROUP",
+            show_default=False,
+            help="Join this consumer group: the group shares the partitions among its members and "
+            "remembers committed offsets; rebalances are reported on stderr. -o start|end is "
+            "where a group without committed offsets begins.",
+        ),
+    ] = None,
+    commit: Annotated[
+        Commit | None,
+        typer.Option(
+            "--commit",
+            show_default=False,
+            help="With -g: 'after' (the default) commits records once written and flushed "
+            "(at-least-once), 'before' commits before writing (at-most-once), 'never' leaves "
+            "the group's offsets alone.",
+        ),
+    ] = None,
+    isolation: Annotated[
+        Isolation,
+        typer.Option(
+            "--isolation",
+            help="read_committed (the default, as in librdkafka and kcat) shows records of "
+            "transactions once committed and never those of aborted ones, and stops at the "
+            "last stable offset (the first record of a still open transaction); "
+            "read_uncommitted shows every record as soon as it is written.",
+        ),
     ] = Isolation.READ_COMMITTED,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Print records of a topic; follows new records like `tail -f` unless -e, -n or a range ends it.
@@ -112,8 +168,16 @@ def consume(
             console.info(f"Processed a total of {reader.count} messages")
 
 
-def _start(reader: Reader, conn: Connection, topic: str, partitions: list[int] | None,
-           spec: OffsetRange, exit_at_end: bool, group: str | None, quiet: bool) -> None:
+def _start(
+    reader: Reader,
+    conn: Connection,
+    topic: str,
+    partitions: list[int] | None,
+    spec: OffsetRange,
+    exit_at_end: bool,
+    group: str | None,
+    quiet: bool,
+) -> None:
     """Assign the planned partition ranges, or join the group (after checking the topic)."""
     if group is None:
         reader.assign(plan(reader.consumer, conn, topic, partitions, spec, exit_at_end))

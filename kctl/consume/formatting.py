@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 from kctl.shell.recordjson import header_json, put_bytes
 
@@ -89,8 +90,9 @@ def _parse(fmt: str) -> list[bytes | Part]:
             literal.append(int(hex_byte, 16))
         elif escape is not None:
             if escape not in _ESCAPES:
-                raise FormatError(f"unknown escape \\{escape} in format {fmt!r} "
-                                  "(known: \\n \\t \\r \\0 \\\\ \\xHH)")
+                raise FormatError(
+                    f"unknown escape \\{escape} in format {fmt!r} (known: \\n \\t \\r \\0 \\\\ \\xHH)"
+                )
             literal += _ESCAPES[escape]
         elif token == "%":
             literal += b"%"
@@ -100,8 +102,9 @@ def _parse(fmt: str) -> list[bytes | Part]:
                 literal.clear()
             parts.append(_TOKENS[token])
         else:
-            raise FormatError(f"unknown format token %{token} in {fmt!r} "
-                              f"(known: {' '.join('%' + t for t in _TOKENS)} %%)")
+            raise FormatError(
+                f"unknown format token %{token} in {fmt!r} (known: {' '.join('%' + t for t in _TOKENS)} %%)"
+            )
     if literal:
         parts.append(bytes(literal))
     return parts

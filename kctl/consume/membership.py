@@ -21,11 +21,16 @@ GROUP_DEFAULTS = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}
 def reset_policy(spec: OffsetRange, partitions: list[int] | None, exit_at_end: bool) -> str:
     """-o start|end become auto.offset.reset: where a group without committed offsets begins."""
     if partitions is not None or exit_at_end:
-        raise KctlError("-p and -e choose partitions and ends, a group does that itself: "
-                        "drop them when using -g", ExitCode.USAGE)
+        raise KctlError(
+            "-p and -e choose partitions and ends, a group does that itself: drop them when using -g",
+            ExitCode.USAGE,
+        )
     if spec.stop is not None or spec.start.kind not in (Kind.START, Kind.END):
-        raise KctlError("with -g, -o is where a new group starts: start or end (move an existing "
-                        "group with `kctl group reset-offsets`)", ExitCode.USAGE)
+        raise KctlError(
+            "with -g, -o is where a new group starts: start or end (move an existing "
+            "group with `kctl group reset-offsets`)",
+            ExitCode.USAGE,
+        )
     return "earliest" if spec.start.kind is Kind.START else "latest"
 
 

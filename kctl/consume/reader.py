@@ -9,8 +9,8 @@ after it has been written out.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from enum import Enum
-from typing import Callable
 
 from kctl.consume.assignment import PartitionPlan
 from kctl.kafka import consumer as consumers
@@ -27,7 +27,7 @@ Render = Callable[[Message], bytes]
 
 
 class Commit(str, Enum):
-    AFTER = "after"    # at-least-once: a record is committed once it has been written and flushed
+    AFTER = "after"  # at-least-once: a record is committed once it has been written and flushed
     BEFORE = "before"  # at-most-once: committed before it is written, so a crash may lose it
     NEVER = "never"
 
@@ -39,8 +39,14 @@ class Reader:
     rebalance to hand some out.
     """
 
-    def __init__(self, consumer: Consumer, topic: str, render: Render,
-                 commit: Commit = Commit.NEVER, bounded: bool = True):
+    def __init__(
+        self,
+        consumer: Consumer,
+        topic: str,
+        render: Render,
+        commit: Commit = Commit.NEVER,
+        bounded: bool = True,
+    ):
         self.consumer = consumer
         self.topic = topic
         self.render = render
@@ -114,8 +120,11 @@ class Reader:
             if stop is not None and msg.offset() >= stop:
                 self.active.discard(p)
             return
-        if msg.topic() is None and error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED \
-                and self.commit is Commit.NEVER:
+        if (
+            msg.topic() is None
+            and error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+            and self.commit is Commit.NEVER
+        ):
             # Without a group, group.id is a placeholder librdkafka insists on and nothing needs
             # its coordinator: a principal the ACLs let read the topic, but not describe that
             # group, reads all the same.
@@ -138,5 +147,6 @@ class Reader:
         if partition is None:
             console.warn(f"commit failed, the records will be read again: {reason}")
         else:
-            console.warn(f"commit of {self.topic}/{partition} failed, its records will be "
-                         f"read again: {reason}")
+            console.warn(
+                f"commit of {self.topic}/{partition} failed, its records will be read again: {reason}"
+            )

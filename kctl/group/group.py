@@ -4,7 +4,7 @@ kafka-consumer-groups.sh show them."""
 from __future__ import annotations
 
 import time
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -15,8 +15,16 @@ from kctl.kafka.client import Connection, checked, connect, fetch_metadata, find
 from kctl.shell import console, sections
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
-from kctl.shell.options import (DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings,
-                                Timeout, parse_partitions)
+from kctl.shell.options import (
+    DEFAULT_TIMEOUT,
+    Bootstrap,
+    ClusterDir,
+    CommandConfig,
+    Json,
+    Settings,
+    Timeout,
+    parse_partitions,
+)
 
 app = typer.Typer(help="List, describe, reset and delete consumer groups.", no_args_is_help=True)
 
@@ -26,9 +34,12 @@ Partition = tuple[str, int]
 
 @app.command("list")
 def list_groups(
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """List consumer groups with their state, protocol type, coordinator and member count."""
     conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
@@ -36,17 +47,24 @@ def list_groups(
     if json_output:
         console.print_json(rows)
         return
-    console.print_table(["group", "state", "protocol-type", "coordinator", "members"],
-                        [[r["group"], r["state"], r["protocol_type"], sections.node(r["coordinator"]), r["members"]]
-                         for r in rows])
+    console.print_table(
+        ["group", "state", "protocol-type", "coordinator", "members"],
+        [
+            [r["group"], r["state"], r["protocol_type"], sections.node(r["coordinator"]), r["members"]]
+            for r in rows
+        ],
+    )
 
 
 @app.command()
 def describe(
     group: Group,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Show a group's coordinator, state, members and total lag, then per partition the
     committed offset, log start, last stable offset, high watermark (log end), lag and the
@@ -72,24 +90,49 @@ def reset_offsets(
     group: Group,
     to_earliest: Annotated[bool, typer.Option("--to-earliest", help="To the log start.")] = False,
     to_latest: Annotated[bool, typer.Option("--to-latest", help="To the high watermark.")] = False,
-    to_offset: Annotated[Optional[int], typer.Option(
-        "--to-offset", metavar="N", show_default=False, help="To offset N on every partition.")] = None,
-    shift_by: Annotated[Optional[int], typer.Option(
-        "--shift-by", metavar="N", show_default=False,
-        help="Move the committed offset by N (negative: back, to read records again).")] = None,
-    to_datetime: Annotated[Optional[str], typer.Option(
-        "--to-datetime", metavar="T", show_default=False,
-        help="To the first record at or after T: 13-digit ms, 10-digit s, YYYY-MM-DD, "
-             "YYYY-MM-DDTHH:MM:SS, RFC3339, or a duration before now such as -10m.")] = None,
-    topic: Annotated[Optional[list[str]], typer.Option(
-        "--topic", "-t", metavar="TOPIC[:P,...]", show_default=False,
-        help="Only these topics (and partitions) (repeatable). Default: every partition the "
-             "group has committed offsets for.")] = None,
-    execute: Annotated[bool, typer.Option(
-        "--execute", help="Commit the new offsets. Without it, only print the plan.")] = False,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    to_offset: Annotated[
+        int | None,
+        typer.Option("--to-offset", metavar="N", show_default=False, help="To offset N on every partition."),
+    ] = None,
+    shift_by: Annotated[
+        int | None,
+        typer.Option(
+            "--shift-by",
+            metavar="N",
+            show_default=False,
+            help="Move the committed offset by N (negative: back, to read records again).",
+        ),
+    ] = None,
+    to_datetime: Annotated[
+        str | None,
+        typer.Option(
+            "--to-datetime",
+            metavar="T",
+            show_default=False,
+            help="To the first record at or after T: 13-digit ms, 10-digit s, YYYY-MM-DD, "
+            "YYYY-MM-DDTHH:MM:SS, RFC3339, or a duration before now such as -10m.",
+        ),
+    ] = None,
+    topic: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic",
+            "-t",
+            metavar="TOPIC[:P,...]",
+            show_default=False,
+            help="Only these topics (and partitions) (repeatable). Default: every partition the "
+            "group has committed offsets for.",
+        ),
+    ] = None,
+    execute: Annotated[
+        bool, typer.Option("--execute", help="Commit the new offsets. Without it, only print the plan.")
+    ] = False,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Plan, and with --execute commit, new offsets for a group: prior offset -> new offset.
 
@@ -97,8 +140,9 @@ def reset_offsets(
     stay within [log start, high watermark]. Refused (exit 6) while the group has active
     members: stop its consumers first.
     """
-    strategy = offsetreset.choose(to_earliest, to_latest, to_offset, shift_by, to_datetime,
-                                  int(time.time() * 1000))
+    strategy = offsetreset.choose(
+        to_earliest, to_latest, to_offset, shift_by, to_datetime, int(time.time() * 1000)
+    )
     scopes = [_parse_scope(t) for t in topic or []]
     conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
     _require_empty(conn, group, "reset its offsets")
@@ -117,18 +161,20 @@ def reset_offsets(
 def _parse_scope(text: str) -> tuple[str, list[int] | None]:
     name, sep, parts = text.partition(":")
     if not name or (sep and not parts):
-        raise KctlError(f"invalid --topic {text!r}: expected TOPIC or TOPIC:P[,P...]",
-                        ExitCode.INVALID_INPUT)
+        raise KctlError(f"invalid --topic {text!r}: expected TOPIC or TOPIC:P[,P...]", ExitCode.INVALID_INPUT)
     return name, parse_partitions([parts]) if sep else None
 
 
-def _selected(conn: Connection, group: str, scopes: list[tuple[str, list[int] | None]],
-              committed: dict) -> list[Partition]:
+def _selected(
+    conn: Connection, group: str, scopes: list[tuple[str, list[int] | None]], committed: dict
+) -> list[Partition]:
     """The partitions to reset: those named by --topic, else those the group committed."""
     if not scopes:
         if not committed:
-            raise KctlError(f"group {group!r} has no committed offsets: name the partitions "
-                            "with --topic TOPIC[:P,...]", ExitCode.NOT_FOUND)
+            raise KctlError(
+                f"group {group!r} has no committed offsets: name the partitions with --topic TOPIC[:P,...]",
+                ExitCode.NOT_FOUND,
+            )
         return sorted(committed)
     metadata = fetch_metadata(conn.admin(), conn)
     keys = set()
@@ -141,34 +187,56 @@ def _selected(conn: Connection, group: str, scopes: list[tuple[str, list[int] | 
     return sorted(keys)
 
 
-def _plan(conn: Connection, strategy: Strategy, keys: list[Partition],
-          committed: dict[Partition, int]) -> dict[Partition, int]:
+def _plan(
+    conn: Connection, strategy: Strategy, keys: list[Partition], committed: dict[Partition, int]
+) -> dict[Partition, int]:
     starts = offsets.log_starts(conn, keys)
     ends = offsets.high_watermarks(conn, keys)
     times = {}
     if strategy.kind is Kind.DATETIME:
         times = offsets.offsets_for_time(conn, keys, strategy.value)
-    return {key: offsetreset.new_offset(strategy, Current(
-        key[0], key[1], committed.get(key), starts[key], ends[key], times.get(key)))
-        for key in keys}
+    return {
+        key: offsetreset.new_offset(
+            strategy, Current(key[0], key[1], committed.get(key), starts[key], ends[key], times.get(key))
+        )
+        for key in keys
+    }
 
 
-def _print_plan(group: str, strategy: Strategy, plan: dict[Partition, int],
-                committed: dict[Partition, int], executed: bool, json_output: bool) -> None:
+def _print_plan(
+    group: str,
+    strategy: Strategy,
+    plan: dict[Partition, int],
+    committed: dict[Partition, int],
+    executed: bool,
+    json_output: bool,
+) -> None:
     if json_output:
-        console.print_json({"group": group, "strategy": strategy.kind.value, "executed": executed,
-                            "partitions": [{"topic": t, "partition": p, "prior_offset": committed.get((t, p)),
-                                            "new_offset": o} for (t, p), o in plan.items()]})
+        console.print_json(
+            {
+                "group": group,
+                "strategy": strategy.kind.value,
+                "executed": executed,
+                "partitions": [
+                    {"topic": t, "partition": p, "prior_offset": committed.get((t, p)), "new_offset": o}
+                    for (t, p), o in plan.items()
+                ],
+            }
+        )
         return
-    console.print_table(["group", "topic", "partition", "prior-offset", "new-offset"],
-                        [[group, t, p, committed.get((t, p)), o] for (t, p), o in plan.items()])
+    console.print_table(
+        ["group", "topic", "partition", "prior-offset", "new-offset"],
+        [[group, t, p, committed.get((t, p)), o] for (t, p), o in plan.items()],
+    )
 
 
 @app.command()
 def delete(
     group: Group,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Delete a group and its committed offsets; refused (exit 6) while it has active members."""
@@ -185,5 +253,8 @@ def _require_empty(conn: Connection, group: str, doing: str) -> None:
     description = groups.describe_one(conn, group)
     if description.members:
         state = groups.STATE_NAMES[description.state]
-        raise KctlError(f"group {group!r} has {len(description.members)} active member(s) "
-                        f"(state {state}): stop its consumers to {doing}", ExitCode.CONFLICT)
+        raise KctlError(
+            f"group {group!r} has {len(description.members)} active member(s) "
+            f"(state {state}): stop its consumers to {doing}",
+            ExitCode.CONFLICT,
+        )

@@ -12,7 +12,8 @@ from enum import Enum
 
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
-from kctl.shell.offsets import END, START, Kind as OffsetKind, OffsetSyntaxError, Position, parse, resolve
+from kctl.shell.offsets import END, START, OffsetSyntaxError, Position, parse, resolve
+from kctl.shell.offsets import Kind as OffsetKind
 
 
 class Kind(Enum):
@@ -41,19 +42,31 @@ class Current:
     time_offset: int | None = None  # first offset at or after the --to-datetime time; -1: none
 
 
-def choose(earliest: bool, latest: bool, offset: int | None, shift: int | None,
-           datetime_text: str | None, now_ms: int) -> Strategy:
+def choose(
+    earliest: bool,
+    latest: bool,
+    offset: int | None,
+    shift: int | None,
+    datetime_text: str | None,
+    now_ms: int,
+) -> Strategy:
     """The one strategy the options name; none or several is a usage error."""
-    given = [s for s in (
-        Strategy(Kind.EARLIEST) if earliest else None,
-        Strategy(Kind.LATEST) if latest else None,
-        Strategy(Kind.OFFSET, offset) if offset is not None else None,
-        Strategy(Kind.SHIFT, shift) if shift is not None else None,
-        _datetime(datetime_text, now_ms) if datetime_text is not None else None,
-    ) if s is not None]
+    given = [
+        s
+        for s in (
+            Strategy(Kind.EARLIEST) if earliest else None,
+            Strategy(Kind.LATEST) if latest else None,
+            Strategy(Kind.OFFSET, offset) if offset is not None else None,
+            Strategy(Kind.SHIFT, shift) if shift is not None else None,
+            _datetime(datetime_text, now_ms) if datetime_text is not None else None,
+        )
+        if s is not None
+    ]
     if len(given) != 1:
-        raise KctlError("give exactly one of --to-earliest, --to-latest, --to-offset N, "
-                        "--shift-by N, --to-datetime T", ExitCode.USAGE)
+        raise KctlError(
+            "give exactly one of --to-earliest, --to-latest, --to-offset N, --shift-by N, --to-datetime T",
+            ExitCode.USAGE,
+        )
     return given[0]
 
 
@@ -64,18 +77,20 @@ def _datetime(text: str, now_ms: int) -> Strategy:
     except OffsetSyntaxError as exc:
         raise KctlError(f"invalid --to-datetime: {exc}", ExitCode.INVALID_INPUT) from None
     if spec.start.kind is not OffsetKind.TIME or spec.stop is not None:
-        raise KctlError(f"invalid --to-datetime {text!r}: expected one timestamp",
-                        ExitCode.INVALID_INPUT)
+        raise KctlError(f"invalid --to-datetime {text!r}: expected one timestamp", ExitCode.INVALID_INPUT)
     return Strategy(Kind.DATETIME, spec.start.value)
 
 
 def new_offset(strategy: Strategy, current: Current) -> int:
     """The offset the group will resume from on this partition."""
     if current.log_start is None or current.high_watermark is None:
-        raise KctlError(f"cannot read the offsets of {current.topic}/{current.partition} "
-                        "(is it offline?)", ExitCode.UNREACHABLE)
-    return resolve(_position(strategy, current), current.log_start, current.high_watermark,
-                   current.time_offset)
+        raise KctlError(
+            f"cannot read the offsets of {current.topic}/{current.partition} (is it offline?)",
+            ExitCode.UNREACHABLE,
+        )
+    return resolve(
+        _position(strategy, current), current.log_start, current.high_watermark, current.time_offset
+    )
 
 
 def _position(strategy: Strategy, current: Current) -> Position:
@@ -83,9 +98,11 @@ def _position(strategy: Strategy, current: Current) -> Position:
     kind = strategy.kind
     if kind is Kind.SHIFT:
         if current.committed is None:
-            raise KctlError(f"{current.topic}/{current.partition} has no committed offset to "
-                            "shift from; use --to-offset, --to-earliest or --to-latest",
-                            ExitCode.INVALID_INPUT)
+            raise KctlError(
+                f"{current.topic}/{current.partition} has no committed offset to "
+                "shift from; use --to-offset, --to-earliest or --to-latest",
+                ExitCode.INVALID_INPUT,
+            )
         return Position(OffsetKind.OFFSET, current.committed + strategy.value)
     if kind is Kind.DATETIME:
         return Position(OffsetKind.TIME, strategy.value)

@@ -5,13 +5,14 @@ brokerd's AclBinding and AclBindingFilter (kctl.acl.acls makes them from the opt
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from brokerd.security.acl import AclBinding, AclBindingFilter
 from confluent_kafka import KafkaException
 from confluent_kafka import admin as confluent
 from kafka.admin import ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourceType
 
+from brokerd.security.acl import AclBinding, AclBindingFilter
 from kctl.kafka.client import Connection, result
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -20,8 +21,10 @@ from kctl.shell.exit_codes import ExitCode
 def create(conn: Connection, bindings: list[AclBinding]) -> None:
     """Create the bindings; one the cluster refuses fails the command."""
     admin = conn.admin()  # referenced until the futures are done: a destroyed client fails them
-    futures = _call(lambda: admin.create_acls([_to_confluent(b) for b in bindings],
-                                              request_timeout=conn.timeout), "create ACLs")
+    futures = _call(
+        lambda: admin.create_acls([_to_confluent(b) for b in bindings], request_timeout=conn.timeout),
+        "create ACLs",
+    )
     for future in futures.values():
         result(future, "create ACLs")
 
@@ -31,8 +34,10 @@ def describe(conn: Connection, acl_filters: list[AclBindingFilter]) -> list[AclB
     admin = conn.admin()
     found: dict[AclBinding, None] = {}
     for acl_filter in acl_filters:
-        future = _call(lambda: admin.describe_acls(_filter_to_confluent(acl_filter),
-                                                   request_timeout=conn.timeout), "list ACLs")
+        future = _call(
+            lambda f=acl_filter: admin.describe_acls(_filter_to_confluent(f), request_timeout=conn.timeout),
+            "list ACLs",
+        )
         found.update(dict.fromkeys(_from_confluent(b) for b in result(future, "list ACLs")))
     return _ordered(found)
 
@@ -40,8 +45,12 @@ def describe(conn: Connection, acl_filters: list[AclBindingFilter]) -> list[AclB
 def delete(conn: Connection, acl_filters: list[AclBindingFilter]) -> list[AclBinding]:
     """Delete what the filters match; returns the bindings deleted."""
     admin = conn.admin()
-    futures = _call(lambda: admin.delete_acls([_filter_to_confluent(f) for f in acl_filters],
-                                              request_timeout=conn.timeout), "delete ACLs")
+    futures = _call(
+        lambda: admin.delete_acls(
+            [_filter_to_confluent(f) for f in acl_filters], request_timeout=conn.timeout
+        ),
+        "delete ACLs",
+    )
     deleted: dict[AclBinding, None] = {}
     for future in futures.values():
         deleted.update(dict.fromkeys(_from_confluent(b) for b in result(future, "delete ACLs")))
@@ -49,8 +58,18 @@ def delete(conn: Connection, acl_filters: list[AclBindingFilter]) -> list[AclBin
 
 
 def _ordered(bindings) -> list[AclBinding]:
-    return sorted(bindings, key=lambda b: (b.resource_type, b.resource_name, b.pattern_type,
-                                           b.principal, b.host, b.operation, b.permission))
+    return sorted(
+        bindings,
+        key=lambda b: (
+            b.resource_type,
+            b.resource_name,
+            b.pattern_type,
+            b.principal,
+            b.host,
+            b.operation,
+            b.permission,
+        ),
+    )
 
 
 def _call(request: Callable[[], Any], doing: str) -> Any:
@@ -62,16 +81,36 @@ def _call(request: Callable[[], Any], doing: str) -> Any:
 
 
 def _to_confluent(b: AclBinding) -> confluent.AclBinding:
-    return confluent.AclBinding(int(b.resource_type), b.resource_name, int(b.pattern_type), b.principal,
-                                b.host, int(b.operation), int(b.permission))
+    return confluent.AclBinding(
+        int(b.resource_type),
+        b.resource_name,
+        int(b.pattern_type),
+        b.principal,
+        b.host,
+        int(b.operation),
+        int(b.permission),
+    )
 
 
 def _filter_to_confluent(f: AclBindingFilter) -> confluent.AclBindingFilter:
-    return confluent.AclBindingFilter(int(f.resource_type), f.resource_name, int(f.pattern_type),
-                                      f.principal, f.host, int(f.operation), int(f.permission))
+    return confluent.AclBindingFilter(
+        int(f.resource_type),
+        f.resource_name,
+        int(f.pattern_type),
+        f.principal,
+        f.host,
+        int(f.operation),
+        int(f.permission),
+    )
 
 
 def _from_confluent(b: confluent.AclBinding) -> AclBinding:
-    return AclBinding(ResourceType(b.restype.value), b.name,
-                      ACLResourcePatternType(b.resource_pattern_type.value), b.principal, b.host,
-                      ACLOperation(b.operation.value), ACLPermissionType(b.permission_type.value))
+    return AclBinding(
+        ResourceType(b.restype.value),
+        b.name,
+        ACLResourcePatternType(b.resource_pattern_type.value),
+        b.principal,
+        b.host,
+        ACLOperation(b.operation.value),
+        ACLPermissionType(b.permission_type.value),
+    )

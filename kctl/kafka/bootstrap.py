@@ -8,12 +8,11 @@ explicit forms come first so kctl drives any Kafka-compatible cluster the same w
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
 
 from brokerd.state import ClusterState
-
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -24,8 +23,8 @@ HOME_ENV = "KCTL_HOME"
 @dataclass(frozen=True)
 class Bootstrap:
     servers: str
-    source: str          # "flag", "env" or "local"
-    cluster_dir: Path    # the local cluster directory, consulted even for -b (see topic describe)
+    source: str  # "flag", "env" or "local"
+    cluster_dir: Path  # the local cluster directory, consulted even for -b (see topic describe)
 
 
 def resolve_cluster_dir(option: Path | None, env: Mapping[str, str] = os.environ) -> Path:
@@ -36,8 +35,7 @@ def resolve_cluster_dir(option: Path | None, env: Mapping[str, str] = os.environ
     return Path.home() / ".kctl"
 
 
-def resolve_bootstrap(flag: str | None, cluster_dir: Path,
-                      env: Mapping[str, str] = os.environ) -> Bootstrap:
+def resolve_bootstrap(flag: str | None, cluster_dir: Path, env: Mapping[str, str] = os.environ) -> Bootstrap:
     if flag:
         return Bootstrap(_validated(flag, "-b/--bootstrap"), "flag", cluster_dir)
     if env.get(BOOTSTRAP_ENV):
@@ -50,8 +48,10 @@ def local_state(cluster_dir: Path, alternative: str = "") -> ClusterState:
     saying how to start one (and the `alternative` to doing so, if any)."""
     state = ClusterState(cluster_dir)
     if not state.exists():
-        raise KctlError(f"no cluster in {cluster_dir}: start one with `kctl cluster up`{alternative}",
-                        ExitCode.UNREACHABLE)
+        raise KctlError(
+            f"no cluster in {cluster_dir}: start one with `kctl cluster up`{alternative}",
+            ExitCode.UNREACHABLE,
+        )
     return state
 
 
@@ -60,8 +60,10 @@ def local_servers(cluster_dir: Path) -> str:
     state = local_state(cluster_dir, f", or pass -b HOST:PORT (or set {BOOTSTRAP_ENV})")
     live = [f"{b.host}:{b.port}" for b in state.brokers() if b.alive]
     if not live:
-        raise KctlError(f"the cluster in {cluster_dir} is not running: start it with "
-                        "`kctl cluster up`", ExitCode.UNREACHABLE)
+        raise KctlError(
+            f"the cluster in {cluster_dir} is not running: start it with `kctl cluster up`",
+            ExitCode.UNREACHABLE,
+        )
     return ",".join(live)
 
 
@@ -70,6 +72,9 @@ def _validated(servers: str, origin: str) -> str:
     for address in servers.split(","):
         host, sep, port = address.strip().rpartition(":")
         if not (sep and host and port.isdigit() and 0 < int(port) < 65536):
-            raise KctlError(f"invalid bootstrap address {address.strip()!r} in {origin}: "
-                            "expected HOST:PORT[,HOST:PORT...]", ExitCode.INVALID_INPUT)
+            raise KctlError(
+                f"invalid bootstrap address {address.strip()!r} in {origin}: "
+                "expected HOST:PORT[,HOST:PORT...]",
+                ExitCode.INVALID_INPUT,
+            )
     return ",".join(a.strip() for a in servers.split(","))

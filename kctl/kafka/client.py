@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ClusterMetadata, TopicMetadata
@@ -28,7 +29,7 @@ from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
 
 Client = AdminClient | Producer | Consumer
-REFUSALS = NOT_AUTHORIZED | {KafkaError._SSL}   # the cluster answered, but not to these settings
+REFUSALS = NOT_AUTHORIZED | {KafkaError._SSL}  # the cluster answered, but not to these settings
 
 _SILENT = logging.getLogger("kctl.librdkafka")
 _SILENT.addHandler(logging.NullHandler())
@@ -39,8 +40,8 @@ _SILENT.propagate = False
 class Connection:
     bootstrap: Bootstrap
     timeout: float
-    settings: dict[str, str] = field(default_factory=dict)      # -X
-    properties: dict[str, str] = field(default_factory=dict)    # a properties file's
+    settings: dict[str, str] = field(default_factory=dict)  # -X
+    properties: dict[str, str] = field(default_factory=dict)  # a properties file's
     # librdkafka's latest error events: an authentication or TLS failure is only told there,
     # while the request that failed because of it just reports a transport failure
     errors: deque[KafkaError] = field(default_factory=lambda: deque(maxlen=16), compare=False, repr=False)
@@ -70,6 +71,7 @@ class Connection:
             self.errors.append(error)
             if then is not None:
                 then(error)
+
         return record
 
     def admin(self) -> AdminClient:
@@ -95,12 +97,21 @@ class Connection:
         return _create(Consumer, self.config({**base, **defaults}))
 
 
-def connect(bootstrap: str | None, cluster_dir: Path | None, timeout: float,
-            settings: list[str] | None, command_config: Path | None = None) -> Connection:
+def connect(
+    bootstrap: str | None,
+    cluster_dir: Path | None,
+    timeout: float,
+    settings: list[str] | None,
+    command_config: Path | None = None,
+) -> Connection:
     """Resolve the common client options of a command into a Connection."""
     resolved = resolve_bootstrap(bootstrap, resolve_cluster_dir(cluster_dir))
-    return Connection(resolved, timeout, dict(parse_pairs(settings, "-X setting")),
-                      clientprops.for_bootstrap(resolved, command_config))
+    return Connection(
+        resolved,
+        timeout,
+        dict(parse_pairs(settings, "-X setting")),
+        clientprops.for_bootstrap(resolved, command_config),
+    )
 
 
 def local_connection(cluster_dir: Path, timeout: float) -> Connection:
@@ -128,9 +139,13 @@ def fetch_metadata(client: Client, conn: Connection, topic: str | None = None) -
         client.poll(0)  # serves the error events that say why; kctl gives up either way
         refusal = next((e for e in reversed(conn.errors) if e.code() in REFUSALS), None)
         if error.code() in REFUSALS or refusal is not None:
-            raise from_kafka(refusal or error, f"connect to the cluster at {conn.bootstrap.servers}") from None
-        raise KctlError(f"cannot reach the cluster at {conn.bootstrap.servers} within "
-                        f"{conn.timeout:g}s ({error.str()})", ExitCode.UNREACHABLE) from None
+            raise from_kafka(
+                refusal or error, f"connect to the cluster at {conn.bootstrap.servers}"
+            ) from None
+        raise KctlError(
+            f"cannot reach the cluster at {conn.bootstrap.servers} within {conn.timeout:g}s ({error.str()})",
+            ExitCode.UNREACHABLE,
+        ) from None
 
 
 def checked(conn: Connection) -> Connection:
@@ -153,8 +168,9 @@ def find_topic(metadata: ClusterMetadata, topic: str) -> TopicMetadata:
     """One topic of fetched metadata; an unknown topic is a KctlError with exit code 4."""
     meta = metadata.topics.get(topic)
     error = None if meta is None else meta.error
-    if meta is None or (error is not None and error.code() in
-                        (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC)):
+    if meta is None or (
+        error is not None and error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC)
+    ):
         raise KctlError(f"unknown topic {topic!r}", ExitCode.NOT_FOUND)
     if error is not None:
         raise from_kafka(error, f"get metadata for topic {topic!r}")

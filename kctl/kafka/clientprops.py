@@ -17,7 +17,6 @@ from pathlib import Path
 
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
-
 from kctl.kafka.bootstrap import Bootstrap
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost")

@@ -6,7 +6,7 @@ cluster that went away while it waits for records."""
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
@@ -17,8 +17,11 @@ from kctl.shell.errors import KctlError
 # Message is what a consumer hands out: commands annotate with it.
 __all__ = ["ClusterWatch", "Message", "assign", "commit", "offsets_for_time", "subscribe", "watermarks"]
 
-LEADER_MOVING = {KafkaError.OFFSET_NOT_AVAILABLE, KafkaError.LEADER_NOT_AVAILABLE,
-                 KafkaError.NOT_LEADER_FOR_PARTITION}
+LEADER_MOVING = {
+    KafkaError.OFFSET_NOT_AVAILABLE,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+}
 LEADER_MOVING_BACKOFF_S = 0.1
 
 
@@ -36,8 +39,9 @@ def watermarks(consumer: Consumer, conn: Connection, topic: str, p: int) -> tupl
             time.sleep(LEADER_MOVING_BACKOFF_S)
 
 
-def offsets_for_time(consumer: Consumer, conn: Connection, topic: str, partitions: list[int],
-                     timestamp_ms: int) -> dict[int, int]:
+def offsets_for_time(
+    consumer: Consumer, conn: Connection, topic: str, partitions: list[int], timestamp_ms: int
+) -> dict[int, int]:
     """Partition -> first offset at or after a timestamp (-1: none yet)."""
     query = [TopicPartition(topic, p, timestamp_ms) for p in partitions]
     try:
@@ -52,22 +56,31 @@ def assign(consumer: Consumer, topic: str, starts: dict[int, int]) -> None:
     consumer.assign([TopicPartition(topic, p, offset) for p, offset in starts.items()])
 
 
-def subscribe(consumer: Consumer, topic: str, assigned: Callable[[list[int]], None],
-              revoked: Callable[[list[int]], None], lost: Callable[[list[int]], None]) -> None:
+def subscribe(
+    consumer: Consumer,
+    topic: str,
+    assigned: Callable[[list[int]], None],
+    revoked: Callable[[list[int]], None],
+    lost: Callable[[list[int]], None],
+) -> None:
     """Join the consumer's group on `topic`; each rebalance calls back with the partitions it
     assigned, revoked or lost (the group moved on without this member), in order."""
+
     def partitions(callback: Callable[[list[int]], None]) -> Callable[[Consumer, list[TopicPartition]], None]:
         return lambda _consumer, tps: callback(sorted(tp.partition for tp in tps))
-    consumer.subscribe([topic], on_assign=partitions(assigned), on_revoke=partitions(revoked),
-                       on_lost=partitions(lost))
+
+    consumer.subscribe(
+        [topic], on_assign=partitions(assigned), on_revoke=partitions(revoked), on_lost=partitions(lost)
+    )
 
 
 def commit(consumer: Consumer, topic: str, positions: dict[int, int]) -> tuple[int | None, str] | None:
     """Commit, and wait for, the offset each partition of `topic` resumes from. None when
     committed; else the partition that failed (None: the whole commit) and why."""
     try:
-        done = consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in sorted(positions.items())],
-                               asynchronous=False)
+        done = consumer.commit(
+            offsets=[TopicPartition(topic, p, o) for p, o in sorted(positions.items())], asynchronous=False
+        )
     except KafkaException as exc:
         return None, exc.args[0].str()
     failed = next((tp for tp in done or [] if tp.error is not None), None)

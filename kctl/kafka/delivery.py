@@ -17,8 +17,11 @@ from kctl.shell.errors import KctlError
 # Failures that say the cluster is not taking records: a record that waited out
 # message.timeout.ms (librdkafka retries NOT_ENOUGH_REPLICAS until then), or the refusal
 # itself when retries are off (-X retries=0).
-STALLED = {KafkaError._MSG_TIMED_OUT, KafkaError.NOT_ENOUGH_REPLICAS,
-           KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND}
+STALLED = {
+    KafkaError._MSG_TIMED_OUT,
+    KafkaError.NOT_ENOUGH_REPLICAS,
+    KafkaError.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+}
 
 
 def failure(error: KafkaError, timeout: float) -> KctlError:
@@ -86,8 +89,12 @@ class DeliveryTally:
                 self.first_error = error
 
     def _report(self, partition: int | None, offset: int | None, error: KafkaError | None) -> None:
-        doc = {"topic": self.topic, "partition": partition, "offset": offset,
-               "error": None if error is None else error.str()}
+        doc = {
+            "topic": self.topic,
+            "partition": partition,
+            "offset": offset,
+            "error": None if error is None else error.str(),
+        }
         sys.stdout.write(json.dumps(doc) + "\n")
         sys.stdout.flush()
 
@@ -139,7 +146,7 @@ class DeliveryPoller:
             if not self._stop.is_set():
                 signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
 
-    def __enter__(self) -> "DeliveryPoller":
+    def __enter__(self) -> DeliveryPoller:
         self._thread.start()
         return self
 

@@ -23,10 +23,12 @@ from kctl.shell.exit_codes import ExitCode
 
 # Kafka's own spelling of group states, as kafka-consumer-groups.sh and rpk print them.
 STATE_NAMES = {
-    ConsumerGroupState.STABLE: "Stable", ConsumerGroupState.EMPTY: "Empty",
+    ConsumerGroupState.STABLE: "Stable",
+    ConsumerGroupState.EMPTY: "Empty",
     ConsumerGroupState.PREPARING_REBALANCING: "PreparingRebalance",
     ConsumerGroupState.COMPLETING_REBALANCING: "CompletingRebalance",
-    ConsumerGroupState.DEAD: "Dead", ConsumerGroupState.UNKNOWN: "Unknown",
+    ConsumerGroupState.DEAD: "Dead",
+    ConsumerGroupState.UNKNOWN: "Unknown",
 }
 
 Partition = tuple[str, int]
@@ -40,9 +42,15 @@ def list_groups(conn: Connection) -> list[dict]:
     rows = []
     for group_id in ids:
         description = descriptions[group_id]
-        rows.append({"group": group_id, "state": STATE_NAMES[description.state],
-                     "protocol_type": _protocol_type(description),
-                     "coordinator": _coordinator(description), "members": len(description.members)})
+        rows.append(
+            {
+                "group": group_id,
+                "state": STATE_NAMES[description.state],
+                "protocol_type": _protocol_type(description),
+                "coordinator": _coordinator(description),
+                "members": len(description.members),
+            }
+        )
     return rows
 
 
@@ -50,24 +58,36 @@ def describe(conn: Connection, group_id: str) -> dict:
     """Summary, members and per-partition offsets and lag of one group; exit 4 if unknown."""
     description = describe_one(conn, group_id)
     committed = committed_offsets(conn, group_id)
-    owners = {(tp.topic, tp.partition): m for m in description.members
-              for tp in m.assignment.topic_partitions}
+    owners = {
+        (tp.topic, tp.partition): m for m in description.members for tp in m.assignment.topic_partitions
+    }
     if description.state == ConsumerGroupState.DEAD and not committed and not owners:
         raise KctlError(f"unknown group {group_id!r}", ExitCode.NOT_FOUND)
     keys = sorted(set(committed) | set(owners))
     starts = offsets.log_starts(conn, keys)
     ends = offsets.high_watermarks(conn, keys)
     stables = offsets.last_stable_offsets(conn, keys)
-    partitions = [_partition_row(key, committed.get(key), starts[key], stables[key], ends[key],
-                                 owners.get(key)) for key in keys]
+    partitions = [
+        _partition_row(key, committed.get(key), starts[key], stables[key], ends[key], owners.get(key))
+        for key in keys
+    ]
     return {
-        "group": group_id, "coordinator": _coordinator(description),
-        "state": STATE_NAMES[description.state], "protocol_type": _protocol_type(description),
+        "group": group_id,
+        "coordinator": _coordinator(description),
+        "state": STATE_NAMES[description.state],
+        "protocol_type": _protocol_type(description),
         "assignor": description.partition_assignor or None,
-        "members": [{"member_id": m.member_id, "client_id": m.client_id, "host": m.host,
-                     "assignment": [{"topic": tp.topic, "partition": tp.partition}
-                                    for tp in m.assignment.topic_partitions]}
-                    for m in description.members],
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.host,
+                "assignment": [
+                    {"topic": tp.topic, "partition": tp.partition} for tp in m.assignment.topic_partitions
+                ],
+            }
+            for m in description.members
+        ],
         "total_lag": sum(p["lag"] for p in partitions if p["lag"] is not None),
         "partitions": partitions,
     }
@@ -109,18 +129,30 @@ def _describe_all(conn: Connection, ids: list[str]) -> dict[str, ConsumerGroupDe
     if not ids:
         return {}
     futures = conn.admin().describe_consumer_groups(ids, request_timeout=conn.timeout)
-    return {group_id: result(future, f"describe group {group_id!r}")
-            for group_id, future in futures.items()}
+    return {group_id: result(future, f"describe group {group_id!r}") for group_id, future in futures.items()}
 
 
-def _partition_row(key: Partition, committed: int | None, start: int | None, stable: int | None,
-                   end: int | None, owner: MemberDescription | None) -> dict:
+def _partition_row(
+    key: Partition,
+    committed: int | None,
+    start: int | None,
+    stable: int | None,
+    end: int | None,
+    owner: MemberDescription | None,
+) -> dict:
     lag = None if committed is None or end is None else max(0, end - committed)
-    return {"topic": key[0], "partition": key[1], "committed_offset": committed,
-            "log_start_offset": start, "high_watermark": end, "lag": lag, "last_stable_offset": stable,
-            "member_id": owner.member_id if owner else None,
-            "client_id": owner.client_id if owner else None,
-            "host": owner.host if owner else None}
+    return {
+        "topic": key[0],
+        "partition": key[1],
+        "committed_offset": committed,
+        "log_start_offset": start,
+        "high_watermark": end,
+        "lag": lag,
+        "last_stable_offset": stable,
+        "member_id": owner.member_id if owner else None,
+        "client_id": owner.client_id if owner else None,
+        "host": owner.host if owner else None,
+    }
 
 
 def _protocol_type(description: ConsumerGroupDescription) -> str | None:

@@ -28,18 +28,26 @@ def last_stable_offsets(conn: Connection, partitions: list[Partition]) -> dict[P
     return _list_offsets(conn, partitions, OffsetSpec.latest(), IsolationLevel.READ_COMMITTED)
 
 
-def offsets_for_time(conn: Connection, partitions: list[Partition],
-                     timestamp_ms: int) -> dict[Partition, int | None]:
+def offsets_for_time(
+    conn: Connection, partitions: list[Partition], timestamp_ms: int
+) -> dict[Partition, int | None]:
     """The first offset at or after a timestamp in each partition (-1: none yet)."""
     return _list_offsets(conn, partitions, OffsetSpec.for_timestamp(timestamp_ms))
 
 
-def _list_offsets(conn: Connection, partitions: list[Partition], spec: OffsetSpec,
-                  isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED) -> dict[Partition, int | None]:
+def _list_offsets(
+    conn: Connection,
+    partitions: list[Partition],
+    spec: OffsetSpec,
+    isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+) -> dict[Partition, int | None]:
     if not partitions:
         return {}
-    futures = conn.admin().list_offsets({TopicPartition(t, p): spec for t, p in partitions},
-                                        isolation_level=isolation, request_timeout=conn.timeout)
+    futures = conn.admin().list_offsets(
+        {TopicPartition(t, p): spec for t, p in partitions},
+        isolation_level=isolation,
+        request_timeout=conn.timeout,
+    )
     offsets: dict[Partition, int | None] = {}
     for tp, future in futures.items():
         try:

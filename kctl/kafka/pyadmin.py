@@ -9,14 +9,23 @@ codes, as kctl.kafka.errors does for librdkafka.
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from kafka import KafkaAdminClient
-from kafka.errors import (AuthorizationError, IllegalSaslStateError, InvalidReplicationAssignmentError,
-                          KafkaConnectionError, KafkaError, KafkaTimeoutError,
-                          NoReassignmentInProgressError, RequestTimedOutError,
-                          SaslAuthenticationFailedError, UnknownTopicOrPartitionError,
-                          UnsupportedSaslMechanismError)
+from kafka.errors import (
+    AuthorizationError,
+    IllegalSaslStateError,
+    InvalidReplicationAssignmentError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    NoReassignmentInProgressError,
+    RequestTimedOutError,
+    SaslAuthenticationFailedError,
+    UnknownTopicOrPartitionError,
+    UnsupportedSaslMechanismError,
+)
 
 from kctl.kafka.client import Connection
 from kctl.shell.errors import KctlError
@@ -24,19 +33,27 @@ from kctl.shell.exit_codes import ExitCode
 
 T = TypeVar("T")
 
-_SECURITY = {"security.protocol": "security_protocol", "sasl.mechanism": "sasl_mechanism",
-             "sasl.mechanisms": "sasl_mechanism", "sasl.username": "sasl_plain_username",
-             "sasl.password": "sasl_plain_password", "ssl.ca.location": "ssl_cafile",
-             "ssl.certificate.location": "ssl_certfile", "ssl.key.location": "ssl_keyfile",
-             "ssl.key.password": "ssl_password"}
+_SECURITY = {
+    "security.protocol": "security_protocol",
+    "sasl.mechanism": "sasl_mechanism",
+    "sasl.mechanisms": "sasl_mechanism",
+    "sasl.username": "sasl_plain_username",
+    "sasl.password": "sasl_plain_password",
+    "ssl.ca.location": "ssl_cafile",
+    "ssl.certificate.location": "ssl_certfile",
+    "ssl.key.location": "ssl_keyfile",
+    "ssl.key.password": "ssl_password",
+}
 _UNREACHABLE = (KafkaTimeoutError, RequestTimedOutError, KafkaConnectionError)
-_CODES = {UnknownTopicOrPartitionError: ExitCode.NOT_FOUND,
-          InvalidReplicationAssignmentError: ExitCode.INVALID_INPUT,
-          NoReassignmentInProgressError: ExitCode.CONFLICT,
-          AuthorizationError: ExitCode.NOT_AUTHORIZED,
-          SaslAuthenticationFailedError: ExitCode.NOT_AUTHORIZED,
-          IllegalSaslStateError: ExitCode.NOT_AUTHORIZED,
-          UnsupportedSaslMechanismError: ExitCode.NOT_AUTHORIZED}
+_CODES = {
+    UnknownTopicOrPartitionError: ExitCode.NOT_FOUND,
+    InvalidReplicationAssignmentError: ExitCode.INVALID_INPUT,
+    NoReassignmentInProgressError: ExitCode.CONFLICT,
+    AuthorizationError: ExitCode.NOT_AUTHORIZED,
+    SaslAuthenticationFailedError: ExitCode.NOT_AUTHORIZED,
+    IllegalSaslStateError: ExitCode.NOT_AUTHORIZED,
+    UnsupportedSaslMechanismError: ExitCode.NOT_AUTHORIZED,
+}
 
 
 def call(conn: Connection, doing: str, request: Callable[[KafkaAdminClient, int], T]) -> T:
@@ -46,8 +63,12 @@ def call(conn: Connection, doing: str, request: Callable[[KafkaAdminClient, int]
     """
     timeout_ms = int(conn.timeout * 1000)
     try:
-        admin = KafkaAdminClient(bootstrap_servers=conn.bootstrap.servers.split(","), client_id="kctl",
-                                 request_timeout_ms=timeout_ms, **security(conn.client_settings()))
+        admin = KafkaAdminClient(
+            bootstrap_servers=conn.bootstrap.servers.split(","),
+            client_id="kctl",
+            request_timeout_ms=timeout_ms,
+            **security(conn.client_settings()),
+        )
         try:
             return request(admin, timeout_ms)
         finally:

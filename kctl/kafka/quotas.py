@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from kafka.errors import for_code
 from kafka.protocol.admin.client_quotas import (
-    AlterClientQuotasRequest, DescribeClientQuotasRequest,
+    AlterClientQuotasRequest,
+    DescribeClientQuotasRequest,
 )
 
 from kctl.kafka import pyadmin
@@ -24,32 +25,33 @@ INVALID_REQUEST = 42
 
 def entity_name(entity: dict[str, str | None]) -> str:
     """Kafka's path-like name of an entity: `/users/alice/clients/<default>`."""
-    parts = [f"/{plural}/{DEFAULT if entity[key] is None else entity[key]}"
-             for key, plural in (("user", "users"), ("client-id", "clients")) if key in entity]
+    parts = [
+        f"/{plural}/{DEFAULT if entity[key] is None else entity[key]}"
+        for key, plural in (("user", "users"), ("client-id", "clients"))
+        if key in entity
+    ]
     return "".join(parts) or "/"
 
 
 def _error(code: int, message: str | None, doing: str) -> KctlError:
     error = for_code(code)
     exit_code = ExitCode.INVALID_INPUT if code == INVALID_REQUEST else pyadmin.exit_code(error)
-    return KctlError(f"cannot {doing}: {error.__name__}: {message or error.description}",
-                     exit_code)
+    return KctlError(f"cannot {doing}: {error.__name__}: {message or error.description}", exit_code)
 
 
 def _send(conn: Connection, doing: str, request):
     """One request to any broker (a quota request needs no leader or controller)."""
+
     async def send(admin):
         return await admin._manager.send(request)
+
     return pyadmin.call(conn, doing, lambda admin, _timeout_ms: admin._manager.run(send, admin))
 
 
-def alter(conn: Connection, entity: dict[str, str | None], add: dict[str, float],
-          delete: list[str]) -> None:
+def alter(conn: Connection, entity: dict[str, str | None], add: dict[str, float], delete: list[str]) -> None:
     """Set the `add` values and remove the `delete` keys of one entity's quotas."""
-    ops = [(key, float(value), False) for key, value in add.items()] + \
-          [(key, 0.0, True) for key in delete]
-    request = AlterClientQuotasRequest(
-        entries=[(list(entity.items()), ops)], validate_only=False)
+    ops = [(key, float(value), False) for key, value in add.items()] + [(key, 0.0, True) for key in delete]
+    request = AlterClientQuotasRequest(entries=[(list(entity.items()), ops)], validate_only=False)
     doing = f"alter the quotas of {entity_name(entity)}"
     response = _send(conn, doing, request)
     for entry in response.entries:
@@ -57,14 +59,17 @@ def alter(conn: Connection, entity: dict[str, str | None], add: dict[str, float]
             raise _error(entry.error_code, entry.error_message, doing)
 
 
-def describe(conn: Connection, user: str | None, user_default: bool, client_id: str | None,
-             client_default: bool) -> list[dict]:
+def describe(
+    conn: Connection, user: str | None, user_default: bool, client_id: str | None, client_default: bool
+) -> list[dict]:
     """Every quota entity matching the filter (everything without one), with its values:
     [{"user": ..., "client_id": ..., "values": {key: value}}], a missing part being absent
     from the entity and `<default>` the default one."""
     components = []
-    for entity_type, name, default in (("user", user, user_default),
-                                       ("client-id", client_id, client_default)):
+    for entity_type, name, default in (
+        ("user", user, user_default),
+        ("client-id", client_id, client_default),
+    ):
         if name is not None:
             components.append((entity_type, MATCH_EXACT, name))
         elif default:
@@ -77,10 +82,14 @@ def describe(conn: Connection, user: str | None, user_default: bool, client_id: 
     rows = []
     for entry in response.entries or []:
         entity = {e.entity_type: e.entity_name for e in entry.entity}
-        row = {key.replace("-", "_"): DEFAULT if entity[key] is None else entity[key]
-               for key in ("user", "client-id", "ip") if key in entity}
-        row["values"] = {v.key: int(v.value) if float(v.value).is_integer() else v.value
-                         for v in sorted(entry.values, key=lambda v: v.key)}
+        row = {
+            key.replace("-", "_"): DEFAULT if entity[key] is None else entity[key]
+            for key in ("user", "client-id", "ip")
+            if key in entity
+        }
+        row["values"] = {
+            v.key: int(v.value) if float(v.value).is_integer() else v.value
+            for v in sorted(entry.values, key=lambda v: v.key)
+        }
         rows.append(row)
-    return sorted(rows, key=lambda r: (r.get("user", ""), r.get("client_id", ""),
-                                       r.get("ip", "")))
+    return sorted(rows, key=lambda r: (r.get("user", ""), r.get("client_id", ""), r.get("ip", "")))

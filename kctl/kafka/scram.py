@@ -9,14 +9,18 @@ broker derives the stored and server keys): no broker ever receives or keeps the
 from __future__ import annotations
 
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import (ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
-                                   UserScramCredentialUpsertion)
+from confluent_kafka.admin import (
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
+    UserScramCredentialUpsertion,
+)
 
 from kctl.kafka.client import Connection, result
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
-DEFAULT_ITERATIONS = 4096   # Kafka's minimum; its maximum is 16384
+DEFAULT_ITERATIONS = 4096  # Kafka's minimum; its maximum is 16384
 
 
 def _mechanism(name: str) -> ScramMechanism:
@@ -38,14 +42,22 @@ def describe(conn: Connection, users: list[str] | None = None) -> list[dict]:
     (an unknown one is exit 4, RESOURCE_NOT_FOUND)."""
     admin = conn.admin()
     if users:
-        found = {u: result(f, f"describe user {u!r}") for u, f in
-                 admin.describe_user_scram_credentials(users, request_timeout=conn.timeout).items()}
+        found = {
+            u: result(f, f"describe user {u!r}")
+            for u, f in admin.describe_user_scram_credentials(users, request_timeout=conn.timeout).items()
+        }
     else:
         found = result(admin.describe_user_scram_credentials(request_timeout=conn.timeout), "list users")
-    return [{"user": user, "credentials": [
+    return [
+        {
+            "user": user,
+            "credentials": [
                 {"mechanism": _name(c.mechanism), "iterations": c.iterations}
-                for c in sorted(found[user].scram_credential_infos, key=lambda c: c.mechanism.value)]}
-            for user in sorted(found)]
+                for c in sorted(found[user].scram_credential_infos, key=lambda c: c.mechanism.value)
+            ],
+        }
+        for user in sorted(found)
+    ]
 
 
 def delete(conn: Connection, user: str, mechanisms: list[str] | None) -> list[str]:
@@ -53,8 +65,9 @@ def delete(conn: Connection, user: str, mechanisms: list[str] | None) -> list[st
     the mechanisms deleted."""
     if not mechanisms:
         mechanisms = [c["mechanism"] for c in describe(conn, [user])[0]["credentials"]]
-    _alter(conn, [UserScramCredentialDeletion(user, _mechanism(m)) for m in mechanisms],
-           f"delete user {user!r}")
+    _alter(
+        conn, [UserScramCredentialDeletion(user, _mechanism(m)) for m in mechanisms], f"delete user {user!r}"
+    )
     return mechanisms
 
 

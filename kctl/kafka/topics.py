@@ -12,8 +12,15 @@ import re
 from dataclasses import dataclass
 
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import (AlterConfigOpType, ClusterMetadata, ConfigEntry, ConfigResource, NewPartitions,
-                                  NewTopic, ResourceType)
+from confluent_kafka.admin import (
+    AlterConfigOpType,
+    ClusterMetadata,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
 from kafka import TopicPartition as KafkaPythonPartition
 
 from kctl.kafka import offsets, pyadmin
@@ -30,20 +37,28 @@ Partition = tuple[str, int]
 def validate_name(name: str) -> str:
     """Kafka's own rule, checked before any request so the error says what is wrong."""
     if not _LEGAL_NAME.fullmatch(name) or name in (".", ".."):
-        raise KctlError(f"invalid topic name {name!r}: use 1-249 of a-z A-Z 0-9 . _ -",
-                        ExitCode.INVALID_INPUT)
+        raise KctlError(
+            f"invalid topic name {name!r}: use 1-249 of a-z A-Z 0-9 . _ -", ExitCode.INVALID_INPUT
+        )
     return name
 
 
-def create(conn: Connection, name: str, partitions: int, replicas: int,
-           configs: dict[str, str], if_not_exists: bool = False) -> bool:
+def create(
+    conn: Connection,
+    name: str,
+    partitions: int,
+    replicas: int,
+    configs: dict[str, str],
+    if_not_exists: bool = False,
+) -> bool:
     """Create a topic; returns False when it already existed and `if_not_exists` allows that."""
     validate_name(name)
     admin = conn.admin()
     fetch_metadata(admin, conn)
     request = NewTopic(name, num_partitions=partitions, replication_factor=replicas, config=configs)
-    future = admin.create_topics([request], request_timeout=conn.timeout,
-                                 operation_timeout=conn.timeout)[name]
+    future = admin.create_topics([request], request_timeout=conn.timeout, operation_timeout=conn.timeout)[
+        name
+    ]
     try:
         future.result()
     except KafkaException as exc:
@@ -66,8 +81,9 @@ def delete(conn: Connection, name: str) -> None:
     """Delete a topic and all its records."""
     admin = conn.admin()
     fetch_metadata(admin, conn)
-    future = admin.delete_topics([validate_name(name)], request_timeout=conn.timeout,
-                                 operation_timeout=conn.timeout)[name]
+    future = admin.delete_topics(
+        [validate_name(name)], request_timeout=conn.timeout, operation_timeout=conn.timeout
+    )[name]
     result(future, f"delete topic {name!r}")
 
 
@@ -79,14 +95,17 @@ def alter_configs(conn: Connection, name: str, set_: list[tuple[str, str]], dele
     admin = conn.admin()
     fetch_metadata(admin, conn)
     resource = ConfigResource(ResourceType.TOPIC, validate_name(name), incremental_configs=changes)
-    result(admin.incremental_alter_configs([resource], request_timeout=conn.timeout)[resource],
-           f"alter configs of topic {name!r}")
+    result(
+        admin.incremental_alter_configs([resource], request_timeout=conn.timeout)[resource],
+        f"alter configs of topic {name!r}",
+    )
 
 
 def add_partitions(conn: Connection, name: str, total: int) -> None:
     """Grow a topic to `total` partitions."""
-    future = conn.admin().create_partitions([NewPartitions(name, total)], request_timeout=conn.timeout,
-                                            operation_timeout=conn.timeout)[name]
+    future = conn.admin().create_partitions(
+        [NewPartitions(name, total)], request_timeout=conn.timeout, operation_timeout=conn.timeout
+    )[name]
     result(future, f"add partitions to topic {name!r}")
 
 
@@ -96,8 +115,8 @@ class LeaderElection:
 
     topic: str
     partition: int
-    needed: bool              # False: the partition was already led as asked
-    error: KctlError | None   # why it got no leader
+    needed: bool  # False: the partition was already led as asked
+    error: KctlError | None  # why it got no leader
 
 
 def elect_leaders(conn: Connection, unclean: bool, topic: str | None) -> list[LeaderElection]:
@@ -110,8 +129,9 @@ def elect_leaders(conn: Connection, unclean: bool, topic: str | None) -> list[Le
         partitions = [TopicPartition(topic, p) for p in sorted(meta.partitions)]
     kind = ElectionType.UNCLEAN if unclean else ElectionType.PREFERRED
     # request_timeout is not passed: confluent-kafka's elect_leaders rejects its own keyword.
-    outcome = result(admin.elect_leaders(kind, partitions),
-                     f"elect {'unclean' if unclean else 'preferred'} leaders")
+    outcome = result(
+        admin.elect_leaders(kind, partitions), f"elect {'unclean' if unclean else 'preferred'} leaders"
+    )
     elections = []
     for tp, error in sorted(outcome.items(), key=lambda kv: (kv[0].topic, kv[0].partition)):
         needed = error is None or error.code() != KafkaError.ELECTION_NOT_NEEDED
@@ -120,8 +140,9 @@ def elect_leaders(conn: Connection, unclean: bool, topic: str | None) -> list[Le
     return elections
 
 
-def delete_records(conn: Connection, metadata: ClusterMetadata,
-                   cuts: dict[Partition, int]) -> tuple[dict[Partition, int], KctlError | None]:
+def delete_records(
+    conn: Connection, metadata: ClusterMetadata, cuts: dict[Partition, int]
+) -> tuple[dict[Partition, int], KctlError | None]:
     """Delete the records before each offset (-1: up to the high watermark). Returns the new
     low watermark of every partition that succeeded, and the error of the first that failed
     (None if all succeeded).
@@ -131,8 +152,11 @@ def delete_records(conn: Connection, metadata: ClusterMetadata,
     for topic, partition in sorted(cuts):
         if partition not in find_topic(metadata, topic).partitions:
             raise KctlError(f"topic {topic!r} has no partition {partition}", ExitCode.NOT_FOUND)
-    futures = conn.admin().delete_records([TopicPartition(t, p, o) for (t, p), o in sorted(cuts.items())],
-                                          request_timeout=conn.timeout, operation_timeout=conn.timeout)
+    futures = conn.admin().delete_records(
+        [TopicPartition(t, p, o) for (t, p), o in sorted(cuts.items())],
+        request_timeout=conn.timeout,
+        operation_timeout=conn.timeout,
+    )
     low: dict[Partition, int] = {}
     failure = None
     for tp, future in futures.items():
@@ -143,15 +167,20 @@ def delete_records(conn: Connection, metadata: ClusterMetadata,
     return low, failure
 
 
-def _deletion_failure(conn: Connection, error: KafkaError, key: Partition, cuts: dict[Partition, int]) -> KctlError:
+def _deletion_failure(
+    conn: Connection, error: KafkaError, key: Partition, cuts: dict[Partition, int]
+) -> KctlError:
     """One line per failure; an offset past the end names the high watermark, as a bad offset."""
     topic, partition = key
     if error.code() != KafkaError.OFFSET_OUT_OF_RANGE:
         return from_kafka(error, f"delete records of {topic}/{partition}")
     end = offsets.high_watermarks(conn, [key])[key]
     beyond = "" if end is None else f" {end}"
-    return KctlError(f"OFFSET_OUT_OF_RANGE: offset {cuts[key]} is beyond the high watermark{beyond} "
-                     f"of {topic}/{partition}", ExitCode.INVALID_INPUT)
+    return KctlError(
+        f"OFFSET_OUT_OF_RANGE: offset {cuts[key]} is beyond the high watermark{beyond} "
+        f"of {topic}/{partition}",
+        ExitCode.INVALID_INPUT,
+    )
 
 
 def describe_producers(conn: Connection, topic: str, partitions: list[int]) -> dict[int, list[dict]]:
@@ -162,7 +191,12 @@ def describe_producers(conn: Connection, topic: str, partitions: list[int]) -> d
     if not partitions:
         return {}
     wanted = [KafkaPythonPartition(topic, p) for p in partitions]
-    states = pyadmin.call(conn, f"describe the producers of topic {topic!r}",
-                          lambda admin, _timeout_ms: admin.describe_producers(wanted))
-    return {tp.partition: [producer._asdict() for producer in sorted(state.active_producers)]
-            for tp, state in sorted(states.items())}
+    states = pyadmin.call(
+        conn,
+        f"describe the producers of topic {topic!r}",
+        lambda admin, _timeout_ms: admin.describe_producers(wanted),
+    )
+    return {
+        tp.partition: [producer._asdict() for producer in sorted(state.active_producers)]
+        for tp, state in sorted(states.items())
+    }

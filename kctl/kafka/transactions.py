@@ -10,7 +10,8 @@ run that stops half-way leaves nothing half-visible.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, TypeVar
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
@@ -82,8 +83,10 @@ class Transactions:
             raise
 
     def summary(self) -> str:
-        return (f"{_count(self.committed, 'transaction')} committed "
-                f"({_count(self.committed_records, 'record')}), {self.aborted} aborted")
+        return (
+            f"{_count(self.committed, 'transaction')} committed "
+            f"({_count(self.committed_records, 'record')}), {self.aborted} aborted"
+        )
 
     def _commit(self) -> None:
         """Flush the transaction's records and commit it; retry what librdkafka calls retriable."""
@@ -111,8 +114,10 @@ class Transactions:
         if error is None or error.code() in FENCED:
             self.aborted += 1
         else:
-            console.warn(f"cannot abort the open transaction ({error.str()}); the coordinator "
-                         "aborts it after transaction.timeout.ms")
+            console.warn(
+                f"cannot abort the open transaction ({error.str()}); the coordinator "
+                "aborts it after transaction.timeout.ms"
+            )
 
     def _abort_error(self) -> KafkaError | None:
         try:
@@ -130,8 +135,10 @@ class Transactions:
     def failure(self, error: KafkaError, doing: str) -> KctlError:
         """The one-line error for a failure of this producer; fenced is exit 6."""
         if error.code() in FENCED:
-            return KctlError(f"producer fenced: another producer registered transactional id "
-                             f"{self.transactional_id!r}", ExitCode.CONFLICT)
+            return KctlError(
+                f"producer fenced: another producer registered transactional id {self.transactional_id!r}",
+                ExitCode.CONFLICT,
+            )
         return from_kafka(error, doing)
 
 

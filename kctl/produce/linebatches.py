@@ -12,8 +12,9 @@ per-record loop stays as cheap as without transactions.
 from __future__ import annotations
 
 import select
+from collections.abc import Iterable, Iterator
 from itertools import chain, islice
-from typing import BinaryIO, Iterable, Iterator
+from typing import BinaryIO
 
 READY_LIMIT = 1024 * 1024  # bytes of input per transaction at most, without --txn-size
 READ_SIZE = 64 * 1024

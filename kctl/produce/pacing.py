@@ -23,8 +23,9 @@ def parse_rate(text: str) -> float:
     found = _RATE.fullmatch(text)
     rate = float(found[1]) if found else 0.0
     if rate <= 0:
-        raise KctlError(f"invalid --rate {text!r}: expected records per second, e.g. 100/s or 100",
-                        ExitCode.INVALID_INPUT)
+        raise KctlError(
+            f"invalid --rate {text!r}: expected records per second, e.g. 100/s or 100", ExitCode.INVALID_INPUT
+        )
     return rate
 
 

@@ -5,12 +5,13 @@ writes them."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from enum import Enum
 from functools import partial
-from pathlib import Path
 from itertools import chain
-from typing import Annotated, BinaryIO, Callable, Iterable, Iterator, Optional, Protocol
+from pathlib import Path
+from typing import Annotated, BinaryIO, Protocol
 
 import typer
 from rich.progress import Progress
@@ -25,8 +26,19 @@ from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
-from kctl.shell.options import (DEFAULT_TIMEOUT, Acks, AcksOption, Bootstrap, ClusterDir, CommandConfig,
-                                Compression, CompressionOption, DeliveryTimeout, Settings, TransactionalId)
+from kctl.shell.options import (
+    DEFAULT_TIMEOUT,
+    Acks,
+    AcksOption,
+    Bootstrap,
+    ClusterDir,
+    CommandConfig,
+    Compression,
+    CompressionOption,
+    DeliveryTimeout,
+    Settings,
+    TransactionalId,
+)
 from kctl.shell.recordjson import JsonLines, ProduceArgs
 
 INTERRUPT_FLUSH_S = 5.0
@@ -52,43 +64,95 @@ class Records(Protocol):
 
 def produce(
     topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to produce to.", show_default=False)],
-    key: Annotated[Optional[str], typer.Option(
-        "--key", "-k", show_default=False, help="The same key for every record.")] = None,
-    key_delimiter: Annotated[Optional[str], typer.Option(
-        "--key-delimiter", "-K", metavar="DELIM", show_default=False,
-        help="Split each line at the first DELIM: key before, value after (as kcat -K).")] = None,
-    header: Annotated[Optional[list[str]], typer.Option(
-        "--header", "-H", metavar="KEY=VALUE", show_default=False,
-        help="Header added to every record (repeatable).")] = None,
-    partition: Annotated[Optional[int], typer.Option(
-        "--partition", "-p", min=0, show_default=False,
-        help="Produce to this partition. Default: the record's own with --input-format json, "
-             "else by key (Kafka's murmur2), spread when keyless.")] = None,
-    input_format: Annotated[InputFormat, typer.Option(
-        "--input-format", "-J",
-        help="text: each line is a value (or key and value, with -K). json: each line is a JSON "
-             "record as `kctl consume --json` writes them, with its key, headers, partition and "
-             "timestamp (see below).")] = InputFormat.TEXT,
+    key: Annotated[
+        str | None, typer.Option("--key", "-k", show_default=False, help="The same key for every record.")
+    ] = None,
+    key_delimiter: Annotated[
+        str | None,
+        typer.Option(
+            "--key-delimiter",
+            "-K",
+            metavar="DELIM",
+            show_default=False,
+            help="Split each line at the first DELIM: key before, value after (as kcat -K).",
+        ),
+    ] = None,
+    header: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--header",
+            "-H",
+            metavar="KEY=VALUE",
+            show_default=False,
+            help="Header added to every record (repeatable).",
+        ),
+    ] = None,
+    partition: Annotated[
+        int | None,
+        typer.Option(
+            "--partition",
+            "-p",
+            min=0,
+            show_default=False,
+            help="Produce to this partition. Default: the record's own with --input-format json, "
+            "else by key (Kafka's murmur2), spread when keyless.",
+        ),
+    ] = None,
+    input_format: Annotated[
+        InputFormat,
+        typer.Option(
+            "--input-format",
+            "-J",
+            help="text: each line is a value (or key and value, with -K). json: each line is a JSON "
+            "record as `kctl consume --json` writes them, with its key, headers, partition and "
+            "timestamp (see below).",
+        ),
+    ] = InputFormat.TEXT,
     acks: AcksOption = Acks.ALL,
     compression: CompressionOption = Compression.NONE,
-    file: Annotated[Optional[Path], typer.Option(
-        "--file", "-f", show_default=False, dir_okay=False,
-        help="Read records from this file instead of stdin (with a progress bar on a terminal).")] = None,
-    json_output: Annotated[bool, typer.Option(
-        "--json", help="Print one JSON delivery report per record: topic, partition, offset, error.")] = False,
+    file: Annotated[
+        Path | None,
+        typer.Option(
+            "--file",
+            "-f",
+            show_default=False,
+            dir_okay=False,
+            help="Read records from this file instead of stdin (with a progress bar on a terminal).",
+        ),
+    ] = None,
+    json_output: Annotated[
+        bool,
+        typer.Option(
+            "--json", help="Print one JSON delivery report per record: topic, partition, offset, error."
+        ),
+    ] = False,
     transactional_id: TransactionalId = None,
-    txn_size: Annotated[Optional[int], typer.Option(
-        "--txn-size", metavar="N", show_default=False,
-        help="With --transactional-id: commit every N records, and the rest at the end of the "
-             "input. Default: one transaction per batch of input ready at once (what one read "
-             "of the pipe or file returns plus whatever is already waiting, up to 1 MiB): about "
-             "64 KiB from a fast pipe, 1 MiB from a file, each line typed on a terminal. An open "
-             "transaction must commit within transaction.timeout.ms (60 s; -X to change).")] = None,
-    rate: Annotated[Optional[str], typer.Option(
-        "--rate", metavar="N[/s]", show_default=False,
-        help="Send at most N records per second (on average over any second), e.g. --rate 100/s.")] = None,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: DeliveryTimeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    txn_size: Annotated[
+        int | None,
+        typer.Option(
+            "--txn-size",
+            metavar="N",
+            show_default=False,
+            help="With --transactional-id: commit every N records, and the rest at the end of the "
+            "input. Default: one transaction per batch of input ready at once (what one read "
+            "of the pipe or file returns plus whatever is already waiting, up to 1 MiB): about "
+            "64 KiB from a fast pipe, 1 MiB from a file, each line typed on a terminal. An open "
+            "transaction must commit within transaction.timeout.ms (60 s; -X to change).",
+        ),
+    ] = None,
+    rate: Annotated[
+        str | None,
+        typer.Option(
+            "--rate",
+            metavar="N[/s]",
+            show_default=False,
+            help="Send at most N records per second (on average over any second), e.g. --rate 100/s.",
+        ),
+    ] = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: DeliveryTimeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Produce one record per line of stdin (or --file); the input is read as raw bytes.
@@ -130,9 +194,16 @@ def produce(
         stream, progress = _open_input(stack, file)
         tick, every = _ticker(progress, per_second)
         conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
-        producer = conn.producer(PRODUCER_DEFAULTS | transactions.producer_config(txns) | {
-            "acks": acks.value, "compression.type": compression.value, "on_delivery": tally,
-            "message.timeout.ms": int(timeout * 1000)})
+        producer = conn.producer(
+            PRODUCER_DEFAULTS
+            | transactions.producer_config(txns)
+            | {
+                "acks": acks.value,
+                "compression.type": compression.value,
+                "on_delivery": tally,
+                "message.timeout.ms": int(timeout * 1000),
+            }
+        )
         source = records_for(_check_target(producer, conn, topic, partition, acks))
         explain = partial(_delivery_error, conn=conn, topic=topic, acks=acks)
         send = partial(_send, producer=producer, topic=topic, tally=tally, tick=tick, every=every)
@@ -155,15 +226,22 @@ def produce(
 PRODUCER_DEFAULTS = {"partitioner": "murmur2_random", "sticky.partitioning.linger.ms": 0}
 
 
-def _records(input_format: InputFormat, key: str | None, delimiter: str | None,
-             partition: int | None, header: list[str] | None) -> Callable[[int], Records]:
+def _records(
+    input_format: InputFormat,
+    key: str | None,
+    delimiter: str | None,
+    partition: int | None,
+    header: list[str] | None,
+) -> Callable[[int], Records]:
     """How lines become records, given the topic's partition count (known once connected);
     refuses options that do not go with the input format before connecting."""
     headers = [(k, v.encode()) for k, v in parse_pairs(header, "--header")]
     if input_format is InputFormat.JSON:
         if key is not None or delimiter is not None:
-            raise KctlError("--input-format json takes keys from the records: drop --key and "
-                            "--key-delimiter", ExitCode.USAGE)
+            raise KctlError(
+                "--input-format json takes keys from the records: drop --key and --key-delimiter",
+                ExitCode.USAGE,
+            )
         return partial(JsonLines, partition, headers)
     if key is not None and delimiter is not None:
         raise KctlError("use either --key or --key-delimiter, not both", ExitCode.USAGE)
@@ -191,8 +269,7 @@ class TextLines:
             yield value, key, extra
 
 
-def _record_batches(batches: Iterable[Iterable[bytes]], source: Records
-                    ) -> Iterator[Iterable[ProduceArgs]]:
+def _record_batches(batches: Iterable[Iterable[bytes]], source: Records) -> Iterator[Iterable[ProduceArgs]]:
     """Batches of lines as batches of records, up to a bad line: the records before it in its
     batch are still sent, then no more input is read. A batch is only started once its first
     line is a record, so a bad line never leaves an empty transaction behind."""
@@ -213,6 +290,7 @@ def _splitter(key: str | None, delimiter: str | None) -> Splitter:
         def split(line: bytes) -> tuple[bytes | None, bytes]:
             k, sep, value = line.partition(delim)
             return (k, value) if sep else (None, line)
+
         return split
     fixed = None if key is None else key.encode()
     return lambda line: (fixed, line)
@@ -228,14 +306,15 @@ def _record_extras(partition: int | None, headers: list[tuple[str, bytes]]) -> d
     return extra
 
 
-def _check_target(producer: Producer, conn: Connection, topic: str, partition: int | None,
-                  acks: Acks) -> int:
+def _check_target(producer: Producer, conn: Connection, topic: str, partition: int | None, acks: Acks) -> int:
     """Fail fast (exit 3, 4 or 6) instead of letting every record time out; returns how many
     partitions the topic has."""
     meta = find_topic(fetch_metadata(producer, conn, topic), topic)
     if partition is not None and partition not in meta.partitions:
-        raise KctlError(f"topic {topic!r} has no partition {partition} "
-                        f"(it has 0..{len(meta.partitions) - 1})", ExitCode.NOT_FOUND)
+        raise KctlError(
+            f"topic {topic!r} has no partition {partition} (it has 0..{len(meta.partitions) - 1})",
+            ExitCode.NOT_FOUND,
+        )
     if acks is Acks.ALL:
         refused = insync.refusal(conn, meta, None if partition is None else [partition])
         if refused is not None:
@@ -243,8 +322,9 @@ def _check_target(producer: Producer, conn: Connection, topic: str, partition: i
     return len(meta.partitions)
 
 
-def _delivery_error(error: KafkaError, partition: int | None, conn: Connection, topic: str,
-                    acks: Acks) -> KctlError:
+def _delivery_error(
+    error: KafkaError, partition: int | None, conn: Connection, topic: str, acks: Acks
+) -> KctlError:
     """The one line for failed deliveries. A stalled acks=all delivery is explained by the ISR
     when it is below min.insync.replicas (librdkafka only reports the timeout); if the
     cluster cannot tell, the delivery error stands."""
@@ -269,6 +349,7 @@ def _ticker(progress: Callable[[], None], rate: float | None) -> tuple[Callable[
     def tick(sent: int) -> None:
         progress()
         bucket.take(sent)
+
     return tick, bucket.burst
 
 
@@ -289,9 +370,13 @@ def _open_input(stack: ExitStack, file: Path | None) -> tuple[BinaryIO, Callable
     return stream, lambda: progress.update(task, completed=stream.tell())
 
 
-def _produce_stream(producer: Producer, send: Callable[[], object], tally: DeliveryTally,
-                    txns: Transactions | None, explain: Callable[[KafkaError, int | None], KctlError]
-                    ) -> None:
+def _produce_stream(
+    producer: Producer,
+    send: Callable[[], object],
+    tally: DeliveryTally,
+    txns: Transactions | None,
+    explain: Callable[[KafkaError, int | None], KctlError],
+) -> None:
     """Send every line and wait for every report. On Ctrl-C without transactions, give records
     in flight a bounded time and drop the rest; with them, the open transaction has been
     aborted by then. Either way report what happened and exit 130. A stalled delivery drops
@@ -326,8 +411,14 @@ def _summary(tally: DeliveryTally, txns: Transactions | None) -> str:
     return tally.summary() if txns is None else f"{tally.summary()}; {txns.summary()}"
 
 
-def _send(records: Iterable[ProduceArgs], producer: Producer, topic: str, tally: DeliveryTally,
-          tick: Callable[[int], None], every: int) -> int:
+def _send(
+    records: Iterable[ProduceArgs],
+    producer: Producer,
+    topic: str,
+    tally: DeliveryTally,
+    tick: Callable[[int], None],
+    every: int,
+) -> int:
     """The hot loop: as little Python per record as possible (callbacks run in the poller).
     Calls tick(n) after every `every` records (a power of two) and for the rest at the end.
     Returns how many records it sent."""

@@ -4,7 +4,7 @@ quotas manage them."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,27 +18,41 @@ from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandCo
 
 app = typer.Typer(
     help="Alter and describe client quotas (KIP-13, KIP-55): byte rates per user, per client id "
-         "or per user and client id, or for their `<default>`. A client over its rate gets "
-         "throttle_time_ms in its Produce or Fetch answers and its connection waits that long. "
-         "A client takes the first quota found in Kafka's order: /users/U/clients/C, "
-         "/users/U/clients/<default>, /users/U, /users/<default>/clients/C, "
-         "/users/<default>/clients/<default>, /users/<default>, /clients/C, /clients/<default>.",
-    no_args_is_help=True)
+    "or per user and client id, or for their `<default>`. A client over its rate gets "
+    "throttle_time_ms in its Produce or Fetch answers and its connection waits that long. "
+    "A client takes the first quota found in Kafka's order: /users/U/clients/C, "
+    "/users/U/clients/<default>, /users/U, /users/<default>/clients/C, "
+    "/users/<default>/clients/<default>, /users/<default>, /clients/C, /clients/<default>.",
+    no_args_is_help=True,
+)
 
-UserOpt = Annotated[Optional[str], typer.Option(
-    "--user", metavar="USER", show_default=False, help="The user (principal name) of the entity.")]
-UserDefault = Annotated[bool, typer.Option(
-    "--user-default", help="The <default> user: every user without a quota of its own.")]
-ClientOpt = Annotated[Optional[str], typer.Option(
-    "--client-id", metavar="ID", show_default=False, help="The client id of the entity.")]
-ClientDefault = Annotated[bool, typer.Option(
-    "--client-id-default", help="The <default> client id: every client id without a quota of its own.")]
+UserOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--user", metavar="USER", show_default=False, help="The user (principal name) of the entity."
+    ),
+]
+UserDefault = Annotated[
+    bool, typer.Option("--user-default", help="The <default> user: every user without a quota of its own.")
+]
+ClientOpt = Annotated[
+    str | None,
+    typer.Option("--client-id", metavar="ID", show_default=False, help="The client id of the entity."),
+]
+ClientDefault = Annotated[
+    bool,
+    typer.Option(
+        "--client-id-default", help="The <default> client id: every client id without a quota of its own."
+    ),
+]
 
 
 def _entity(user, user_default, client_id, client_default) -> dict[str, str | None]:
     entity: dict[str, str | None] = {}
-    for key, name, default, option in (("user", user, user_default, "--user"),
-                                       ("client-id", client_id, client_default, "--client-id")):
+    for key, name, default, option in (
+        ("user", user, user_default, "--user"),
+        ("client-id", client_id, client_default, "--client-id"),
+    ):
         if name is not None and default:
             raise KctlError(f"give {option} or {option}-default, not both", ExitCode.USAGE)
         if name is not None or default:
@@ -48,38 +62,52 @@ def _entity(user, user_default, client_id, client_default) -> dict[str, str | No
 
 def _values(items: list[str] | None) -> dict[str, float]:
     values = {}
-    for key, value in parse_pairs([p for item in items or [] for p in item.split(",") if p],
-                                  "--add"):
+    for key, value in parse_pairs([p for item in items or [] for p in item.split(",") if p], "--add"):
         try:
             values[key] = float(value)
         except ValueError:
-            raise KctlError(f"invalid --add {key}={value}: the value must be a number",
-                            ExitCode.INVALID_INPUT) from None
+            raise KctlError(
+                f"invalid --add {key}={value}: the value must be a number", ExitCode.INVALID_INPUT
+            ) from None
     return values
 
 
 @app.command()
 def alter(
-    user: UserOpt = None, user_default: UserDefault = False,
-    client_id: ClientOpt = None, client_id_default: ClientDefault = False,
-    add: Annotated[Optional[list[str]], typer.Option(
-        "--add", metavar="KEY=VALUE[,KEY=VALUE]", show_default=False,
-        help="Set quotas (repeatable): producer_byte_rate, consumer_byte_rate (bytes per "
-             "second), request_percentage, controller_mutation_rate.")] = None,
-    delete: Annotated[Optional[list[str]], typer.Option(
-        "--delete", metavar="KEY[,KEY]", show_default=False,
-        help="Remove quotas (repeatable): the entity falls back to the next one in precedence.")
+    user: UserOpt = None,
+    user_default: UserDefault = False,
+    client_id: ClientOpt = None,
+    client_id_default: ClientDefault = False,
+    add: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--add",
+            metavar="KEY=VALUE[,KEY=VALUE]",
+            show_default=False,
+            help="Set quotas (repeatable): producer_byte_rate, consumer_byte_rate (bytes per "
+            "second), request_percentage, controller_mutation_rate.",
+        ),
     ] = None,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    delete: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--delete",
+            metavar="KEY[,KEY]",
+            show_default=False,
+            help="Remove quotas (repeatable): the entity falls back to the next one in precedence.",
+        ),
+    ] = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Set or remove the quotas of one entity: a user, a client id, or both (kafka-configs.sh
     --alter --entity-type users/clients)."""
     entity = _entity(user, user_default, client_id, client_id_default)
     if not entity:
-        raise KctlError("give --user, --user-default, --client-id or --client-id-default",
-                        ExitCode.USAGE)
+        raise KctlError("give --user, --user-default, --client-id or --client-id-default", ExitCode.USAGE)
     values = _values(add)
     removed = [k for item in delete or [] for k in item.split(",") if k]
     if not values and not removed:
@@ -91,11 +119,16 @@ def alter(
 
 @app.command()
 def describe(
-    user: UserOpt = None, user_default: UserDefault = False,
-    client_id: ClientOpt = None, client_id_default: ClientDefault = False,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    user: UserOpt = None,
+    user_default: UserDefault = False,
+    client_id: ClientOpt = None,
+    client_id_default: ClientDefault = False,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Show the quotas set on entities: every one, or those naming this user and/or client
     id (or their <default>), as kafka-configs.sh --describe does."""
@@ -105,6 +138,14 @@ def describe(
     if json_output:
         console.print_json(rows)
         return
-    console.print_table(["user", "client-id", "quotas"],
-                        [[r.get("user", "-"), r.get("client_id", "-"),
-                          ", ".join(f"{k}={v}" for k, v in r["values"].items())] for r in rows])
+    console.print_table(
+        ["user", "client-id", "quotas"],
+        [
+            [
+                r.get("user", "-"),
+                r.get("client_id", "-"),
+                ", ".join(f"{k}={v}" for k, v in r["values"].items()),
+            ]
+            for r in rows
+        ],
+    )

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -76,8 +77,9 @@ def print_section(section: Section) -> None:
 
 
 def rich_table(section: Section) -> Table:
-    table = Table(*(c.upper() for c in section.columns), title=section.title, title_justify="left",
-                  header_style="bold")
+    table = Table(
+        *(c.upper() for c in section.columns), title=section.title, title_justify="left", header_style="bold"
+    )
     for row in section.rows:
         table.add_row(*(_cell(c) for c in row))
     return table

@@ -31,10 +31,10 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.NOT_FOUND: "unknown topic, partition, group, broker or user",
     ExitCode.INVALID_INPUT: "invalid input: bad offset or format, record too large, invalid name or config",
     ExitCode.CONFLICT: "refused in the current state: a group with active members, a broker "
-                       "already dead or already running, a transactional producer fenced by a newer one, "
-                       "a partition with no replica that may be elected leader",
+    "already dead or already running, a transactional producer fenced by a newer one, "
+    "a partition with no replica that may be elected leader",
     ExitCode.NOT_AUTHORIZED: "not authorized: authentication failed (wrong credentials or security "
-                             "settings), or no ACL allows the principal the operation",
+    "settings), or no ACL allows the principal the operation",
     ExitCode.UNHEALTHY: "cluster unhealthy: a planned broker is down or paused, or there is no controller",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.BROKEN_PIPE: "the reader of stdout went away (e.g. `| head`), as if killed by SIGPIPE",

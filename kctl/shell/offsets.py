@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import Enum
 
 
@@ -56,15 +56,24 @@ END = Position(Kind.END)
 
 _START_WORDS = {"start", "oldest", "beginning", "earliest"}
 _END_WORDS = {"end", "newest", "latest"}
-_UNIT_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000,
-            "m": 60_000_000_000, "h": 3_600_000_000_000}
+_UNIT_NS = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60_000_000_000,
+    "h": 3_600_000_000_000,
+}
 _DURATION = r"[+-]?(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+"
 _DATE = r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|z|[+-]\d{2}:?\d{2})?)?"
 _STAMP = rf"(?:\d{{13}}|\d{{10}}|{_DATE}|{_DURATION}|end)"
 _TIME_RANGE = re.compile(rf"@(?P<a>{_STAMP})?(?::(?P<b>{_STAMP})?)?")
 _OFFSET_RANGE = re.compile(r"(?P<a>[+-]?\d+|[a-z]+)?(?P<sep>:)?(?P<b>\d+|[a-z]+)?")
-_HINT = ("expected start, end, N, +N, -N, A:B, :end, @TIMESTAMP or @T1:T2 "
-         "(timestamps: 13-digit ms, 10-digit s, YYYY-MM-DD, RFC3339, or -10m)")
+_HINT = (
+    "expected start, end, N, +N, -N, A:B, :end, @TIMESTAMP or @T1:T2 "
+    "(timestamps: 13-digit ms, 10-digit s, YYYY-MM-DD, RFC3339, or -10m)"
+)
 
 
 def parse(text: str, now_ms: int) -> OffsetRange:
@@ -92,8 +101,12 @@ def _parse_offset_range(text: str, spec: str) -> OffsetRange:
     stop = _stop_position(text, b) if sep and b else None
     if not sep and b:
         raise OffsetSyntaxError(f"invalid offset {text!r}: {_HINT}")
-    if start.kind is Kind.OFFSET and stop is not None and stop.kind is Kind.OFFSET \
-            and stop.value < start.value:
+    if (
+        start.kind is Kind.OFFSET
+        and stop is not None
+        and stop.kind is Kind.OFFSET
+        and stop.value < start.value
+    ):
         raise OffsetSyntaxError(f"invalid offset {text!r}: the range ends before it starts")
     return OffsetRange(start, stop)
 
@@ -127,8 +140,7 @@ def _parse_time_range(text: str, spec: str, now_ms: int) -> OffsetRange:
     a, b = match["a"], match["b"]
     start = _time_position(text, a, now_ms, None) if a else START
     stop = _time_position(text, b, now_ms, start) if b else None
-    if start.kind is Kind.TIME and stop is not None and stop.kind is Kind.TIME \
-            and stop.value < start.value:
+    if start.kind is Kind.TIME and stop is not None and stop.kind is Kind.TIME and stop.value < start.value:
         raise OffsetSyntaxError(f"invalid offset {text!r}: the time range ends before it starts")
     return OffsetRange(start, stop)
 
@@ -144,7 +156,8 @@ def _time_position(text: str, token: str, now_ms: int, start: Position | None) -
         if start is None or start.kind is not Kind.TIME:
             raise OffsetSyntaxError(
                 f"invalid offset {text!r}: a duration needs a sign (-10m is ten minutes ago) "
-                "unless it follows a start timestamp (@T:1h)")
+                "unless it follows a start timestamp (@T:1h)"
+            )
         return Position(Kind.TIME, start.value + delta_ms)
     return Position(Kind.TIME, timestamp_ms(token))
 
@@ -167,7 +180,7 @@ def timestamp_ms(token: str) -> int:
     except ValueError as exc:
         raise OffsetSyntaxError(f"invalid timestamp {token!r}: {exc}") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return int(moment.timestamp() * 1000)
 
 

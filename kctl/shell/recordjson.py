@@ -18,7 +18,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -90,8 +91,10 @@ class JsonLines:
         partition = _integer(doc, "partition") if self.partition is None else self.partition
         if partition is not None:
             if not 0 <= partition < self.partitions:
-                raise BadRecord(f'"partition" {partition} is not one of the topic\'s 0..'
-                                f'{self.partitions - 1} (-p P sends every record to P)')
+                raise BadRecord(
+                    f'"partition" {partition} is not one of the topic\'s 0..'
+                    f"{self.partitions - 1} (-p P sends every record to P)"
+                )
             extra["partition"] = partition
         timestamp = _integer(doc, "timestamp")
         if timestamp is not None and timestamp > 0:  # librdkafka's 0 is "now", as are -1 and null
@@ -160,5 +163,11 @@ def _integer(doc: dict[str, Any], field: str) -> int | None:
 
 def _kind(value: object) -> str:
     """A JSON value's kind, for error messages: never the value itself, which may be huge."""
-    return {dict: "an object", list: "a list", str: "a string", bool: "true or false",
-            int: "a number", float: "a number"}.get(type(value), "null")
+    return {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "true or false",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), "null")

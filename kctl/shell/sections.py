@@ -12,12 +12,26 @@ from rich.text import Text
 
 from kctl.shell.console import Cell, Section
 
+
 def partitions(title: str, docs: list[dict]) -> Section:
     """Per partition: leader, epoch, replicas, ISR, log start, last stable offset, high
     watermark, replica log ends and open transactions."""
-    return Section(title, ["partition", "leader", "epoch", "replicas", "isr", "log-start", "lso", "hwm",
-                           "log-end", "open-txns"],
-                   [_partition_row(p) for p in docs])
+    return Section(
+        title,
+        [
+            "partition",
+            "leader",
+            "epoch",
+            "replicas",
+            "isr",
+            "log-start",
+            "lso",
+            "hwm",
+            "log-end",
+            "open-txns",
+        ],
+        [_partition_row(p) for p in docs],
+    )
 
 
 def _partition_row(p: dict) -> list[Cell]:
@@ -34,8 +48,18 @@ def _partition_row(p: dict) -> list[Cell]:
             _append(ends, f"{broker}:{'-' if end is None else end}", "yellow" if lagging else None)
     leader = p["leader"] if p["leader"] >= 0 else Text("none", style="bold red")
     isr = ",".join(map(str, p["isr"]))
-    return [p["partition"], leader, p["leader_epoch"], replicas, isr, p["log_start_offset"],
-            _stable(p.get("last_stable_offset"), hwm), hwm, ends, _transactions(p.get("open_transactions"))]
+    return [
+        p["partition"],
+        leader,
+        p["leader_epoch"],
+        replicas,
+        isr,
+        p["log_start_offset"],
+        _stable(p.get("last_stable_offset"), hwm),
+        hwm,
+        ends,
+        _transactions(p.get("open_transactions")),
+    ]
 
 
 def _stable(stable: int | None, hwm: int | None) -> Cell:
@@ -60,14 +84,30 @@ def _append(cells: Text, item: str, style: str | None) -> None:
 
 
 def group_summary(doc: dict) -> Section:
-    rows = [["group", doc["group"]], ["coordinator", node(doc["coordinator"])], ["state", doc["state"]],
-            ["protocol-type", doc["protocol_type"]], ["assignor", doc["assignor"]],
-            ["members", len(doc["members"])], ["total-lag", doc["total_lag"]]]
+    rows = [
+        ["group", doc["group"]],
+        ["coordinator", node(doc["coordinator"])],
+        ["state", doc["state"]],
+        ["protocol-type", doc["protocol_type"]],
+        ["assignor", doc["assignor"]],
+        ["members", len(doc["members"])],
+        ["total-lag", doc["total_lag"]],
+    ]
     return Section("SUMMARY", ["key", "value"], rows)
 
 
-_GROUP_COLUMNS = ["topic", "partition", "current-offset", "log-start-offset", "last-stable-offset",
-                  "log-end-offset", "lag", "member-id", "client-id", "host"]
+_GROUP_COLUMNS = [
+    "topic",
+    "partition",
+    "current-offset",
+    "log-start-offset",
+    "last-stable-offset",
+    "log-end-offset",
+    "lag",
+    "member-id",
+    "client-id",
+    "host",
+]
 _WIDE_ONLY = {"last-stable-offset", "client-id", "host"}
 
 
@@ -79,10 +119,23 @@ def group_partitions(doc: dict, title: str = "PARTITIONS", wide: bool = True) ->
     rows = []
     for p in doc["partitions"]:
         lag = Text(str(p["lag"]), style="yellow") if p["lag"] else p["lag"]
-        cells = dict(zip(_GROUP_COLUMNS, [
-            p["topic"], p["partition"], p["committed_offset"], p["log_start_offset"],
-            _stable(p.get("last_stable_offset"), p["high_watermark"]), p["high_watermark"], lag,
-            p["member_id"], p["client_id"], p["host"]]))
+        cells = dict(
+            zip(
+                _GROUP_COLUMNS,
+                [
+                    p["topic"],
+                    p["partition"],
+                    p["committed_offset"],
+                    p["log_start_offset"],
+                    _stable(p.get("last_stable_offset"), p["high_watermark"]),
+                    p["high_watermark"],
+                    lag,
+                    p["member_id"],
+                    p["client_id"],
+                    p["host"],
+                ],
+            )
+        )
         rows.append([cells[c] for c in columns])
     return Section(title, columns, rows)
 

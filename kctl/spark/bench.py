@@ -45,8 +45,13 @@ def main() -> None:
         _copy(spark, client, names[0], names[1], args.max_per_trigger)
         read = _timed(lambda: _read(spark, client, names[2]), args)
         copy = _timed(lambda: _copy(spark, client, names[2], names[3], args.max_per_trigger), args)
-        figures = {"records": args.records, "record_size": args.record_size,
-                   "partitions": args.partitions, "read": read, "copy": copy}
+        figures = {
+            "records": args.records,
+            "record_size": args.record_size,
+            "partitions": args.partitions,
+            "read": read,
+            "copy": copy,
+        }
         _check(client, names[3], args.records)
         spark.stop()
     finally:
@@ -78,20 +83,33 @@ def _fill(client: dict[str, str], topic: str, records: int, size: int) -> None:
 
 
 def _read(spark: SparkSession, client: dict[str, str], topic: str) -> int:
-    return (spark.read.format("kctl").options(**client_options(client))
-            .option("subscribe", topic).load().count())
+    return (
+        spark.read.format("kctl").options(**client_options(client)).option("subscribe", topic).load().count()
+    )
 
 
-def _copy(spark: SparkSession, client: dict[str, str], source: str, sink: str,
-          per_trigger: int | None) -> int:
-    reader = (spark.readStream.format("kctl").options(**client_options(client))
-              .option("subscribe", source).option("startingOffsets", "earliest"))
+def _copy(
+    spark: SparkSession, client: dict[str, str], source: str, sink: str, per_trigger: int | None
+) -> int:
+    reader = (
+        spark.readStream.format("kctl")
+        .options(**client_options(client))
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+    )
     if per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", per_trigger)
     with tempfile.TemporaryDirectory(prefix="kctl-bench-") as checkpoint:
-        query = (reader.load().select("key", "value").writeStream.format("kctl")
-                 .options(**client_options(client)).option("topic", sink)
-                 .option("checkpointLocation", checkpoint).trigger(availableNow=True).start())
+        query = (
+            reader.load()
+            .select("key", "value")
+            .writeStream.format("kctl")
+            .options(**client_options(client))
+            .option("topic", sink)
+            .option("checkpointLocation", checkpoint)
+            .trigger(availableNow=True)
+            .start()
+        )
         query.awaitTermination()
     return sum(p["numInputRows"] for p in query.recentProgress)
 
@@ -116,8 +134,11 @@ def _report(figures: dict, json_output: bool) -> None:
         return
     for name, what in (("read", "read by a batch query"), ("copy", "copied topic -> Spark -> topic")):
         f = figures[name]
-        print(f"{f['records']} records {what}, {f['records_per_s']:.1f} records/sec "
-              f"({f['mb_per_s']:.2f} MB/sec) in {f['elapsed_s']:.2f} s.", flush=True)
+        print(
+            f"{f['records']} records {what}, {f['records_per_s']:.1f} records/sec "
+            f"({f['mb_per_s']:.2f} MB/sec) in {f['elapsed_s']:.2f} s.",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader,
-                                    DataSourceStreamWriter, DataSourceWriter)
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from kctl.spark.options import sink_options, source_options, wants_headers
@@ -47,5 +52,7 @@ class KctlDataSource(DataSource):
     def _check_schema(self, schema: StructType) -> None:
         expected = self.schema()
         if schema.simpleString() != expected.simpleString():
-            raise ValueError("the kctl source has a fixed schema and cannot be set with a custom "
-                             f"one: {expected.simpleString()}")
+            raise ValueError(
+                "the kctl source has a fixed schema and cannot be set with a custom "
+                f"one: {expected.simpleString()}"
+            )

@@ -9,19 +9,20 @@ end-1 arrives: compacted topics and transaction markers leave gaps in offsets.
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from confluent_kafka import Consumer, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaPartition
 
 from kctl.spark.planning import DataLossError, OffsetRange
 
-CHUNK = 10_000   # records per chunk: Spark's default Arrow batch size
+CHUNK = 10_000  # records per chunk: Spark's default Arrow batch size
 POLL_S = 0.2
 
 
-def read_range(client: dict[str, str], r: OffsetRange, fail_on_data_loss: bool,
-               timeout_s: float, chunk: int = CHUNK) -> Iterator[list[Message]]:
+def read_range(
+    client: dict[str, str], r: OffsetRange, fail_on_data_loss: bool, timeout_s: float, chunk: int = CHUNK
+) -> Iterator[list[Message]]:
     """Yield the records of [r.start, r.end) in order, at most `chunk` per list.
 
     Waits up to `timeout_s` for records that do not come (kafkaConsumer.pollTimeoutMs);
@@ -29,9 +30,16 @@ def read_range(client: dict[str, str], r: OffsetRange, fail_on_data_loss: bool,
     and are skipped without it.
     """
     # librdkafka insists on a group id even for assign(); no offset is ever committed to it.
-    consumer = Consumer({"group.id": "kctl-spark", **client, "enable.auto.commit": False,
-                         "enable.auto.offset.store": False, "enable.partition.eof": True,
-                         "auto.offset.reset": "error"})
+    consumer = Consumer(
+        {
+            "group.id": "kctl-spark",
+            **client,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error",
+        }
+    )
     try:
         consumer.assign([KafkaPartition(r.topic, r.partition, r.start)])
         yield from _chunks(consumer, r, fail_on_data_loss, timeout_s, chunk)
@@ -39,14 +47,15 @@ def read_range(client: dict[str, str], r: OffsetRange, fail_on_data_loss: bool,
         consumer.close()
 
 
-def _chunks(consumer: Consumer, r: OffsetRange, fail_on_data_loss: bool, timeout_s: float,
-            chunk: int) -> Iterator[list[Message]]:
+def _chunks(
+    consumer: Consumer, r: OffsetRange, fail_on_data_loss: bool, timeout_s: float, chunk: int
+) -> Iterator[list[Message]]:
     position, pending = r.start, []
     deadline = time.monotonic() + timeout_s
     while position < r.end:
         before = position
         fetched = consumer.consume(min(chunk - len(pending), r.end - position), timeout=POLL_S)
-        records = [m for m in fetched if m.error() is None]   # one pass in C-speed comprehension
+        records = [m for m in fetched if m.error() is None]  # one pass in C-speed comprehension
         if len(records) < len(fetched):
             position = _handle_events(consumer, r, fetched, position, fail_on_data_loss)
         if records:
@@ -60,8 +69,10 @@ def _chunks(consumer: Consumer, r: OffsetRange, fail_on_data_loss: bool, timeout
         if position > before:
             deadline = time.monotonic() + timeout_s
         elif time.monotonic() > deadline:
-            message = (f"no record of {r.topic}/{r.partition} at offset {position} arrived within "
-                       f"{timeout_s:g}s (kafkaConsumer.pollTimeoutMs); the range ends at {r.end}")
+            message = (
+                f"no record of {r.topic}/{r.partition} at offset {position} arrived within "
+                f"{timeout_s:g}s (kafkaConsumer.pollTimeoutMs); the range ends at {r.end}"
+            )
             if fail_on_data_loss:
                 raise DataLossError(message)
             break
@@ -69,8 +80,9 @@ def _chunks(consumer: Consumer, r: OffsetRange, fail_on_data_loss: bool, timeout
         yield pending
 
 
-def _handle_events(consumer: Consumer, r: OffsetRange, fetched: list[Message], position: int,
-                   fail_on_data_loss: bool) -> int:
+def _handle_events(
+    consumer: Consumer, r: OffsetRange, fetched: list[Message], position: int, fail_on_data_loss: bool
+) -> int:
     """The position after the error events among fetched messages (end of partition, offset
     out of range); other errors are raised unless librdkafka retries them itself."""
     for msg in fetched:
@@ -90,8 +102,10 @@ def _skip_lost(consumer: Consumer, r: OffsetRange, position: int, fail_on_data_l
     """The offset to go on from when `position` is no longer in the log."""
     low, high = consumer.get_watermark_offsets(KafkaPartition(r.topic, r.partition), timeout=10)
     resume = low if position < low else r.end
-    message = (f"records {position}..{min(resume, r.end) - 1} of {r.topic}/{r.partition} are no "
-               f"longer in the log (log start {low}, end {high})")
+    message = (
+        f"records {position}..{min(resume, r.end) - 1} of {r.topic}/{r.partition} are no "
+        f"longer in the log (log start {low}, end {high})"
+    )
     if fail_on_data_loss:
         raise DataLossError(message + ". Set failOnDataLoss=false to skip them.")
     if resume < r.end:

@@ -8,7 +8,7 @@ Runs only on the driver; executors read records and never need this.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from confluent_kafka import IsolationLevel, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
@@ -22,12 +22,10 @@ _CONSUMER_ONLY = ("group.id", "isolation.level")
 
 
 class ClusterOffsets:
-    def __init__(self, client: dict[str, str], read_committed: bool = False,
-                 timeout_s: float = TIMEOUT_S):
+    def __init__(self, client: dict[str, str], read_committed: bool = False, timeout_s: float = TIMEOUT_S):
         conf = {k: v for k, v in client.items() if k not in _CONSUMER_ONLY}
         self._admin = AdminClient(conf)
-        self._isolation = (IsolationLevel.READ_COMMITTED if read_committed
-                           else IsolationLevel.READ_UNCOMMITTED)
+        self._isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
         self._timeout = timeout_s
 
     def partitions(self, subscription: Subscription) -> list[TopicPartition]:
@@ -38,8 +36,12 @@ class ClusterOffsets:
             topics = self._admin.list_topics(timeout=self._timeout).topics
         except KafkaException as exc:
             raise ConnectionError(f"cannot fetch metadata: {exc.args[0].str()}") from None
-        return sorted(TopicPartition(name, p) for name, meta in topics.items()
-                      if subscription.wants(name) for p in meta.partitions)
+        return sorted(
+            TopicPartition(name, p)
+            for name, meta in topics.items()
+            if subscription.wants(name)
+            for p in meta.partitions
+        )
 
     def earliest(self, tps: Iterable[TopicPartition]) -> Offsets:
         return self._list({tp: OffsetSpec.earliest() for tp in tps})
@@ -55,13 +57,15 @@ class ClusterOffsets:
         if not specs:
             return {}
         request = {KafkaPartition(tp.topic, tp.partition): spec for tp, spec in specs.items()}
-        futures = self._admin.list_offsets(request, isolation_level=self._isolation,
-                                           request_timeout=self._timeout)
+        futures = self._admin.list_offsets(
+            request, isolation_level=self._isolation, request_timeout=self._timeout
+        )
         found = {}
         for kp, future in futures.items():
             try:
                 found[TopicPartition(kp.topic, kp.partition)] = future.result().offset
             except KafkaException as exc:
-                raise ConnectionError(f"cannot list offsets of {kp.topic}/{kp.partition}: "
-                                      f"{exc.args[0].str()}") from None
+                raise ConnectionError(
+                    f"cannot list offsets of {kp.topic}/{kp.partition}: {exc.args[0].str()}"
+                ) from None
         return found

@@ -10,7 +10,8 @@ as JSON text, so equal offsets must serialise identically.
 from __future__ import annotations
 
 import json
-from typing import Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import NamedTuple
 
 EARLIEST = -2
 LATEST = -1
@@ -33,8 +34,11 @@ def to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
 
 
 def from_json(doc: Mapping[str, Mapping[str, int]]) -> Offsets:
-    return {TopicPartition(topic, int(p)): int(offset)
-            for topic, partitions in doc.items() for p, offset in partitions.items()}
+    return {
+        TopicPartition(topic, int(p)): int(offset)
+        for topic, partitions in doc.items()
+        for p, offset in partitions.items()
+    }
 
 
 def parse(text: str, option: str) -> Offsets:
@@ -45,8 +49,9 @@ def parse(text: str, option: str) -> Offsets:
             raise ValueError("expected an object of objects")
         parsed = from_json(doc)
     except (ValueError, TypeError) as exc:
-        raise ValueError(f'invalid {option} {text!r}: expected JSON like '
-                         f'{{"topic": {{"0": 23, "1": -2}}}} ({exc})') from None
+        raise ValueError(
+            f'invalid {option} {text!r}: expected JSON like {{"topic": {{"0": 23, "1": -2}}}} ({exc})'
+        ) from None
     return parsed
 
 
@@ -58,8 +63,9 @@ def parse_assign(text: str) -> list[TopicPartition]:
             raise ValueError("expected an object")
         parsed = sorted({TopicPartition(t, int(p)) for t, ps in doc.items() for p in ps})
     except (ValueError, TypeError) as exc:
-        raise ValueError(f'invalid assign {text!r}: expected JSON like {{"topicA": [0, 1]}} '
-                         f'({exc})') from None
+        raise ValueError(
+            f'invalid assign {text!r}: expected JSON like {{"topicA": [0, 1]}} ({exc})'
+        ) from None
     if not parsed:
         raise ValueError("assign names no partition")
     return parsed

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from kctl.spark.offsets import EARLIEST, LATEST, Offsets, TopicPartition, parse, parse_assign
 
@@ -65,7 +65,7 @@ class SourceOptions:
     subscription: Subscription
     starting: Position
     ending: Position
-    no_match_latest: bool = False     # startingOffsetsByTimestampStrategy=latest
+    no_match_latest: bool = False  # startingOffsetsByTimestampStrategy=latest
     fail_on_data_loss: bool = True
     max_offsets_per_trigger: int | None = None
     min_partitions: int | None = None
@@ -83,14 +83,16 @@ class SinkOptions:
 def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
     """Parse a reader's options; ValueError with the option's name when one is wrong."""
     opts = {k.lower(): v for k, v in options.items()}
-    if streaming and ("endingoffsets" in opts or "endingtimestamp" in opts
-                      or "endingoffsetsbytimestamp" in opts):
+    if streaming and (
+        "endingoffsets" in opts or "endingtimestamp" in opts or "endingoffsetsbytimestamp" in opts
+    ):
         raise ValueError("ending offsets are not valid in streaming queries")
     client = client_config(opts, group_prefix=opts.get("groupidprefix", "spark-kafka-source"))
     isolation = client.get("isolation.level", "read_uncommitted")
     if isolation not in ("read_committed", "read_uncommitted"):
-        raise ValueError(f"invalid kafka.isolation.level {isolation!r}: "
-                         "use read_committed or read_uncommitted")
+        raise ValueError(
+            f"invalid kafka.isolation.level {isolation!r}: use read_committed or read_uncommitted"
+        )
     client["isolation.level"] = isolation
     strategy = opts.get("startingoffsetsbytimestampstrategy", "error").lower()
     if strategy not in ("error", "latest"):
@@ -129,7 +131,7 @@ def wants_headers(options: Mapping[str, str]) -> bool:
 
 def client_config(opts: Mapping[str, str], group_prefix: str | None = None) -> dict[str, str]:
     """librdkafka settings from the `kafka.*` options, checked against Spark's rules."""
-    client = {k[len(CLIENT_PREFIX):]: v for k, v in opts.items() if k.startswith(CLIENT_PREFIX)}
+    client = {k[len(CLIENT_PREFIX) :]: v for k, v in opts.items() if k.startswith(CLIENT_PREFIX)}
     if not client.get("bootstrap.servers"):
         raise ValueError("option kafka.bootstrap.servers is required")
     for name, why in _FORBIDDEN_CLIENT.items():
@@ -144,8 +146,10 @@ def client_config(opts: Mapping[str, str], group_prefix: str | None = None) -> d
 def _subscription(opts: Mapping[str, str]) -> Subscription:
     given = [s for s in STRATEGIES if opts.get(s)]
     if len(given) != 1:
-        raise ValueError("set exactly one of the options assign, subscribe, subscribePattern"
-                         + (f" (got {', '.join(given)})" if given else ""))
+        raise ValueError(
+            "set exactly one of the options assign, subscribe, subscribePattern"
+            + (f" (got {', '.join(given)})" if given else "")
+        )
     value = opts[given[0]]
     if given[0] == "assign":
         return Subscription(assigned=tuple(parse_assign(value)))
@@ -166,8 +170,7 @@ def _position(opts: Mapping[str, str], which: str, default: str, streaming: bool
     if opts.get(f"{which}timestamp"):
         return Position("timestamp", timestamp=_int(opts, f"{which}Timestamp"))
     if opts.get(f"{which}offsetsbytimestamp"):
-        return Position("timestamps", parse(opts[f"{which}offsetsbytimestamp"],
-                                            f"{which}OffsetsByTimestamp"))
+        return Position("timestamps", parse(opts[f"{which}offsetsbytimestamp"], f"{which}OffsetsByTimestamp"))
     text = opts.get(f"{which}offsets", default).strip()
     if text.lower() in ("earliest", "latest"):
         if (which, text.lower()) == ("ending", "earliest"):
@@ -179,9 +182,12 @@ def _position(opts: Mapping[str, str], which: str, default: str, streaming: bool
     allowed = {LATEST} if which == "ending" else {EARLIEST, LATEST} if streaming else {EARLIEST}
     bad = [tp for tp, o in offsets.items() if o < 0 and o not in allowed]
     if bad:
-        raise ValueError(f"invalid {which}Offsets for {bad[0].topic}/{bad[0].partition}: "
-                         f"{offsets[bad[0]]} (use offsets >= 0"
-                         + "".join(f", {o} {NAMES[o]}" for o in sorted(allowed)) + ")")
+        raise ValueError(
+            f"invalid {which}Offsets for {bad[0].topic}/{bad[0].partition}: "
+            f"{offsets[bad[0]]} (use offsets >= 0"
+            + "".join(f", {o} {NAMES[o]}" for o in sorted(allowed))
+            + ")"
+        )
     return Position("offsets", offsets)
 
 

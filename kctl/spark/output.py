@@ -12,7 +12,8 @@ import datetime
 import decimal
 import json
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pyspark.sql import DataFrame, Row
 from rich.live import Live
@@ -43,8 +44,13 @@ def _text(value: Any) -> str | None:
     return value if value is None or isinstance(value, str) else json.dumps(value)
 
 
-def print_rows(columns: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str,
-               title: str | None = None, header: bool = True) -> None:
+def print_rows(
+    columns: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    fmt: str,
+    title: str | None = None,
+    header: bool = True,
+) -> None:
     if fmt == "json":
         for row in rows:
             sys.stdout.write(json.dumps(dict(zip(columns, map(plain, row))), ensure_ascii=False) + "\n")
@@ -66,7 +72,7 @@ class BatchPrinter:
         self._live: Live | None = None
         self._batches = 0
 
-    def __enter__(self) -> "BatchPrinter":
+    def __enter__(self) -> BatchPrinter:
         out = console.stdout()
         if self._fmt == "text" and out.is_terminal:
             self._live = Live(console=out, auto_refresh=False)

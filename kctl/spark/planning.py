@@ -7,8 +7,8 @@ asks for the same [start, end) again, which must produce the same tasks and the 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from kctl.spark.lookup import ClusterOffsets
 from kctl.spark.offsets import EARLIEST, LATEST, Offsets, TopicPartition
@@ -31,8 +31,9 @@ class OffsetRange:
         return max(0, self.end - self.start)
 
 
-def resolve(position: Position, tps: list[TopicPartition], cluster: ClusterOffsets,
-            no_match_latest: bool, option: str) -> Offsets:
+def resolve(
+    position: Position, tps: list[TopicPartition], cluster: ClusterOffsets, no_match_latest: bool, option: str
+) -> Offsets:
     """Concrete offsets for every partition, so the checkpoint never holds 'latest'."""
     if position.kind == "earliest":
         return cluster.earliest(tps)
@@ -52,26 +53,35 @@ def resolve(position: Position, tps: list[TopicPartition], cluster: ClusterOffse
 def _require_all(given: Offsets, tps: list[TopicPartition], option: str) -> None:
     if set(given) != set(tps):
         missing = sorted(set(tps) - set(given))
-        raise ValueError(f"{option} with specific offsets must list every partition; "
-                         + (f"missing {missing[0].topic}/{missing[0].partition}" if missing
-                            else "it names partitions the subscription does not cover"))
+        raise ValueError(
+            f"{option} with specific offsets must list every partition; "
+            + (
+                f"missing {missing[0].topic}/{missing[0].partition}"
+                if missing
+                else "it names partitions the subscription does not cover"
+            )
+        )
 
 
-def _by_time(times: dict[TopicPartition, int], cluster: ClusterOffsets, no_match_latest: bool,
-             option: str) -> Offsets:
+def _by_time(
+    times: dict[TopicPartition, int], cluster: ClusterOffsets, no_match_latest: bool, option: str
+) -> Offsets:
     """Offsets of the first records at or after the times; with no such record: latest or error."""
     found = cluster.at_times(times)
     unmatched = [tp for tp, offset in found.items() if offset < 0]
     if unmatched and not no_match_latest:
         tp = unmatched[0]
-        raise ValueError(f"{option}: no record in {tp.topic}/{tp.partition} at or after "
-                         f"timestamp {times[tp]} (startingOffsetsByTimestampStrategy=latest "
-                         "starts at the end instead)")
+        raise ValueError(
+            f"{option}: no record in {tp.topic}/{tp.partition} at or after "
+            f"timestamp {times[tp]} (startingOffsetsByTimestampStrategy=latest "
+            "starts at the end instead)"
+        )
     return {**found, **cluster.latest(unmatched)}
 
 
-def advance(start: Offsets, latest: Offsets, earliest_of_new: Offsets, cap: Offsets | None,
-            fail_on_data_loss: bool) -> Offsets:
+def advance(
+    start: Offsets, latest: Offsets, earliest_of_new: Offsets, cap: Offsets | None, fail_on_data_loss: bool
+) -> Offsets:
     """The end offsets of the next micro-batch, before any read limit.
 
     `latest` covers the partitions subscribed now. A partition not in `start` (new topic or
@@ -82,12 +92,18 @@ def advance(start: Offsets, latest: Offsets, earliest_of_new: Offsets, cap: Offs
     end: Offsets = {}
     for tp, offset in start.items():
         if tp not in latest:
-            _lost(fail_on_data_loss, f"{tp.topic}/{tp.partition} no longer exists "
-                                     f"(deleted?); records from offset {offset} may be lost")
+            _lost(
+                fail_on_data_loss,
+                f"{tp.topic}/{tp.partition} no longer exists "
+                f"(deleted?); records from offset {offset} may be lost",
+            )
             continue
         if latest[tp] < offset:
-            _lost(fail_on_data_loss, f"{tp.topic}/{tp.partition} went back from offset "
-                                     f"{offset} to {latest[tp]} (recreated or truncated?)")
+            _lost(
+                fail_on_data_loss,
+                f"{tp.topic}/{tp.partition} went back from offset "
+                f"{offset} to {latest[tp]} (recreated or truncated?)",
+            )
             end[tp] = latest[tp]
             continue
         end[tp] = latest[tp] if cap is None else min(latest[tp], max(offset, cap.get(tp, offset)))

@@ -7,8 +7,8 @@ the `topic` option overrides it), `partition` (int; null lets the partitioner ch
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import pyarrow as pa
 from confluent_kafka import KafkaError, Message, Producer
@@ -26,7 +26,7 @@ FLUSH_TIMEOUT_S = 120.0
 
 @dataclass(frozen=True)
 class SinkColumns:
-    topic: str | None          # the topic option, which wins over a topic column
+    topic: str | None  # the topic option, which wins over a topic column
     key: bool
     partition: bool
     headers: bool
@@ -35,8 +35,13 @@ class SinkColumns:
 def sink_columns(schema: StructType, topic_option: str | None) -> SinkColumns:
     """Check the columns against the contract before any task runs."""
     types = {f.name: f.dataType for f in schema.fields}
-    expected = {"value": _TEXT_OR_BYTES, "key": _TEXT_OR_BYTES, "topic": (StringType(),),
-                "partition": (IntegerType(),), "headers": (HEADERS_TYPE,)}
+    expected = {
+        "value": _TEXT_OR_BYTES,
+        "key": _TEXT_OR_BYTES,
+        "topic": (StringType(),),
+        "partition": (IntegerType(),),
+        "headers": (HEADERS_TYPE,),
+    }
     if "value" not in types:
         raise ValueError("the kctl sink needs a value column (string or binary)")
     if topic_option is None and "topic" not in types:
@@ -44,8 +49,10 @@ def sink_columns(schema: StructType, topic_option: str | None) -> SinkColumns:
     for name, allowed in expected.items():
         # simpleString ignores nullability, which the contract does not care about.
         if name in types and types[name].simpleString() not in {t.simpleString() for t in allowed}:
-            raise ValueError(f"column {name} has type {types[name].simpleString()}; the kctl sink "
-                             f"takes {' or '.join(t.simpleString() for t in allowed)}")
+            raise ValueError(
+                f"column {name} has type {types[name].simpleString()}; the kctl sink "
+                f"takes {' or '.join(t.simpleString() for t in allowed)}"
+            )
     return SinkColumns(topic_option, "key" in types, "partition" in types, "headers" in types)
 
 
@@ -57,10 +64,16 @@ def rows(batch: pa.RecordBatch, columns: SinkColumns) -> Iterator[Row]:
         return batch.column(name).to_pylist() if present else [None] * count
 
     topics = [columns.topic] * count if columns.topic else column("topic", True)
-    headers = [[(h["key"], h["value"]) for h in hs] if hs else []
-               for hs in column("headers", columns.headers)]
-    for row in zip(topics, column("partition", columns.partition), column("key", columns.key),
-                   column("value", True), headers):
+    headers = [
+        [(h["key"], h["value"]) for h in hs] if hs else [] for hs in column("headers", columns.headers)
+    ]
+    for row in zip(
+        topics,
+        column("partition", columns.partition),
+        column("key", columns.key),
+        column("value", True),
+        headers,
+    ):
         if row[0] is None:
             raise ValueError("a row has a null topic; set the topic option for a default topic")
         yield row
@@ -107,7 +120,7 @@ class Outbox:
         self._sent = 0
         self.delivered = 0
 
-    def __enter__(self) -> "Outbox":
+    def __enter__(self) -> Outbox:
         return self
 
     def __exit__(self, kind, *_exc) -> None:
@@ -134,8 +147,9 @@ class Outbox:
         partition = -1 if partition is None else partition  # -1: the partitioner's choice
         while True:
             try:
-                self._producer.produce(topic, value, key, partition, on_delivery=self._on_delivery,
-                                       headers=headers or None)
+                self._producer.produce(
+                    topic, value, key, partition, on_delivery=self._on_delivery, headers=headers or None
+                )
                 break
             except BufferError:  # the local queue is full: let deliveries drain it
                 self._producer.poll(0.05)

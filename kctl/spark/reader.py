@@ -8,12 +8,16 @@ is created lazily and left out of the pickle.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (ReadAllAvailable, ReadLimit, ReadMaxRows,
-                                              SupportsTriggerAvailableNow)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
 from kctl.spark import planning
 from kctl.spark.arrow import record_batch
@@ -40,8 +44,9 @@ class _Planner:
         return self._cluster
 
     def starting(self, tps: list[TopicPartition]) -> Offsets:
-        return planning.resolve(self.options.starting, tps, self.cluster,
-                                self.options.no_match_latest, "startingOffsets")
+        return planning.resolve(
+            self.options.starting, tps, self.cluster, self.options.no_match_latest, "startingOffsets"
+        )
 
     def tasks(self, start: Offsets, end: Offsets) -> list[InputPartition]:
         found = planning.split(planning.ranges(start, end), self.options.min_partitions)
@@ -89,8 +94,9 @@ class KctlStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvailabl
         begin = from_json(start)
         latest = self._current()
         new = [tp for tp in latest if tp not in begin]
-        end = planning.advance(begin, latest, self.cluster.earliest(new), self._cap,
-                               self.options.fail_on_data_loss)
+        end = planning.advance(
+            begin, latest, self.cluster.earliest(new), self._cap, self.options.fail_on_data_loss
+        )
         if isinstance(limit, ReadMaxRows):
             end = planning.limit(begin, end, limit.max_rows)
         return to_json(end)

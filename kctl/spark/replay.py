@@ -48,9 +48,11 @@ def current_task() -> TaskIdentity:
     query = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx else None
     batch = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx else None
     if not query or batch is None:
-        raise RuntimeError("the kctl streaming sink cannot tell which query and micro-batch this "
-                           f"task belongs to (task properties {QUERY_ID_PROPERTY}, "
-                           f"{BATCH_ID_PROPERTY} missing)")
+        raise RuntimeError(
+            "the kctl streaming sink cannot tell which query and micro-batch this "
+            f"task belongs to (task properties {QUERY_ID_PROPERTY}, "
+            f"{BATCH_ID_PROPERTY} missing)"
+        )
     return TaskIdentity(query, int(batch), ctx.partitionId())
 
 

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import (ArrayType, BinaryType, IntegerType, LongType, StringType, StructField,
-                               StructType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
-HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()),
-                                     StructField("value", BinaryType())]))
+HEADERS_TYPE = ArrayType(StructType([StructField("key", StringType()), StructField("value", BinaryType())]))
 
 BASE_FIELDS = [
     StructField("key", BinaryType()),

@@ -39,11 +39,14 @@ def local_session(app_name: str = "kctl", cores: str = "*", quiet: bool = True) 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4")
-               .config("spark.python.worker.reuse", "true"))
+    builder = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.python.worker.reuse", "true")
+    )
     if not quiet:
         spark = builder.getOrCreate()
     else:
@@ -51,8 +54,9 @@ def local_session(app_name: str = "kctl", cores: str = "*", quiet: bool = True) 
         with tempfile.NamedTemporaryFile("w", suffix=".properties", prefix="kctl-log4j2-") as conf:
             conf.write(_QUIET_LOG4J)
             conf.flush()
-            spark = builder.config("spark.driver.extraJavaOptions",
-                                   f"-Dlog4j2.configurationFile={conf.name}").getOrCreate()
+            spark = builder.config(
+                "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={conf.name}"
+            ).getOrCreate()
         spark.sparkContext.setLogLevel("ERROR")
         for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
             # They log every failed query as a JSON document; the exception says it already.

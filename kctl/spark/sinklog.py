@@ -29,7 +29,7 @@ from kctl.spark.planning import OffsetRange
 from kctl.spark.produce import Outbox
 
 PREFIX = "__kctl_spark_sink-"
-CHUNK = 256          # records read per step when walking back from the end
+CHUNK = 256  # records read per step when walking back from the end
 READY_TIMEOUT_S = 30.0
 INTENT, COMMIT = b"intent", b"commit"
 
@@ -60,9 +60,12 @@ class SinkLog:
     def __init__(self, client: dict[str, str], query_id: str):
         self._client = client
         # A metadata request for a missing topic must not create it with broker defaults.
-        self._admin = AdminClient({**{k: v for k, v in self._client.items()
-                                      if k not in ("group.id", "isolation.level")},
-                                   "allow.auto.create.topics": False})
+        self._admin = AdminClient(
+            {
+                **{k: v for k, v in self._client.items() if k not in ("group.id", "isolation.level")},
+                "allow.auto.create.topics": False,
+            }
+        )
         self._cluster = ClusterOffsets(self._client)
         self.topic = log_topic(query_id)
         self._tp = TopicPartition(self.topic, 0)
@@ -97,8 +100,12 @@ class SinkLog:
             outbox.send(self.topic, 0, kind, json.dumps(doc).encode(), [])
 
     def _read(self, start: int, stop: int) -> list[tuple[bytes, dict]]:
-        chunks = read_range(self._client, OffsetRange(self.topic, 0, start, stop),
-                            fail_on_data_loss=True, timeout_s=READY_TIMEOUT_S)
+        chunks = read_range(
+            self._client,
+            OffsetRange(self.topic, 0, start, stop),
+            fail_on_data_loss=True,
+            timeout_s=READY_TIMEOUT_S,
+        )
         return [(m.key(), json.loads(m.value())) for chunk in chunks for m in chunk]
 
     def _exists(self) -> bool:
@@ -121,8 +128,10 @@ class SinkLog:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while True:
             try:
-                return (self._cluster.earliest([self._tp])[self._tp],
-                        self._cluster.latest([self._tp])[self._tp])
+                return (
+                    self._cluster.earliest([self._tp])[self._tp],
+                    self._cluster.latest([self._tp])[self._tp],
+                )
             except ConnectionError:
                 if time.monotonic() > deadline:
                     raise

@@ -33,9 +33,9 @@ class SqlError(Exception):
 class SqlJob:
     query: str
     views: ViewSpec
-    topics: list[str]               # the topics to define as views
-    trigger: dict[str, object] | None   # DataStreamWriter.trigger arguments; None: batch query
-    to: str | None = None           # write to this topic instead of stdout
+    topics: list[str]  # the topics to define as views
+    trigger: dict[str, object] | None  # DataStreamWriter.trigger arguments; None: batch query
+    to: str | None = None  # write to this topic instead of stdout
     checkpoint: str | None = None
     fmt: str = "text"
 
@@ -70,8 +70,13 @@ def _run_batch(df: DataFrame, job: SqlJob) -> None:
         return
     records = as_records(df).cache()
     count = records.count()
-    (records.write.format("kctl").options(**client_options(job.views.client)).option("topic", job.to)
-     .mode("append").save())
+    (
+        records.write.format("kctl")
+        .options(**client_options(job.views.client))
+        .option("topic", job.to)
+        .mode("append")
+        .save()
+    )
     console.info(f"{count} records written to {job.to}.")
 
 
@@ -79,8 +84,12 @@ def _run_stream(df: DataFrame, job: SqlJob) -> None:
     with tempfile.TemporaryDirectory(prefix="kctl-sql-") as scratch:
         checkpoint = job.checkpoint or scratch
         if job.to is not None:
-            writer = (as_records(df).writeStream.format("kctl").options(**client_options(job.views.client))
-                      .option("topic", job.to))
+            writer = (
+                as_records(df)
+                .writeStream.format("kctl")
+                .options(**client_options(job.views.client))
+                .option("topic", job.to)
+            )
             # A Python sink takes append or complete mode (not update): finished rows only
             # when the query allows, else the whole result again every micro-batch.
             _wait(_start(writer, ("append", "complete"), checkpoint, job.trigger))
@@ -91,8 +100,9 @@ def _run_stream(df: DataFrame, job: SqlJob) -> None:
             _wait(_start(printing, ("complete", "append"), checkpoint, job.trigger))
 
 
-def _start(writer: DataStreamWriter, modes: tuple[str, str], checkpoint: str,
-           trigger: dict[str, object]) -> StreamingQuery:
+def _start(
+    writer: DataStreamWriter, modes: tuple[str, str], checkpoint: str, trigger: dict[str, object]
+) -> StreamingQuery:
     """Start in the first output mode the query allows; Spark tells only when it starts."""
     first, second = modes
     try:
@@ -125,9 +135,14 @@ def as_records(df: DataFrame) -> DataFrame:
         return df.select(F.to_json(F.struct(*[F.col(c) for c in df.columns])).alias("value"))
     kept = [c for c in SINK_COLUMNS if c in df.columns]
     types = dict(df.dtypes)
-    return df.select(*[F.col(c).cast("string").alias(c)
-                       if c in ("key", "value") and types[c] not in ("string", "binary") else F.col(c)
-                       for c in kept])
+    return df.select(
+        *[
+            F.col(c).cast("string").alias(c)
+            if c in ("key", "value") and types[c] not in ("string", "binary")
+            else F.col(c)
+            for c in kept
+        ]
+    )
 
 
 def summary(exc: Exception) -> str:

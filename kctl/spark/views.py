@@ -19,7 +19,7 @@ from kctl.spark.lookup import ClusterOffsets
 from kctl.spark.offsets import TopicPartition, to_json
 from kctl.spark.options import Subscription
 
-SAMPLE_PER_PARTITION = 1000   # records read per partition to infer a JSON schema
+SAMPLE_PER_PARTITION = 1000  # records read per partition to infer a JSON schema
 METADATA = ("topic", "partition", "offset", "timestamp", "timestampType")
 
 
@@ -27,11 +27,11 @@ METADATA = ("topic", "partition", "offset", "timestamp", "timestampType")
 class ViewSpec:
     """How topics become views: where to start, and how to decode values."""
 
-    client: dict[str, str]       # librdkafka settings, bootstrap.servers included
+    client: dict[str, str]  # librdkafka settings, bootstrap.servers included
     streaming: bool
     starting: str = "earliest"
-    value_format: str = "text"   # or "json"
-    schema: str | None = None    # DDL of the JSON values; None: infer from a sample
+    value_format: str = "text"  # or "json"
+    schema: str | None = None  # DDL of the JSON values; None: infer from a sample
 
 
 def named_topics(sql: str, topics: list[str]) -> list[str]:
@@ -53,8 +53,13 @@ def quote(name: str) -> str:
 
 def source(spark: SparkSession, spec: ViewSpec, topic: str) -> DataFrame:
     reader = spark.readStream if spec.streaming else spark.read
-    return (reader.format("kctl").options(**client_options(spec.client)).option("subscribe", topic)
-            .option("startingOffsets", spec.starting).load())
+    return (
+        reader.format("kctl")
+        .options(**client_options(spec.client))
+        .option("subscribe", topic)
+        .option("startingOffsets", spec.starting)
+        .load()
+    )
 
 
 def client_options(client: dict[str, str]) -> dict[str, str]:
@@ -70,8 +75,9 @@ def decoded(spark: SparkSession, spec: ViewSpec, topic: str) -> DataFrame:
     schema = spec.schema or infer_schema(spark, spec, topic)
     parsed = raw.withColumn("__value", F.from_json(F.col("value").cast("string"), schema))
     fields = set(parsed.select("__value.*").columns)  # a JSON field wins over a metadata column
-    return parsed.select(*[c for c in ("key",) if c not in fields], "__value.*",
-                         *[c for c in METADATA if c not in fields])
+    return parsed.select(
+        *[c for c in ("key",) if c not in fields], "__value.*", *[c for c in METADATA if c not in fields]
+    )
 
 
 def infer_schema(spark: SparkSession, spec: ViewSpec, topic: str) -> StructType:
@@ -81,10 +87,14 @@ def infer_schema(spark: SparkSession, spec: ViewSpec, topic: str) -> StructType:
     low, high = cluster.earliest(tps), cluster.latest(tps)
     ends: dict[TopicPartition, int] = {tp: min(high[tp], low[tp] + SAMPLE_PER_PARTITION) for tp in tps}
     if all(ends[tp] == low[tp] for tp in tps):
-        raise ValueError(f"topic {topic!r} has no records to infer a JSON schema from; "
-                         "pass --schema")
-    sample = (spark.read.format("kctl").options(**client_options(spec.client))
-              .option("subscribe", topic).option("startingOffsets", json.dumps(to_json(low)))
-              .option("endingOffsets", json.dumps(to_json(ends))).load()
-              .select(F.col("value").cast("string")))
+        raise ValueError(f"topic {topic!r} has no records to infer a JSON schema from; pass --schema")
+    sample = (
+        spark.read.format("kctl")
+        .options(**client_options(spec.client))
+        .option("subscribe", topic)
+        .option("startingOffsets", json.dumps(to_json(low)))
+        .option("endingOffsets", json.dumps(to_json(ends)))
+        .load()
+        .select(F.col("value").cast("string"))
+    )
     return spark.read.json(sample.rdd.map(lambda row: row[0])).schema

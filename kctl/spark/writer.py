@@ -11,8 +11,8 @@ A streaming write task first reads the query's sink log (kctl.spark.sinklog):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
@@ -68,12 +68,16 @@ class KctlStreamWriter(DataSourceStreamArrowWriter):
             return Delivered(identity.query)
         replayed = (identity.batch, identity.task) in tail.intents
         log.record_intent(identity.batch, identity.task)
-        leftovers = (Leftovers(self._options.client, identity, tail.commit.ends if tail.commit else {})
-                     if replayed else None)
+        leftovers = (
+            Leftovers(self._options.client, identity, tail.commit.ends if tail.commit else {})
+            if replayed
+            else None
+        )
         return self._produce(iterator, identity, leftovers)
 
-    def _produce(self, iterator: Iterator[pa.RecordBatch], identity: TaskIdentity,
-                 leftovers: Leftovers | None) -> Delivered:
+    def _produce(
+        self, iterator: Iterator[pa.RecordBatch], identity: TaskIdentity, leftovers: Leftovers | None
+    ) -> Delivered:
         topics = set()
         tags = {chose: (TAG, identity.tag(chose)) for chose in (False, True)}
         with Outbox(self._options.client) as outbox:

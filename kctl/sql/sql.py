@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -54,40 +54,78 @@ def parse_trigger(text: str | None) -> dict[str, object] | None:
         return {"processingTime": "1 second"}
     match = _INTERVAL.fullmatch(text.strip())
     if not match:
-        raise KctlError(f"invalid --trigger {text!r}: use once, available-now, continuous, "
-                        "or an interval such as 500ms, 5s, 1m", ExitCode.USAGE)
+        raise KctlError(
+            f"invalid --trigger {text!r}: use once, available-now, continuous, "
+            "or an interval such as 500ms, 5s, 1m",
+            ExitCode.USAGE,
+        )
     return {"processingTime": f"{match.group(1)} {_UNITS[match.group(2)]}"}
 
 
 def sql(
-    query: Annotated[str, typer.Argument(metavar="SQL", show_default=False,
-                                         help="The query; topics are views: SELECT * FROM orders.")],
-    to: Annotated[Optional[str], typer.Option(
-        "--to", metavar="TOPIC", show_default=False,
-        help="Write the result to this topic (created if missing) instead of printing it: its "
-             "value (key, headers, partition) columns, else each row as a JSON value.")] = None,
-    trigger: Annotated[Optional[str], typer.Option(
-        "--trigger", metavar="WHEN", show_default=False,
-        help="Run as a streaming query: once (one micro-batch), available-now (what is there, "
-             "then stop), continuous (every second until Ctrl-C) or an interval (5s, 500ms, 1m).")] = None,
-    checkpoint: Annotated[Optional[Path], typer.Option(
-        "--checkpoint", metavar="DIR", show_default=False,
-        help="Streaming checkpoint, so a restarted query resumes where it stopped. "
-             "Default: a temporary directory.")] = None,
-    fmt: Annotated[OutputFormat, typer.Option(
-        "--format", help="Result rows as a text table, JSON lines or CSV.")] = OutputFormat.TEXT,
-    value_format: Annotated[ValueFormat, typer.Option(
-        "--value-format", help="Decode values as text, or as JSON objects whose fields become columns.")
+    query: Annotated[
+        str,
+        typer.Argument(
+            metavar="SQL", show_default=False, help="The query; topics are views: SELECT * FROM orders."
+        ),
+    ],
+    to: Annotated[
+        str | None,
+        typer.Option(
+            "--to",
+            metavar="TOPIC",
+            show_default=False,
+            help="Write the result to this topic (created if missing) instead of printing it: its "
+            "value (key, headers, partition) columns, else each row as a JSON value.",
+        ),
+    ] = None,
+    trigger: Annotated[
+        str | None,
+        typer.Option(
+            "--trigger",
+            metavar="WHEN",
+            show_default=False,
+            help="Run as a streaming query: once (one micro-batch), available-now (what is there, "
+            "then stop), continuous (every second until Ctrl-C) or an interval (5s, 500ms, 1m).",
+        ),
+    ] = None,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option(
+            "--checkpoint",
+            metavar="DIR",
+            show_default=False,
+            help="Streaming checkpoint, so a restarted query resumes where it stopped. "
+            "Default: a temporary directory.",
+        ),
+    ] = None,
+    fmt: Annotated[
+        OutputFormat, typer.Option("--format", help="Result rows as a text table, JSON lines or CSV.")
+    ] = OutputFormat.TEXT,
+    value_format: Annotated[
+        ValueFormat,
+        typer.Option(
+            "--value-format", help="Decode values as text, or as JSON objects whose fields become columns."
+        ),
     ] = ValueFormat.TEXT,
-    schema: Annotated[Optional[str], typer.Option(
-        "--schema", metavar="DDL", show_default=False,
-        help="Schema of JSON values, e.g. 'user STRING, amount DOUBLE'. Default: inferred "
-             "from the first records of each partition.")] = None,
-    start: Annotated[Start, typer.Option(
-        "--from", help="Where streaming queries start reading; batch queries read everything.")
+    schema: Annotated[
+        str | None,
+        typer.Option(
+            "--schema",
+            metavar="DDL",
+            show_default=False,
+            help="Schema of JSON values, e.g. 'user STRING, amount DOUBLE'. Default: inferred "
+            "from the first records of each partition.",
+        ),
+    ] = None,
+    start: Annotated[
+        Start,
+        typer.Option("--from", help="Where streaming queries start reading; batch queries read everything."),
     ] = Start.EARLIEST,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Run Spark SQL over topics: print the result, or write it to a topic with --to.
@@ -106,8 +144,15 @@ def sql(
     sqlrun, views = _spark_modules()
     client = {"bootstrap.servers": conn.bootstrap.servers, **conn.client_settings()}
     spec = views.ViewSpec(client, triggers is not None, start.value, value_format.value, schema)
-    job = sqlrun.SqlJob(query, spec, views.named_topics(query, names), triggers, to,
-                        None if checkpoint is None else str(checkpoint.expanduser()), fmt.value)
+    job = sqlrun.SqlJob(
+        query,
+        spec,
+        views.named_topics(query, names),
+        triggers,
+        to,
+        None if checkpoint is None else str(checkpoint.expanduser()),
+        fmt.value,
+    )
     try:
         sqlrun.run(job)
     except sqlrun.SqlError as exc:
@@ -120,6 +165,7 @@ def _spark_modules():
     try:
         from kctl.spark import sqlrun, views
     except ImportError as exc:
-        raise KctlError(f"kctl sql needs PySpark ({exc.name} is missing): "
-                        "pip install 'kctl[spark]'", ExitCode.ERROR) from None
+        raise KctlError(
+            f"kctl sql needs PySpark ({exc.name} is missing): pip install 'kctl[spark]'", ExitCode.ERROR
+        ) from None
     return sqlrun, views

@@ -26,8 +26,10 @@ def parse_offset(text: str) -> int:
     except ValueError:
         raise KctlError(f"invalid --offset {text!r}: expected N, -1 or end", ExitCode.INVALID_INPUT) from None
     if offset < HIGH_WATERMARK:
-        raise KctlError(f"invalid --offset {text!r}: offsets start at 0 (-1 or end: the high watermark)",
-                        ExitCode.INVALID_INPUT)
+        raise KctlError(
+            f"invalid --offset {text!r}: offsets start at 0 (-1 or end: the high watermark)",
+            ExitCode.INVALID_INPUT,
+        )
     return offset
 
 
@@ -39,11 +41,13 @@ def read_offsets_file(path: Path) -> Cuts:
     except OSError as exc:
         raise KctlError(f"cannot read {path}: {exc.strerror}", ExitCode.INVALID_INPUT) from None
     except (ValueError, KeyError, TypeError) as exc:
-        raise KctlError(f"invalid offsets file {path}: expected {FILE_FORMAT} ({exc})",
-                        ExitCode.INVALID_INPUT) from None
+        raise KctlError(
+            f"invalid offsets file {path}: expected {FILE_FORMAT} ({exc})", ExitCode.INVALID_INPUT
+        ) from None
     if not cuts or min(cuts.values()) < HIGH_WATERMARK:
-        raise KctlError(f"invalid offsets file {path}: give at least one partition, offsets >= -1",
-                        ExitCode.INVALID_INPUT)
+        raise KctlError(
+            f"invalid offsets file {path}: give at least one partition, offsets >= -1", ExitCode.INVALID_INPUT
+        )
     return cuts
 
 

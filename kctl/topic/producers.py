@@ -8,7 +8,7 @@ one-line error as in every other command.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from kctl.kafka import topics
 from kctl.kafka.client import Connection, fetch_metadata, find_topic
@@ -17,21 +17,36 @@ from kctl.shell.exit_codes import ExitCode
 
 # kafka-transactions.sh's ProducerId, ProducerEpoch, ... in kctl's style; the JSON keys are
 # the same names with underscores.
-COLUMNS = ["partition", "producer-id", "producer-epoch", "latest-coordinator-epoch", "last-sequence",
-           "last-timestamp", "current-transaction-start-offset"]
+COLUMNS = [
+    "partition",
+    "producer-id",
+    "producer-epoch",
+    "latest-coordinator-epoch",
+    "last-sequence",
+    "last-timestamp",
+    "current-transaction-start-offset",
+]
 NONE = -1  # Kafka's "no such value": no marker written yet, no open transaction
 
 
-def describe(conn: Connection, topic: str, partitions: list[int] | None) -> tuple[list[dict], KctlError | None]:
+def describe(
+    conn: Connection, topic: str, partitions: list[int] | None
+) -> tuple[list[dict], KctlError | None]:
     """One row per active producer per partition, by partition then producer id, and the error
     for partitions without a leader (None if every one has one): no replica answers for them,
     where Kafka's tool would wait for a leader until it timed out (exit 3)."""
     led, offline = _partitions(conn, topic, partitions)
     states = topics.describe_producers(conn, topic, led)
     rows = [_row(partition, producer) for partition, producers in states.items() for producer in producers]
-    failure = None if not offline else KctlError(
-        f"topic {topic!r} partition(s) {','.join(map(str, offline))} have no leader (offline): "
-        "their producers are unknown", ExitCode.UNREACHABLE)
+    failure = (
+        None
+        if not offline
+        else KctlError(
+            f"topic {topic!r} partition(s) {','.join(map(str, offline))} have no leader (offline): "
+            "their producers are unknown",
+            ExitCode.UNREACHABLE,
+        )
+    )
     return rows, failure
 
 
@@ -41,18 +56,28 @@ def _partitions(conn: Connection, topic: str, partitions: list[int] | None) -> t
     meta = find_topic(fetch_metadata(conn.admin(), conn), topics.validate_name(topic))
     for p in partitions or []:
         if p not in meta.partitions:
-            raise KctlError(f"topic {topic!r} has no partition {p} (it has 0..{len(meta.partitions) - 1})",
-                            ExitCode.NOT_FOUND)
+            raise KctlError(
+                f"topic {topic!r} has no partition {p} (it has 0..{len(meta.partitions) - 1})",
+                ExitCode.NOT_FOUND,
+            )
     wanted = sorted(set(partitions or meta.partitions))
-    return ([p for p in wanted if meta.partitions[p].leader >= 0],
-            [p for p in wanted if meta.partitions[p].leader < 0])
+    return (
+        [p for p in wanted if meta.partitions[p].leader >= 0],
+        [p for p in wanted if meta.partitions[p].leader < 0],
+    )
 
 
 def _row(partition: int, producer: dict) -> dict:
     """One producer as DescribeProducers tells it, as a JSON row keyed by the column names."""
-    values = [partition, producer["producer_id"], producer["producer_epoch"],
-              _known(producer["coordinator_epoch"]), producer["last_sequence"],
-              _iso(producer["last_timestamp"]), _known(producer["current_transaction_start_offset"])]
+    values = [
+        partition,
+        producer["producer_id"],
+        producer["producer_epoch"],
+        _known(producer["coordinator_epoch"]),
+        producer["last_sequence"],
+        _iso(producer["last_timestamp"]),
+        _known(producer["current_transaction_start_offset"]),
+    ]
     return {_key(column): value for column, value in zip(COLUMNS, values)}
 
 
@@ -75,5 +100,5 @@ def _iso(ms: int) -> str | None:
     """Milliseconds since the epoch as UTC ISO 8601, e.g. 2024-05-01T12:00:00.123Z."""
     if ms == NONE:
         return None
-    moment = datetime.fromtimestamp(ms // 1000, timezone.utc).replace(microsecond=ms % 1000 * 1000)
+    moment = datetime.fromtimestamp(ms // 1000, UTC).replace(microsecond=ms % 1000 * 1000)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -26,8 +26,9 @@ def list_segments(state: ClusterState, topic: str, partition: int | None) -> lis
             match = pattern.fullmatch(directory.name)
             if match is None or (partition is not None and int(match.group(1)) != partition):
                 continue
-            rows += [_segment_row(int(match.group(1)), broker_id, log)
-                     for log in sorted(directory.glob("*.log"))]
+            rows += [
+                _segment_row(int(match.group(1)), broker_id, log) for log in sorted(directory.glob("*.log"))
+            ]
     return sorted(rows, key=lambda r: (r["partition"], r["broker"], r["base_offset"]))
 
 
@@ -39,8 +40,14 @@ def _segment_row(partition: int, broker_id: int, log: Path) -> dict:
     An index that does not exist (no aborted transaction, no .txnindex) is null.
     """
     used, next_offset = _batches(log)
-    row = {"partition": partition, "broker": broker_id, "base_offset": int(log.stem),
-           "next_offset": next_offset, "log_bytes": used, "log_file_bytes": log.stat().st_size}
+    row = {
+        "partition": partition,
+        "broker": broker_id,
+        "base_offset": int(log.stem),
+        "next_offset": next_offset,
+        "log_bytes": used,
+        "log_file_bytes": log.stat().st_size,
+    }
     for suffix in SUFFIXES:
         index = log.with_suffix(f".{suffix}")
         row[f"{suffix}_file_bytes"] = index.stat().st_size if index.exists() else None

@@ -3,9 +3,10 @@ elect-leaders|segments`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated
 
 import typer
 from rich.text import Text
@@ -19,7 +20,9 @@ from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
 from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
-from kctl.topic import deleterecords, producers as producerstate, segments as segfiles, topicinfo
+from kctl.topic import deleterecords, topicinfo
+from kctl.topic import producers as producerstate
+from kctl.topic import segments as segfiles
 from kctl.topic.reassign import parse_replicas, read_plan
 
 
@@ -28,8 +31,10 @@ class Election(str, Enum):
     unclean = "unclean"
 
 
-ELECTION_NEEDS = {Election.preferred: "is it alive and in the ISR?",
-                  Election.unclean: "is any of its replicas alive?"}
+ELECTION_NEEDS = {
+    Election.preferred: "is it alive and in the ISR?",
+    Election.unclean: "is any of its replicas alive?",
+}
 
 app = typer.Typer(help="Create, list, describe, delete and configure topics.", no_args_is_help=True)
 
@@ -39,23 +44,40 @@ Name = Annotated[str, typer.Argument(metavar="NAME", help="Topic name.", show_de
 @app.command()
 def create(
     name: Name,
-    partitions: Annotated[int, typer.Option(
-        "--partitions", "-p", help="Number of partitions; -1: the broker's num.partitions.")] = -1,
-    replicas: Annotated[int, typer.Option(
-        "--replicas", "-r", help="Replication factor; -1: the broker's default.replication.factor.")] = -1,
-    config: Annotated[Optional[list[str]], typer.Option(
-        "--config", "-c", metavar="KEY=VALUE", show_default=False,
-        help="Topic config, e.g. -c cleanup.policy=compact (repeatable).")] = None,
-    if_not_exists: Annotated[bool, typer.Option(
-        "--if-not-exists", help="Succeed when the topic already exists.")] = False,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    partitions: Annotated[
+        int, typer.Option("--partitions", "-p", help="Number of partitions; -1: the broker's num.partitions.")
+    ] = -1,
+    replicas: Annotated[
+        int,
+        typer.Option(
+            "--replicas", "-r", help="Replication factor; -1: the broker's default.replication.factor."
+        ),
+    ] = -1,
+    config: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--config",
+            "-c",
+            metavar="KEY=VALUE",
+            show_default=False,
+            help="Topic config, e.g. -c cleanup.policy=compact (repeatable).",
+        ),
+    ] = None,
+    if_not_exists: Annotated[
+        bool, typer.Option("--if-not-exists", help="Succeed when the topic already exists.")
+    ] = False,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Create a topic."""
     if partitions == 0 or partitions < -1 or replicas == 0 or replicas < -1:
-        raise KctlError("partitions and replicas must be positive (or -1 for the broker default)",
-                        ExitCode.INVALID_INPUT)
+        raise KctlError(
+            "partitions and replicas must be positive (or -1 for the broker default)", ExitCode.INVALID_INPUT
+        )
     configs = dict(parse_pairs(config, "--config"))
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     created = topics.create(conn, name, partitions, replicas, configs, if_not_exists)
@@ -68,11 +90,15 @@ def create(
 
 @app.command("list")
 def list_topics(
-    internal: Annotated[bool, typer.Option(
-        "--internal", "-i", help="Include internal topics (names starting with __).")] = False,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    internal: Annotated[
+        bool, typer.Option("--internal", "-i", help="Include internal topics (names starting with __).")
+    ] = False,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """List topics with their partition count and replication factor."""
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
@@ -82,21 +108,31 @@ def list_topics(
         if name.startswith("__") and not internal:
             continue
         first = meta.partitions.get(0)
-        rows.append({"name": name, "partitions": len(meta.partitions),
-                     "replication_factor": len(first.replicas) if first else 0})
+        rows.append(
+            {
+                "name": name,
+                "partitions": len(meta.partitions),
+                "replication_factor": len(first.replicas) if first else 0,
+            }
+        )
     if json_output:
         console.print_json(rows)
     else:
-        console.print_table(["name", "partitions", "replicas"],
-                            [[r["name"], r["partitions"], r["replication_factor"]] for r in rows])
+        console.print_table(
+            ["name", "partitions", "replicas"],
+            [[r["name"], r["partitions"], r["replication_factor"]] for r in rows],
+        )
 
 
 @app.command()
 def describe(
     name: Name,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Show each partition's leader, epoch, replicas, ISR, offsets and open transactions.
 
@@ -115,24 +151,40 @@ def describe(
         return
     parts = doc["partitions"]
     rf = len(parts[0]["replicas"]) if parts else 0
-    console.print_table(["key", "value"], [["name", name], ["partitions", len(parts)],
-                                           ["replication factor", rf]], title="SUMMARY")
+    console.print_table(
+        ["key", "value"],
+        [["name", name], ["partitions", len(parts)], ["replication factor", rf]],
+        title="SUMMARY",
+    )
     if doc["configs"] is not None:
-        console.print_table(["key", "value", "source"],
-                            [[k, c["value"], c["source"]] for k, c in doc["configs"].items()],
-                            title="CONFIGS")
+        console.print_table(
+            ["key", "value", "source"],
+            [[k, c["value"], c["source"]] for k, c in doc["configs"].items()],
+            title="CONFIGS",
+        )
     console.print_section(sections.partitions("PARTITIONS", parts))
 
 
 @app.command()
 def producers(
     name: Name,
-    partition: Annotated[Optional[list[int]], typer.Option(
-        "--partition", "-p", metavar="N", min=0, show_default=False,
-        help="Only this partition (repeatable). Default: every partition of the topic.")] = None,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    partition: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--partition",
+            "-p",
+            metavar="N",
+            min=0,
+            show_default=False,
+            help="Only this partition (repeatable). Default: every partition of the topic.",
+        ),
+    ] = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Show the idempotent and transactional producers each partition remembers (KIP-664).
 
@@ -158,8 +210,10 @@ def producers(
 @app.command()
 def delete(
     name: Name,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Delete a topic and all its records."""
@@ -169,21 +223,48 @@ def delete(
 
 @app.command("delete-records")
 def delete_records(
-    name: Annotated[Optional[str], typer.Argument(
-        metavar="NAME", help="Topic name (not with --offset-json-file).", show_default=False)] = None,
-    partition: Annotated[Optional[list[int]], typer.Option(
-        "--partition", "-p", metavar="N", min=0, show_default=False,
-        help="Only this partition (repeatable). Default: every partition of the topic.")] = None,
-    offset: Annotated[Optional[str], typer.Option(
-        "--offset", metavar="N", show_default=False,
-        help="Delete the records before offset N; -1 or end: every record (up to the high watermark).")] = None,
-    offset_json_file: Annotated[Optional[Path], typer.Option(
-        "--offset-json-file", metavar="FILE", show_default=False, dir_okay=False,
-        help="kafka-delete-records.sh's offsets file instead of NAME, --partition and --offset: "
-             + deleterecords.FILE_FORMAT + ".")] = None,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    name: Annotated[
+        str | None,
+        typer.Argument(metavar="NAME", help="Topic name (not with --offset-json-file).", show_default=False),
+    ] = None,
+    partition: Annotated[
+        list[int] | None,
+        typer.Option(
+            "--partition",
+            "-p",
+            metavar="N",
+            min=0,
+            show_default=False,
+            help="Only this partition (repeatable). Default: every partition of the topic.",
+        ),
+    ] = None,
+    offset: Annotated[
+        str | None,
+        typer.Option(
+            "--offset",
+            metavar="N",
+            show_default=False,
+            help="Delete the records before offset N; -1 or end: every record (up to the high watermark).",
+        ),
+    ] = None,
+    offset_json_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--offset-json-file",
+            metavar="FILE",
+            show_default=False,
+            dir_okay=False,
+            help="kafka-delete-records.sh's offsets file instead of NAME, --partition and --offset: "
+            + deleterecords.FILE_FORMAT
+            + ".",
+        ),
+    ] = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Delete the records before an offset: the log start offset (low watermark) moves up to it.
 
@@ -191,7 +272,8 @@ def delete_records(
     removed; the replicas follow their leader. Prints each partition's new low watermark.
     An offset past the high watermark is refused (OFFSET_OUT_OF_RANGE, exit 5).
     Examples: `kctl topic delete-records orders --offset 100 -p 0`,
-    `kctl topic delete-records orders --offset end`, `kctl topic delete-records --offset-json-file offsets.json`.
+    `kctl topic delete-records orders --offset end`,
+    `kctl topic delete-records --offset-json-file offsets.json`.
     """
     requested = _records_to_delete(name, partition, offset, offset_json_file)
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
@@ -201,14 +283,17 @@ def delete_records(
     if json_output:
         console.print_json(rows)
     elif rows:
-        console.print_table(["topic", "partition", "low-watermark"],
-                            [[r["topic"], r["partition"], r["low_watermark"]] for r in rows])
+        console.print_table(
+            ["topic", "partition", "low-watermark"],
+            [[r["topic"], r["partition"], r["low_watermark"]] for r in rows],
+        )
     if failure is not None:
         raise failure
 
 
-def _records_to_delete(name: str | None, partition: list[int] | None, offset: str | None,
-                       offset_file: Path | None) -> Callable[[ClusterMetadata], deleterecords.Cuts]:
+def _records_to_delete(
+    name: str | None, partition: list[int] | None, offset: str | None, offset_file: Path | None
+) -> Callable[[ClusterMetadata], deleterecords.Cuts]:
     """Check the command line before connecting; the partitions to cut at which offset then
     come from the cluster's metadata (every partition of the topic unless --partition)."""
     if offset_file is not None:
@@ -225,20 +310,35 @@ def _records_to_delete(name: str | None, partition: list[int] | None, offset: st
 @app.command("alter-config")
 def alter_config(
     name: Name,
-    set_: Annotated[Optional[list[str]], typer.Option(
-        "--set", "-s", metavar="KEY=VALUE", show_default=False, help="Set a config (repeatable).")] = None,
-    delete_: Annotated[Optional[list[str]], typer.Option(
-        "--delete", "-d", metavar="KEY", show_default=False,
-        help="Remove a config override, back to the default (repeatable).")] = None,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", "-s", metavar="KEY=VALUE", show_default=False, help="Set a config (repeatable)."
+        ),
+    ] = None,
+    delete_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--delete",
+            "-d",
+            metavar="KEY",
+            show_default=False,
+            help="Remove a config override, back to the default (repeatable).",
+        ),
+    ] = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Change topic configs incrementally; configs not named stay as they are."""
     to_set, to_delete = parse_pairs(set_, "--set"), delete_ or []
     if not to_set and not to_delete:
         raise KctlError("nothing to change: give --set KEY=VALUE and/or --delete KEY", ExitCode.USAGE)
-    topics.alter_configs(connect(bootstrap, cluster_dir, timeout, settings, command_config), name, to_set, to_delete)
+    topics.alter_configs(
+        connect(bootstrap, cluster_dir, timeout, settings, command_config), name, to_set, to_delete
+    )
     summary = [f"{k}={v}" for k, v in to_set] + [f"-{k}" for k in to_delete]
     console.info(f"Updated configs of {name}: {' '.join(summary)}")
 
@@ -246,11 +346,19 @@ def alter_config(
 @app.command("add-partitions")
 def add_partitions(
     name: Name,
-    partitions: Annotated[int, typer.Option(
-        "--partitions", "-p", show_default=False,
-        help="The new total number of partitions; must be larger than the current one.")],
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    partitions: Annotated[
+        int,
+        typer.Option(
+            "--partitions",
+            "-p",
+            show_default=False,
+            help="The new total number of partitions; must be larger than the current one.",
+        ),
+    ],
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Grow a topic to N partitions in total; Kafka never shrinks a topic.
@@ -261,35 +369,68 @@ def add_partitions(
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     current = len(find_topic(fetch_metadata(conn.admin(), conn), topics.validate_name(name)).partitions)
     if partitions <= current:
-        raise KctlError(f"topic {name!r} already has {current} partition(s); -p must be larger "
-                        "(partitions can only be added)", ExitCode.INVALID_INPUT)
+        raise KctlError(
+            f"topic {name!r} already has {current} partition(s); -p must be larger "
+            "(partitions can only be added)",
+            ExitCode.INVALID_INPUT,
+        )
     topics.add_partitions(conn, name, partitions)
     console.info(f"Topic {name} now has {partitions} partitions (was {current}).")
 
 
 @app.command()
 def reassign(
-    name: Annotated[Optional[str], typer.Argument(
-        metavar="NAME", help="Topic name (with --partition and --replicas).", show_default=False)] = None,
-    partition: Annotated[Optional[int], typer.Option(
-        "--partition", min=0, show_default=False, help="The partition to move.")] = None,
-    replicas: Annotated[Optional[str], typer.Option(
-        "--replicas", metavar="ID,ID,...", show_default=False,
-        help="The new replica set; the first broker is the preferred leader.")] = None,
-    plan: Annotated[Optional[Path], typer.Option(
-        "--plan", metavar="FILE", show_default=False,
-        help='A kafka-reassign-partitions.sh plan: {"version":1,"partitions":[{"topic":..,'
-             '"partition":..,"replicas":[..]}]}.')] = None,
-    cancel: Annotated[bool, typer.Option(
-        "--cancel", help="Cancel the ongoing reassignment(s): back to the original replicas.")] = False,
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="NAME", help="Topic name (with --partition and --replicas).", show_default=False
+        ),
+    ] = None,
+    partition: Annotated[
+        int | None, typer.Option("--partition", min=0, show_default=False, help="The partition to move.")
+    ] = None,
+    replicas: Annotated[
+        str | None,
+        typer.Option(
+            "--replicas",
+            metavar="ID,ID,...",
+            show_default=False,
+            help="The new replica set; the first broker is the preferred leader.",
+        ),
+    ] = None,
+    plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            metavar="FILE",
+            show_default=False,
+            help='A kafka-reassign-partitions.sh plan: {"version":1,"partitions":[{"topic":..,'
+            '"partition":..,"replicas":[..]}]}.',
+        ),
+    ] = None,
+    cancel: Annotated[
+        bool,
+        typer.Option("--cancel", help="Cancel the ongoing reassignment(s): back to the original replicas."),
+    ] = False,
     list_: Annotated[bool, typer.Option("--list", help="List ongoing reassignments.")] = False,
-    wait: Annotated[bool, typer.Option(
-        "--wait", help="Wait until the reassignment is done, showing replicas being added and removed.")] = False,
-    wait_timeout: Annotated[float, typer.Option(
-        "--wait-timeout", metavar="SECONDS", min=0.1, help="Give up waiting (exit 3) after this long.")] = 300.0,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait", help="Wait until the reassignment is done, showing replicas being added and removed."
+        ),
+    ] = False,
+    wait_timeout: Annotated[
+        float,
+        typer.Option(
+            "--wait-timeout", metavar="SECONDS", min=0.1, help="Give up waiting (exit 3) after this long."
+        ),
+    ] = 300.0,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Move partition replicas to other brokers (KIP-455), or list or cancel such moves.
 
@@ -302,22 +443,28 @@ def reassign(
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     if list_:
         if any(x is not None for x in (name, partition, replicas, plan)) or cancel:
-            raise KctlError("--list takes no topic, --partition, --replicas, --plan or --cancel", ExitCode.USAGE)
+            raise KctlError(
+                "--list takes no topic, --partition, --replicas, --plan or --cancel", ExitCode.USAGE
+            )
         _print_ongoing(reassignments.ongoing(conn), json_output)
         return
     moves = _requested_moves(conn, name, partition, replicas, plan, cancel)
     reassignments.alter(conn, moves)
     what = "Cancelled" if cancel else "Started"
-    console.info(f"{what} reassignment of {len(moves)} partition(s): "
-                 + ", ".join(f"{t}/{p}" + (f" -> {','.join(map(str, r))}" if r else "")
-                             for (t, p), r in sorted(moves.items())))
+    console.info(
+        f"{what} reassignment of {len(moves)} partition(s): "
+        + ", ".join(
+            f"{t}/{p}" + (f" -> {','.join(map(str, r))}" if r else "") for (t, p), r in sorted(moves.items())
+        )
+    )
     if wait:
         reassignments.wait(conn, set(moves), wait_timeout, _show_progress)
         console.info("Reassignment complete.")
 
 
-def _requested_moves(conn, name: str | None, partition: int | None, replicas: str | None,
-                     plan: Path | None, cancel: bool) -> reassignments.Plan:
+def _requested_moves(
+    conn, name: str | None, partition: int | None, replicas: str | None, plan: Path | None, cancel: bool
+) -> reassignments.Plan:
     """The partitions to move (or, with --cancel, to put back) from the command line."""
     if plan is not None:
         if name or partition is not None or replicas:
@@ -325,15 +472,22 @@ def _requested_moves(conn, name: str | None, partition: int | None, replicas: st
         moves = read_plan(plan)
         return {k: None for k in moves} if cancel else moves
     if name is None:
-        raise KctlError("give a topic with --partition and --replicas, --plan FILE, or --list", ExitCode.USAGE)
+        raise KctlError(
+            "give a topic with --partition and --replicas, --plan FILE, or --list", ExitCode.USAGE
+        )
     if cancel:
         if replicas:
             raise KctlError("--cancel takes no --replicas", ExitCode.USAGE)
-        keys = [k for k in reassignments.ongoing(conn) if k[0] == name
-                and (partition is None or k[1] == partition)]
+        keys = [
+            k
+            for k in reassignments.ongoing(conn)
+            if k[0] == name and (partition is None or k[1] == partition)
+        ]
         if not keys:
-            raise KctlError(f"no reassignment in progress for {name}"
-                            + ("" if partition is None else f"/{partition}"), ExitCode.CONFLICT)
+            raise KctlError(
+                f"no reassignment in progress for {name}" + ("" if partition is None else f"/{partition}"),
+                ExitCode.CONFLICT,
+            )
         return {k: None for k in keys}
     if partition is None or not replicas:
         raise KctlError("moving a partition needs --partition P and --replicas ID,ID,...", ExitCode.USAGE)
@@ -343,8 +497,10 @@ def _requested_moves(conn, name: str | None, partition: int | None, replicas: st
 def _show_progress(pending: dict) -> None:
     """One line per partition still moving: what is being added and removed."""
     for (t, p), doc in sorted(pending.items()):
-        console.info(f"  {t}/{p}: replicas {doc['replicas']}, adding {doc['adding_replicas']}, "
-                     f"removing {doc['removing_replicas']}")
+        console.info(
+            f"  {t}/{p}: replicas {doc['replicas']}, adding {doc['adding_replicas']}, "
+            f"removing {doc['removing_replicas']}"
+        )
 
 
 def _print_ongoing(listed: dict, json_output: bool) -> None:
@@ -352,23 +508,43 @@ def _print_ongoing(listed: dict, json_output: bool) -> None:
     if json_output:
         console.print_json(rows)
     else:
-        console.print_table(["topic", "partition", "replicas", "adding", "removing"],
-                            [[r["topic"], r["partition"], ",".join(map(str, r["replicas"])),
-                              ",".join(map(str, r["adding_replicas"])),
-                              ",".join(map(str, r["removing_replicas"]))] for r in rows])
+        console.print_table(
+            ["topic", "partition", "replicas", "adding", "removing"],
+            [
+                [
+                    r["topic"],
+                    r["partition"],
+                    ",".join(map(str, r["replicas"])),
+                    ",".join(map(str, r["adding_replicas"])),
+                    ",".join(map(str, r["removing_replicas"])),
+                ]
+                for r in rows
+            ],
+        )
 
 
 @app.command("elect-leaders")
 def elect_leaders(
-    name: Annotated[Optional[str], typer.Argument(
-        metavar="NAME", help="Topic name; default: every partition of the cluster.", show_default=False)] = None,
-    election_type: Annotated[Election, typer.Option(
-        "--election-type", case_sensitive=False,
-        help="preferred: back to the first replica if it is in sync. unclean: a partition "
-             "whose in-sync replicas are all gone gets a live out-of-sync leader; what only "
-             "they had is lost.")] = Election.preferred,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    name: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="NAME", help="Topic name; default: every partition of the cluster.", show_default=False
+        ),
+    ] = None,
+    election_type: Annotated[
+        Election,
+        typer.Option(
+            "--election-type",
+            case_sensitive=False,
+            help="preferred: back to the first replica if it is in sync. unclean: a partition "
+            "whose in-sync replicas are all gone gets a live out-of-sync leader; what only "
+            "they had is lost.",
+        ),
+    ] = Election.preferred,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Elect leaders as kafka-leader-election.sh does: preferred (the default) or unclean.
@@ -386,23 +562,32 @@ def elect_leaders(
             status = election.error.message
             failed.append(election.error)
         elif not election.needed:
-            status = ("already led by its preferred leader" if election_type is Election.preferred
-                      else "has a live leader")
+            status = (
+                "already led by its preferred leader"
+                if election_type is Election.preferred
+                else "has a live leader"
+            )
         else:
             status = "elected"
         rows.append([election.topic, election.partition, status])
     console.print_table(["topic", "partition", "result"], rows)
     if failed:
-        raise KctlError(f"{len(failed)} partition(s) could not get a {election_type.value} leader "
-                        f"({ELECTION_NEEDS[election_type]})", failed[0].code)
+        raise KctlError(
+            f"{len(failed)} partition(s) could not get a {election_type.value} leader "
+            f"({ELECTION_NEEDS[election_type]})",
+            failed[0].code,
+        )
 
 
 @app.command()
 def segments(
     name: Name,
-    partition: Annotated[Optional[int], typer.Option(
-        "--partition", "-p", min=0, show_default=False, help="Only this partition.")] = None,
-    cluster_dir: ClusterDir = None, json_output: Json = False,
+    partition: Annotated[
+        int | None,
+        typer.Option("--partition", "-p", min=0, show_default=False, help="Only this partition."),
+    ] = None,
+    cluster_dir: ClusterDir = None,
+    json_output: Json = False,
 ) -> None:
     """List the segment files behind each replica of a topic in the local cluster.
 
@@ -416,13 +601,39 @@ def segments(
     state = localcluster.existing(cluster_dir)
     rows = segfiles.list_segments(state, topics.validate_name(name), partition)
     if not rows:
-        raise KctlError(f"no replica of topic {name!r}" + ("" if partition is None else f" partition {partition}")
-                        + f" in {state.cluster_dir}", ExitCode.NOT_FOUND)
+        raise KctlError(
+            f"no replica of topic {name!r}"
+            + ("" if partition is None else f" partition {partition}")
+            + f" in {state.cluster_dir}",
+            ExitCode.NOT_FOUND,
+        )
     if json_output:
         console.print_json(rows)
         return
-    console.print_table(["partition", "broker", "base offset", "next offset", "log bytes", "log file",
-                         "index file", "timeindex file", "txnindex file"],
-                        [[r["partition"], r["broker"], r["base_offset"], r["next_offset"], r["log_bytes"],
-                          r["log_file_bytes"], r["index_file_bytes"], r["timeindex_file_bytes"],
-                          r["txnindex_file_bytes"]] for r in rows])
+    console.print_table(
+        [
+            "partition",
+            "broker",
+            "base offset",
+            "next offset",
+            "log bytes",
+            "log file",
+            "index file",
+            "timeindex file",
+            "txnindex file",
+        ],
+        [
+            [
+                r["partition"],
+                r["broker"],
+                r["base_offset"],
+                r["next_offset"],
+                r["log_bytes"],
+                r["log_file_bytes"],
+                r["index_file_bytes"],
+                r["timeindex_file_bytes"],
+                r["txnindex_file_bytes"],
+            ]
+            for r in rows
+        ],
+    )

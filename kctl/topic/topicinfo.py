@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 
 from brokerd.state import ClusterState
-
 from kctl.cluster import snapshot
 from kctl.kafka import configs, offsets
 from kctl.kafka.client import Connection, TopicMetadata, fetch_metadata, find_topic
@@ -57,9 +56,14 @@ def _partition(topic: TopicMetadata, p: int, offsets: tuple[int | None, int | No
     meta = topic.partitions[p]
     low, stable, high = offsets
     return {
-        "partition": p, "leader": meta.leader, "leader_epoch": None,
-        "replicas": list(meta.replicas), "isr": list(meta.isrs),
-        "log_start_offset": low, "last_stable_offset": stable, "high_watermark": high,
+        "partition": p,
+        "leader": meta.leader,
+        "leader_epoch": None,
+        "replicas": list(meta.replicas),
+        "isr": list(meta.isrs),
+        "log_start_offset": low,
+        "last_stable_offset": stable,
+        "high_watermark": high,
         "log_end_offsets": {str(meta.leader): high} if meta.leader >= 0 and high is not None else {},
         "open_transactions": None,
     }
@@ -81,17 +85,25 @@ def _leader_moments(state: ClusterState, name: str, answered: list[dict]) -> lis
         if p is not None and p["high_watermark"] is not None:
             out.append({k: p[k] for k in a})
         else:
-            out.append({**a, "leader_epoch": None if p is None else p["leader_epoch"],
-                        "log_end_offsets": {str(b): None for b in a["replicas"]}})
+            out.append(
+                {
+                    **a,
+                    "leader_epoch": None if p is None else p["leader_epoch"],
+                    "log_end_offsets": {str(b): None for b in a["replicas"]},
+                }
+            )
     return out
 
 
 def _recent(published: dict | None, answered: dict) -> bool:
     if answered["high_watermark"] is None:
         return True
-    return (published is not None and published["high_watermark"] is not None
-            and published["high_watermark"] >= answered["high_watermark"]
-            and published["log_start_offset"] >= (answered["log_start_offset"] or 0))
+    return (
+        published is not None
+        and published["high_watermark"] is not None
+        and published["high_watermark"] >= answered["high_watermark"]
+        and published["log_start_offset"] >= (answered["log_start_offset"] or 0)
+    )
 
 
 def _configs(conn: Connection, name: str) -> dict[str, dict] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -18,10 +18,11 @@ from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandCo
 
 app = typer.Typer(
     help="Create, list and delete SASL/SCRAM users (KIP-554). A user logs in with SCRAM-SHA-256 "
-         "or SCRAM-SHA-512 when it has a credential for that mechanism (and with PLAIN on brokerd, "
-         "which checks PLAIN passwords against the SCRAM credentials); what it may do is up to "
-         "ACLs (`kctl acl`).",
-    no_args_is_help=True)
+    "or SCRAM-SHA-512 when it has a credential for that mechanism (and with PLAIN on brokerd, "
+    "which checks PLAIN passwords against the SCRAM credentials); what it may do is up to "
+    "ACLs (`kctl acl`).",
+    no_args_is_help=True,
+)
 
 
 class Mechanism(str, Enum):
@@ -29,27 +30,38 @@ class Mechanism(str, Enum):
     SCRAM_SHA_512 = "SCRAM-SHA-512"
 
 
-User = Annotated[str, typer.Argument(metavar="NAME", help="User name; its principal is User:NAME.",
-                                     show_default=False)]
+User = Annotated[
+    str, typer.Argument(metavar="NAME", help="User name; its principal is User:NAME.", show_default=False)
+]
 
 
 @app.command()
 def create(
     user: User,
-    password: Annotated[Optional[str], typer.Option(
-        "--password", metavar="PASSWORD", show_default=False,
-        help="The password (visible to other users of this machine in the process list: "
-             "prefer --password-stdin or the prompt).")] = None,
-    password_stdin: Annotated[bool, typer.Option(
-        "--password-stdin", help="Read the password from the first line of stdin.")] = False,
-    mechanism: Annotated[Mechanism, typer.Option(
-        "--mechanism", "-m", case_sensitive=False, help="SCRAM mechanism of the credential.")
+    password: Annotated[
+        str | None,
+        typer.Option(
+            "--password",
+            metavar="PASSWORD",
+            show_default=False,
+            help="The password (visible to other users of this machine in the process list: "
+            "prefer --password-stdin or the prompt).",
+        ),
+    ] = None,
+    password_stdin: Annotated[
+        bool, typer.Option("--password-stdin", help="Read the password from the first line of stdin.")
+    ] = False,
+    mechanism: Annotated[
+        Mechanism,
+        typer.Option("--mechanism", "-m", case_sensitive=False, help="SCRAM mechanism of the credential."),
     ] = Mechanism.SCRAM_SHA_512,
-    iterations: Annotated[int, typer.Option(
-        "--iterations", metavar="N", help="PBKDF2 iterations; Kafka accepts 4096 to 16384.")
+    iterations: Annotated[
+        int, typer.Option("--iterations", metavar="N", help="PBKDF2 iterations; Kafka accepts 4096 to 16384.")
     ] = scram.DEFAULT_ITERATIONS,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Create a user, or set a new password for an existing one (for this mechanism).
@@ -71,8 +83,10 @@ def read_password(password: str | None, from_stdin: bool) -> str:
         password = sys.stdin.readline().rstrip("\r\n")
     elif password is None:
         if not sys.stdin.isatty():
-            raise KctlError("no password: give --password-stdin (or --password), or run on a terminal "
-                            "to be asked", ExitCode.USAGE)
+            raise KctlError(
+                "no password: give --password-stdin (or --password), or run on a terminal to be asked",
+                ExitCode.USAGE,
+            )
         password = typer.prompt("Password", hide_input=True, confirmation_prompt=True, err=True)
     if not password:
         raise KctlError("the password is empty", ExitCode.INVALID_INPUT)
@@ -81,12 +95,18 @@ def read_password(password: str | None, from_stdin: bool) -> str:
 
 @app.command("list")
 def list_users(
-    users: Annotated[Optional[list[str]], typer.Argument(
-        metavar="[NAME]...", show_default=False, help="Only these users (an unknown one is exit 4).")
+    users: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="[NAME]...", show_default=False, help="Only these users (an unknown one is exit 4)."
+        ),
     ] = None,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """List SCRAM users with the mechanisms they have credentials for and their iterations."""
     conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
@@ -94,19 +114,29 @@ def list_users(
     if json_output:
         console.print_json(found)
         return
-    console.print_table(["user", "mechanism", "iterations"],
-                        [[u["user"], c["mechanism"], c["iterations"]]
-                         for u in found for c in u["credentials"]])
+    console.print_table(
+        ["user", "mechanism", "iterations"],
+        [[u["user"], c["mechanism"], c["iterations"]] for u in found for c in u["credentials"]],
+    )
 
 
 @app.command()
 def delete(
     user: User,
-    mechanism: Annotated[Optional[list[Mechanism]], typer.Option(
-        "--mechanism", "-m", case_sensitive=False, show_default=False,
-        help="Delete only this mechanism's credential (repeatable). Default: every one.")] = None,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
+    mechanism: Annotated[
+        list[Mechanism] | None,
+        typer.Option(
+            "--mechanism",
+            "-m",
+            case_sensitive=False,
+            show_default=False,
+            help="Delete only this mechanism's credential (repeatable). Default: every one.",
+        ),
+    ] = None,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
     command_config: CommandConfig = None,
 ) -> None:
     """Delete a user's SCRAM credentials: it can no longer log in (its ACLs stay)."""

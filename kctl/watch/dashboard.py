@@ -22,20 +22,30 @@ Event = tuple[float, str]
 
 def build(snap: dict, events: list[Event]) -> list[Section]:
     controller = snap["controller"]
-    out = [brokerview.section([BrokerView(**b) for b in snap["brokers"]],
-                              None if controller is None else (controller["broker_id"], controller["epoch"]),
-                              title="BROKERS")]
+    out = [
+        brokerview.section(
+            [BrokerView(**b) for b in snap["brokers"]],
+            None if controller is None else (controller["broker_id"], controller["epoch"]),
+            title="BROKERS",
+        )
+    ]
     out += [sections.partitions(f"TOPIC {t['topic']}", t["partitions"]) for t in snap["topics"]]
     if snap.get("groups_error"):
         out.append(Section("GROUPS", ["error"], [[snap["groups_error"]]]))
     out += [_group(g) for g in snap.get("groups", [])]
     if snap.get("security_events"):
-        out.append(Section("SECURITY", ["time", "event"],
-                           [[_clock(e["time"]), _repeated(securityevents.line(e), e.get("count", 1))]
-                            for e in snap["security_events"]]))
+        out.append(
+            Section(
+                "SECURITY",
+                ["time", "event"],
+                [
+                    [_clock(e["time"]), _repeated(securityevents.line(e), e.get("count", 1))]
+                    for e in snap["security_events"]
+                ],
+            )
+        )
     if events:
-        out.append(Section("EVENTS", ["time", "event"],
-                           [[_clock(t), what] for t, what in events]))
+        out.append(Section("EVENTS", ["time", "event"], [[_clock(t), what] for t, what in events]))
     return out
 
 
@@ -51,14 +61,18 @@ def _group(doc: dict) -> Section:
     if "error" in doc:
         return Section(f"GROUP {doc['group']}", ["error"], [[doc["error"]]])
     coordinator = doc["coordinator"]["id"] if doc["coordinator"] else "none"
-    title = (f"GROUP {doc['group']}: {doc['state']}, {len(doc['members'])} member(s), "
-             f"coordinator {coordinator}, total lag {doc['total_lag']}")
+    title = (
+        f"GROUP {doc['group']}: {doc['state']}, {len(doc['members'])} member(s), "
+        f"coordinator {coordinator}, total lag {doc['total_lag']}"
+    )
     return sections.group_partitions(doc, title=title, wide=False)
 
 
 def screen(snap: dict, events: list[Event], interval: float) -> Group:
     """The live display: a header line, then every section as a Rich table."""
     moment = time.strftime("%H:%M:%S", time.localtime(snap["time"]))
-    header = Text(f"kctl watch: cluster {snap['cluster_id']} at {moment}, every {interval:g}s "
-                  "(Ctrl-C to stop)", style="bold")
+    header = Text(
+        f"kctl watch: cluster {snap['cluster_id']} at {moment}, every {interval:g}s (Ctrl-C to stop)",
+        style="bold",
+    )
     return Group(header, *(rich_table(s) for s in build(snap, events)))

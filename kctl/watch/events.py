@@ -13,27 +13,39 @@ from __future__ import annotations
 
 HIGH_WATERMARK_STALL_MS = 1000  # records waiting this long for in-sync replicas: a stall
 
-LOG_START_REASONS = {"retention": "retention.ms/retention.bytes deleted old segments",
-                     "DeleteRecords": "DeleteRecords"}
+LOG_START_REASONS = {
+    "retention": "retention.ms/retention.bytes deleted old segments",
+    "DeleteRecords": "DeleteRecords",
+}
 
 
 def changes(before: dict, after: dict) -> list[str]:
     """One line per change from `before` to `after` (snapshots of kctl.cluster.snapshot plus
     groups)."""
-    return (_broker_changes(before, after) + _controller_change(before, after)
-            + _controller_fencing(before, after) + _partition_changes(before, after)
-            + _group_changes(before, after))
+    return (
+        _broker_changes(before, after)
+        + _controller_change(before, after)
+        + _controller_fencing(before, after)
+        + _partition_changes(before, after)
+        + _group_changes(before, after)
+    )
 
 
 def _broker_changes(before: dict, after: dict) -> list[str]:
     was = {b["id"]: b for b in before["brokers"]}
-    lines = [f"broker {b['id']}: {was[b['id']]['state']} -> {b['state']}"
-             for b in after["brokers"] if b["id"] in was and was[b["id"]]["state"] != b["state"]]
+    lines = [
+        f"broker {b['id']}: {was[b['id']]['state']} -> {b['state']}"
+        for b in after["brokers"]
+        if b["id"] in was and was[b["id"]]["state"] != b["state"]
+    ]
     for b in after["brokers"]:
         rate = b.get("replication_throttle_bytes_per_s")
         if b["id"] in was and rate != was[b["id"]].get("replication_throttle_bytes_per_s"):
-            lines.append(f"broker {b['id']}: follows at full speed again" if rate is None else
-                         f"broker {b['id']}: follows at most {rate} bytes/s (throttled)")
+            lines.append(
+                f"broker {b['id']}: follows at full speed again"
+                if rate is None
+                else f"broker {b['id']}: follows at most {rate} bytes/s (throttled)"
+            )
     return lines
 
 
@@ -41,16 +53,20 @@ def _controller_change(before: dict, after: dict) -> list[str]:
     old, new = before["controller"], after["controller"]
     if old == new or new is None:
         return []
-    return [f"controller: broker {new['broker_id']} (epoch {new['epoch']})"
-            + ("" if old is None else f", was broker {old['broker_id']} (epoch {old['epoch']})")]
+    return [
+        f"controller: broker {new['broker_id']} (epoch {new['epoch']})"
+        + ("" if old is None else f", was broker {old['broker_id']} (epoch {old['epoch']})")
+    ]
 
 
 def _controller_fencing(before: dict, after: dict) -> list[str]:
     fenced = after.get("fenced_controller")
     if fenced is None or fenced == before.get("fenced_controller"):
         return []
-    return [f"controller: broker {fenced['broker_id']} woke up with controller epoch "
-            f"{fenced['epoch']}, superseded by epoch {fenced['current_epoch']}: fenced, it resigned"]
+    return [
+        f"controller: broker {fenced['broker_id']} woke up with controller epoch "
+        f"{fenced['epoch']}, superseded by epoch {fenced['current_epoch']}: fenced, it resigned"
+    ]
 
 
 def _partition_changes(before: dict, after: dict) -> list[str]:
@@ -67,18 +83,24 @@ def _partition_changes(before: dict, after: dict) -> list[str]:
 def _partition_change(name: str, old: dict, new: dict) -> list[str]:
     lines = []
     if old["leader"] != new["leader"] or old["leader_epoch"] != new["leader_epoch"]:
-        lines.append(f"{name}: leader {_leader(old['leader'])} -> {_leader(new['leader'])}, "
-                     f"epoch {old['leader_epoch']} -> {new['leader_epoch']}"
-                     + _leader_rebalance(new))
+        lines.append(
+            f"{name}: leader {_leader(old['leader'])} -> {_leader(new['leader'])}, "
+            f"epoch {old['leader_epoch']} -> {new['leader_epoch']}" + _leader_rebalance(new)
+        )
     shrunk = set(old["isr"]) - set(new["isr"])
     grown = set(new["isr"]) - set(old["isr"])
     if shrunk or grown:
         how = "shrank" if shrunk and not grown else "grew" if grown and not shrunk else "changed"
         lines.append(f"{name}: ISR {how} to [{','.join(map(str, new['isr']))}]")
-    return (lines + _unclean_election(name, old, new) + _min_isr_change(name, old, new)
-            + _high_watermark_stall(name, old, new)
-            + _truncations(name, old, new) + _log_start_move(name, old, new)
-            + _transaction_changes(name, old, new))
+    return (
+        lines
+        + _unclean_election(name, old, new)
+        + _min_isr_change(name, old, new)
+        + _high_watermark_stall(name, old, new)
+        + _truncations(name, old, new)
+        + _log_start_move(name, old, new)
+        + _transaction_changes(name, old, new)
+    )
 
 
 def _unclean_election(name: str, old: dict, new: dict) -> list[str]:
@@ -87,8 +109,10 @@ def _unclean_election(name: str, old: dict, new: dict) -> list[str]:
     if election is None or election == old.get("last_unclean_election"):
         return []
     bypassed = ",".join(map(str, election["isr"]))
-    return [f"{name}: unclean election at epoch {election['leader_epoch']}: broker "
-            f"{new['leader']} was not in the ISR [{bypassed}]; records only [{bypassed}] had are lost"]
+    return [
+        f"{name}: unclean election at epoch {election['leader_epoch']}: broker "
+        f"{new['leader']} was not in the ISR [{bypassed}]; records only [{bypassed}] had are lost"
+    ]
 
 
 def _leader_rebalance(new: dict) -> str:
@@ -100,9 +124,11 @@ def _leader_rebalance(new: dict) -> str:
     preferred = moved["preferred"]
     partitions = "partition" if preferred == 1 else "partitions"
     elsewhere = 100 * (preferred - moved["led"]) / preferred
-    return (f": preferred leader back after the imbalance check (broker {new['leader']} led "
-            f"{moved['led']} of its {preferred} preferred {partitions}, {elsewhere:.4g}% led "
-            f"elsewhere, above leader.imbalance.per.broker.percentage={moved['percentage']})")
+    return (
+        f": preferred leader back after the imbalance check (broker {new['leader']} led "
+        f"{moved['led']} of its {preferred} preferred {partitions}, {elsewhere:.4g}% led "
+        f"elsewhere, above leader.imbalance.per.broker.percentage={moved['percentage']})"
+    )
 
 
 def _min_isr_change(name: str, old: dict, new: dict) -> list[str]:
@@ -112,8 +138,10 @@ def _min_isr_change(name: str, old: dict, new: dict) -> list[str]:
         return []
     under, was_under = len(new["isr"]) < need, len(old["isr"]) < was_need
     if under and not was_under:
-        return [f"{name}: ISR of {len(new['isr'])} < min.insync.replicas={need}: acks=all "
-                "produce refused (NOT_ENOUGH_REPLICAS)"]
+        return [
+            f"{name}: ISR of {len(new['isr'])} < min.insync.replicas={need}: acks=all "
+            "produce refused (NOT_ENOUGH_REPLICAS)"
+        ]
     if was_under and not under:
         return [f"{name}: ISR back to min.insync.replicas={need}: acks=all accepted again"]
     return []
@@ -126,11 +154,14 @@ def _high_watermark_stall(name: str, old: dict, new: dict) -> list[str]:
     was_stalled = (old.get("high_watermark_waiting_ms") or 0) >= HIGH_WATERMARK_STALL_MS
     hwm = new.get("high_watermark")
     if stalled and not was_stalled:
-        holding = [b for b in new["isr"] if b != new["leader"]
-                   and (new["log_end_offsets"].get(str(b)) or 0) <= hwm] or ["?"]
-        return [f"{name}: high watermark stalled at {hwm} for "
-                f"{new['high_watermark_waiting_ms'] / 1000:.1f}s: in-sync replica(s) "
-                f"{','.join(map(str, holding))} not fetching"]
+        holding = [
+            b for b in new["isr"] if b != new["leader"] and (new["log_end_offsets"].get(str(b)) or 0) <= hwm
+        ] or ["?"]
+        return [
+            f"{name}: high watermark stalled at {hwm} for "
+            f"{new['high_watermark_waiting_ms'] / 1000:.1f}s: in-sync replica(s) "
+            f"{','.join(map(str, holding))} not fetching"
+        ]
     if was_stalled and not stalled and hwm is not None:
         return [f"{name}: high watermark moving again, {old['high_watermark']} -> {hwm}"]
     return []
@@ -138,9 +169,12 @@ def _high_watermark_stall(name: str, old: dict, new: dict) -> list[str]:
 
 def _truncations(name: str, old: dict, new: dict) -> list[str]:
     was = old.get("truncations") or {}
-    return [f"{name}: replica {b} truncated its log from {t['from']} to {t['to']}: records "
-            f"the leader of epoch {t['leader_epoch']} does not have"
-            for b, t in (new.get("truncations") or {}).items() if t is not None and t != was.get(b)]
+    return [
+        f"{name}: replica {b} truncated its log from {t['from']} to {t['to']}: records "
+        f"the leader of epoch {t['leader_epoch']} does not have"
+        for b, t in (new.get("truncations") or {}).items()
+        if t is not None and t != was.get(b)
+    ]
 
 
 def _log_start_move(name: str, old: dict, new: dict) -> list[str]:
@@ -156,11 +190,18 @@ def _transaction_changes(name: str, old: dict, new: dict) -> list[str]:
     is seen, not whether it was a commit or an abort; a short one may never be seen at all."""
     was = {(t["producer_id"], t["first_offset"]): t for t in old.get("open_transactions") or []}
     now = {(t["producer_id"], t["first_offset"]): t for t in new.get("open_transactions") or []}
-    lines = [f"{name}: transaction opened by producer {t['producer_id']} (epoch {t['producer_epoch']}) "
-             f"at offset {t['first_offset']}" for key, t in now.items() if key not in was]
-    lines += [f"{name}: transaction of producer {t['producer_id']} from offset {t['first_offset']} "
-              f"ended (committed or aborted), last stable offset {new.get('last_stable_offset')}"
-              for key, t in was.items() if key not in now]
+    lines = [
+        f"{name}: transaction opened by producer {t['producer_id']} (epoch {t['producer_epoch']}) "
+        f"at offset {t['first_offset']}"
+        for key, t in now.items()
+        if key not in was
+    ]
+    lines += [
+        f"{name}: transaction of producer {t['producer_id']} from offset {t['first_offset']} "
+        f"ended (committed or aborted), last stable offset {new.get('last_stable_offset')}"
+        for key, t in was.items()
+        if key not in now
+    ]
     return lines
 
 
@@ -178,6 +219,7 @@ def _group_changes(before: dict, after: dict) -> list[str]:
         if old["state"] != group["state"]:
             lines.append(f"group {group['group']}: {old['state']} -> {group['state']}")
         if len(old["members"]) != len(group["members"]):
-            lines.append(f"group {group['group']}: {len(old['members'])} -> "
-                         f"{len(group['members'])} member(s)")
+            lines.append(
+                f"group {group['group']}: {len(old['members'])} -> {len(group['members'])} member(s)"
+            )
     return lines

@@ -9,7 +9,7 @@ tables show their last answer (or why there is none) until the next one arrives.
 from __future__ import annotations
 
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from kctl.kafka import groups
 from kctl.kafka.client import Connection

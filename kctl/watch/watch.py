@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
-from brokerd.state import ClusterState
 from rich.live import Live
 
+from brokerd.state import ClusterState
 from kctl.cluster import localcluster, snapshot
 from kctl.kafka.client import connect
 from kctl.shell import console
@@ -22,21 +22,39 @@ MAX_EVENTS = 10
 
 
 def watch(
-    topic: Annotated[Optional[str], typer.Argument(
-        metavar="[TOPIC]", show_default=False,
-        help="Only this topic. Default: every topic except internal ones (__consumer_offsets).")] = None,
-    group: Annotated[Optional[list[str]], typer.Option(
-        "--group", "-g", metavar="GROUP", show_default=False,
-        help="Show these consumer groups (repeatable). Default: every group (reading TOPIC, if given).")
+    topic: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="[TOPIC]",
+            show_default=False,
+            help="Only this topic. Default: every topic except internal ones (__consumer_offsets).",
+        ),
     ] = None,
-    interval: Annotated[float, typer.Option(
-        "--interval", "-i", metavar="SECONDS", min=0.1, help="Refresh period.")] = 0.5,
-    once: Annotated[bool, typer.Option(
-        "--once", help="Print one snapshot and exit (also what happens when stdout is not a terminal).")
+    group: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--group",
+            "-g",
+            metavar="GROUP",
+            show_default=False,
+            help="Show these consumer groups (repeatable). Default: every group (reading TOPIC, if given).",
+        ),
+    ] = None,
+    interval: Annotated[
+        float, typer.Option("--interval", "-i", metavar="SECONDS", min=0.1, help="Refresh period.")
+    ] = 0.5,
+    once: Annotated[
+        bool,
+        typer.Option(
+            "--once", help="Print one snapshot and exit (also what happens when stdout is not a terminal)."
+        ),
     ] = False,
-    bootstrap: Bootstrap = None, cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT, settings: Settings = None,
-    command_config: CommandConfig = None, json_output: Json = False,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+    json_output: Json = False,
 ) -> None:
     """Watch brokers, partitions and consumer groups change while you break things.
 
@@ -59,8 +77,9 @@ def watch(
     """
     state = localcluster.existing(cluster_dir)
     snapshot.take(state, topic)  # an unknown topic is exit 4 before anything is shown
-    source = GroupSource(lambda: connect(bootstrap, cluster_dir, timeout, settings, command_config),
-                         group or [], topic)
+    source = GroupSource(
+        lambda: connect(bootstrap, cluster_dir, timeout, settings, command_config), group or [], topic
+    )
     if once or json_output or not console.stdout().is_terminal:
         snap = _snapshot(state, topic, poll_once(source))
         if json_output:

@@ -8,10 +8,14 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import (
-    AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewTopic,
     ResourceType,
 )
-
 from kafka.protocol.api_key import ApiKey
 
 from tests.cluster_harness import wait_until
@@ -27,15 +31,27 @@ def _admin(cluster) -> AdminClient:
     started may answer the first Metadata before it has seen the others register, and
     librdkafka may then wait seconds before sending a broker resource to its broker."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "enable.sparse.connections": False})
-    wait_until(lambda: len(admin.list_topics(timeout=5).brokers) == len(cluster.ports), 10,
-               "the admin client to know every broker")
+    wait_until(
+        lambda: len(admin.list_topics(timeout=5).brokers) == len(cluster.ports),
+        10,
+        "the admin client to know every broker",
+    )
     return admin
 
 
-def _alter(admin: AdminClient, name: str, *entries: tuple[str, str | None, AlterConfigOpType],
-           validate_only: bool = False) -> None:
-    resource = ConfigResource(ResourceType.BROKER, name, incremental_configs=[
-        ConfigEntry(config, value, incremental_operation=op) for config, value, op in entries])
+def _alter(
+    admin: AdminClient,
+    name: str,
+    *entries: tuple[str, str | None, AlterConfigOpType],
+    validate_only: bool = False,
+) -> None:
+    resource = ConfigResource(
+        ResourceType.BROKER,
+        name,
+        incremental_configs=[
+            ConfigEntry(config, value, incremental_operation=op) for config, value, op in entries
+        ],
+    )
     admin.incremental_alter_configs([resource], validate_only=validate_only)[resource].result(10)
 
 
@@ -55,16 +71,40 @@ SET, DELETE = AlterConfigOpType.SET, AlterConfigOpType.DELETE
 
 def raw_set_broker_config(port: int, broker: str, name: str, value: str):
     """IncrementalAlterConfigs SET of one broker config; returns the resource's response."""
-    return raw_request(port, ApiKey.IncrementalAlterConfigs, 0, {"validate_only": False, "resources": [
-        {"resource_type": ResourceType.BROKER.value, "resource_name": broker,
-         "configs": [{"name": name, "config_operation": 0, "value": value}]}]}).responses[0]
+    return raw_request(
+        port,
+        ApiKey.IncrementalAlterConfigs,
+        0,
+        {
+            "validate_only": False,
+            "resources": [
+                {
+                    "resource_type": ResourceType.BROKER.value,
+                    "resource_name": broker,
+                    "configs": [{"name": name, "config_operation": 0, "value": value}],
+                }
+            ],
+        },
+    ).responses[0]
 
 
 def _raw_describe(port: int, broker: str):
     """DescribeConfigs v1 of one broker resource, with synonyms; returns its result."""
-    return raw_request(port, ApiKey.DescribeConfigs, 1, {"include_synonyms": True, "resources": [
-        {"resource_type": ResourceType.BROKER.value, "resource_name": broker,
-         "configuration_keys": None}]}).results[0]
+    return raw_request(
+        port,
+        ApiKey.DescribeConfigs,
+        1,
+        {
+            "include_synonyms": True,
+            "resources": [
+                {
+                    "resource_type": ResourceType.BROKER.value,
+                    "resource_name": broker,
+                    "configuration_keys": None,
+                }
+            ],
+        },
+    ).results[0]
 
 
 def test_a_dynamic_config_is_described_with_its_source_beside_static_ones(cluster_factory):
@@ -74,13 +114,22 @@ def test_a_dynamic_config_is_described_with_its_source_beside_static_ones(cluste
     configs = _describe(admin, ResourceType.BROKER, "1")
     relogin = configs["sasl.kerberos.min.time.before.relogin"]
     assert (relogin.value, relogin.source, relogin.is_read_only) == (
-        "58000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+        "58000",
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+        False,
+    )
     partitions = configs["num.partitions"]
     assert (partitions.value, partitions.source, partitions.is_read_only) == (
-        "2", ConfigSource.STATIC_BROKER_CONFIG.value, True)
+        "2",
+        ConfigSource.STATIC_BROKER_CONFIG.value,
+        True,
+    )
     threads = configs["background.threads"]
     assert (threads.value, threads.source, threads.is_read_only) == (
-        "10", ConfigSource.DEFAULT_CONFIG.value, False)
+        "10",
+        ConfigSource.DEFAULT_CONFIG.value,
+        False,
+    )
 
 
 def test_a_broker_s_own_config_wins_over_the_cluster_default(cluster_factory):
@@ -92,16 +141,24 @@ def test_a_broker_s_own_config_wins_over_the_cluster_default(cluster_factory):
     def retention(broker: str) -> tuple[str, int]:
         entry = _describe(admin, ResourceType.BROKER, broker)["log.retention.ms"]
         return entry.value, entry.source
-    wait_until(lambda: retention("2") == ("7000000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
-               5, "broker 2 to take the cluster default")
+
+    wait_until(
+        lambda: retention("2") == ("7000000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value),
+        5,
+        "broker 2 to take the cluster default",
+    )
     assert retention("1") == ("5000000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
-    synonyms = [(s.value, s.source) for s in next(
-        c for c in _raw_describe(cluster.ports[1], "1").configs
-        if c.name == "log.retention.ms").synonyms]
+    synonyms = [
+        (s.value, s.source)
+        for s in next(
+            c for c in _raw_describe(cluster.ports[1], "1").configs if c.name == "log.retention.ms"
+        ).synonyms
+    ]
     assert synonyms == [("5000000", 2), ("7000000", 3), (str(7 * 24 * HOUR_MS), 5)]
     cluster_wide = _raw_describe(cluster.ports[1], "").configs
     assert [(c.name, c.value, c.config_source) for c in cluster_wide] == [
-        ("log.retention.ms", "7000000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)]
+        ("log.retention.ms", "7000000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+    ]
     _alter(admin, "1", ("log.retention.ms", None, DELETE))
     assert retention("1") == ("7000000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
 
@@ -136,12 +193,14 @@ def test_append_and_subtract_edit_a_list_config_and_refuse_others(cluster):
 
     def policy() -> str:
         return _describe(admin, ResourceType.BROKER, "1")["log.cleanup.policy"].value
+
     _alter(admin, "1", ("log.cleanup.policy", "compact", AlterConfigOpType.APPEND))
     assert policy() == "delete,compact"
     _alter(admin, "1", ("log.cleanup.policy", "delete", AlterConfigOpType.SUBTRACT))
     assert policy() == "compact"
-    code, message = _refusal(lambda: _alter(admin, "1", ("background.threads", "1",
-                                                         AlterConfigOpType.APPEND)))
+    code, message = _refusal(
+        lambda: _alter(admin, "1", ("background.threads", "1", AlterConfigOpType.APPEND))
+    )
     assert code == INVALID_CONFIG
     assert "append is not allowed for config key: background.threads" in message
 
@@ -169,8 +228,9 @@ def test_message_max_bytes_refuses_a_bigger_batch_once_lowered(cluster):
     admin.create_topics([NewTopic("sized", 1, 1)])["sized"].result(10)
     _alter(admin, "1", ("message.max.bytes", "2000", SET))
     errors = []
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0,
-                         "message.send.max.retries": 0})
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "linger.ms": 0, "message.send.max.retries": 0}
+    )
     producer.produce("sized", b"x" * 5000, on_delivery=lambda err, msg: errors.append(err))
     producer.flush(10)
     assert errors and errors[0] is not None and errors[0].code() == errors[0].MSG_SIZE_TOO_LARGE
@@ -179,14 +239,13 @@ def test_message_max_bytes_refuses_a_bigger_batch_once_lowered(cluster):
     assert "message.max.bytes" in topic.synonyms
 
 
-def test_a_dynamic_log_retention_default_deletes_old_segments_of_topics_without_their_own(
-        cluster_factory):
+def test_a_dynamic_log_retention_default_deletes_old_segments_of_topics_without_their_own(cluster_factory):
     cluster = cluster_factory(1, {"log.retention.check.interval.ms": "200"})
     admin = _admin(cluster)
-    admin.create_topics([NewTopic("defaulted", 1, 1),
-                         NewTopic("kept", 1, 1, config={"retention.ms": "-1"})])
-    wait_until(lambda: {"defaulted", "kept"} <= set(admin.list_topics(timeout=5).topics), 10,
-               "topics to exist")
+    admin.create_topics([NewTopic("defaulted", 1, 1), NewTopic("kept", 1, 1, config={"retention.ms": "-1"})])
+    wait_until(
+        lambda: {"defaulted", "kept"} <= set(admin.list_topics(timeout=5).topics), 10, "topics to exist"
+    )
     producer = Producer({"bootstrap.servers": cluster.bootstrap})
     an_hour_ago = int(time.time() * 1000) - HOUR_MS
     for topic in ("defaulted", "kept"):
@@ -198,6 +257,7 @@ def test_a_dynamic_log_retention_default_deletes_old_segments_of_topics_without_
 
     def log_start(topic: str) -> int:
         return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)[0]
+
     wait_until(lambda: log_start("defaulted") == 10, 10, "retention to delete the old segment")
     assert log_start("kept") == 0
     consumer.close()

@@ -43,9 +43,20 @@ def request(api_key: int, version: int, body: dict, user="alice", client_id="app
 
 
 def alter_request(entity: dict, key: str, value: float, **kwargs):
-    return request(ApiKey.AlterClientQuotas, 1, {"validate_only": False, "entries": [{
-        "entity": [{"entity_type": t, "entity_name": n} for t, n in entity.items()],
-        "ops": [{"key": key, "value": value, "remove": False}]}]}, **kwargs)
+    return request(
+        ApiKey.AlterClientQuotas,
+        1,
+        {
+            "validate_only": False,
+            "entries": [
+                {
+                    "entity": [{"entity_type": t, "entity_name": n} for t, n in entity.items()],
+                    "ops": [{"key": key, "value": value, "remove": False}],
+                }
+            ],
+        },
+        **kwargs,
+    )
 
 
 DESCRIBE_ALL = {"strict": False, "components": []}
@@ -53,32 +64,41 @@ DESCRIBE_ALL = {"strict": False, "components": []}
 
 def test_alter_needs_alter_configs_and_describe_describe_configs_on_the_cluster(tmp_path):
     denied = broker(tmp_path, allowed=False)
-    response = asyncio.run(client_quotas.handle_alter(
-        denied, alter_request({"user": "bob"}, "producer_byte_rate", 1000)))
+    response = asyncio.run(
+        client_quotas.handle_alter(denied, alter_request({"user": "bob"}, "producer_byte_rate", 1000))
+    )
     assert response["entries"][0]["error_code"] == CLUSTER_AUTHORIZATION_FAILED
-    response = asyncio.run(client_quotas.handle_describe(
-        denied, request(ApiKey.DescribeClientQuotas, 1, DESCRIBE_ALL)))
+    response = asyncio.run(
+        client_quotas.handle_describe(denied, request(ApiKey.DescribeClientQuotas, 1, DESCRIBE_ALL))
+    )
     assert response["error_code"] == CLUSTER_AUTHORIZATION_FAILED
     assert [a[1:] for a in denied.authorizer.asked] == [
         (ACLOperation.ALTER_CONFIGS, ResourceType.CLUSTER, "kafka-cluster"),
-        (ACLOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, "kafka-cluster")]
+        (ACLOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, "kafka-cluster"),
+    ]
     assert denied.state.client_quotas() == []
 
 
 def test_user_quota_throttles_every_client_id_of_that_user(tmp_path):
     b = broker(tmp_path)
-    response = asyncio.run(client_quotas.handle_alter(
-        b, alter_request({"user": "alice"}, "producer_byte_rate", 1000)))
+    response = asyncio.run(
+        client_quotas.handle_alter(b, alter_request({"user": "alice"}, "producer_byte_rate", 1000))
+    )
     assert response["entries"][0]["error_code"] == 0
     quotas = ClientQuotas(b.state.client_quotas_version, b.state.client_quotas)
 
     async def produced(broker, req):
         return {"responses": [], "throttle_time_ms": 0}
+
     handle = client_quotas.throttled_produce(produced, quotas)
 
     def produce(user, client_id):
-        body = {"transactional_id": None, "acks": 1, "timeout_ms": 1000, "topic_data": [
-            {"name": "t", "partition_data": [{"index": 0, "records": b"x" * 6000}]}]}
+        body = {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout_ms": 1000,
+            "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"x" * 6000}]}],
+        }
         return asyncio.run(handle(b, request(ApiKey.Produce, 8, body, user, client_id)))
 
     assert produce("alice", "one")["throttle_time_ms"] == 0

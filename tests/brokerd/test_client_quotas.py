@@ -36,62 +36,99 @@ def port(cluster) -> int:
     return next(iter(cluster.ports.values()))
 
 
-def alter(cluster, entity: dict, ops: list[tuple[str, float, bool]], validate_only=False,
-          version=1):
-    response = raw_request(port(cluster), ApiKey.AlterClientQuotas, version, {
-        "validate_only": validate_only, "entries": [{
-            "entity": [{"entity_type": t, "entity_name": n} for t, n in entity.items()],
-            "ops": [{"key": k, "value": v, "remove": r} for k, v, r in ops]}]})
+def alter(cluster, entity: dict, ops: list[tuple[str, float, bool]], validate_only=False, version=1):
+    response = raw_request(
+        port(cluster),
+        ApiKey.AlterClientQuotas,
+        version,
+        {
+            "validate_only": validate_only,
+            "entries": [
+                {
+                    "entity": [{"entity_type": t, "entity_name": n} for t, n in entity.items()],
+                    "ops": [{"key": k, "value": v, "remove": r} for k, v, r in ops],
+                }
+            ],
+        },
+    )
     return response.entries[0]
 
 
 def describe(cluster, components: list[tuple[str, int, str | None]], strict=False, version=1):
-    response = raw_request(port(cluster), ApiKey.DescribeClientQuotas, version, {
-        "strict": strict, "components": [{"entity_type": t, "match_type": m, "match": n}
-                                         for t, m, n in components]})
+    response = raw_request(
+        port(cluster),
+        ApiKey.DescribeClientQuotas,
+        version,
+        {
+            "strict": strict,
+            "components": [{"entity_type": t, "match_type": m, "match": n} for t, m, n in components],
+        },
+    )
     assert response.error_code == 0, response.error_message
-    return {tuple((e.entity_type, e.entity_name) for e in entry.entity):
-            {v.key: v.value for v in entry.values} for entry in response.entries}
+    return {
+        tuple((e.entity_type, e.entity_name) for e in entry.entity): {v.key: v.value for v in entry.values}
+        for entry in response.entries
+    }
 
 
 def test_alter_then_describe_with_kafkas_match_types(cluster):
-    assert alter(cluster, {"user": "alice", "client-id": None},
-                 [("consumer_byte_rate", 2048.0, False)]).error_code == 0
-    assert alter(cluster, {"user": None}, [("request_percentage", 12.5, False)],
-                 version=0).error_code == 0
+    assert (
+        alter(
+            cluster, {"user": "alice", "client-id": None}, [("consumer_byte_rate", 2048.0, False)]
+        ).error_code
+        == 0
+    )
+    assert alter(cluster, {"user": None}, [("request_percentage", 12.5, False)], version=0).error_code == 0
     exact = describe(cluster, [("user", 0, "alice")])
     assert exact == {(("client-id", None), ("user", "alice")): {"consumer_byte_rate": 2048.0}}
     assert describe(cluster, [("user", 0, "alice")], strict=True) == {}
     assert describe(cluster, [("user", 1, None)], strict=True, version=0) == {
-        (("user", None),): {"request_percentage": 12.5}}
+        (("user", None),): {"request_percentage": 12.5}
+    }
     assert len(describe(cluster, [("user", 2, None)])) == 2
     assert alter(cluster, {"user": None}, [("request_percentage", 0, True)]).error_code == 0
     assert describe(cluster, [("user", 1, None)], strict=True) == {}
 
 
-@pytest.mark.parametrize("entity, ops, message", [
-    ({"group": "g"}, [("producer_byte_rate", 1.0, False)],
-     "Unhandled client quota entity type: group"),
-    ({"user": "u"}, [("bytes_per_second", 1.0, False)], "Invalid configuration key bytes_per_second"),
-    ({"client-id": "c"}, [("producer_byte_rate", -5.0, False)],
-     "Configuration producer_byte_rate must be non-negative, not -5"),
-])
+@pytest.mark.parametrize(
+    "entity, ops, message",
+    [
+        ({"group": "g"}, [("producer_byte_rate", 1.0, False)], "Unhandled client quota entity type: group"),
+        ({"user": "u"}, [("bytes_per_second", 1.0, False)], "Invalid configuration key bytes_per_second"),
+        (
+            {"client-id": "c"},
+            [("producer_byte_rate", -5.0, False)],
+            "Configuration producer_byte_rate must be non-negative, not -5",
+        ),
+    ],
+)
 def test_invalid_entities_and_values_are_invalid_request(cluster, entity, ops, message):
     result = alter(cluster, entity, ops)
     assert (result.error_code, result.error_message) == (INVALID_REQUEST, message)
 
 
 def test_validate_only_stores_nothing(cluster):
-    assert alter(cluster, {"client-id": "dry"}, [("producer_byte_rate", 1.0, False)],
-                 validate_only=True).error_code == 0
+    assert (
+        alter(
+            cluster, {"client-id": "dry"}, [("producer_byte_rate", 1.0, False)], validate_only=True
+        ).error_code
+        == 0
+    )
     assert describe(cluster, [("client-id", 0, "dry")]) == {}
 
 
 def produce_megabyte(cluster, client_id: str) -> tuple[float, list]:
     throttles = []
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": client_id,
-                         "linger.ms": 0, "batch.size": 32 * 1024, "acks": 1,
-                         "throttle_cb": throttles.append})
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "client.id": client_id,
+            "linger.ms": 0,
+            "batch.size": 32 * 1024,
+            "acks": 1,
+            "throttle_cb": throttles.append,
+        }
+    )
     started = time.monotonic()
     for _ in range(100):
         producer.produce("quota", b"x" * 10 * 1024)
@@ -102,8 +139,7 @@ def produce_megabyte(cluster, client_id: str) -> tuple[float, list]:
 
 
 def test_producer_over_its_byte_rate_is_throttled_and_others_are_not(cluster):
-    assert alter(cluster, {"client-id": "slow"}, [("producer_byte_rate", RATE, False)]
-                 ).error_code == 0
+    assert alter(cluster, {"client-id": "slow"}, [("producer_byte_rate", RATE, False)]).error_code == 0
     time.sleep(0.3)  # the broker takes quota changes up within 100 ms
     elapsed, throttles = produce_megabyte(cluster, "fast")
     assert elapsed < 5 and not throttles
@@ -117,13 +153,35 @@ def test_producer_over_its_byte_rate_is_throttled_and_others_are_not(cluster):
 def fetch(connection: RawConnection, max_bytes: int):
     """One Fetch, its response read whole (a socket with a timeout may hand a large frame
     over in pieces)."""
-    header = connection.send(ApiKey.Fetch, 11, {
-        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": max_bytes,
-        "isolation_level": 0, "session_id": 0, "session_epoch": -1, "rack_id": "",
-        "topics": [{"topic": "quota", "partitions": [{
-            "partition": 0, "current_leader_epoch": -1, "fetch_offset": 0, "log_start_offset": -1,
-            "partition_max_bytes": max_bytes}]}],
-        "forgotten_topics_data": []})
+    header = connection.send(
+        ApiKey.Fetch,
+        11,
+        {
+            "replica_id": -1,
+            "max_wait_ms": 0,
+            "min_bytes": 1,
+            "max_bytes": max_bytes,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "rack_id": "",
+            "topics": [
+                {
+                    "topic": "quota",
+                    "partitions": [
+                        {
+                            "partition": 0,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": 0,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": max_bytes,
+                        }
+                    ],
+                }
+            ],
+            "forgotten_topics_data": [],
+        },
+    )
     size = struct.unpack(">i", read_exactly(connection.sock, 4))[0]
     return decode_response(header, read_exactly(connection.sock, size))
 
@@ -138,8 +196,7 @@ def read_exactly(sock, count: int) -> bytes:
 
 
 def test_fetch_over_consumer_byte_rate_is_throttled_and_the_connection_waits(cluster):
-    assert alter(cluster, {"client-id": "raw"}, [("consumer_byte_rate", 16000, False)]
-                 ).error_code == 0
+    assert alter(cluster, {"client-id": "raw"}, [("consumer_byte_rate", 16000, False)]).error_code == 0
     time.sleep(0.3)
     with RawConnection(port(cluster), timeout=20) as connection:
         first = fetch(connection, 200_000)
@@ -154,20 +211,59 @@ def test_fetch_over_consumer_byte_rate_is_throttled_and_the_connection_waits(clu
 
 
 def test_kctl_quota_alter_and_describe(cluster):
-    kctl_in(cluster.dir, "quota", "alter", "--bootstrap", cluster.bootstrap, "--user", "bob",
-            "--client-id-default", "--add", "producer_byte_rate=1048576,consumer_byte_rate=2048")
-    kctl_in(cluster.dir, "quota", "alter", "--bootstrap", cluster.bootstrap, "--user", "bob",
-            "--client-id-default", "--delete", "consumer_byte_rate")
-    rows = kctl_json(cluster.dir, "quota", "describe", "--bootstrap", cluster.bootstrap,
-                     "--user", "bob")
-    assert rows == [{"user": "bob", "client_id": "<default>",
-                     "values": {"producer_byte_rate": 1048576}}]
-    table = kctl_in(cluster.dir, "quota", "describe", "--bootstrap", cluster.bootstrap,
-                    "--user", "bob").stdout.decode()
+    kctl_in(
+        cluster.dir,
+        "quota",
+        "alter",
+        "--bootstrap",
+        cluster.bootstrap,
+        "--user",
+        "bob",
+        "--client-id-default",
+        "--add",
+        "producer_byte_rate=1048576,consumer_byte_rate=2048",
+    )
+    kctl_in(
+        cluster.dir,
+        "quota",
+        "alter",
+        "--bootstrap",
+        cluster.bootstrap,
+        "--user",
+        "bob",
+        "--client-id-default",
+        "--delete",
+        "consumer_byte_rate",
+    )
+    rows = kctl_json(cluster.dir, "quota", "describe", "--bootstrap", cluster.bootstrap, "--user", "bob")
+    assert rows == [{"user": "bob", "client_id": "<default>", "values": {"producer_byte_rate": 1048576}}]
+    table = kctl_in(
+        cluster.dir, "quota", "describe", "--bootstrap", cluster.bootstrap, "--user", "bob"
+    ).stdout.decode()
     assert "<default>" in table and "producer_byte_rate=1048576" in table
-    failed = kctl_in(cluster.dir, "quota", "alter", "--bootstrap", cluster.bootstrap,
-                     "--client-id", "c", "--add", "producer_byte_rate=-1", expect=5)
-    assert "InvalidRequestError: Configuration producer_byte_rate must be non-negative" \
-        in failed.stderr
-    kctl_in(cluster.dir, "quota", "alter", "--bootstrap", cluster.bootstrap, "--user", "a",
-            "--user-default", "--add", "producer_byte_rate=1", expect=2)
+    failed = kctl_in(
+        cluster.dir,
+        "quota",
+        "alter",
+        "--bootstrap",
+        cluster.bootstrap,
+        "--client-id",
+        "c",
+        "--add",
+        "producer_byte_rate=-1",
+        expect=5,
+    )
+    assert "InvalidRequestError: Configuration producer_byte_rate must be non-negative" in failed.stderr
+    kctl_in(
+        cluster.dir,
+        "quota",
+        "alter",
+        "--bootstrap",
+        cluster.bootstrap,
+        "--user",
+        "a",
+        "--user-default",
+        "--add",
+        "producer_byte_rate=1",
+        expect=2,
+    )

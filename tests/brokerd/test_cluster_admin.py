@@ -5,16 +5,32 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import (
-    Consumer, ConsumerGroupState, ConsumerGroupType, KafkaError, KafkaException, Producer,
-    TopicCollection, TopicPartition,
+    Consumer,
+    ConsumerGroupState,
+    ConsumerGroupType,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicCollection,
+    TopicPartition,
 )
 from confluent_kafka.admin import (
-    AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient, NewTopic,
-    ResourcePatternType, ResourceType,
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
 )
 from kafka import KafkaAdminClient
 from kafka.admin import (
-    ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourcePatternFilter,
+    ACLFilter,
+    ACLOperation,
+    ACLPermissionType,
+    ACLResourcePatternType,
+    ResourcePatternFilter,
 )
 from kafka.admin import ResourceType as ACLResourceType
 from kafka.errors import SecurityDisabledError
@@ -34,6 +50,7 @@ def test_describe_cluster_names_every_live_broker_and_the_controller(cluster_fac
         except KafkaException:  # asked the broker that was just killed
             return False
         return sorted(n.id for n in described.nodes) == expected and described
+
     described = wait_until(lambda: nodes([1, 2, 3]), 10, "three live brokers")
     assert {n.port for n in described.nodes} == set(cluster.ports.values())
     assert described.controller.id == cluster.state.controller()[0]
@@ -55,11 +72,17 @@ def test_without_an_authorizer_every_supported_operation_is_authorized(cluster):
     admin.create_topics([NewTopic("ops", 1, 1)])["ops"].result(10)
     cluster_ops = admin.describe_cluster(include_authorized_operations=True).result(10)
     assert set(cluster_ops.authorized_operations) == {
-        AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS,
-        AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER,
-        AclOperation.DESCRIBE}
-    described = admin.describe_topics(TopicCollection(["ops"]),
-                                      include_authorized_operations=True)["ops"].result(10)
+        AclOperation.CREATE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+    }
+    described = admin.describe_topics(TopicCollection(["ops"]), include_authorized_operations=True)[
+        "ops"
+    ].result(10)
     assert len(described.authorized_operations) == 8 and AclOperation.WRITE in described.authorized_operations
     assert admin.describe_cluster().result(10).authorized_operations is None  # not asked
 
@@ -79,8 +102,12 @@ def test_describe_log_dirs_reports_each_replica_and_its_size(cluster):
     (log_dir,) = described[0]["log_dirs"] if "log_dirs" in described[0] else described[0]["results"]
     assert log_dir["error_code"] == 0
     assert log_dir["log_dir"] == str((cluster.state.broker_dir(1) / "data").resolve())
-    sizes = {p["partition_index"]: p["partition_size"]
-             for t in log_dir["topics"] if t["name"] == "sized" for p in t["partitions"]}
+    sizes = {
+        p["partition_index"]: p["partition_size"]
+        for t in log_dir["topics"]
+        if t["name"] == "sized"
+        for p in t["partitions"]
+    }
     assert sizes[1] == 0
     assert 100 * 100 < sizes[0] < 100 * 200  # the records and their batch overhead
     assert 0 < log_dir["usable_bytes"] <= log_dir["total_bytes"]
@@ -95,11 +122,16 @@ def test_list_groups_filters_by_state_and_type(cluster):
     member = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "busy"})
     member.subscribe(["listed"])
     try:
+
         def listed(**filters) -> set[str]:
             found = creator.list_consumer_groups(request_timeout=10, **filters).result(10)
             return {g.group_id for g in found.valid}
-        wait_until(lambda: member.poll(0.1) or "busy" in listed(
-            states={ConsumerGroupState.STABLE}), 15, "the busy group to be stable")
+
+        wait_until(
+            lambda: member.poll(0.1) or "busy" in listed(states={ConsumerGroupState.STABLE}),
+            15,
+            "the busy group to be stable",
+        )
         assert listed(states={ConsumerGroupState.EMPTY}) == {"idle"}
         assert listed(states={ConsumerGroupState.STABLE}) == {"busy"}
         assert listed(types={ConsumerGroupType.CLASSIC}) == {"idle", "busy"}
@@ -111,10 +143,18 @@ def test_list_groups_filters_by_state_and_type(cluster):
 def test_acl_requests_are_refused_as_without_an_authorizer(cluster):
     """kctl has no authentication or authorizer; Kafka then answers SECURITY_DISABLED."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    binding = AclBinding(ResourceType.TOPIC, "t", ResourcePatternType.LITERAL, "User:alice", "*",
-                         AclOperation.READ, AclPermissionType.ALLOW)
-    every = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
-                             AclOperation.ANY, AclPermissionType.ANY)
+    binding = AclBinding(
+        ResourceType.TOPIC,
+        "t",
+        ResourcePatternType.LITERAL,
+        "User:alice",
+        "*",
+        AclOperation.READ,
+        AclPermissionType.ALLOW,
+    )
+    every = AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
+    )
     for future in (admin.create_acls([binding])[binding], admin.delete_acls([every])[every]):
         with pytest.raises(KafkaException) as refused:
             future.result(10)
@@ -122,9 +162,16 @@ def test_acl_requests_are_refused_as_without_an_authorizer(cluster):
     client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     try:
         with pytest.raises(SecurityDisabledError):
-            client.describe_acls(ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
-                                           permission_type=ACLPermissionType.ANY,
-                                           resource_pattern=ResourcePatternFilter(
-                                               ACLResourceType.ANY, None, ACLResourcePatternType.ANY)))
+            client.describe_acls(
+                ACLFilter(
+                    principal=None,
+                    host="*",
+                    operation=ACLOperation.ANY,
+                    permission_type=ACLPermissionType.ANY,
+                    resource_pattern=ResourcePatternFilter(
+                        ACLResourceType.ANY, None, ACLResourcePatternType.ANY
+                    ),
+                )
+            )
     finally:
         client.close()

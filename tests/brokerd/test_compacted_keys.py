@@ -31,16 +31,33 @@ def test_librdkafka_gets_invalid_record_for_a_keyless_record_only(cluster):
 
 def test_produce_v8_names_the_keyless_records(cluster):
     create_compacted(cluster.bootstrap)
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                        batch_size=1 << 20)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
+    )
     for i, key in enumerate([b"a", None, b"c", None]):
         builder.append(i, timestamp=1_000, key=key, value=b"v", headers=[])
-    response = raw_request(next(iter(cluster.ports.values())), ApiKey.Produce, 8, {
-        "transactional_id": None, "acks": 1, "timeout_ms": 5000,
-        "topic_data": [{"name": "keyed", "partition_data": [
-            {"index": 0, "records": bytes(builder.build())}]}]})
+    response = raw_request(
+        next(iter(cluster.ports.values())),
+        ApiKey.Produce,
+        8,
+        {
+            "transactional_id": None,
+            "acks": 1,
+            "timeout_ms": 5000,
+            "topic_data": [
+                {"name": "keyed", "partition_data": [{"index": 0, "records": bytes(builder.build())}]}
+            ],
+        },
+    )
     result = response.responses[0].partition_responses[0]
     assert result.error_code == KafkaError.INVALID_RECORD
     assert [(e.batch_index, e.batch_index_error_message) for e in result.record_errors] == [
-        (1, MESSAGE), (3, MESSAGE)]
+        (1, MESSAGE),
+        (3, MESSAGE),
+    ]

@@ -34,9 +34,15 @@ class Member:
 
     def __init__(self, bootstrap: str, group: str, topic: str):
         self.assigned: set[int] = set()
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                                  **SESSION})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                **SESSION,
+            }
+        )
         self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
         self.values: list[bytes] = []
 
@@ -64,6 +70,7 @@ def settle(members: list[Member], predicate, what: str, timeout: float = 30) -> 
         for m in members:
             m.poll()
         return predicate()
+
     wait_until(check, timeout, what, interval=0)
 
 
@@ -72,11 +79,12 @@ def test_partitions_are_shared_out_and_extra_members_stay_idle(cluster, count, e
     create(cluster.bootstrap, "shared", 6)
     members = [Member(cluster.bootstrap, f"g{count}", "shared") for _ in range(count)]
     try:
+
         def balanced():
             sets = [m.assigned for m in members]
             union = set().union(*sets)
-            return union == set(range(6)) and sum(map(len, sets)) == 6 and \
-                sorted(map(len, sets)) == expected
+            return union == set(range(6)) and sum(map(len, sets)) == 6 and sorted(map(len, sets)) == expected
+
         settle(members, balanced, f"{count} members to share 6 partitions")
     finally:
         for m in members:
@@ -105,23 +113,38 @@ MEMBER_SCRIPT = textwrap.dedent("""
 def test_killed_member_hands_its_partitions_over_without_skipping_committed_records(cluster):
     create(cluster.bootstrap, "work", 6)
     produce_to_every_partition(cluster.bootstrap, "work", 6, 20)
-    doomed = subprocess.Popen([sys.executable, "-c", MEMBER_SCRIPT, cluster.bootstrap, "crew",
-                               "work"], stdout=subprocess.PIPE, text=True)
+    doomed = subprocess.Popen(
+        [sys.executable, "-c", MEMBER_SCRIPT, cluster.bootstrap, "crew", "work"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     members = []
     try:
         lines = [doomed.stdout.readline()]
         assert lines[0].startswith("ASSIGNED")
         members = [Member(cluster.bootstrap, "crew", "work") for _ in range(2)]
-        settle(members, lambda: len(set().union(*(m.assigned for m in members))) == 4,
-               "two more members to take 4 of the 6 partitions")
+        settle(
+            members,
+            lambda: len(set().union(*(m.assigned for m in members))) == 4,
+            "two more members to take 4 of the 6 partitions",
+        )
         doomed.send_signal(signal.SIGKILL)
         doomed.wait(10)
         lines += doomed.stdout.read().splitlines()
-        settle(members, lambda: set().union(*(m.assigned for m in members)) == set(range(6)),
-               "the survivors to take over every partition", timeout=20)
-        settle(members, lambda: {v.decode() for m in members for v in m.values}
-               | set(lines) >= {f"{p}-{i}" for p in range(6) for i in range(20)},
-               "every record to be consumed by someone")
+        settle(
+            members,
+            lambda: set().union(*(m.assigned for m in members)) == set(range(6)),
+            "the survivors to take over every partition",
+            timeout=20,
+        )
+        settle(
+            members,
+            lambda: (
+                {v.decode() for m in members for v in m.values} | set(lines)
+                >= {f"{p}-{i}" for p in range(6) for i in range(20)}
+            ),
+            "every record to be consumed by someone",
+        )
     finally:
         if doomed.poll() is None:
             doomed.kill()
@@ -132,12 +155,29 @@ def test_killed_member_hands_its_partitions_over_without_skipping_committed_reco
 def test_kcat_balanced_consumer_commits(cluster):
     create(cluster.bootstrap, "kc", 2)
     produce_to_every_partition(cluster.bootstrap, "kc", 2, 10)
-    out = subprocess.run(["kcat", "-b", cluster.bootstrap, "-G", "kgroup", "kc", "-e",
-                          "-o", "beginning", "-f", "%s\n", "-X", "enable.auto.commit=true",
-                          "-X", "auto.commit.interval.ms=100"],
-                         capture_output=True, timeout=60, check=True)
-    assert sorted(out.stdout.split()) == sorted(b"%d-%d" % (p, i) for p in range(2)
-                                                for i in range(10))
+    out = subprocess.run(
+        [
+            "kcat",
+            "-b",
+            cluster.bootstrap,
+            "-G",
+            "kgroup",
+            "kc",
+            "-e",
+            "-o",
+            "beginning",
+            "-f",
+            "%s\n",
+            "-X",
+            "enable.auto.commit=true",
+            "-X",
+            "auto.commit.interval.ms=100",
+        ],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    assert sorted(out.stdout.split()) == sorted(b"%d-%d" % (p, i) for p in range(2) for i in range(10))
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "kgroup"})
     try:
         committed = consumer.committed([TopicPartition("kc", p) for p in range(2)], 10)
@@ -149,8 +189,9 @@ def test_kcat_balanced_consumer_commits(cluster):
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> list[int]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
-        return [tp.offset for tp in consumer.committed(
-            [TopicPartition(topic, p) for p in range(partitions)], 15)]
+        return [
+            tp.offset for tp in consumer.committed([TopicPartition(topic, p) for p in range(partitions)], 15)
+        ]
     finally:
         consumer.close()
 
@@ -158,15 +199,17 @@ def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -
 def commit(bootstrap: str, group: str, topic: str, offsets: list[int]) -> None:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
-        consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in enumerate(offsets)],
-                        asynchronous=False)
+        consumer.commit(
+            offsets=[TopicPartition(topic, p, o) for p, o in enumerate(offsets)], asynchronous=False
+        )
     finally:
         consumer.close()
 
 
 def test_committed_offsets_survive_restarting_every_broker(cluster_factory):
-    cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500",
-                                  "leader.imbalance.check.interval.seconds": "1"})
+    cluster = cluster_factory(
+        3, {"broker.session.timeout.ms": "1500", "leader.imbalance.check.interval.seconds": "1"}
+    )
     create(cluster.bootstrap, "kept", 3, 3)
     commit(cluster.bootstrap, "keeper", "kept", [5, 6, 7])
     cluster.stop()
@@ -183,8 +226,10 @@ def test_committed_offsets_survive_restarting_every_broker(cluster_factory):
         def leading(p) -> bool:  # the leader has published its status as leader at this epoch
             own = status.get(p.leader, {}).get((OFFSETS_TOPIC, p.partition), {})
             return "leader_view" in own and own["leader_epoch"] == p.leader_epoch
+
         records = cluster.state.topics()[OFFSETS_TOPIC].partitions.values()
         return all(p.leader == p.replicas[0] and leading(p) for p in records)
+
     wait_until(settled, 15, "the preferred leaders of __consumer_offsets to take over")
     assert committed_offsets(cluster.bootstrap, "keeper", "kept", 3) == [5, 6, 7]
 
@@ -195,11 +240,15 @@ def test_committed_offsets_survive_losing_the_coordinators_broker(cluster_factor
     commit(cluster.bootstrap, "keeper", "kept", [1, 2, 3])
     from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
     from brokerd.coordinator.records import partition_for
+
     partition = partition_for("keeper", 10)
     coordinator = cluster.state.topics()[OFFSETS_TOPIC].partitions[partition].leader
     cluster.kill(coordinator)
-    wait_until(lambda: cluster.state.topics()[OFFSETS_TOPIC].partitions[partition].leader
-               not in (coordinator, -1), 15, "a new coordinator")
+    wait_until(
+        lambda: cluster.state.topics()[OFFSETS_TOPIC].partitions[partition].leader not in (coordinator, -1),
+        15,
+        "a new coordinator",
+    )
     assert committed_offsets(cluster.bootstrap, "keeper", "kept", 3) == [1, 2, 3]
     commit(cluster.bootstrap, "keeper", "kept", [4, 5, 6])
     assert committed_offsets(cluster.bootstrap, "keeper", "kept", 3) == [4, 5, 6]
@@ -210,6 +259,7 @@ def test_committed_offsets_survive_losing_the_coordinators_broker(cluster_factor
 @pytest.mark.parametrize("group,partition", [("fmt", 7), ("orders-consumer", 0)])
 def test_offsets_topic_records_use_kafkas_format_and_partitioning(cluster, group, partition):
     from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
+
     create(cluster.bootstrap, "anything", 1)
     commit(cluster.bootstrap, group, "anything", [42])
     metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10)
@@ -221,8 +271,9 @@ def test_offsets_topic_records_use_kafkas_format_and_partitioning(cluster, group
     finally:
         consumer.close()
     # Offset commit key v1: version, group, topic, partition; value v3 starts version, offset.
-    assert msgs[0].key() == (b"\x00\x01" + len(group).to_bytes(2, "big") + group.encode()
-                             + b"\x00\x08anything" b"\x00\x00\x00\x00")
+    assert msgs[0].key() == (
+        b"\x00\x01" + len(group).to_bytes(2, "big") + group.encode() + b"\x00\x08anything\x00\x00\x00\x00"
+    )
     assert msgs[0].value()[:10] == b"\x00\x03" + (42).to_bytes(8, "big")
 
 
@@ -235,8 +286,9 @@ def test_clients_cannot_write_to_the_internal_topics(cluster):
     metadata = producer.list_topics(timeout=10)
     for internal in ("__consumer_offsets", "__transaction_state"):
         errors = []
-        producer.produce(internal, b"forged", partition=0,
-                         on_delivery=lambda err, msg: errors.append(err))
+        producer.produce(
+            internal, b"forged", partition=0, on_delivery=lambda err, _msg, e=errors: e.append(err)
+        )
         producer.flush(10)
         assert errors[0] is not None and errors[0].name() == "TOPIC_EXCEPTION", internal
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})

@@ -3,7 +3,11 @@
 from kafka.errors import ElectionNotNeededError, EligibleLeadersNotAvailableError
 
 from brokerd.controller import (
-    ELECTIONS, PreferredLeadership, assign_replicas, elect_leader, preferred_leadership,
+    ELECTIONS,
+    PreferredLeadership,
+    assign_replicas,
+    elect_leader,
+    preferred_leadership,
 )
 from brokerd.state import PartitionRecord, TopicRecord
 
@@ -40,22 +44,26 @@ def test_a_preferred_replica_back_in_sync_does_not_take_leadership_on_sight():
 
 def topics_led_by(leaders: list[int]) -> dict[str, TopicRecord]:
     """One topic whose partition p has replicas [p%3+1, ...] (its preferred leader first)."""
-    partitions = {p: PartitionRecord(p, [p % 3 + 1, (p + 1) % 3 + 1, (p + 2) % 3 + 1],
-                                     leader=leader, isr=[1, 2, 3])
-                  for p, leader in enumerate(leaders)}
+    partitions = {
+        p: PartitionRecord(p, [p % 3 + 1, (p + 1) % 3 + 1, (p + 2) % 3 + 1], leader=leader, isr=[1, 2, 3])
+        for p, leader in enumerate(leaders)
+    }
     return {"t": TopicRecord("t", "id", {}, partitions)}
 
 
 def test_the_imbalance_of_each_broker_is_its_preferred_partitions_led_elsewhere():
-    shares = preferred_leadership(topics_led_by([2, 2, 3, 1, 2, -1]))   # preferred 1,2,3,1,2,3
+    shares = preferred_leadership(topics_led_by([2, 2, 3, 1, 2, -1]))  # preferred 1,2,3,1,2,3
     assert {b: (s.preferred, s.led_elsewhere) for b, s in shares.items()} == {
-        1: (2, [("t", 0)]), 2: (2, []), 3: (2, [("t", 5)])}
+        1: (2, [("t", 0)]),
+        2: (2, []),
+        3: (2, [("t", 5)]),
+    }
 
 
 def test_only_an_imbalance_above_the_percentage_moves_leaders_back():
-    share = PreferredLeadership(1, preferred=10, led_elsewhere=[("t", 0)])   # 10% elsewhere
+    share = PreferredLeadership(1, preferred=10, led_elsewhere=[("t", 0)])  # 10% elsewhere
     assert not share.exceeds(10) and share.exceeds(9)
-    assert PreferredLeadership(1, preferred=4).exceeds(0) is False        # all led at home
+    assert PreferredLeadership(1, preferred=4).exceeds(0) is False  # all led at home
     assert share.reason(8, 9) == {"leader_epoch": 8, "led": 9, "preferred": 10, "percentage": 9}
 
 

@@ -19,13 +19,20 @@ def test_sigkill_during_produce_loses_nothing_acknowledged(cluster):
     stop = threading.Event()
 
     def load():
-        producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all",
-                             "linger.ms": 2, "message.timeout.ms": 3000,
-                             "enable.idempotence": True})
+        producer = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "acks": "all",
+                "linger.ms": 2,
+                "message.timeout.ms": 3000,
+                "enable.idempotence": True,
+            }
+        )
 
         def on_delivery(err, msg):
             if err is None:
                 acked[msg.value()] = (msg.partition(), msg.offset())
+
         i = 0
         while not stop.is_set():
             try:

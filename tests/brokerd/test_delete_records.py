@@ -29,18 +29,26 @@ def watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
 
 def settled_watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
     """Watermarks once a leader serves them (after restarts brokers learn leaders in turn)."""
+
     def ask():
         try:
             return watermarks(bootstrap, topic)
         except KafkaException:
             return None
+
     return wait_until(ask, 15, f"watermarks of {topic}")
 
 
 def first_consumed_offsets(bootstrap: str, topic: str, end: int) -> list[int]:
     """Every offset a consumer starting at the earliest offset reads up to ``end``."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "delete-records-check",
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "delete-records-check",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, -2)])  # OFFSET_BEGINNING
     seen: list[int] = []
 
@@ -49,6 +57,7 @@ def first_consumed_offsets(bootstrap: str, topic: str, end: int) -> list[int]:
             if message.error() is None:
                 seen.append(message.offset())
         return bool(seen) and seen[-1] >= end - 1
+
     try:
         wait_until(caught_up, 20, f"{topic} up to offset {end}")
     finally:
@@ -58,8 +67,15 @@ def first_consumed_offsets(bootstrap: str, topic: str, end: int) -> list[int]:
 
 def raw_delete_records(port: int, topic: str, offset: int, partition: int = 0) -> int:
     """One DeleteRecords v1 sent to one broker, bypassing the client's leader routing."""
-    response = raw_request(port, ApiKey.DeleteRecords, 1, {"timeout_ms": 5000, "topics": [
-        {"name": topic, "partitions": [{"partition_index": partition, "offset": offset}]}]})
+    response = raw_request(
+        port,
+        ApiKey.DeleteRecords,
+        1,
+        {
+            "timeout_ms": 5000,
+            "topics": [{"name": topic, "partitions": [{"partition_index": partition, "offset": offset}]}],
+        },
+    )
     return response.topics[0].partitions[0].error_code
 
 
@@ -88,7 +104,9 @@ def test_errors_out_of_range_unknown_partition_and_not_leader(cluster_factory):
     assert raw_delete_records(three.ports[follower], "errors", 5) == KafkaError.NOT_LEADER_FOR_PARTITION
     # librdkafka refuses unknown partitions itself, so these go to the broker directly
     assert raw_delete_records(three.ports[leader], "no-such-topic", 5) == KafkaError.UNKNOWN_TOPIC_OR_PART
-    assert raw_delete_records(three.ports[leader], "errors", 0, partition=5) == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert (
+        raw_delete_records(three.ports[leader], "errors", 0, partition=5) == KafkaError.UNKNOWN_TOPIC_OR_PART
+    )
     assert raw_delete_records(three.ports[leader], "errors", 11) == KafkaError.OFFSET_OUT_OF_RANGE
     assert raw_delete_records(three.ports[leader], "errors", 5) == 0
 
@@ -100,8 +118,11 @@ def test_followers_follow_the_start_and_a_new_leader_keeps_it(cluster_factory):
     assert delete_records(three.bootstrap, "replicated", 150).low_watermark == 150
     old_leader = partition_record(three, "replicated").leader
     three.stop(old_leader)
-    wait_until(lambda: partition_record(three, "replicated").leader not in (-1, old_leader), 15,
-               "a follower to take over")
+    wait_until(
+        lambda: partition_record(three, "replicated").leader not in (-1, old_leader),
+        15,
+        "a follower to take over",
+    )
     assert settled_watermarks(three.bootstrap, "replicated") == (150, 300)
     three.start(old_leader)
     three.stop()

@@ -34,8 +34,7 @@ def admin(cluster):
 
 def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result
-    futures = admin.create_topics([NewTopic(name, partitions, replication_factor)],
-                                  operation_timeout=10)
+    futures = admin.create_topics([NewTopic(name, partitions, replication_factor)], operation_timeout=10)
     futures[name].result(10)
 
 
@@ -68,8 +67,7 @@ def describe(admin, topic: str, partition: int, broker_id: int | None = None) ->
 
 def test_an_idempotent_producer_is_described_by_its_id_epoch_and_last_sequence(cluster, admin):
     create_topic(cluster.bootstrap, "idempotent", 1, 2)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True,
-                         "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True, "linger.ms": 0})
     for i in range(5):
         producer.produce("idempotent", f"r{i}".encode(), partition=0)
         producer.flush(10)
@@ -83,8 +81,9 @@ def test_an_idempotent_producer_is_described_by_its_id_epoch_and_last_sequence(c
     # a follower rebuilt the same state from the replicated batch headers, and answers too
     leader, replicas = placement(cluster.bootstrap, "idempotent", 0)
     [follower] = [r for r in replicas if r != leader]
-    assert wait_until(lambda: describe(admin, "idempotent", 0, follower) == [state], 10,
-                      "the follower's producer state")
+    assert wait_until(
+        lambda: describe(admin, "idempotent", 0, follower) == [state], 10, "the follower's producer state"
+    )
 
 
 def test_an_open_transaction_shows_its_start_offset_until_it_commits(cluster, admin):
@@ -101,16 +100,18 @@ def test_an_open_transaction_shows_its_start_offset_until_it_commits(cluster, ad
 
     described = admin.describe_transactions(["described-producer"])["described-producer"]
     [state] = describe(admin, "transactional", 0)
-    assert (state.producer_id, state.producer_epoch) == (described.producer_id,
-                                                         described.producer_epoch)
+    assert (state.producer_id, state.producer_epoch) == (described.producer_id, described.producer_epoch)
     assert state.current_transaction_start_offset == 3
     assert (described.producer_id, described.producer_epoch, 3) in batch_producers(
-        cluster, "transactional", 0)
+        cluster, "transactional", 0
+    )
 
     txn.commit_transaction(20)
-    [state] = wait_until(lambda: [s for s in describe(admin, "transactional", 0)
-                                  if s.current_transaction_start_offset == -1], 10,
-                         "the commit marker")
+    [state] = wait_until(
+        lambda: [s for s in describe(admin, "transactional", 0) if s.current_transaction_start_offset == -1],
+        10,
+        "the commit marker",
+    )
     assert state.producer_id == described.producer_id and state.coordinator_epoch >= 0
 
 

@@ -33,8 +33,14 @@ def loaded(tmp_path_factory):
     """One broker with PARTITIONS partitions of ~600 kB each, in batches of ~200 kB."""
     with running_cluster(tmp_path_factory.mktemp("fetch-limits"), 1) as cluster:
         create_topic(cluster.bootstrap, TOPIC, PARTITIONS)
-        producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 200,
-                             "batch.size": BATCH_BYTES, "compression.type": "none"})
+        producer = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "linger.ms": 200,
+                "batch.size": BATCH_BYTES,
+                "compression.type": "none",
+            }
+        )
         for p in range(PARTITIONS):
             for i in range(PER_PARTITION):
                 producer.produce(TOPIC, value=f"{p}-{i}-".encode().ljust(VALUE_SIZE, b"x"), partition=p)
@@ -49,18 +55,32 @@ class RawClient:
         self.sock = socket.create_connection(("127.0.0.1", port), 10)
         self.correlation_id = 0
 
-    def fetch(self, offsets: dict[int, int], max_bytes: int, partition_max_bytes: int,
-              max_wait_ms: int = 0, topic: str = TOPIC) -> tuple[int, dict[int, bytes]]:
+    def fetch(
+        self,
+        offsets: dict[int, int],
+        max_bytes: int,
+        partition_max_bytes: int,
+        max_wait_ms: int = 0,
+        topic: str = TOPIC,
+    ) -> tuple[int, dict[int, bytes]]:
         """Send one Fetch; returns the response's size in bytes and each partition's records."""
         size, partitions = self.fetch_partitions(offsets, max_bytes, partition_max_bytes, max_wait_ms, topic)
         return size, {index: bytes(p.records or b"") for index, p in partitions.items()}
 
-    def fetch_partitions(self, offsets: dict[int, int], max_bytes: int, partition_max_bytes: int,
-                         max_wait_ms: int = 0, topic: str = TOPIC, isolation_level: int = 0):
+    def fetch_partitions(
+        self,
+        offsets: dict[int, int],
+        max_bytes: int,
+        partition_max_bytes: int,
+        max_wait_ms: int = 0,
+        topic: str = TOPIC,
+        isolation_level: int = 0,
+    ):
         """Send one sessionless Fetch; returns the response's size and each partition's
         decoded response."""
-        size, response = self.send_fetch({topic: request_partitions(offsets, partition_max_bytes)},
-                                         max_bytes, max_wait_ms, isolation_level)
+        size, response = self.send_fetch(
+            {topic: request_partitions(offsets, partition_max_bytes)}, max_bytes, max_wait_ms, isolation_level
+        )
         found = {}
         for topic_response in response.responses:
             for p in topic_response.partitions:
@@ -68,21 +88,41 @@ class RawClient:
                 found[p.partition_index] = p
         return size, found
 
-    def send_fetch(self, topics: dict[str, list[dict]], max_bytes: int = 1 << 20,
-                   max_wait_ms: int = 0, isolation_level: int = 0, session_id: int = 0,
-                   session_epoch: int = -1, forgotten: dict[str, list[int]] | None = None):
+    def send_fetch(
+        self,
+        topics: dict[str, list[dict]],
+        max_bytes: int = 1 << 20,
+        max_wait_ms: int = 0,
+        isolation_level: int = 0,
+        session_id: int = 0,
+        session_epoch: int = -1,
+        forgotten: dict[str, list[int]] | None = None,
+    ):
         """Send one Fetch of ``topics`` (name -> request partitions) in or out of a fetch
         session; returns the response's size and the decoded response."""
         self.correlation_id += 1
         header = RequestHeader(ApiKey.Fetch, FETCH_VERSION, self.correlation_id, "fetch-limits")
-        self.sock.sendall(encode_request(header, {
-            "replica_id": -1, "max_wait_ms": max_wait_ms, "min_bytes": 1, "max_bytes": max_bytes,
-            "isolation_level": isolation_level, "session_id": session_id,
-            "session_epoch": session_epoch,
-            "topics": [{"topic": name, "partitions": partitions} for name, partitions in topics.items()],
-            "forgotten_topics_data": [{"topic": name, "partitions": indexes}
-                                      for name, indexes in (forgotten or {}).items()],
-            "rack_id": ""}))
+        self.sock.sendall(
+            encode_request(
+                header,
+                {
+                    "replica_id": -1,
+                    "max_wait_ms": max_wait_ms,
+                    "min_bytes": 1,
+                    "max_bytes": max_bytes,
+                    "isolation_level": isolation_level,
+                    "session_id": session_id,
+                    "session_epoch": session_epoch,
+                    "topics": [
+                        {"topic": name, "partitions": partitions} for name, partitions in topics.items()
+                    ],
+                    "forgotten_topics_data": [
+                        {"topic": name, "partitions": indexes} for name, indexes in (forgotten or {}).items()
+                    ],
+                    "rack_id": "",
+                },
+            )
+        )
         (size,) = struct.unpack(">i", self._read(4))
         response = FetchResponse.decode(self._read(size), version=FETCH_VERSION, header=True)
         assert response.header.correlation_id == self.correlation_id
@@ -102,9 +142,16 @@ class RawClient:
 
 def request_partitions(offsets: dict[int, int], partition_max_bytes: int = 1 << 20) -> list[dict]:
     """The request partitions fetching each of ``offsets`` (partition -> fetch offset)."""
-    return [{"partition": p, "current_leader_epoch": -1, "fetch_offset": offset,
-             "log_start_offset": -1, "partition_max_bytes": partition_max_bytes}
-            for p, offset in offsets.items()]
+    return [
+        {
+            "partition": p,
+            "current_leader_epoch": -1,
+            "fetch_offset": offset,
+            "log_start_offset": -1,
+            "partition_max_bytes": partition_max_bytes,
+        }
+        for p, offset in offsets.items()
+    ]
 
 
 @pytest.fixture
@@ -138,8 +185,9 @@ def test_consuming_everything_never_gets_a_response_above_max_bytes(raw):
                 offsets[p] = fetched[-1][0] + 1
     for p, got in seen.items():
         assert [offset for offset, _ in got] == list(range(PER_PARTITION))
-        assert [value[:8] for _, value in got] == [f"{p}-{i}-".encode().ljust(8, b"x")[:8]
-                                                   for i in range(PER_PARTITION)]
+        assert [value[:8] for _, value in got] == [
+            f"{p}-{i}-".encode().ljust(8, b"x")[:8] for i in range(PER_PARTITION)
+        ]
 
 
 def test_only_the_first_batch_of_the_response_may_exceed_max_bytes(raw):
@@ -177,6 +225,7 @@ def test_a_long_poll_waits_for_data_and_returns_by_max_wait(loaded, raw):
         producer = Producer({"bootstrap.servers": loaded.bootstrap})
         producer.produce("late", b"late", partition=2)
         producer.flush(10)
+
     thread = threading.Thread(target=produce_later)
     thread.start()
     started = time.monotonic()
@@ -188,19 +237,27 @@ def test_a_long_poll_waits_for_data_and_returns_by_max_wait(loaded, raw):
 
 def test_librdkafka_with_a_1mb_fetch_limit_consumes_every_partition_in_order(loaded):
     fetch_max = 1 << 20
-    consumer = Consumer({"bootstrap.servers": loaded.bootstrap, "group.id": "fetch-limits",
-                         "enable.auto.commit": False, "fetch.max.bytes": fetch_max,
-                         # librdkafka's floor; a bigger response makes it drop the connection
-                         "receive.message.max.bytes": fetch_max + 512,
-                         "fetch.wait.max.ms": 100})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": loaded.bootstrap,
+            "group.id": "fetch-limits",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": fetch_max,
+            # librdkafka's floor; a bigger response makes it drop the connection
+            "receive.message.max.bytes": fetch_max + 512,
+            "fetch.wait.max.ms": 100,
+        }
+    )
     consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
     seen = {p: [] for p in range(PARTITIONS)}
     try:
+
         def caught_up():
             for msg in consumer.consume(500, 0.2):
                 assert msg.error() is None, msg.error()
                 seen[msg.partition()].append(msg.offset())
             return all(len(offsets) >= PER_PARTITION for offsets in seen.values())
+
         wait_until(caught_up, 30, "every record through librdkafka")
     finally:
         consumer.close()

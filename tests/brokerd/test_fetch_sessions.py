@@ -78,8 +78,9 @@ def open_session(raw: RawClient, topic: str, offsets: dict[int, int]) -> int:
 
 def test_a_full_fetch_at_epoch_0_opens_a_session_and_answers_every_partition(broker, raw, topic):
     produce(broker.bootstrap, topic, 0, [b"a", b"b"])
-    _, response = raw.send_fetch({topic: request_partitions({p: 0 for p in range(PARTITIONS)})},
-                                 session_epoch=0)
+    _, response = raw.send_fetch(
+        {topic: request_partitions({p: 0 for p in range(PARTITIONS)})}, session_epoch=0
+    )
     assert response.error_code == 0 and response.session_id != 0
     partitions = answered(response)
     assert set(partitions) == set(range(PARTITIONS))
@@ -92,8 +93,7 @@ def test_an_incremental_fetch_answers_only_what_changed_and_long_polls(broker, r
     session = open_session(raw, topic, {p: 0 for p in range(PARTITIONS)})
 
     # only partition 0 moves on; nothing else changed, so nothing is answered
-    _, response = raw.send_fetch({topic: request_partitions({0: 2})}, session_id=session,
-                                 session_epoch=1)
+    _, response = raw.send_fetch({topic: request_partitions({0: 2})}, session_id=session, session_epoch=1)
     assert (response.error_code, response.session_id, answered(response)) == (0, session, {})
 
     # new records on partition 1: the partitions left out of the request are still read
@@ -105,8 +105,9 @@ def test_an_incremental_fetch_answers_only_what_changed_and_long_polls(broker, r
 
     # caught up everywhere: the fetch waits for max_wait_ms and answers nothing
     started = time.monotonic()
-    _, response = raw.send_fetch({topic: request_partitions({1: 1})}, max_wait_ms=300,
-                                 session_id=session, session_epoch=3)
+    _, response = raw.send_fetch(
+        {topic: request_partitions({1: 1})}, max_wait_ms=300, session_id=session, session_epoch=3
+    )
     assert answered(response) == {} and 0.25 <= time.monotonic() - started < 3
 
     # ... and wakes when any partition of the session gets records
@@ -133,8 +134,7 @@ def test_a_moved_last_stable_offset_is_answered(broker, raw, topic):
     _, response = raw.send_fetch({}, isolation_level=1, session_id=session, session_epoch=1)
     assert answered(response) == {}
     txn.commit_transaction(10)
-    _, response = raw.send_fetch({}, max_wait_ms=5000, isolation_level=1, session_id=session,
-                                 session_epoch=2)
+    _, response = raw.send_fetch({}, max_wait_ms=5000, isolation_level=1, session_id=session, session_epoch=2)
     partitions = answered(response)
     # the committed record, then the commit marker (a control batch)
     assert list(partitions) == [0] and values(partitions[0])[0] == b"pending"
@@ -143,8 +143,7 @@ def test_a_moved_last_stable_offset_is_answered(broker, raw, topic):
 
 def test_forgotten_partitions_are_no_longer_answered_until_added_again(broker, raw, topic):
     session = open_session(raw, topic, {p: 0 for p in range(PARTITIONS)})
-    _, response = raw.send_fetch({}, session_id=session, session_epoch=1,
-                                 forgotten={topic: [2]})
+    _, response = raw.send_fetch({}, session_id=session, session_epoch=1, forgotten={topic: [2]})
     assert answered(response) == {}
 
     produce(broker.bootstrap, topic, 2, [b"forgotten"])
@@ -153,8 +152,9 @@ def test_forgotten_partitions_are_no_longer_answered_until_added_again(broker, r
     partitions = answered(response)
     assert list(partitions) == [0] and values(partitions[0]) == [b"kept"]
 
-    _, response = raw.send_fetch({topic: request_partitions({2: 0, 0: 1})}, session_id=session,
-                                 session_epoch=3)
+    _, response = raw.send_fetch(
+        {topic: request_partitions({2: 0, 0: 1})}, session_id=session, session_epoch=3
+    )
     partitions = answered(response)
     assert list(partitions) == [2] and values(partitions[2]) == [b"forgotten"]
 
@@ -178,25 +178,25 @@ def test_a_wrong_epoch_is_refused_and_the_session_stays(broker, raw, topic):
 
 
 def test_an_unknown_session_is_refused(raw, topic):
-    _, response = raw.send_fetch({topic: request_partitions({0: 0})}, session_id=12345,
-                                 session_epoch=1)
+    _, response = raw.send_fetch({topic: request_partitions({0: 0})}, session_id=12345, session_epoch=1)
     assert (response.error_code, response.session_id, answered(response)) == (
-        FETCH_SESSION_ID_NOT_FOUND, 0, {})
+        FETCH_SESSION_ID_NOT_FOUND,
+        0,
+        {},
+    )
 
 
 def test_a_full_fetch_naming_a_session_closes_it(broker, raw, topic):
     offsets = {p: 0 for p in range(PARTITIONS)}
     first = open_session(raw, topic, offsets)
     # epoch 0 closes the old session and opens a new one
-    _, response = raw.send_fetch({topic: request_partitions(offsets)}, session_id=first,
-                                 session_epoch=0)
+    _, response = raw.send_fetch({topic: request_partitions(offsets)}, session_id=first, session_epoch=0)
     second = response.session_id
     assert second not in (0, first) and set(answered(response)) == set(offsets)
     _, response = raw.send_fetch({}, session_id=first, session_epoch=1)
     assert response.error_code == FETCH_SESSION_ID_NOT_FOUND
     # epoch -1 closes it and fetches sessionless, every partition answered
-    _, response = raw.send_fetch({topic: request_partitions(offsets)}, session_id=second,
-                                 session_epoch=-1)
+    _, response = raw.send_fetch({topic: request_partitions(offsets)}, session_id=second, session_epoch=-1)
     assert (response.error_code, response.session_id) == (0, 0)
     assert set(answered(response)) == set(offsets)
     _, response = raw.send_fetch({}, session_id=second, session_epoch=1)
@@ -204,8 +204,13 @@ def test_a_full_fetch_naming_a_session_closes_it(broker, raw, topic):
 
 
 def test_a_full_cache_evicts_only_idle_sessions(cluster_factory):
-    cluster = cluster_factory(1, {"max.incremental.fetch.session.cache.slots": "2",
-                                  "min.incremental.fetch.session.eviction.ms": "1000"})
+    cluster = cluster_factory(
+        1,
+        {
+            "max.incremental.fetch.session.cache.slots": "2",
+            "min.incremental.fetch.session.eviction.ms": "1000",
+        },
+    )
     create_topic(cluster.bootstrap, "evicted", 1)
     raw = RawClient(cluster.ports[1])
     try:
@@ -268,8 +273,12 @@ def test_session_epochs_wrap_to_1():
 def test_kafka_python_consumes_through_fetch_sessions_while_producing(broker):
     topic, partitions, count = "kafka-python-sessions", 4, 300
     create_topic(broker.bootstrap, topic, partitions)
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
-                             fetch_max_wait_ms=100, enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap,
+        auto_offset_reset="earliest",
+        fetch_max_wait_ms=100,
+        enable_auto_commit=False,
+    )
     consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
 
     def produce_all():
@@ -283,18 +292,20 @@ def test_kafka_python_consumes_through_fetch_sessions_while_producing(broker):
             producer.flush(10)
             time.sleep(0.05)
         assert producer.flush(10) == 0
+
     producing = threading.Thread(target=produce_all)
     producing.start()
     seen: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(partitions)}
     sessions = set()
     try:
+
         def caught_up():
             for tp, messages in consumer.poll(timeout_ms=200).items():
                 seen[tp.partition] += [(m.offset, m.value) for m in messages]
             # kafka-python keeps one session handler per broker; it records the session in use
-            sessions.update(h.next_metadata.session_id
-                            for h in consumer._fetcher._session_handlers.values())
+            sessions.update(h.next_metadata.session_id for h in consumer._fetcher._session_handlers.values())
             return sum(len(got) for got in seen.values()) >= count
+
         wait_until(caught_up, 30, "every record through kafka-python")
     finally:
         producing.join()
@@ -328,8 +339,13 @@ def test_a_parked_follower_stays_in_sync_while_its_session_fetches_and_leaves_wh
     session's last fetch, so the ISR keeps it while the session fetches and drops it once
     the session has not fetched for replica.lag.time.max.ms; an append unparks it."""
     proposals = []
-    leader = Partition(1, "t", 0, PartitionLog.open(tmp_path / "t-0", LogConfig.from_configs({})),
-                       lambda partition, isr: proposals.append(isr))
+    leader = Partition(
+        1,
+        "t",
+        0,
+        PartitionLog.open(tmp_path / "t-0", LogConfig.from_configs({})),
+        lambda partition, isr: proposals.append(isr),
+    )
     leader.update(PartitionRecord(0, [1, 2], leader=1, leader_epoch=1, isr=[1, 2]))
     leader.record_follower_fetch(2, 0)
     session = FetchSession(1, True, [CachedPartition("t", request(0))], 0)
@@ -351,8 +367,13 @@ def test_a_parked_follower_stays_in_sync_while_its_session_fetches_and_leaves_wh
 
 
 def request(partition: int) -> SimpleNamespace:
-    return SimpleNamespace(partition=partition, fetch_offset=0, log_start_offset=0,
-                           partition_max_bytes=1 << 20, current_leader_epoch=-1)
+    return SimpleNamespace(
+        partition=partition,
+        fetch_offset=0,
+        log_start_offset=0,
+        partition_max_bytes=1 << 20,
+        current_leader_epoch=-1,
+    )
 
 
 def test_a_follower_session_sends_only_changed_entries_and_forgets_stopped_partitions():

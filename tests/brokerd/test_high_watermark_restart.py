@@ -21,15 +21,28 @@ from tests.cluster_harness import wait_until
 from tests.raw_request import raw_request
 
 LATEST, EARLIEST = -1, -2
-PAUSED_FOLLOWERS_STAY_IN_SYNC = {"broker.session.timeout.ms": "30000",
-                                 "replica.lag.time.max.ms": "30000"}
+PAUSED_FOLLOWERS_STAY_IN_SYNC = {"broker.session.timeout.ms": "30000", "replica.lag.time.max.ms": "30000"}
 
 
 def list_offset(port: int, topic: str, timestamp: int) -> tuple[int, int]:
     """(error code, offset) of one ListOffsets v4 answered by the broker at ``port``."""
-    response = raw_request(port, ApiKey.ListOffsets, 4, {
-        "replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
-            {"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}]}]})
+    response = raw_request(
+        port,
+        ApiKey.ListOffsets,
+        4,
+        {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp}
+                    ],
+                }
+            ],
+        },
+    )
     answer = response.topics[0].partitions[0]
     return answer.error_code, answer.offset
 
@@ -46,27 +59,39 @@ def restart_leader_with_followers_paused(cluster, topic: str) -> tuple[int, list
 
 
 def test_a_restarted_leader_answers_with_its_checkpointed_high_watermark(cluster_factory):
-    three = cluster_factory(3, {**PAUSED_FOLLOWERS_STAY_IN_SYNC,
-                                "replica.high.watermark.checkpoint.interval.ms": "100"})
+    three = cluster_factory(
+        3, {**PAUSED_FOLLOWERS_STAY_IN_SYNC, "replica.high.watermark.checkpoint.interval.ms": "100"}
+    )
     create(three, "checkpointed", 1, 3)
-    assert all(err is None for err, _ in produce_sync(three.bootstrap, "checkpointed",
-                                                       [b"r%d" % i for i in range(300)], acks="all"))
+    assert all(
+        err is None
+        for err, _ in produce_sync(
+            three.bootstrap, "checkpointed", [b"r%d" % i for i in range(300)], acks="all"
+        )
+    )
     leader = partition_record(three, "checkpointed").leader
     checkpoint = three.state.broker_dir(leader) / "data" / "replication-offset-checkpoint"
-    wait_until(lambda: checkpoint.exists() and "checkpointed 0 300" in checkpoint.read_text(), 10,
-               "the leader to checkpoint its high watermark")
+    wait_until(
+        lambda: checkpoint.exists() and "checkpointed 0 300" in checkpoint.read_text(),
+        10,
+        "the leader to checkpoint its high watermark",
+    )
 
     leader, _ = restart_leader_with_followers_paused(three, "checkpointed")
     assert list_offset(three.ports[leader], "checkpointed", LATEST) == (0, 300)
 
 
-def test_a_leader_behind_its_epoch_answers_offset_not_available_until_followers_fetch(
-        cluster_factory):
-    three = cluster_factory(3, {**PAUSED_FOLLOWERS_STAY_IN_SYNC,
-                                "replica.high.watermark.checkpoint.interval.ms": "3600000"})
+def test_a_leader_behind_its_epoch_answers_offset_not_available_until_followers_fetch(cluster_factory):
+    three = cluster_factory(
+        3, {**PAUSED_FOLLOWERS_STAY_IN_SYNC, "replica.high.watermark.checkpoint.interval.ms": "3600000"}
+    )
     create(three, "uncheckpointed", 1, 3, **{"segment.bytes": "4096"})
-    assert all(err is None for err, _ in produce_sync(three.bootstrap, "uncheckpointed",
-                                                       [b"r%d" % i for i in range(300)], acks="all"))
+    assert all(
+        err is None
+        for err, _ in produce_sync(
+            three.bootstrap, "uncheckpointed", [b"r%d" % i for i in range(300)], acks="all"
+        )
+    )
     assert delete_records(three.bootstrap, "uncheckpointed", 150).low_watermark == 150
 
     leader, followers = restart_leader_with_followers_paused(three, "uncheckpointed")
@@ -82,6 +107,9 @@ def test_a_leader_behind_its_epoch_answers_offset_not_available_until_followers_
 
     for follower in followers:
         three.signal(follower, signal.SIGCONT)
-    wait_until(lambda: list_offset(port, "uncheckpointed", LATEST) == (0, 300), 10,
-               "the followers' fetches to move the high watermark")
+    wait_until(
+        lambda: list_offset(port, "uncheckpointed", LATEST) == (0, 300),
+        10,
+        "the followers' fetches to move the high watermark",
+    )
     assert watermarks(three.bootstrap, "uncheckpointed") == (150, 300)

@@ -37,11 +37,15 @@ def preferred_back_in_sync(cluster) -> int:
     admin.create_topics([NewTopic("back", 1, replica_assignment=[replicas])])["back"].result(10)
     wait_until(lambda: len(partition(cluster).isr) == 3, 15, "a fully replicated partition")
     cluster.kill(preferred)
-    wait_until(lambda: partition(cluster).leader not in (preferred, -1), 15,
-               "leadership to move off the killed preferred replica")
+    wait_until(
+        lambda: partition(cluster).leader not in (preferred, -1),
+        15,
+        "leadership to move off the killed preferred replica",
+    )
     cluster.start(preferred)
-    wait_until(lambda: preferred in partition(cluster).isr, 20,
-               "the restarted preferred replica to rejoin the ISR")
+    wait_until(
+        lambda: preferred in partition(cluster).isr, 20, "the restarted preferred replica to rejoin the ISR"
+    )
     return preferred
 
 
@@ -54,16 +58,26 @@ def test_a_preferred_replica_back_in_sync_leads_again_on_the_imbalance_check(clu
     while time.monotonic() < started + FIRST_CHECK_S - 0.2:
         assert partition(cluster).leader != preferred, "moved back before the imbalance check"
         time.sleep(0.05)
-    wait_until(lambda: partition(cluster).leader == preferred, 2 * FIRST_CHECK_S,
-               "the imbalance check to move leadership back")
+    wait_until(
+        lambda: partition(cluster).leader == preferred,
+        2 * FIRST_CHECK_S,
+        "the imbalance check to move leadership back",
+    )
     back = partition(cluster)
     # the broker led none of its one preferred partition: 100% > the default 10%
-    assert back.last_leader_rebalance == {"leader_epoch": back.leader_epoch, "led": 0,
-                                          "preferred": 1, "percentage": 10}
+    assert back.last_leader_rebalance == {
+        "leader_epoch": back.leader_epoch,
+        "led": 0,
+        "preferred": 1,
+        "percentage": 10,
+    }
 
 
-@pytest.mark.parametrize("settings", [{PERCENTAGE: "100"}, {"auto.leader.rebalance.enable": "false"}],
-                         ids=["imbalance-not-above-the-percentage", "rebalance-disabled"])
+@pytest.mark.parametrize(
+    "settings",
+    [{PERCENTAGE: "100"}, {"auto.leader.rebalance.enable": "false"}],
+    ids=["imbalance-not-above-the-percentage", "rebalance-disabled"],
+)
 def test_leadership_stays_away_until_elect_leaders(cluster_factory, settings):
     cluster = cluster_factory(3, FAST | {INTERVAL: "1"} | settings)
     preferred = preferred_back_in_sync(cluster)

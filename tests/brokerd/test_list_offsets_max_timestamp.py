@@ -21,8 +21,9 @@ def test_max_timestamp_finds_the_newest_record_not_the_last_one(cluster):
     for i, stamp in enumerate(stamps):
         producer.produce("stamped", b"v%d" % i, partition=0, timestamp=stamp)
     assert producer.flush(30) == 0
-    wait_until(lambda: list_offset(admin, "stamped", OffsetSpec.latest()).offset == 400, 10,
-               "the high watermark")
+    wait_until(
+        lambda: list_offset(admin, "stamped", OffsetSpec.latest()).offset == 400, 10, "the high watermark"
+    )
     newest = list_offset(admin, "stamped", OffsetSpec.max_timestamp())
     assert (newest.offset, newest.timestamp) == (stamps.index(max(stamps)), max(stamps))
     assert list_offset(admin, "stamped", OffsetSpec.earliest()).offset == 0

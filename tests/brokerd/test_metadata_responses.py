@@ -14,8 +14,11 @@ from tests.cluster_harness import wait_until
 from tests.raw_request import raw_request
 
 METADATA = 3
-ALL_TOPICS = {"topics": None, "allow_auto_topic_creation": False,
-              "include_topic_authorized_operations": False}
+ALL_TOPICS = {
+    "topics": None,
+    "allow_auto_topic_creation": False,
+    "include_topic_authorized_operations": False,
+}
 
 
 def topic_metadata(port: int, name: str):
@@ -28,14 +31,24 @@ def test_every_change_shows_in_the_next_answer(cluster_factory):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic("moving", 2, 3)])["moving"].result(10)
     asked = cluster.ports[1]
-    first = wait_until(lambda: (t := topic_metadata(asked, "moving")) and all(
-        p.leader_id > 0 for p in t.partitions) and t, 10, "leaders in the answer")
+    first = wait_until(
+        lambda: (t := topic_metadata(asked, "moving")) and all(p.leader_id > 0 for p in t.partitions) and t,
+        10,
+        "leaders in the answer",
+    )
     victim = next(p.leader_id for p in first.partitions if p.leader_id != 1)
     moved = [p.partition_index for p in first.partitions if p.leader_id == victim]
 
     cluster.signal(victim, signal.SIGKILL)
-    after_kill = wait_until(lambda: (t := topic_metadata(asked, "moving")) and all(
-        p.leader_id not in (victim, -1) for p in t.partitions) and t, 15, "new leaders answered")
+    after_kill = wait_until(
+        lambda: (
+            (t := topic_metadata(asked, "moving"))
+            and all(p.leader_id not in (victim, -1) for p in t.partitions)
+            and t
+        ),
+        15,
+        "new leaders answered",
+    )
     for p in after_kill.partitions:
         assert victim in p.offline_replicas and victim not in p.isr_nodes
         if p.partition_index in moved:
@@ -46,8 +59,7 @@ def test_every_change_shows_in_the_next_answer(cluster_factory):
     assert refused.value.args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
     cluster.start(victim)
     admin.create_partitions([NewPartitions("moving", 3)])["moving"].result(10)
-    wait_until(lambda: len(topic_metadata(asked, "moving").partitions) == 3, 10,
-               "the new partition answered")
+    wait_until(lambda: len(topic_metadata(asked, "moving").partitions) == 3, 10, "the new partition answered")
 
     admin.delete_topics(["moving"])["moving"].result(10)
     wait_until(lambda: topic_metadata(asked, "moving") is None, 10, "the deleted topic gone")

@@ -5,8 +5,7 @@ topic and empty groups without offsets, removed by the coordinator's periodic pa
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka import ConsumerGroupTopicPartitions
+from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from brokerd.coordinator.group import Group, GroupState, Member
@@ -24,14 +23,25 @@ def committed_ago(minutes: int) -> CommittedOffset:
 
 
 def consumer_group(state: GroupState, since_minutes: int, subscribed: str | None = None) -> Group:
-    group = Group("g", state=state, protocol_type="consumer", protocol_name="range",
-                  state_timestamp_ms=NOW_MS - since_minutes * MINUTE_MS)
+    group = Group(
+        "g",
+        state=state,
+        protocol_type="consumer",
+        protocol_name="range",
+        state_timestamp_ms=NOW_MS - since_minutes * MINUTE_MS,
+    )
     if subscribed is not None:
         # ConsumerProtocolSubscription v0: version, topics [string], user data (null)
-        metadata = b"\x00\x00" + b"\x00\x00\x00\x01" + len(subscribed).to_bytes(2, "big") \
-            + subscribed.encode() + b"\xff\xff\xff\xff"
-        group.members["m"] = Member("m", None, "c", "/127.0.0.1", 10_000, 10_000, "consumer",
-                                    [("range", metadata)])
+        metadata = (
+            b"\x00\x00"
+            + b"\x00\x00\x00\x01"
+            + len(subscribed).to_bytes(2, "big")
+            + subscribed.encode()
+            + b"\xff\xff\xff\xff"
+        )
+        group.members["m"] = Member(
+            "m", None, "c", "/127.0.0.1", 10_000, 10_000, "consumer", [("range", metadata)]
+        )
     return group
 
 
@@ -52,8 +62,11 @@ def test_an_empty_group_keeps_every_offset_until_it_has_been_empty_that_long():
 
 
 def test_a_stable_consumer_group_loses_only_old_offsets_of_topics_nobody_subscribes_to():
-    offsets = {("read", 0): committed_ago(60), ("dropped", 0): committed_ago(60),
-               ("dropped", 1): committed_ago(2)}
+    offsets = {
+        ("read", 0): committed_ago(60),
+        ("dropped", 0): committed_ago(60),
+        ("dropped", 1): committed_ago(2),
+    }
     group = consumer_group(GroupState.STABLE, since_minutes=60, subscribed="read")
     assert expired(group, offsets) == [("dropped", 0)]
 
@@ -65,8 +78,9 @@ def test_a_rebalancing_group_keeps_everything(state):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with running_cluster(tmp_path_factory.mktemp("offset-retention"), 1,
-                         {"offsets.retention.check.interval.ms": "200"}) as cluster:
+    with running_cluster(
+        tmp_path_factory.mktemp("offset-retention"), 1, {"offsets.retention.check.interval.ms": "200"}
+    ) as cluster:
         yield cluster
 
 
@@ -106,13 +120,15 @@ def test_a_deleted_topic_takes_its_offsets_and_a_recreated_one_starts_without(cl
 def test_an_empty_group_without_offsets_is_removed(cluster):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})  # alive until the result
     admin.create_topics([NewTopic("joined", 1, 1)])["joined"].result(10)
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "passer-by",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": "passer-by", "enable.auto.commit": False}
+    )
     try:
         consumer.subscribe(["joined"])
         wait_until(lambda: consumer.poll(0.2) is None and consumer.assignment(), 20, "an assignment")
         assert "passer-by" in groups(cluster.bootstrap)
     finally:
         consumer.close()  # leaves the group empty, with nothing committed
-    wait_until(lambda: "passer-by" not in groups(cluster.bootstrap), 10,
-               "the coordinator to remove the empty group")
+    wait_until(
+        lambda: "passer-by" not in groups(cluster.bootstrap), 10, "the coordinator to remove the empty group"
+    )

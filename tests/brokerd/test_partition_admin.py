@@ -31,8 +31,9 @@ def _partitions(admin: AdminClient, topic: str) -> dict:
 
 @pytest.fixture(scope="module")
 def three_brokers(tmp_path_factory):
-    with running_cluster(tmp_path_factory.mktemp("admin"), 3,
-                         {"auto.leader.rebalance.enable": "false"}) as cluster:
+    with running_cluster(
+        tmp_path_factory.mktemp("admin"), 3, {"auto.leader.rebalance.enable": "false"}
+    ) as cluster:
         yield cluster
 
 
@@ -40,20 +41,29 @@ def test_a_topic_grows_and_new_partitions_take_records(three_brokers):
     admin = AdminClient({"bootstrap.servers": three_brokers.bootstrap})
     admin.create_topics([NewTopic("grows", 2, 2)])["grows"].result(10)
     admin.create_partitions([NewPartitions("grows", 5)])["grows"].result(10)
-    parts = wait_until(lambda: len(_partitions(admin, "grows")) == 5 and _partitions(admin, "grows"),
-                       10, "five partitions in metadata")
+    parts = wait_until(
+        lambda: len(_partitions(admin, "grows")) == 5 and _partitions(admin, "grows"),
+        10,
+        "five partitions in metadata",
+    )
     assert all(len(p.replicas) == 2 for p in parts.values())
     assert len({p.leader for p in parts.values()}) == 3  # new leaders spread over the brokers
     producer = Producer({"bootstrap.servers": three_brokers.bootstrap, "acks": "all"})
     for p in range(5):
         producer.produce("grows", b"to-%d" % p, partition=p)
     assert producer.flush(15) == 0
-    consumer = Consumer({"bootstrap.servers": three_brokers.bootstrap, "group.id": "g",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": three_brokers.bootstrap, "group.id": "g", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition("grows", p, 0) for p in range(5)])
     got = set()
-    wait_until(lambda: got.update(m.value() for m in consumer.consume(10, 0.2)
-                                  if m.error() is None) or len(got) == 5, 15, "every record")
+    wait_until(
+        lambda: (
+            got.update(m.value() for m in consumer.consume(10, 0.2) if m.error() is None) or len(got) == 5
+        ),
+        15,
+        "every record",
+    )
     consumer.close()
     assert got == {b"to-%d" % p for p in range(5)}
 
@@ -61,13 +71,12 @@ def test_a_topic_grows_and_new_partitions_take_records(three_brokers):
 def test_partition_counts_only_grow_and_assignments_are_checked(three_brokers):
     admin = AdminClient({"bootstrap.servers": three_brokers.bootstrap})
     admin.create_topics([NewTopic("fixed", 3, 1)])["fixed"].result(10)
-    assert _error_code(admin.create_partitions([NewPartitions("fixed", 2)])["fixed"]) \
-        == INVALID_PARTITIONS
-    assert _error_code(admin.create_partitions([NewPartitions("fixed", 3)])["fixed"]) \
-        == INVALID_PARTITIONS
-    assert _error_code(admin.create_partitions(
-        [NewPartitions("fixed", 4, replica_assignment=[[9]])])["fixed"]) \
+    assert _error_code(admin.create_partitions([NewPartitions("fixed", 2)])["fixed"]) == INVALID_PARTITIONS
+    assert _error_code(admin.create_partitions([NewPartitions("fixed", 3)])["fixed"]) == INVALID_PARTITIONS
+    assert (
+        _error_code(admin.create_partitions([NewPartitions("fixed", 4, replica_assignment=[[9]])])["fixed"])
         == INVALID_REPLICA_ASSIGNMENT
+    )
     admin.create_partitions([NewPartitions("fixed", 4, replica_assignment=[[3]])])["fixed"].result(10)
     part = wait_until(lambda: _partitions(admin, "fixed").get(3), 10, "partition 3")
     assert list(part.replicas) == [3]
@@ -96,8 +105,7 @@ def test_preferred_leader_election_moves_leadership_back(three_brokers):
         wait_until(lambda: _partitions(admin, "elect")[0].leader == 2, 15, "broker 2 to lead")
     finally:
         three_brokers.start(1)
-    wait_until(lambda: list(_partitions(admin, "elect")[0].isrs) == [1, 2, 3], 20,
-               "broker 1 back in the ISR")
+    wait_until(lambda: list(_partitions(admin, "elect")[0].isrs) == [1, 2, 3], 20, "broker 1 back in the ISR")
     assert _partitions(admin, "elect")[0].leader == 2  # auto.leader.rebalance.enable=false
     elected = admin.elect_leaders(ElectionType.PREFERRED, [tp]).result(10)
     assert elected[tp] is None

@@ -18,8 +18,9 @@ LIMIT = 60
 
 @pytest.fixture(scope="module")
 def admin(tmp_path_factory):
-    with running_cluster(tmp_path_factory.mktemp("limit"), 1,
-                         {"max.broker.partitions": str(LIMIT)}) as cluster:
+    with running_cluster(
+        tmp_path_factory.mktemp("limit"), 1, {"max.broker.partitions": str(LIMIT)}
+    ) as cluster:
         yield AdminClient({"bootstrap.servers": cluster.bootstrap})
 
 
@@ -40,8 +41,9 @@ def test_a_huge_create_topics_is_refused_at_once_naming_the_limit(admin):
 
 def test_topics_fit_until_the_broker_is_full(admin):
     admin.create_topics([NewTopic("fits", 40, 1)])["fits"].result(10)
-    error = refusal(admin.create_topics([NewTopic("one-too-many", LIMIT - 40 + 1, 1)])
-                    ["one-too-many"]).args[0]
+    error = refusal(admin.create_topics([NewTopic("one-too-many", LIMIT - 40 + 1, 1)])["one-too-many"]).args[
+        0
+    ]
     assert error.code() == POLICY_VIOLATION
     grow = admin.create_partitions([NewPartitions("fits", LIMIT + 1)])["fits"]
     assert refusal(grow).args[0].code() == POLICY_VIOLATION

@@ -3,7 +3,11 @@
 import pytest
 
 from brokerd.quotas import (
-    ClientQuotaManager, ClientQuotas, QuotaEntityError, candidates, validate,
+    ClientQuotaManager,
+    ClientQuotas,
+    QuotaEntityError,
+    candidates,
+    validate,
 )
 
 
@@ -23,9 +27,16 @@ def manager(*entries):
 
 
 def test_precedence_follows_kafka():
-    every = [quota(1, "alice", "app"), quota(2, "alice", None), quota(3, "alice"),
-             quota(4, None, "app"), quota(5, None, None), quota(6, None),
-             quota(7, client="app"), quota(8, client=None)]
+    every = [
+        quota(1, "alice", "app"),
+        quota(2, "alice", None),
+        quota(3, "alice"),
+        quota(4, None, "app"),
+        quota(5, None, None),
+        quota(6, None),
+        quota(7, client="app"),
+        quota(8, client=None),
+    ]
     for present in range(len(every)):
         m = manager(*every[present:])
         assert m.quota_for("alice", "app")[1] == present + 1
@@ -93,27 +104,47 @@ def test_changed_quota_is_taken_up_on_refresh():
     assert not quotas.produce.active
 
 
-@pytest.mark.parametrize("entity, ops, message", [
-    ({}, [], "Invalid empty client quota entity"),
-    ({"group": "g"}, [], "Unhandled client quota entity type: group"),
-    ({"user": ""}, [], "Empty user not supported"),
-    ({"user": "a", "ip": None}, [], "Invalid quota entity combination, IP entity shouldnot be "
-                                    "combined with User or ClientId"),
-    ({"user": "a"}, [("bogus", 1.0, False)], "Invalid configuration key bogus"),
-    ({"user": "a"}, [("producer_byte_rate", 1.5, False)],
-     "Configuration producer_byte_rate must be a Long value"),
-    ({"user": "a"}, [("producer_byte_rate", -1.0, False)],
-     "Configuration producer_byte_rate must be non-negative, not -1"),
-    ({"client-id": "c"}, [("connection_creation_rate", 1.0, False)],
-     "Invalid configuration key connection_creation_rate"),
-])
+@pytest.mark.parametrize(
+    "entity, ops, message",
+    [
+        ({}, [], "Invalid empty client quota entity"),
+        ({"group": "g"}, [], "Unhandled client quota entity type: group"),
+        ({"user": ""}, [], "Empty user not supported"),
+        (
+            {"user": "a", "ip": None},
+            [],
+            "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId",
+        ),
+        ({"user": "a"}, [("bogus", 1.0, False)], "Invalid configuration key bogus"),
+        (
+            {"user": "a"},
+            [("producer_byte_rate", 1.5, False)],
+            "Configuration producer_byte_rate must be a Long value",
+        ),
+        (
+            {"user": "a"},
+            [("producer_byte_rate", -1.0, False)],
+            "Configuration producer_byte_rate must be non-negative, not -1",
+        ),
+        (
+            {"client-id": "c"},
+            [("connection_creation_rate", 1.0, False)],
+            "Invalid configuration key connection_creation_rate",
+        ),
+    ],
+)
 def test_validation_in_kafkas_words(entity, ops, message):
     with pytest.raises(QuotaEntityError, match=f"^{message}$"):
         validate(entity, ops)
 
 
 def test_valid_entities_and_removals():
-    validate({"user": None, "client-id": "c"}, [("producer_byte_rate", 1024.0, False),
-                                                ("request_percentage", 12.5, False),
-                                                ("consumer_byte_rate", 0.0, True)])
+    validate(
+        {"user": None, "client-id": "c"},
+        [
+            ("producer_byte_rate", 1024.0, False),
+            ("request_percentage", 12.5, False),
+            ("consumer_byte_rate", 0.0, True),
+        ],
+    )
     validate({"ip": None}, [("connection_creation_rate", 10.0, False)])

@@ -26,8 +26,9 @@ END = b"end"
 
 
 def transactional(bootstrap: str, transactional_id: str) -> Producer:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
-                         "linger.ms": 5})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "linger.ms": 5}
+    )
     producer.init_transactions(15)
     return producer
 
@@ -60,20 +61,29 @@ def write_transactions(bootstrap: str, topic: str, rounds: int) -> dict[str, boo
     return outcome
 
 
-def consume(bootstrap: str, topic: str, partitions: int, isolation: str,
-            done) -> dict[int, list[tuple[int, bytes]]]:
+def consume(
+    bootstrap: str, topic: str, partitions: int, isolation: str, done
+) -> dict[int, list[tuple[int, bytes]]]:
     """(offset, value) of every record delivered on each partition, until ``done(delivered)``."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"rc-{isolation}",
-                         "enable.auto.commit": False, "isolation.level": isolation,
-                         "fetch.wait.max.ms": 50})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"rc-{isolation}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "fetch.wait.max.ms": 50,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(partitions)}
     try:
+
         def delivered():
             for msg in consumer.consume(500, 0.2):
                 assert msg.error() is None, msg.error()
                 got[msg.partition()].append((msg.offset(), msg.value()))
             return done(got)
+
         wait_until(delivered, 30, f"records of {topic} at {isolation}")
     finally:
         consumer.close()
@@ -82,15 +92,39 @@ def consume(bootstrap: str, topic: str, partitions: int, isolation: str,
 
 def consume_to_end(bootstrap: str, topic: str, isolation: str) -> dict[int, list[tuple[int, bytes]]]:
     """Every partition up to the END record."""
-    return consume(bootstrap, topic, PARTITIONS, isolation,
-                   lambda got: all(records and records[-1][1] == END for records in got.values()))
+    return consume(
+        bootstrap,
+        topic,
+        PARTITIONS,
+        isolation,
+        lambda got: all(records and records[-1][1] == END for records in got.values()),
+    )
 
 
 def kcat_read_committed(bootstrap: str, topic: str, partition: int) -> list[tuple[int, bytes]]:
     out = subprocess.run(
-        ["kcat", "-C", "-b", bootstrap, "-t", topic, "-p", str(partition), "-o", "beginning",
-         "-e", "-q", "-X", "isolation.level=read_committed", "-f", "%o %s\\n"],
-        capture_output=True, timeout=30, check=True).stdout
+        [
+            "kcat",
+            "-C",
+            "-b",
+            bootstrap,
+            "-t",
+            topic,
+            "-p",
+            str(partition),
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+            "-X",
+            "isolation.level=read_committed",
+            "-f",
+            "%o %s\\n",
+        ],
+        capture_output=True,
+        timeout=30,
+        check=True,
+    ).stdout
     return [(int(offset), value) for offset, value in (line.split(b" ", 1) for line in out.splitlines())]
 
 
@@ -118,8 +152,10 @@ def latest_offsets(bootstrap: str, topic: str, partition: int) -> tuple[int, int
     """ListOffsets latest at (read_uncommitted, read_committed), through librdkafka's admin API."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     tp = TopicPartition(topic, partition)
-    return tuple(admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level)[tp].result(10).offset
-                 for level in (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED))
+    return tuple(
+        admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=level)[tp].result(10).offset
+        for level in (IsolationLevel.READ_UNCOMMITTED, IsolationLevel.READ_COMMITTED)
+    )
 
 
 def latest_offsets_once_led(bootstrap: str, topic: str) -> tuple[int, int] | None:
@@ -165,14 +201,22 @@ def test_an_open_transaction_holds_the_last_stable_offset_until_it_commits(clust
     assert status["last_stable_offset"] == 2
     assert [t["first_offset"] for t in status["open_transactions"]] == [2]
 
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "held",
-                         "isolation.level": "read_committed", "fetch.wait.max.ms": 50})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "held",
+            "isolation.level": "read_committed",
+            "fetch.wait.max.ms": 50,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     seen = []
     try:
+
         def received(count):
             seen.extend(msg.value() for msg in consumer.consume(10, 0.1) if msg.error() is None)
             return len(seen) >= count
+
         wait_until(lambda: received(2), 15, "the records before the transaction")
         for _ in range(10):  # a second of fetching: the open transaction holds everything after it
             assert not received(3)
@@ -202,11 +246,18 @@ def test_a_new_leader_knows_the_open_transaction_and_holds_the_same_last_stable_
     plain.flush(10)
     followers = [b for b in three.ports if b != leader]
     for follower in followers:
-        status = wait_until(lambda: published_status(three, follower, topic, high_watermark=5), 10,
-                            f"broker {follower} to replicate everything")
+        status = wait_until(
+            lambda f=follower: published_status(three, f, topic, high_watermark=5),
+            10,
+            f"broker {follower} to replicate everything",
+        )
         assert status["open_transactions"] == [
-            {"producer_id": status["open_transactions"][0]["producer_id"], "producer_epoch": 0,
-             "first_offset": 1}]
+            {
+                "producer_id": status["open_transactions"][0]["producer_id"],
+                "producer_epoch": 0,
+                "first_offset": 1,
+            }
+        ]
 
     three.kill(leader)
     wait_until(lambda: three.state.topics()[topic].partitions[0].leader in followers, 15, "a new leader")
@@ -216,5 +267,8 @@ def test_a_new_leader_knows_the_open_transaction_and_holds_the_same_last_stable_
     [got] = consume(survivors, topic, 1, "read_committed", lambda got: len(got[0]) >= 5).values()
     assert got == [(0, b"before"), (1, b"open-0"), (2, b"open-1"), (3, b"open-2"), (4, b"after")]
     # The commit marker (offset 5) counts once the in-sync followers have it too.
-    wait_until(lambda: latest_offsets(survivors, topic, 0) == (6, 6), 15,
-               "the high watermark and LSO to pass the commit marker")
+    wait_until(
+        lambda: latest_offsets(survivors, topic, 0) == (6, 6),
+        15,
+        "the high watermark and LSO to pass the commit marker",
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaAdminClient
@@ -24,8 +23,9 @@ class AcksAllLoad:
     def __init__(self, bootstrap: str, partitions: int):
         self.partitions = partitions
         self.acked: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
-        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all",
-                                   "enable.idempotence": True, "linger.ms": 5})
+        self._producer = Producer(
+            {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, "linger.ms": 5}
+        )
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -36,8 +36,9 @@ class AcksAllLoad:
     def _run(self) -> None:
         n = 0
         while not self._stop.is_set():
-            self._producer.produce(TOPIC, b"%d" % n, partition=n % self.partitions,
-                                   on_delivery=self._delivered)
+            self._producer.produce(
+                TOPIC, b"%d" % n, partition=n % self.partitions, on_delivery=self._delivered
+            )
             self._producer.poll(0.001)
             n += 1
 
@@ -52,10 +53,8 @@ class AcksAllLoad:
 
 
 def consume_all(bootstrap: str, partitions: int) -> dict[int, list[bytes]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify",
-                         "enable.auto.commit": False})
-    ends = {p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), 10)[1]
-            for p in range(partitions)}
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.auto.commit": False})
+    ends = {p: consumer.get_watermark_offsets(TopicPartition(TOPIC, p), 10)[1] for p in range(partitions)}
     consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(partitions)])
     got: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
 
@@ -64,6 +63,7 @@ def consume_all(bootstrap: str, partitions: int) -> dict[int, list[bytes]]:
             if m.error() is None:
                 got[m.partition()].append(m.value())
         return all(len(got[p]) >= ends[p] for p in range(partitions))
+
     wait_until(done, 30, "every record")
     consumer.close()
     return got
@@ -74,8 +74,9 @@ def test_partitions_move_to_an_added_broker_without_losing_acknowledged_records(
     cluster.start(1)
     cluster.start(2)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(TOPIC, 2, replica_assignment=[[1, 2], [2, 1]],
-                                  config={"min.insync.replicas": "2"})])[TOPIC].result(10)
+    admin.create_topics(
+        [NewTopic(TOPIC, 2, replica_assignment=[[1, 2], [2, 1]], config={"min.insync.replicas": "2"})]
+    )[TOPIC].result(10)
     kadmin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     try:
         with AcksAllLoad(cluster.bootstrap, 2) as load:
@@ -84,11 +85,17 @@ def test_partitions_move_to_an_added_broker_without_losing_acknowledged_records(
             # Partition 1 loses its leader (2): a new leader is elected from the target.
             moves = {KafkaTopicPartition(TOPIC, 0): [3, 1], KafkaTopicPartition(TOPIC, 1): [3, 1]}
             assert kadmin.alter_partition_reassignments(moves) == {tp: None for tp in moves}
-            wait_until(lambda: not kadmin.list_partition_reassignments(), MOVE_TIMEOUT_S,
-                       "the reassignments to complete")
+            wait_until(
+                lambda: not kadmin.list_partition_reassignments(),
+                MOVE_TIMEOUT_S,
+                "the reassignments to complete",
+            )
             acked_during_move = {p: len(a) for p, a in load.acked.items()}
-            wait_until(lambda: all(len(load.acked[p]) > acked_during_move[p] + 100
-                                   for p in range(2)), 20, "records acked after the move")
+            wait_until(
+                lambda: all(len(load.acked[p]) > acked_during_move[p] + 100 for p in range(2)),
+                20,
+                "records acked after the move",
+            )
         meta = admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions
         assert [list(meta[p].replicas) for p in (0, 1)] == [[3, 1], [3, 1]]
         assert all(sorted(meta[p].isrs) == [1, 3] for p in (0, 1))
@@ -110,10 +117,8 @@ def test_reassignment_errors_are_per_partition(cluster_factory):
     kadmin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     try:
         tp = KafkaTopicPartition("still", 0)
-        assert kadmin.alter_partition_reassignments({tp: None}) == {
-            tp: NoReassignmentInProgressError}
-        assert kadmin.alter_partition_reassignments({tp: [1, 7]}) == {
-            tp: InvalidReplicationAssignmentError}
+        assert kadmin.alter_partition_reassignments({tp: None}) == {tp: NoReassignmentInProgressError}
+        assert kadmin.alter_partition_reassignments({tp: [1, 7]}) == {tp: InvalidReplicationAssignmentError}
         assert kadmin.list_partition_reassignments() == {}
     finally:
         kadmin.close()

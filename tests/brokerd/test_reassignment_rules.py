@@ -8,22 +8,24 @@ from brokerd.state import PartitionRecord
 
 
 def partition(replicas, isr, leader=None):
-    return PartitionRecord(0, list(replicas), leader=replicas[0] if leader is None else leader,
-                           isr=list(isr))
+    return PartitionRecord(0, list(replicas), leader=replicas[0] if leader is None else leader, isr=list(isr))
 
 
 def test_old_replicas_stay_until_every_target_replica_is_in_sync():
     record = partition([1, 2], [1, 2])
     reassignment.start(record, [3, 1])
-    assert (record.replicas, record.adding_replicas, record.removing_replicas) == (
-        [3, 1, 2], [3], [2])
+    assert (record.replicas, record.adding_replicas, record.removing_replicas) == ([3, 1, 2], [3], [2])
     assert record.isr == [1, 2]
     assert not reassignment.maybe_complete(record)  # 3 has not caught up
     assert record.replicas == [3, 1, 2]
     record.isr = [1, 2, 3]  # the leader added it once it caught up
     assert reassignment.maybe_complete(record)
     assert (record.replicas, record.isr, record.adding_replicas, record.removing_replicas) == (
-        [3, 1], [1, 3], [], [])
+        [3, 1],
+        [1, 3],
+        [],
+        [],
+    )
 
 
 def test_every_step_bumps_the_partition_epoch_so_stale_isr_updates_are_refused():
@@ -48,7 +50,11 @@ def test_cancel_restores_the_original_replicas_and_drops_the_added_ones():
     record.isr = [1, 2, 3]
     reassignment.cancel(record)
     assert (record.replicas, record.isr, record.adding_replicas, record.removing_replicas) == (
-        [1, 2], [1, 2], [], [])
+        [1, 2],
+        [1, 2],
+        [],
+        [],
+    )
     with pytest.raises(NoReassignmentInProgressError):
         reassignment.cancel(record)
 
@@ -57,5 +63,4 @@ def test_a_new_target_replaces_an_ongoing_reassignment():
     record = partition([1, 2], [1, 2])
     reassignment.start(record, [3, 1])
     reassignment.start(record, [4, 1])
-    assert (record.replicas, record.adding_replicas, record.removing_replicas) == (
-        [4, 1, 2], [4], [2])
+    assert (record.replicas, record.adding_replicas, record.removing_replicas) == ([4, 1, 2], [4], [2])

@@ -22,8 +22,11 @@ FAST = {"broker.session.timeout.ms": "1500", "replica.lag.time.max.ms": "3000"}
 def create(cluster, name: str, partitions: int, replicas: int = 3, **configs) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic(name, partitions, replicas, config=configs)])[name].result(10)
-    wait_until(lambda: all(p.leader > 0 for p in cluster.state.topics()[name].partitions.values()),
-               10, f"leaders for {name}")
+    wait_until(
+        lambda: all(p.leader > 0 for p in cluster.state.topics()[name].partitions.values()),
+        10,
+        f"leaders for {name}",
+    )
 
 
 def partition_record(cluster, topic: str, partition: int = 0):
@@ -43,8 +46,9 @@ def produce_sync(bootstrap: str, topic: str, values: list[bytes], **conf) -> lis
     reports = []
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, **conf})
     for value in values:
-        producer.produce(topic, value, partition=0,
-                         on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        producer.produce(
+            topic, value, partition=0, on_delivery=lambda err, msg: reports.append((err, msg.offset()))
+        )
     producer.flush(30)
     return reports
 
@@ -74,15 +78,22 @@ def test_leader_killed_during_acks_all_load_loses_nothing_acknowledged(three):
     after_kill = threading.Event()
 
     def load():
-        producer = Producer({"bootstrap.servers": three.bootstrap, "acks": "all",
-                             "linger.ms": 2, "enable.idempotence": True,
-                             "message.timeout.ms": 20000})
+        producer = Producer(
+            {
+                "bootstrap.servers": three.bootstrap,
+                "acks": "all",
+                "linger.ms": 2,
+                "enable.idempotence": True,
+                "message.timeout.ms": 20000,
+            }
+        )
 
         def on_delivery(err, msg):
             if err is None:
                 acked[msg.value()] = msg.offset()
                 if stop.is_set():
                     after_kill.set()
+
         i = 0
         while not (stop.is_set() and after_kill.is_set()):
             producer.produce("ledger", b"r%08d" % i, partition=0, on_delivery=on_delivery)
@@ -122,16 +133,22 @@ def test_paused_follower_leaves_isr_and_the_high_watermark_keeps_moving(three):
     follower = record.replicas[-1]
     three.signal(follower, signal.SIGSTOP)
     try:
-        wait_until(lambda: follower not in partition_record(three, "paused").isr, 15,
-                   "the paused follower to leave the ISR")
+        wait_until(
+            lambda: follower not in partition_record(three, "paused").isr,
+            15,
+            "the paused follower to leave the ISR",
+        )
         before = high_watermark(three.bootstrap, "paused")
         reports = produce_sync(three.bootstrap, "paused", [b"x"] * 50, acks="all")
         assert [e for e, _ in reports] == [None] * 50
         assert high_watermark(three.bootstrap, "paused") == before + 50
     finally:
         three.signal(follower, signal.SIGCONT)
-    wait_until(lambda: follower in partition_record(three, "paused").isr, 15,
-               "the resumed follower to rejoin the ISR")
+    wait_until(
+        lambda: follower in partition_record(three, "paused").isr,
+        15,
+        "the resumed follower to rejoin the ISR",
+    )
 
 
 def test_idle_followers_stay_in_sync_and_take_new_records_at_once(three):
@@ -143,12 +160,10 @@ def test_idle_followers_stay_in_sync_and_take_new_records_at_once(three):
     lag_s = int(FAST["replica.lag.time.max.ms"]) / 1000
     watch_until = time.monotonic() + 3 * lag_s
     while time.monotonic() < watch_until:
-        shrunk = {i: p.isr for i, p in three.state.topics()["idle"].partitions.items()
-                  if len(p.isr) < 3}
+        shrunk = {i: p.isr for i, p in three.state.topics()["idle"].partitions.items() if len(p.isr) < 3}
         assert not shrunk, f"idle followers left the ISR: {shrunk}"
         time.sleep(0.2)
-    reports = produce_sync(three.bootstrap, "idle", [b"second"], acks="all",
-                           **{"message.timeout.ms": 5000})
+    reports = produce_sync(three.bootstrap, "idle", [b"second"], acks="all", **{"message.timeout.ms": 5000})
     assert reports == [(None, 1)]
     assert high_watermark(three.bootstrap, "idle") == 2
 
@@ -159,8 +174,9 @@ def test_min_insync_replicas_rejects_acks_all_but_not_acks_1(three):
     for broker in [b for b in (1, 2, 3) if b != leader]:
         three.kill(broker)
     wait_until(lambda: partition_record(three, "strict").isr == [leader], 15, "ISR = [leader]")
-    reports = produce_sync(three.bootstrap, "strict", [b"all"], acks="all",
-                           **{"message.timeout.ms": 3000, "retries": 0})
+    reports = produce_sync(
+        three.bootstrap, "strict", [b"all"], acks="all", **{"message.timeout.ms": 3000, "retries": 0}
+    )
     assert reports[0][0] is not None and reports[0][0].name() == "NOT_ENOUGH_REPLICAS"
     reports = produce_sync(three.bootstrap, "strict", [b"one"], acks="1")
     assert reports[0][0] is None
@@ -177,14 +193,19 @@ def test_zombie_controller_is_fenced_by_its_epoch(three):
         # While the zombie sleeps, a broker dies: the zombie will want to react when it wakes.
         victim = next(b for b in (1, 2, 3) if b not in (zombie, successor))
         three.kill(victim)
-        wait_until(lambda: all(p.leader != victim for p in
-                               three.state.topics()["fenced"].partitions.values()), 15,
-                   "the successor to move leadership off the dead broker")
+        wait_until(
+            lambda: all(p.leader != victim for p in three.state.topics()["fenced"].partitions.values()),
+            15,
+            "the successor to move leadership off the dead broker",
+        )
         decided = three.state.topics()["fenced"]
     finally:
         three.signal(zombie, signal.SIGCONT)
-    wait_until(lambda: "resigns as controller" in three.log_tail(zombie, 200), 10,
-               "the zombie to notice it was fenced")
+    wait_until(
+        lambda: "resigns as controller" in three.log_tail(zombie, 200),
+        10,
+        "the zombie to notice it was fenced",
+    )
     assert three.state.controller() == (successor, new_epoch)
     after = three.state.topics()["fenced"]
     for index, p in after.partitions.items():
@@ -193,43 +214,61 @@ def test_zombie_controller_is_fenced_by_its_epoch(three):
 
 
 def test_resumed_stale_leader_truncates_its_divergent_tail(cluster_factory):
-    cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500",
-                                  "replica.lag.time.max.ms": "60000",
-                                  "auto.leader.rebalance.enable": "false"})
+    cluster = cluster_factory(
+        3,
+        {
+            "broker.session.timeout.ms": "1500",
+            "replica.lag.time.max.ms": "60000",
+            "auto.leader.rebalance.enable": "false",
+        },
+    )
     create(cluster, "diverge", 1)
     record = partition_record(cluster, "diverge")
     old_leader, next_leader, third = record.replicas
-    assert produce_sync(cluster.bootstrap, "diverge", [b"c%d" % i for i in range(10)],
-                        acks="all")[-1] == (None, 9)
+    assert produce_sync(cluster.bootstrap, "diverge", [b"c%d" % i for i in range(10)], acks="all")[-1] == (
+        None,
+        9,
+    )
     # Followers stop copying; the leader takes acks=1 writes only it will ever have. A paused
     # follower's fetch already waiting at the leader would still carry them (the kernel keeps
     # delivering to a stopped process), so let that long poll (FETCH_MAX_WAIT_MS) run out first.
     cluster.signal(next_leader, signal.SIGSTOP)
     cluster.signal(third, signal.SIGSTOP)
     time.sleep(2 * FETCH_MAX_WAIT_MS / 1000)
-    reports = produce_sync(cluster.bootstrap, "diverge", [b"lost%d" % i for i in range(5)],
-                           acks="1")
+    reports = produce_sync(cluster.bootstrap, "diverge", [b"lost%d" % i for i in range(5)], acks="1")
     assert [o for _, o in reports] == [10, 11, 12, 13, 14]
     cluster.signal(old_leader, signal.SIGSTOP)
     cluster.signal(next_leader, signal.SIGCONT)
     cluster.signal(third, signal.SIGCONT)
-    wait_until(lambda: partition_record(cluster, "diverge").leader == next_leader, 15,
-               "the next replica to take over")
-    assert produce_sync(cluster.bootstrap, "diverge", [b"new%d" % i for i in range(5)],
-                        acks="all")[-1][0] is None
+    wait_until(
+        lambda: partition_record(cluster, "diverge").leader == next_leader,
+        15,
+        "the next replica to take over",
+    )
+    assert (
+        produce_sync(cluster.bootstrap, "diverge", [b"new%d" % i for i in range(5)], acks="all")[-1][0]
+        is None
+    )
     assert b"lost0" not in log_bytes(cluster, next_leader, "diverge"), "no divergence to test"
     assert b"lost0" in log_bytes(cluster, old_leader, "diverge")
     cluster.signal(old_leader, signal.SIGCONT)
-    wait_until(lambda: old_leader in partition_record(cluster, "diverge").isr, 20,
-               "the old leader to truncate, catch up and rejoin the ISR")
+    wait_until(
+        lambda: old_leader in partition_record(cluster, "diverge").isr,
+        20,
+        "the old leader to truncate, catch up and rejoin the ISR",
+    )
     consumed = consume_all(cluster.bootstrap, "diverge", 1, 15)
     values = [v for _, _, _, v in consumed]
     assert values == [b"c%d" % i for i in range(10)] + [b"new%d" % i for i in range(5)]
     assert "truncating divergent log" in cluster.log_tail(old_leader, 300)
     assert b"lost0" not in log_bytes(cluster, old_leader, "diverge")
     published = wait_until(
-        lambda: cluster.state.replica_status().get(old_leader, {}).get(("diverge", 0), {})
-        .get("last_truncation"), 5, "the old leader to publish its truncation")
+        lambda: (
+            cluster.state.replica_status().get(old_leader, {}).get(("diverge", 0), {}).get("last_truncation")
+        ),
+        5,
+        "the old leader to publish its truncation",
+    )
     assert (published["from"], published["to"]) == (15, 10)  # what `kctl watch` narrates
 
 
@@ -242,21 +281,24 @@ def test_kcat_consumer_follows_a_leader_change(three):
     create(three, "follow", 1)
     leader = partition_record(three, "follow").leader
     produce_sync(three.bootstrap, "follow", [b"before%d" % i for i in range(5)], acks="all")
-    kcat = subprocess.Popen(["kcat", "-b", three.bootstrap, "-C", "-t", "follow", "-o",
-                             "beginning", "-u", "-f", "%s\n"], stdout=subprocess.PIPE)
+    kcat = subprocess.Popen(
+        ["kcat", "-b", three.bootstrap, "-C", "-t", "follow", "-o", "beginning", "-u", "-f", "%s\n"],
+        stdout=subprocess.PIPE,
+    )
     try:
         three.kill(leader)
-        wait_until(lambda: partition_record(three, "follow").leader not in (leader, -1), 15,
-                   "a new leader")
+        wait_until(lambda: partition_record(three, "follow").leader not in (leader, -1), 15, "a new leader")
         produce_sync(three.bootstrap, "follow", [b"after%d" % i for i in range(5)], acks="all")
         lines = []
-        wait_until(lambda: lines.append(kcat.stdout.readline()) or len(lines) >= 10, 30,
-                   "kcat to print every record")
+        wait_until(
+            lambda: lines.append(kcat.stdout.readline()) or len(lines) >= 10, 30, "kcat to print every record"
+        )
     finally:
         kcat.kill()
         kcat.wait()
-    assert [l.strip() for l in lines] == [b"before%d" % i for i in range(5)] + \
-        [b"after%d" % i for i in range(5)]
+    assert [line.strip() for line in lines] == [b"before%d" % i for i in range(5)] + [
+        b"after%d" % i for i in range(5)
+    ]
 
 
 def test_graceful_stop_hands_leadership_over_and_preferred_leader_returns(cluster_factory):
@@ -271,7 +313,10 @@ def test_graceful_stop_hands_leadership_over_and_preferred_leader_returns(cluste
     exactly_once = {"acks": "all", "enable.idempotence": True}
     assert produce_sync(three.bootstrap, "handover", [b"during"], **exactly_once)[0][0] is None
     three.start(preferred)
-    wait_until(lambda: partition_record(three, "handover").leader == preferred, 20,
-               "the imbalance check to give the preferred leader its leadership back")
+    wait_until(
+        lambda: partition_record(three, "handover").leader == preferred,
+        20,
+        "the imbalance check to give the preferred leader its leadership back",
+    )
     assert produce_sync(three.bootstrap, "handover", [b"after"], **exactly_once)[0][0] is None
     assert [v for *_, v in consume_all(three.bootstrap, "handover", 1, 2)] == [b"during", b"after"]

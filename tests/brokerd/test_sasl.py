@@ -13,7 +13,10 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
-    AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion,
+    AdminClient,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialDeletion,
     UserScramCredentialUpsertion,
 )
 from kafka.protocol.api_key import ApiKey
@@ -43,8 +46,13 @@ def cluster(tmp_path_factory):
 
 
 def admin_client(cluster, user="admin", password=None, mechanism="SCRAM-SHA-512") -> AdminClient:
-    return AdminClient({"bootstrap.servers": cluster.bootstrap, "log_level": 0,
-                        **sasl_settings(user, password or cluster.admin_password, mechanism)})
+    return AdminClient(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "log_level": 0,
+            **sasl_settings(user, password or cluster.admin_password, mechanism),
+        }
+    )
 
 
 def login(cluster, user: str, password: str, mechanism: str) -> KafkaError | None:
@@ -68,10 +76,26 @@ def test_kcat_on_librdkafka_before_2_6_1_logs_in_with_scram(cluster):
     """Old librdkafka repeats the client nonce in its client-final message (Kafka 3.8.1
     accepts it); kcat here links such a librdkafka."""
     result = subprocess.run(
-        ["kcat", "-b", cluster.bootstrap, "-X", "security.protocol=SASL_PLAINTEXT",
-         "-X", "sasl.mechanism=SCRAM-SHA-512", "-X", "sasl.username=alice",
-         "-X", f"sasl.password={ALICE_PASSWORD}", "-L", "-m", "10"],
-        capture_output=True, text=True, timeout=30)
+        [
+            "kcat",
+            "-b",
+            cluster.bootstrap,
+            "-X",
+            "security.protocol=SASL_PLAINTEXT",
+            "-X",
+            "sasl.mechanism=SCRAM-SHA-512",
+            "-X",
+            "sasl.username=alice",
+            "-X",
+            f"sasl.password={ALICE_PASSWORD}",
+            "-L",
+            "-m",
+            "10",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == 0, result.stderr
     assert "1 brokers" in result.stdout
 
@@ -93,12 +117,15 @@ def test_handshake_names_the_enabled_mechanisms_and_refuses_others(cluster):
         assert conn.closed_by_broker()
 
 
-@pytest.mark.parametrize("mechanism, token", [
-    (None, b"\0alice\0" + ALICE_PASSWORD.encode()),  # no handshake first
-    ("PLAIN", b"alice-without-separators"),
-    ("PLAIN", b"bob\0alice\0" + ALICE_PASSWORD.encode()),  # authzid differs from authcid
-    ("SCRAM-SHA-256", b"\xff\xfe not a client-first message"),
-])
+@pytest.mark.parametrize(
+    "mechanism, token",
+    [
+        (None, b"\0alice\0" + ALICE_PASSWORD.encode()),  # no handshake first
+        ("PLAIN", b"alice-without-separators"),
+        ("PLAIN", b"bob\0alice\0" + ALICE_PASSWORD.encode()),  # authzid differs from authcid
+        ("SCRAM-SHA-256", b"\xff\xfe not a client-first message"),
+    ],
+)
 def test_a_bad_login_is_refused_with_sasl_authentication_failed_then_closed(cluster, mechanism, token):
     with RawConnection(cluster.ports[1]) as conn:
         if mechanism is not None:
@@ -110,8 +137,7 @@ def test_a_bad_login_is_refused_with_sasl_authentication_failed_then_closed(clus
 
 def plain_login(conn: RawConnection, user: str, password: str):
     assert conn.request(ApiKey.SaslHandshake, 1, {"mechanism": "PLAIN"}).error_code == 0
-    return conn.request(ApiKey.SaslAuthenticate, 1,
-                        {"auth_bytes": f"\0{user}\0{password}".encode()})
+    return conn.request(ApiKey.SaslAuthenticate, 1, {"auth_bytes": f"\0{user}\0{password}".encode()})
 
 
 def test_a_session_expires_after_connections_max_reauth_ms(cluster):
@@ -135,8 +161,9 @@ def test_reauthentication_keeps_the_connection_but_not_a_new_principal(cluster):
 
 
 def test_librdkafka_reauthenticates_before_its_session_expires(cluster):
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "log_level": 0,
-                         **sasl_settings("alice", ALICE_PASSWORD)})
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "log_level": 0, **sasl_settings("alice", ALICE_PASSWORD)}
+    )
     producer.list_topics(timeout=5)
     time.sleep(2 * REAUTH_MS / 1000)  # spans two session lifetimes
     assert producer.list_topics(timeout=5).brokers
@@ -158,20 +185,23 @@ def test_a_broker_reauthenticates_its_own_connections_before_the_session_expires
             assert client._writer is connection, "the connection was replaced, not kept"
         finally:
             client.close()
+
     asyncio.run(metadata_across_two_sessions())
 
 
 def test_scram_users_are_made_described_and_deleted_over_the_wire(cluster):
     admin = admin_client(cluster)
     upsert = UserScramCredentialUpsertion(
-        "carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), b"carol-pw", b"salt-of-carol")
+        "carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), b"carol-pw", b"salt-of-carol"
+    )
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result()
     assert login(cluster, "carol", "carol-pw", "SCRAM-SHA-256") is None
     assert login(cluster, "carol", "carol-pw", "PLAIN") is None
     described = admin.describe_user_scram_credentials(["carol"])["carol"].result()
-    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == \
-        [(ScramMechanism.SCRAM_SHA_256, 8192)]
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_256, 8192)
+    ]
     unknown = admin.describe_user_scram_credentials(["nobody"])["nobody"]
     with pytest.raises(Exception, match="does not exist"):
         unknown.result()
@@ -183,7 +213,8 @@ def test_scram_users_are_made_described_and_deleted_over_the_wire(cluster):
 
 def test_too_few_iterations_are_refused_with_unacceptable_credential(cluster):
     upsert = UserScramCredentialUpsertion(
-        "dave", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 1000), b"pw", b"salt")
+        "dave", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 1000), b"pw", b"salt"
+    )
     admin = admin_client(cluster)
     future = admin.alter_user_scram_credentials([upsert])["dave"]
     with pytest.raises(KafkaException, match="less than the minimum 4096"):
@@ -208,21 +239,30 @@ def rss_kib(pid: int) -> int:
 async def _bad_scram_logins(port: int, count: int, concurrency: int = 20) -> None:
     """Wrong-password SCRAM logins: a real client-first, then a client-final whose proof
     cannot be right. Each ends in SASL_AUTHENTICATION_FAILED and a closed connection."""
+
     async def one(i: int) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
-            for step, body in enumerate(([ApiKey.SaslHandshake, {"mechanism": "SCRAM-SHA-256"}],
-                                         [ApiKey.SaslAuthenticate, {"auth_bytes": f"n,,n=alice,r=c{i}".encode()}])):
+            for step, body in enumerate(
+                (
+                    [ApiKey.SaslHandshake, {"mechanism": "SCRAM-SHA-256"}],
+                    [ApiKey.SaslAuthenticate, {"auth_bytes": f"n,,n=alice,r=c{i}".encode()}],
+                )
+            ):
                 writer.write(encode_request(RequestHeader(body[0], 1, step, "flood"), body[1]))
                 size = struct.unpack(">i", await reader.readexactly(4))[0]
                 reply = await reader.readexactly(size)
             nonce = reply.split(b"r=")[1].split(b",")[0].decode()
             final = f"c=biws,r={nonce},p=" + "QUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUE="
-            writer.write(encode_request(RequestHeader(ApiKey.SaslAuthenticate, 1, 3, "flood"),
-                                        {"auth_bytes": final.encode()}))
+            writer.write(
+                encode_request(
+                    RequestHeader(ApiKey.SaslAuthenticate, 1, 3, "flood"), {"auth_bytes": final.encode()}
+                )
+            )
             await reader.read()  # answered, then closed
         finally:
             writer.close()
+
     await _in_waves(one, count, concurrency)
 
 
@@ -233,16 +273,22 @@ async def _random_sasl_payloads(port: int, count: int, concurrency: int = 20) ->
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         try:
             mechanism = rng.choice(["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "x" * rng.randint(1, 300)])
-            writer.write(encode_request(RequestHeader(ApiKey.SaslHandshake, 1, 1, "fuzz"),
-                                        {"mechanism": mechanism}))
+            writer.write(
+                encode_request(RequestHeader(ApiKey.SaslHandshake, 1, 1, "fuzz"), {"mechanism": mechanism})
+            )
             payload = rng.randbytes(rng.randint(0, 2000))
-            writer.write(encode_request(RequestHeader(ApiKey.SaslAuthenticate, rng.randint(0, 2), 2,
-                                                      "fuzz"), {"auth_bytes": payload}))
+            writer.write(
+                encode_request(
+                    RequestHeader(ApiKey.SaslAuthenticate, rng.randint(0, 2), 2, "fuzz"),
+                    {"auth_bytes": payload},
+                )
+            )
             await reader.read()
         except ConnectionResetError:
             pass  # refused at the handshake, the broker closed before reading the payload
         finally:
             writer.close()
+
     await _in_waves(one, count, concurrency)
 
 

@@ -28,8 +28,14 @@ RETRIABLE = {14, 15, 16}  # COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILA
 class RawMember:
     """One group member driven request by request over its own connection."""
 
-    def __init__(self, port: int, group: str, instance_id: str | None = None,
-                 session_timeout_ms: int = 30000, rebalance_timeout_ms: int = 30000):
+    def __init__(
+        self,
+        port: int,
+        group: str,
+        instance_id: str | None = None,
+        session_timeout_ms: int = 30000,
+        rebalance_timeout_ms: int = 30000,
+    ):
         self.client = BrokerClient("127.0.0.1", port, f"raw-{instance_id}", TIMEOUT_S)
         self.group = group
         self.instance_id = instance_id
@@ -40,13 +46,20 @@ class RawMember:
 
     async def join(self, member_id: str | None = None, version: int = 5):
         """One JoinGroup; remembers the member id and generation it was given."""
-        response = await self.client.request(ApiKey.JoinGroup, version, {
-            "group_id": self.group, "session_timeout_ms": self.session_timeout_ms,
-            "rebalance_timeout_ms": self.rebalance_timeout_ms,
-            "member_id": self.member_id if member_id is None else member_id,
-            "group_instance_id": self.instance_id, "protocol_type": "consumer",
-            "protocols": [{"name": "range", "metadata": b"subscription"}]},
-            extra_timeout_s=self.rebalance_timeout_ms / 1000)
+        response = await self.client.request(
+            ApiKey.JoinGroup,
+            version,
+            {
+                "group_id": self.group,
+                "session_timeout_ms": self.session_timeout_ms,
+                "rebalance_timeout_ms": self.rebalance_timeout_ms,
+                "member_id": self.member_id if member_id is None else member_id,
+                "group_instance_id": self.instance_id,
+                "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": b"subscription"}],
+            },
+            extra_timeout_s=self.rebalance_timeout_ms / 1000,
+        )
         if response.error_code in (0, MEMBER_ID_REQUIRED):
             self.member_id = response.member_id
         if response.error_code == 0:
@@ -54,34 +67,62 @@ class RawMember:
         return response
 
     async def sync(self, assignments: dict[str, bytes] | None = None, member_id: str | None = None):
-        return await self.client.request(ApiKey.SyncGroup, 3, {
-            "group_id": self.group, "generation_id": self.generation,
-            "member_id": self.member_id if member_id is None else member_id,
-            "group_instance_id": self.instance_id,
-            "assignments": [{"member_id": m, "assignment": a}
-                            for m, a in (assignments or {}).items()]})
+        return await self.client.request(
+            ApiKey.SyncGroup,
+            3,
+            {
+                "group_id": self.group,
+                "generation_id": self.generation,
+                "member_id": self.member_id if member_id is None else member_id,
+                "group_instance_id": self.instance_id,
+                "assignments": [{"member_id": m, "assignment": a} for m, a in (assignments or {}).items()],
+            },
+        )
 
     async def heartbeat(self, member_id: str | None = None) -> int:
-        response = await self.client.request(ApiKey.Heartbeat, 3, {
-            "group_id": self.group, "generation_id": self.generation,
-            "member_id": self.member_id if member_id is None else member_id,
-            "group_instance_id": self.instance_id})
+        response = await self.client.request(
+            ApiKey.Heartbeat,
+            3,
+            {
+                "group_id": self.group,
+                "generation_id": self.generation,
+                "member_id": self.member_id if member_id is None else member_id,
+                "group_instance_id": self.instance_id,
+            },
+        )
         return response.error_code
 
     async def commit(self, topic: str, offset: int, member_id: str | None = None) -> int:
-        response = await self.client.request(ApiKey.OffsetCommit, 7, {
-            "group_id": self.group, "generation_id_or_member_epoch": self.generation,
-            "member_id": self.member_id if member_id is None else member_id,
-            "group_instance_id": self.instance_id,
-            "topics": [{"name": topic, "partitions": [{
-                "partition_index": 0, "committed_offset": offset, "committed_leader_epoch": -1,
-                "committed_metadata": ""}]}]})
+        response = await self.client.request(
+            ApiKey.OffsetCommit,
+            7,
+            {
+                "group_id": self.group,
+                "generation_id_or_member_epoch": self.generation,
+                "member_id": self.member_id if member_id is None else member_id,
+                "group_instance_id": self.instance_id,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "committed_offset": offset,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": "",
+                            }
+                        ],
+                    }
+                ],
+            },
+        )
         return response.topics[0].partitions[0].error_code
 
     async def stable(self, assignment: bytes) -> None:
         """Join as leader of a group of one, hand itself ``assignment`` and sync."""
-        await until_answered(lambda: find_coordinator(self.client, self.group),
-                             lambda code: code == 0, "the group coordinator")
+        await until_answered(
+            lambda: find_coordinator(self.client, self.group), lambda code: code == 0, "the group coordinator"
+        )
         joined = await self.join()
         if joined.error_code == MEMBER_ID_REQUIRED:  # a dynamic member
             joined = await self.join()
@@ -99,8 +140,9 @@ async def find_coordinator(client: BrokerClient, group: str) -> int:
 
 
 async def describe(client: BrokerClient, group: str):
-    response = await client.request(ApiKey.DescribeGroups, 4, {
-        "groups": [group], "include_authorized_operations": False})
+    response = await client.request(
+        ApiKey.DescribeGroups, 4, {"groups": [group], "include_authorized_operations": False}
+    )
     return response.groups[0]
 
 
@@ -112,8 +154,9 @@ def test_member_id_required_round_trip_and_unused_ids_expire(cluster):
         member = RawMember(port, "kip394")
         old_client = RawMember(port, "kip394-v3")
         try:
-            await until_answered(lambda: find_coordinator(member.client, "kip394"),
-                                 lambda c: c == 0, "the group coordinator")
+            await until_answered(
+                lambda: find_coordinator(member.client, "kip394"), lambda c: c == 0, "the group coordinator"
+            )
             # v4+: a dynamic member's first JoinGroup only hands out a member id ...
             first = await idle.join()
             assert first.error_code == MEMBER_ID_REQUIRED and first.member_id.startswith("raw-")
@@ -128,8 +171,11 @@ def test_member_id_required_round_trip_and_unused_ids_expire(cluster):
             assert time.monotonic() - started < 10
             assert (await idle.join()).error_code == UNKNOWN_MEMBER_ID
             # Before v4, a member joins at once.
-            await until_answered(lambda: find_coordinator(old_client.client, "kip394-v3"),
-                                 lambda c: c == 0, "the group coordinator")
+            await until_answered(
+                lambda: find_coordinator(old_client.client, "kip394-v3"),
+                lambda c: c == 0,
+                "the group coordinator",
+            )
             legacy = await old_client.join(version=3)
             assert legacy.error_code == 0 and legacy.member_id
         finally:
@@ -169,15 +215,23 @@ def test_a_rejoining_static_member_replaces_the_old_one_which_is_fenced(cluster)
             group = await describe(admin, "static")
             assert group.group_state == "Stable"
             assert [(m.member_id, m.group_instance_id) for m in group.members] == [
-                (restarted.member_id, "instance-1")]
+                (restarted.member_id, "instance-1")
+            ]
             # LeaveGroup v3: per-member outcomes; a static member leaves by instance id.
-            left = await admin.request(ApiKey.LeaveGroup, 3, {"group_id": "static", "members": [
-                {"member_id": first.member_id, "group_instance_id": "instance-1"},
-                {"member_id": "", "group_instance_id": "no-such-instance"},
-                {"member_id": "", "group_instance_id": "instance-1"}]})
+            left = await admin.request(
+                ApiKey.LeaveGroup,
+                3,
+                {
+                    "group_id": "static",
+                    "members": [
+                        {"member_id": first.member_id, "group_instance_id": "instance-1"},
+                        {"member_id": "", "group_instance_id": "no-such-instance"},
+                        {"member_id": "", "group_instance_id": "instance-1"},
+                    ],
+                },
+            )
             assert left.error_code == 0
-            assert [m.error_code for m in left.members] == [
-                FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, 0]
+            assert [m.error_code for m in left.members] == [FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, 0]
             group = await describe(admin, "static")
             assert (group.group_state, group.members) == ("Empty", [])
         finally:
@@ -198,11 +252,11 @@ def test_groups_and_their_generations_survive_a_broker_restart(cluster):
             await stable.stable(b"assignment")
             for member in (emptied, deleted):
                 await member.stable(b"")
-                left = await member.client.request(ApiKey.LeaveGroup, 1, {
-                    "group_id": member.group, "member_id": member.member_id})
+                left = await member.client.request(
+                    ApiKey.LeaveGroup, 1, {"group_id": member.group, "member_id": member.member_id}
+                )
                 assert left.error_code == 0
-            gone = await deleted.client.request(ApiKey.DeleteGroups, 1,
-                                                {"groups_names": ["deleted"]})
+            gone = await deleted.client.request(ApiKey.DeleteGroups, 1, {"groups_names": ["deleted"]})
             assert gone.results[0].error_code == 0
             return stable.member_id, stable.generation, emptied.generation
         finally:
@@ -216,12 +270,17 @@ def test_groups_and_their_generations_survive_a_broker_restart(cluster):
         admin = BrokerClient("127.0.0.1", port, "admin", TIMEOUT_S)
         try:
             # The member heartbeats its generation to the reloaded coordinator: still valid.
-            assert await until_answered(stable.heartbeat, lambda c: c not in RETRIABLE,
-                                        "the coordinator to load the group") == 0
+            assert (
+                await until_answered(
+                    stable.heartbeat, lambda c: c not in RETRIABLE, "the coordinator to load the group"
+                )
+                == 0
+            )
             group = await describe(admin, "kept-stable")
             assert group.group_state == "Stable"
-            assert [(m.member_id, m.group_instance_id, m.member_assignment)
-                    for m in group.members] == [(member_id, "instance-1", b"assignment")]
+            assert [(m.member_id, m.group_instance_id, m.member_assignment) for m in group.members] == [
+                (member_id, "instance-1", b"assignment")
+            ]
             assert (await describe(admin, "kept-empty")).group_state == "Empty"
             assert (await describe(admin, "deleted")).group_state == "Dead"  # its tombstone
             joined = await newcomer.join()
@@ -235,14 +294,20 @@ def test_groups_and_their_generations_survive_a_broker_restart(cluster):
     cluster.start()
     asyncio.run(after_restart(*kept))
     # The generation is a GroupMetadata record (key version 2: the group id) in Kafka's format.
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "reader",
-                         "enable.partition.eof": True})
+    consumer = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": "reader", "enable.partition.eof": True}
+    )
     consumer.assign([_offsets_partition(consumer, "kept-stable")])
     try:
         keys = set()
-        wait_until(lambda: keys.update(m.key() for m in consumer.consume(100, 0.2)
-                                       if m.error() is None) or
-                   b"\x00\x02\x00\x0bkept-stable" in keys, 15, "the group metadata record")
+        wait_until(
+            lambda: (
+                keys.update(m.key() for m in consumer.consume(100, 0.2) if m.error() is None)
+                or b"\x00\x02\x00\x0bkept-stable" in keys
+            ),
+            15,
+            "the group metadata record",
+        )
     finally:
         consumer.close()
 
@@ -258,10 +323,16 @@ class StaticMember:
     def __init__(self, bootstrap: str, group: str, topic: str, instance_id: str):
         self.assigned: set[int] = set()
         self.assigns = self.revokes = 0
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": group, "group.instance.id": instance_id,
-            "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-            "heartbeat.interval.ms": 500})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "group.instance.id": instance_id,
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": 6000,
+                "heartbeat.interval.ms": 500,
+            }
+        )
         self.consumer.subscribe([topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
 
     def _on_assign(self, consumer, partitions):
@@ -277,9 +348,14 @@ class StaticMember:
 
 
 def share_out(members: list[StaticMember], partitions: int) -> None:
-    settle(members, lambda: all(m.assigned for m in members) and set().union(
-        *(m.assigned for m in members)) == set(range(partitions)),
-        "the members to share the partitions")
+    settle(
+        members,
+        lambda: (
+            all(m.assigned for m in members)
+            and set().union(*(m.assigned for m in members)) == set(range(partitions))
+        ),
+        "the members to share the partitions",
+    )
 
 
 def test_a_restarted_static_consumer_gets_its_partitions_back_without_a_rebalance(cluster):
@@ -307,24 +383,27 @@ def test_a_restarted_static_consumer_gets_its_partitions_back_without_a_rebalanc
 def test_a_static_group_keeps_its_assignment_when_its_coordinator_fails_over(cluster_factory):
     cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500"})
     create(cluster.bootstrap, "work", 4, 3)
-    members = [StaticMember(cluster.bootstrap, "failover", "work", f"instance-{i}")
-               for i in range(2)]
+    members = [StaticMember(cluster.bootstrap, "failover", "work", f"instance-{i}") for i in range(2)]
     try:
         share_out(members, 4)
         before = [(m.assigned, m.assigns, m.revokes, m.consumer.memberid()) for m in members]
         partition = partition_for("failover", 10)
         coordinator = cluster.state.topics()[OFFSETS_TOPIC].partitions[partition].leader
         cluster.kill(coordinator)
-        wait_until(lambda: cluster.state.topics()[OFFSETS_TOPIC].partitions[partition].leader
-                   not in (coordinator, -1), 15, "a new coordinator")
+        wait_until(
+            lambda: (
+                cluster.state.topics()[OFFSETS_TOPIC].partitions[partition].leader not in (coordinator, -1)
+            ),
+            15,
+            "a new coordinator",
+        )
         # Keep the members polling (and heartbeating) for longer than their session timeout:
         # the new coordinator knows them from the stored generation and keeps them.
         deadline = time.monotonic() + 9
         while time.monotonic() < deadline:
             for m in members:
                 m.poll()
-        assert [(m.assigned, m.assigns, m.revokes, m.consumer.memberid())
-                for m in members] == before
+        assert [(m.assigned, m.assigns, m.revokes, m.consumer.memberid()) for m in members] == before
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
         group = admin.describe_consumer_groups(["failover"])["failover"].result(10)
         assert group.coordinator.id != coordinator

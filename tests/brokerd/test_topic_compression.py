@@ -24,8 +24,9 @@ def stored_codecs(cluster, topic: str) -> list[int]:
 
 def consume(bootstrap: str, topic: str, count: int) -> list[tuple[int, bytes, bytes, list]]:
     """``(offset, key, value, headers)`` of the first ``count`` records, as librdkafka decodes them."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "compression-check",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "compression-check", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     seen = []
 
@@ -34,6 +35,7 @@ def consume(bootstrap: str, topic: str, count: int) -> list[tuple[int, bytes, by
             assert m.error() is None, m.error()
             seen.append((m.offset(), m.key(), m.value(), m.headers()))
         return len(seen) >= count
+
     try:
         wait_until(caught_up, 20, f"{count} records of {topic}")
     finally:
@@ -45,14 +47,20 @@ def create(admin: AdminClient, name: str, configs: dict[str, str]) -> None:
     admin.create_topics([NewTopic(name, 1, 1, config=configs)])[name].result(10)
 
 
-@pytest.mark.parametrize("topic_codec,producer_codec",
-                         [("gzip", "lz4"), ("snappy", "gzip"), ("zstd", "none"), ("lz4", "zstd")])
-def test_batches_are_stored_in_the_topic_codec_and_read_back_unchanged(cluster, topic_codec,
-                                                                       producer_codec):
+@pytest.mark.parametrize(
+    "topic_codec,producer_codec", [("gzip", "lz4"), ("snappy", "gzip"), ("zstd", "none"), ("lz4", "zstd")]
+)
+def test_batches_are_stored_in_the_topic_codec_and_read_back_unchanged(cluster, topic_codec, producer_codec):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     create(admin, "recoded", {"compression.type": topic_codec})
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "compression.type": producer_codec,
-                         "linger.ms": 5, "enable.idempotence": True})
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "compression.type": producer_codec,
+            "linger.ms": 5,
+            "enable.idempotence": True,
+        }
+    )
     sent = [(b"k%d" % i, b"value %d " % i * 20) for i in range(500)]
     for key, value in sent:
         producer.produce("recoded", value, key, partition=0, headers=[("h", b"%d" % len(value))])
@@ -61,7 +69,8 @@ def test_batches_are_stored_in_the_topic_codec_and_read_back_unchanged(cluster, 
     assert set(stored_codecs(cluster, "recoded")) == {CODECS[topic_codec]}
     received = consume(cluster.bootstrap, "recoded", 500)
     assert [(offset, key, value) for offset, key, value, _ in received] == [
-        (i, key, value) for i, (key, value) in enumerate(sent)]
+        (i, key, value) for i, (key, value) in enumerate(sent)
+    ]
     assert all(headers == [("h", b"%d" % len(value))] for _, _, value, headers in received)
 
 

@@ -8,26 +8,44 @@ import time
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
-    AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
 )
 
 INVALID_CONFIG = 40
 
 KAFKA_39_DEFAULTS = {
-    "compression.gzip.level": "-1", "compression.lz4.level": "9", "compression.zstd.level": "3",
-    "segment.jitter.ms": "0", "min.compaction.lag.ms": "0", "max.compaction.lag.ms": str(2**63 - 1),
-    "message.timestamp.before.max.ms": str(2**63 - 1), "message.timestamp.after.max.ms": str(2**63 - 1),
-    "message.timestamp.difference.max.ms": str(2**63 - 1), "message.format.version": "3.0-IV1",
-    "message.downconversion.enable": "true", "preallocate": "false", "file.delete.delay.ms": "60000",
-    "leader.replication.throttled.replicas": "", "follower.replication.throttled.replicas": "",
-    "remote.storage.enable": "false", "local.retention.ms": "-2", "local.retention.bytes": "-2",
-    "remote.log.copy.disable": "false", "remote.log.delete.on.disable": "false",
+    "compression.gzip.level": "-1",
+    "compression.lz4.level": "9",
+    "compression.zstd.level": "3",
+    "segment.jitter.ms": "0",
+    "min.compaction.lag.ms": "0",
+    "max.compaction.lag.ms": str(2**63 - 1),
+    "message.timestamp.before.max.ms": str(2**63 - 1),
+    "message.timestamp.after.max.ms": str(2**63 - 1),
+    "message.timestamp.difference.max.ms": str(2**63 - 1),
+    "message.format.version": "3.0-IV1",
+    "message.downconversion.enable": "true",
+    "preallocate": "false",
+    "file.delete.delay.ms": "60000",
+    "leader.replication.throttled.replicas": "",
+    "follower.replication.throttled.replicas": "",
+    "remote.storage.enable": "false",
+    "local.retention.ms": "-2",
+    "local.retention.bytes": "-2",
+    "remote.log.copy.disable": "false",
+    "remote.log.delete.on.disable": "false",
 }
 
 
 def _alter(admin: AdminClient, topic: str, name: str, value: str | None, op) -> None:
-    resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
-        ConfigEntry(name, value, incremental_operation=op)])
+    resource = ConfigResource(
+        ResourceType.TOPIC, topic, incremental_configs=[ConfigEntry(name, value, incremental_operation=op)]
+    )
     admin.incremental_alter_configs([resource])[resource].result(10)
 
 
@@ -72,7 +90,9 @@ def test_every_kafka_39_topic_config_is_accepted_and_described(cluster):
 def test_remote_storage_is_refused_as_by_a_broker_without_tiered_storage(cluster):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     with pytest.raises(KafkaException) as raised:
-        admin.create_topics([NewTopic("tiered", 1, 1, config={"remote.storage.enable": "true"})])["tiered"].result(10)
+        admin.create_topics([NewTopic("tiered", 1, 1, config={"remote.storage.enable": "true"})])[
+            "tiered"
+        ].result(10)
     assert raised.value.args[0].code() == INVALID_CONFIG
     assert "Tiered Storage functionality is disabled in the broker" in raised.value.args[0].str()
 
@@ -85,7 +105,9 @@ def test_a_batch_older_than_message_timestamp_before_max_ms_is_invalid_timestamp
     errors = []
     now_ms = int(time.time() * 1000)
     for timestamp in (now_ms - 2 * 3600000, now_ms):
-        producer.produce("recent", b"value", timestamp=timestamp, on_delivery=lambda err, _msg: errors.append(err))
+        producer.produce(
+            "recent", b"value", timestamp=timestamp, on_delivery=lambda err, _msg: errors.append(err)
+        )
         producer.flush(10)
     assert errors[0] is not None and errors[0].code() == KafkaError.INVALID_TIMESTAMP
     assert errors[1] is None

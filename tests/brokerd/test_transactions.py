@@ -19,7 +19,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient
 from kafka.errors import (
-    InvalidProducerEpochError, InvalidRequestError, InvalidTransactionTimeoutError,
+    InvalidProducerEpochError,
+    InvalidRequestError,
+    InvalidTransactionTimeoutError,
     ProducerFencedError,
 )
 from kafka.protocol.api_key import ApiKey
@@ -38,8 +40,7 @@ def create(bootstrap: str, name: str, partitions: int, replicas: int = 1) -> Non
 
 
 def txn_producer(bootstrap: str, transactional_id: str, **extra) -> Producer:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id,
-                         **extra})
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id, **extra})
     producer.init_transactions(20)
     return producer
 
@@ -47,10 +48,15 @@ def txn_producer(bootstrap: str, transactional_id: str, **extra) -> Producer:
 def read_all(bootstrap: str, topic: str, partitions: int, committed: bool = True) -> list[bytes]:
     """Every record of ``topic`` up to the end of each partition (the last stable offset for
     read_committed), as a reader that starts from the beginning sees them."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
-                         "enable.partition.eof": True, "enable.auto.commit": False,
-                         "isolation.level": "read_committed" if committed
-                         else "read_uncommitted"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "reader",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed" if committed else "read_uncommitted",
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values: list[bytes] = []
     at_end: set[int] = set()
@@ -62,6 +68,7 @@ def read_all(bootstrap: str, topic: str, partitions: int, committed: bool = True
             elif msg.error().code() == KafkaError._PARTITION_EOF:
                 at_end.add(msg.partition())
         return len(at_end) == partitions
+
     try:
         wait_until(drained, 20, f"the end of every partition of {topic}", interval=0)
     finally:
@@ -117,6 +124,7 @@ def test_a_timed_out_transaction_is_aborted_and_its_producer_fenced(cluster):
     def no_open_transaction():
         status = cluster.state.replica_status().get(1, {}).get(("out", 0), {})
         return status.get("log_end_offset", 0) >= 2 and status["open_transactions"] == []
+
     wait_until(no_open_transaction, 10, "the coordinator to abort the transaction")
     with pytest.raises(KafkaException) as failure:
         producer.commit_transaction(10)
@@ -125,15 +133,28 @@ def test_a_timed_out_transaction_is_aborted_and_its_producer_fenced(cluster):
     assert read_all(cluster.bootstrap, "out", 1, committed=False) == [b"too-late"]
 
 
-def init_producer_id(port: int, transactional_id: str | None, timeout_ms: int = 60_000,
-                     version: int = 1, producer: tuple[int, int] = (-1, -1)) -> tuple[int, int, int]:
+def init_producer_id(
+    port: int,
+    transactional_id: str | None,
+    timeout_ms: int = 60_000,
+    version: int = 1,
+    producer: tuple[int, int] = (-1, -1),
+) -> tuple[int, int, int]:
     """One InitProducerId (after a FindCoordinator, which creates __transaction_state):
     (error code, producer id, epoch). From v3 ``producer`` asks to bump that id's epoch."""
     if transactional_id is not None:
         raw_request(port, ApiKey.FindCoordinator, 1, {"key": transactional_id, "key_type": 1})
-    response = raw_request(port, ApiKey.InitProducerId, version, {
-        "transactional_id": transactional_id, "transaction_timeout_ms": timeout_ms,
-        "producer_id": producer[0], "producer_epoch": producer[1]})
+    response = raw_request(
+        port,
+        ApiKey.InitProducerId,
+        version,
+        {
+            "transactional_id": transactional_id,
+            "transaction_timeout_ms": timeout_ms,
+            "producer_id": producer[0],
+            "producer_epoch": producer[1],
+        },
+    )
     return response.error_code, response.producer_id, response.producer_epoch
 
 
@@ -155,10 +176,11 @@ def test_a_producer_bumps_its_own_epoch_and_a_retry_is_answered_alike(cluster):
     fenced = ProducerFencedError.errno
     assert init_producer_id(port, "bumper", version=4, producer=(pid, epoch + 7))[0] == fenced
     assert init_producer_id(port, "bumper", version=4, producer=(pid + 1, epoch + 1))[0] == fenced
-    assert init_producer_id(port, "bumper", version=3, producer=(pid, epoch + 7))[0] == \
-        InvalidProducerEpochError.errno                        # before KIP-588's PRODUCER_FENCED
-    assert init_producer_id(port, "bumper", version=4, producer=(pid, -1))[0] == \
-        InvalidRequestError.errno
+    assert (
+        init_producer_id(port, "bumper", version=3, producer=(pid, epoch + 7))[0]
+        == InvalidProducerEpochError.errno
+    )  # before KIP-588's PRODUCER_FENCED
+    assert init_producer_id(port, "bumper", version=4, producer=(pid, -1))[0] == InvalidRequestError.errno
     assert init_producer_id(port, "bumper", version=4) == (0, pid, epoch + 2)  # a new instance
     assert init_producer_id(port, "bumper", version=4, producer=(pid, epoch + 1))[0] == fenced
     error, other, other_epoch = init_producer_id(port, None, version=4, producer=(pid, epoch))
@@ -200,8 +222,13 @@ def test_a_transaction_with_timed_out_messages_aborts_and_the_producer_carries_o
 
 
 def test_librdkafka_reports_an_invalid_transaction_timeout(cluster):
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "long",
-                         "transaction.timeout.ms": 900_001})
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "transactional.id": "long",
+            "transaction.timeout.ms": 900_001,
+        }
+    )
     with pytest.raises(KafkaException) as failure:
         producer.init_transactions(20)
     assert failure.value.args[0].code() == KafkaError.INVALID_TRANSACTION_TIMEOUT
@@ -227,8 +254,12 @@ def test_kafka_python_transactional_producer(cluster):
 
 def test_kcat_transactional_producer_commits_at_the_end_of_input(cluster):
     create(cluster.bootstrap, "kc", 1)
-    subprocess.run(["kcat", "-P", "-b", cluster.bootstrap, "-t", "kc", "-X",
-                    "transactional.id=kcat-app"], input=b"a\nb\nc\n", check=True, timeout=30)
+    subprocess.run(
+        ["kcat", "-P", "-b", cluster.bootstrap, "-t", "kc", "-X", "transactional.id=kcat-app"],
+        input=b"a\nb\nc\n",
+        check=True,
+        timeout=30,
+    )
     assert read_all(cluster.bootstrap, "kc", 1) == [b"a", b"b", b"c"]
 
 
@@ -246,19 +277,21 @@ def test_admin_clients_describe_and_list_transactions(cluster):
         listed = admin.list_transactions(state_filters=["Ongoing"])
         assert [t.transactional_id for ts in listed.values() for t in ts] == ["described"]
         producer.commit_transaction(20)
-        wait_until(lambda: admin.describe_transactions(["described"])["described"].state.value
-                   == "CompleteCommit", 10, "the commit to complete")
-        assert not [t for ts in admin.list_transactions(state_filters=["Ongoing"]).values()
-                    for t in ts]
+        wait_until(
+            lambda: admin.describe_transactions(["described"])["described"].state.value == "CompleteCommit",
+            10,
+            "the commit to complete",
+        )
+        assert not [t for ts in admin.list_transactions(state_filters=["Ongoing"]).values() for t in ts]
     finally:
         admin.close()
 
 
-def committed(bootstrap: str, group: str, topic: str, isolation: str = "read_committed",
-              timeout_s: float = 15) -> int:
+def committed(
+    bootstrap: str, group: str, topic: str, isolation: str = "read_committed", timeout_s: float = 15
+) -> int:
     """The group's committed offset; read_committed asks for stable offsets only (KIP-447)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "isolation.level": isolation})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": isolation})
     try:
         return consumer.committed([TopicPartition(topic, 0)], timeout_s)[0].offset
     finally:
@@ -268,8 +301,9 @@ def committed(bootstrap: str, group: str, topic: str, isolation: str = "read_com
 def send_offset(producer: Producer, bootstrap: str, group: str, offset: int) -> None:
     metadata = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
-        producer.send_offsets_to_transaction([TopicPartition("in", 0, offset)],
-                                             metadata.consumer_group_metadata(), 20)
+        producer.send_offsets_to_transaction(
+            [TopicPartition("in", 0, offset)], metadata.consumer_group_metadata(), 20
+        )
     finally:
         metadata.close()
 
@@ -340,8 +374,11 @@ class Worker:
 
     def ensure_running(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
-            self.proc = subprocess.Popen([sys.executable, "-c", WORKER, self.bootstrap,
-                                          "eos-worker"], stdout=subprocess.PIPE, text=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", WORKER, self.bootstrap, "eos-worker"],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             threading.Thread(target=self._watch, args=(self.proc,), daemon=True).start()
 
     def _watch(self, proc: subprocess.Popen) -> None:
@@ -405,9 +442,14 @@ def test_consume_transform_produce_is_exactly_once_across_sigkills(cluster_facto
         expected = [TopicPartition("in", p, INPUT_CHUNKS * ends[p]) for p in range(PARTITIONS)]
         watcher = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "eos"})
         try:
-            wait_until(lambda: [tp.offset for tp in watcher.committed(expected, 5)]
-                       == [tp.offset for tp in expected], 40,
-                       f"the worker to commit every input offset (seed {seed})", interval=0.2)
+            wait_until(
+                lambda: (
+                    [tp.offset for tp in watcher.committed(expected, 5)] == [tp.offset for tp in expected]
+                ),
+                40,
+                f"the worker to commit every input offset (seed {seed})",
+                interval=0.2,
+            )
         finally:
             watcher.close()
     finally:
@@ -423,27 +465,37 @@ def test_a_new_coordinator_completes_a_commit_its_predecessor_died_in(cluster_fa
     """The coordinator dies right after PrepareCommit while the output partition's leader is
     paused, so no marker can have been written: the broker that takes over its
     __transaction_state partition must finish the commit."""
-    cluster = cluster_factory(3, {**FAST, "transaction.state.log.replication.factor": "2",
-                                  "transaction.state.log.min.isr": "1"})
+    cluster = cluster_factory(
+        3, {**FAST, "transaction.state.log.replication.factor": "2", "transaction.state.log.min.isr": "1"}
+    )
     create(cluster.bootstrap, "out", 1, 3)
     leader = cluster.state.topics()["out"].partitions[0].leader
     txn_producer(cluster.bootstrap, "probe")  # creates __transaction_state
     partitions = cluster.state.topics()[TRANSACTION_STATE_TOPIC].partitions
-    transactional_id = next(t for t in (f"app-{i}" for i in range(100))
-                            if leader not in partitions[partition_for(t, len(partitions))].replicas)
+    transactional_id = next(
+        t
+        for t in (f"app-{i}" for i in range(100))
+        if leader not in partitions[partition_for(t, len(partitions))].replicas
+    )
     producer = txn_producer(cluster.bootstrap, transactional_id)
     producer.begin_transaction()
     producer.produce("out", b"decided")
     producer.flush(10)
     coordinator = transaction_coordinator(cluster, transactional_id)
-    wait_until(lambda: cluster.state.replica_status().get(leader, {}).get(("out", 0), {})
-               .get("open_transactions"), 5, "the leader of out-0 to publish the open transaction")
+    wait_until(
+        lambda: cluster.state.replica_status().get(leader, {}).get(("out", 0), {}).get("open_transactions"),
+        5,
+        "the leader of out-0 to publish the open transaction",
+    )
     cluster.signal(leader, signal.SIGSTOP)
     try:
         producer.commit_transaction(20)  # answered once PrepareCommit is in the log
         cluster.kill(coordinator)
-        wait_until(lambda: cluster.state.topics()["out"].partitions[0].leader
-                   not in (leader, coordinator, -1), 15, "a new leader of out-0")
+        wait_until(
+            lambda: cluster.state.topics()["out"].partitions[0].leader not in (leader, coordinator, -1),
+            15,
+            "a new leader of out-0",
+        )
     finally:
         cluster.signal(leader, signal.SIGCONT)
     assert read_all(cluster.bootstrap, "out", 1) == [b"decided"]

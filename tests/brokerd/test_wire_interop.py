@@ -15,8 +15,7 @@ pytestmark = pytest.mark.interop
 
 def create_topic(bootstrap: str, name: str, partitions: int, **configs) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, partitions, 1, config=configs)],
-                                  operation_timeout=10)
+    futures = admin.create_topics([NewTopic(name, partitions, 1, config=configs)], operation_timeout=10)
     futures[name].result(10)
 
 
@@ -27,8 +26,9 @@ def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]
         assert err is None, err
         acked.append((msg.partition(), msg.offset(), msg.key(), msg.value()))
 
-    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
-                         "linger.ms": 5, **conf})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "partitioner": "murmur2_random", "linger.ms": 5, **conf}
+    )
     for key, value in records:
         producer.produce(topic, value, key, on_delivery=on_delivery)
     assert producer.flush(15) == 0
@@ -37,13 +37,22 @@ def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]
 
 def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list:
     """Every record below each partition's high watermark (at least ``expected`` in all)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
-                         "enable.auto.commit": False, "enable.partition.eof": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+        }
+    )
     tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
     got = []
     try:
-        wait_until(lambda: sum(consumer.get_watermark_offsets(tp, 5)[1] for tp in tps) >= expected,
-                   20, f"{expected} records below the high watermarks")
+        wait_until(
+            lambda: sum(consumer.get_watermark_offsets(tp, 5)[1] for tp in tps) >= expected,
+            20,
+            f"{expected} records below the high watermarks",
+        )
         ends = {tp.partition: consumer.get_watermark_offsets(tp, 5)[1] for tp in tps}
         consumer.assign(tps)
         seen = {p: 0 for p in ends}
@@ -54,6 +63,7 @@ def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> l
                 if msg.error() is None:
                     seen[msg.partition()] = msg.offset() + 1
             return all(seen[p] >= end for p, end in ends.items())
+
         wait_until(caught_up, 20, f"every record of {topic}")
     finally:
         consumer.close()
@@ -80,8 +90,12 @@ def test_confluent_kafka_round_trip_keeps_order_and_key_placement(cluster):
 
 
 def test_auto_create_on_metadata_and_idempotent_producer(cluster):
-    acked = produce(cluster.bootstrap, "auto-created", [(None, b"x%d" % i) for i in range(100)],
-                    **{"enable.idempotence": True, "acks": "all"})
+    acked = produce(
+        cluster.bootstrap,
+        "auto-created",
+        [(None, b"x%d" % i) for i in range(100)],
+        **{"enable.idempotence": True, "acks": "all"},
+    )
     assert sorted(o for _, o, _, _ in acked) == list(range(100))
 
 
@@ -89,10 +103,18 @@ def test_kcat_produce_and_consume_with_gzip_and_lz4(cluster):
     create_topic(cluster.bootstrap, "lines", 1)
     for codec in ("gzip", "lz4"):
         lines = "".join(f"{codec}-{i}\n" for i in range(500))
-        subprocess.run(["kcat", "-b", cluster.bootstrap, "-P", "-t", "lines", "-z", codec],
-                       input=lines.encode(), check=True, timeout=30)
-    out = subprocess.run(["kcat", "-b", cluster.bootstrap, "-C", "-t", "lines", "-e",
-                          "-f", "%o %s\n"], capture_output=True, check=True, timeout=30)
+        subprocess.run(
+            ["kcat", "-b", cluster.bootstrap, "-P", "-t", "lines", "-z", codec],
+            input=lines.encode(),
+            check=True,
+            timeout=30,
+        )
+    out = subprocess.run(
+        ["kcat", "-b", cluster.bootstrap, "-C", "-t", "lines", "-e", "-f", "%o %s\n"],
+        capture_output=True,
+        check=True,
+        timeout=30,
+    )
     got = out.stdout.decode().splitlines()
     expected = [f"{c}-{i}" for c in ("gzip", "lz4") for i in range(500)]
     assert [line.split(" ", 1)[1] for line in got] == expected
@@ -101,22 +123,26 @@ def test_kcat_produce_and_consume_with_gzip_and_lz4(cluster):
 
 def test_kcat_metadata_listing(cluster):
     create_topic(cluster.bootstrap, "listed", 2)
-    out = subprocess.run(["kcat", "-b", cluster.bootstrap, "-L", "-t", "listed"],
-                         capture_output=True, check=True, timeout=30).stdout.decode()
+    out = subprocess.run(
+        ["kcat", "-b", cluster.bootstrap, "-L", "-t", "listed"], capture_output=True, check=True, timeout=30
+    ).stdout.decode()
     assert 'topic "listed" with 2 partitions' in out
     assert "partition 1, leader 1, replicas: 1, isrs: 1" in out
 
 
 def test_kafka_python_producer_and_consumer(cluster):
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KTP
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import TopicPartition as KTP
+
     create_topic(cluster.bootstrap, "kp", 1)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap)
     futures = [producer.send("kp", key=b"k", value=b"m%d" % i) for i in range(200)]
     offsets = [f.get(timeout=15).offset for f in futures]
     producer.close()
     assert offsets == list(range(200))
-    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap, enable_auto_commit=False,
-                             consumer_timeout_ms=3000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap, enable_auto_commit=False, consumer_timeout_ms=3000
+    )
     consumer.assign([KTP("kp", 0)])
     consumer.seek_to_beginning()
     values = [m.value for m in consumer]
@@ -156,10 +182,12 @@ def test_unknown_topic_is_reported_when_auto_create_is_off(cluster_factory):
 def test_create_topic_errors(cluster):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     create_topic(cluster.bootstrap, "dup", 1)
-    cases = {"dup": (NewTopic("dup", 1, 1), "TOPIC_ALREADY_EXISTS"),
-             "../x": (NewTopic("../x", 1, 1), "TOPIC_EXCEPTION"),
-             "rf": (NewTopic("rf", 1, 3), "INVALID_REPLICATION_FACTOR"),
-             "cfg": (NewTopic("cfg", 1, 1, config={"retention.ms": "soon"}), "INVALID_CONFIG")}
+    cases = {
+        "dup": (NewTopic("dup", 1, 1), "TOPIC_ALREADY_EXISTS"),
+        "../x": (NewTopic("../x", 1, 1), "TOPIC_EXCEPTION"),
+        "rf": (NewTopic("rf", 1, 3), "INVALID_REPLICATION_FACTOR"),
+        "cfg": (NewTopic("cfg", 1, 1, config={"retention.ms": "soon"}), "INVALID_CONFIG"),
+    }
     for name, (new_topic, error_name) in cases.items():
         future = admin.create_topics([new_topic], operation_timeout=10)[new_topic.topic]
         with pytest.raises(KafkaException) as info:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from typing import Mapping
+from collections.abc import Mapping
 
 DEFAULT_TIMEOUT_S = 60.0
 
@@ -28,11 +28,17 @@ def kctl_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, "NO_COLOR": "1", **(env or {})}
 
 
-def run_kctl(*args: str, input: bytes | str | None = None, env: Mapping[str, str] | None = None,
-             timeout: float = DEFAULT_TIMEOUT_S) -> subprocess.CompletedProcess:
+def run_kctl(
+    *args: str,
+    input: bytes | str | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> subprocess.CompletedProcess:
     """Run kctl to completion; stdout is bytes (records are binary), stderr is text."""
     data = input.encode() if isinstance(input, str) else input
-    proc = subprocess.run(kctl_command(*args), input=data, capture_output=True,
-                          env=kctl_env(env), timeout=timeout)
-    return subprocess.CompletedProcess(proc.args, proc.returncode, proc.stdout,
-                                       proc.stderr.decode(errors="replace"))
+    proc = subprocess.run(
+        kctl_command(*args), input=data, capture_output=True, env=kctl_env(env), timeout=timeout
+    )
+    return subprocess.CompletedProcess(
+        proc.args, proc.returncode, proc.stdout, proc.stderr.decode(errors="replace")
+    )

@@ -3,8 +3,8 @@ import signal
 import uuid
 
 import pytest
-from brokerd.state import ClusterState
 
+from brokerd.state import ClusterState
 from tests.kctl.cli import run_kctl
 from tests.kctl.local import KctlProcess
 from tests.kctl.mock_cluster import mock_cluster
@@ -53,6 +53,7 @@ def kctl_processes():
         process = KctlProcess(directory, *args)
         started.append(process)
         return process
+
     yield start
     for process in started:
         process.stop()

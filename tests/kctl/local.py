@@ -27,12 +27,19 @@ class KctlProcess:
     poll them without blocking."""
 
     def __init__(self, directory, *args):
-        self.proc = subprocess.Popen(kctl_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=kctl_env({"KCTL_HOME": str(directory)}))
+        self.proc = subprocess.Popen(
+            kctl_command(*args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=kctl_env({"KCTL_HOME": str(directory)}),
+        )
         self.out: list[str] = []
         self.err: list[str] = []
-        self._readers = [threading.Thread(target=self._collect, args=(stream, lines), daemon=True)
-                         for stream, lines in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))]
+        self._readers = [
+            threading.Thread(target=self._collect, args=(stream, lines), daemon=True)
+            for stream, lines in ((self.proc.stdout, self.out), (self.proc.stderr, self.err))
+        ]
         for reader in self._readers:
             reader.start()
 
@@ -50,6 +57,7 @@ class KctlProcess:
             if self.proc.poll() is not None and not predicate():
                 raise AssertionError(f"kctl exited ({self.proc.returncode}) before {what}: {self.err}")
             return predicate()
+
         return wait_until(check, timeout, what)
 
     def finish(self, timeout: float = 15) -> int:

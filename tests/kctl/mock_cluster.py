@@ -11,8 +11,8 @@ import selectors
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 START_TIMEOUT_S = 15.0
 
@@ -20,8 +20,12 @@ START_TIMEOUT_S = 15.0
 @contextmanager
 def mock_cluster(brokers: int = 3) -> Iterator[str]:
     """Yield the bootstrap address of a fresh mock cluster; stop it on exit, whatever happens."""
-    proc = subprocess.Popen([sys.executable, __file__, str(brokers)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, __file__, str(brokers)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         yield _read_bootstrap(proc)
     finally:

@@ -12,12 +12,12 @@ def murmur2(data: bytes) -> int:
     length = len(data)
     h = (SEED ^ length) & MASK
     for i in range(0, length - length % 4, 4):
-        k = int.from_bytes(data[i:i + 4], "little")
+        k = int.from_bytes(data[i : i + 4], "little")
         k = (k * M) & MASK
         k ^= k >> 24
         k = (k * M) & MASK
         h = ((h * M) & MASK) ^ k
-    tail = data[length - length % 4:]
+    tail = data[length - length % 4 :]
     if len(tail) == 3:
         h ^= tail[2] << 16
     if len(tail) >= 2:

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 import pytest
-from brokerd.state import ClusterState
 
+from brokerd.state import ClusterState
 from kctl.kafka.bootstrap import resolve_bootstrap, resolve_cluster_dir
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode

@@ -35,14 +35,18 @@ def partition0(directory) -> dict:
 def watched(directory) -> dict:
     """Partition 0 and the broker states as `kctl watch --once --json` reports them."""
     snap = kctl_json(directory, "watch", "demo", "--once")
-    return {"partition": snap["topics"][0]["partitions"][0],
-            "brokers": {b["id"]: b["state"] for b in snap["brokers"]}, "controller": snap["controller"]}
+    return {
+        "partition": snap["topics"][0]["partitions"][0],
+        "brokers": {b["id"]: b["state"] for b in snap["brokers"]},
+        "controller": snap["controller"],
+    }
 
 
 def settled(directory, predicate, what, timeout=20):
     """Poll `topic describe` until partition 0 satisfies `predicate`; returns that partition."""
-    return wait_until(lambda: (lambda p: p if predicate(p) else None)(partition0(directory)),
-                      timeout, what, interval=0.1)
+    return wait_until(
+        lambda: (lambda p: p if predicate(p) else None)(partition0(directory)), timeout, what, interval=0.1
+    )
 
 
 def broker_setting(bootstrap: str, broker_id: int, name: str) -> str:
@@ -53,30 +57,38 @@ def broker_setting(bootstrap: str, broker_id: int, name: str) -> str:
 
 def test_kill_start_pause_resume_stop(cluster_dir):
     up = kctl_json(cluster_dir, "cluster", "up", "-o", f"broker.session.timeout.ms={SESSION_MS}")
-    assert len(up["brokers"]) == 3                                           # the default size
-    assert up["broker_config"] == {"broker.session.timeout.ms": str(SESSION_MS),
-                                   "default.replication.factor": "3"}
+    assert len(up["brokers"]) == 3  # the default size
+    assert up["broker_config"] == {
+        "broker.session.timeout.ms": str(SESSION_MS),
+        "default.replication.factor": "3",
+    }
     kctl_in(cluster_dir, "topic", "create", "demo", "-p", "1")
     kctl_in(cluster_dir, "produce", "demo", "--acks", "all", input="".join(f"r{i}\n" for i in range(10)))
     first = settled(cluster_dir, lambda p: len(p["isr"]) == 3, "a replicated partition")
-    assert len(first["replicas"]) == 3                                       # min(3, N) replicas
+    assert len(first["replicas"]) == 3  # min(3, N) replicas
     leader, epoch = first["leader"], first["leader_epoch"]
 
     kctl_in(cluster_dir, "broker", "kill", str(leader))
     assert states(cluster_dir)[leader] == "dead"
-    moved = settled(cluster_dir, lambda p: p["leader"] not in (leader, -1) and leader not in p["isr"],
-                    "the leader to move off the killed broker")
+    moved = settled(
+        cluster_dir,
+        lambda p: p["leader"] not in (leader, -1) and leader not in p["isr"],
+        "the leader to move off the killed broker",
+    )
     assert moved["leader_epoch"] > epoch and moved["high_watermark"] == 10
     seen = watched(cluster_dir)
     assert seen["brokers"][leader] == "dead"
-    assert (seen["partition"]["leader"], seen["partition"]["leader_epoch"]) == (moved["leader"], moved["leader_epoch"])
+    assert (seen["partition"]["leader"], seen["partition"]["leader_epoch"]) == (
+        moved["leader"],
+        moved["leader_epoch"],
+    )
     assert leader not in seen["partition"]["isr"] and seen["partition"]["high_watermark"] == 10
     status = kctl_json(cluster_dir, "cluster", "status", expect=ExitCode.UNHEALTHY)
     assert f"broker {leader} is dead" in status["problems"]
 
     kctl_in(cluster_dir, "broker", "start", str(leader))
     settled(cluster_dir, lambda p: sorted(p["isr"]) == [1, 2, 3], "the restarted broker to rejoin the ISR")
-    bootstrap = kctl_json(cluster_dir, "cluster", "up")["bootstrap"]           # all running: a no-op
+    bootstrap = kctl_json(cluster_dir, "cluster", "up")["bootstrap"]  # all running: a no-op
     assert broker_setting(bootstrap, leader, "broker.session.timeout.ms") == str(SESSION_MS)  # remembered
 
     follower = next(b for b in partition0(cluster_dir)["replicas"] if b != partition0(cluster_dir)["leader"])
@@ -92,15 +104,24 @@ def test_kill_start_pause_resume_stop(cluster_dir):
 
     current = partition0(cluster_dir)
     kctl_in(cluster_dir, "broker", "stop", str(current["leader"]))
-    assert states(cluster_dir)[current["leader"]] == "dead"                  # it waited for the exit
+    assert states(cluster_dir)[current["leader"]] == "dead"  # it waited for the exit
     after = watched(cluster_dir)["partition"]
-    assert after["leader"] not in (current["leader"], -1)                     # handed over first
+    assert after["leader"] not in (current["leader"], -1)  # handed over first
     assert after["leader_epoch"] > current["leader_epoch"]
 
 
 def test_an_unclean_election_by_hand_trades_the_unreplicated_tail_for_availability(cluster_dir):
-    kctl_in(cluster_dir, "cluster", "up", "-n", "2", "-o", f"broker.session.timeout.ms={SESSION_MS}",
-            "-o", "auto.leader.rebalance.enable=false")
+    kctl_in(
+        cluster_dir,
+        "cluster",
+        "up",
+        "-n",
+        "2",
+        "-o",
+        f"broker.session.timeout.ms={SESSION_MS}",
+        "-o",
+        "auto.leader.rebalance.enable=false",
+    )
     kctl_in(cluster_dir, "topic", "create", "demo", "-p", "1", "-r", "2", "-c", "min.insync.replicas=1")
     kctl_in(cluster_dir, "produce", "demo", "--acks", "all", input="".join(f"kept{i}\n" for i in range(10)))
     first = settled(cluster_dir, lambda p: len(p["isr"]) == 2, "a replicated partition")
@@ -120,7 +141,9 @@ def test_an_unclean_election_by_hand_trades_the_unreplicated_tail_for_availabili
     after = settled(cluster_dir, lambda p: p["leader"] == follower, "the out-of-sync follower to lead")
     assert after["isr"] == [follower] and after["leader_epoch"] > first["leader_epoch"]
     assert watched(cluster_dir)["partition"]["last_unclean_election"] == {
-        "leader_epoch": after["leader_epoch"], "isr": [leader]}           # what watch narrates
+        "leader_epoch": after["leader_epoch"],
+        "isr": [leader],
+    }  # what watch narrates
     consumed = kctl_in(cluster_dir, "consume", "demo", "-o", "start", "-e").stdout.decode().splitlines()
     assert consumed == [f"kept{i}" for i in range(10)]  # the acks=1 tail is gone
     again = kctl_in(cluster_dir, "topic", "elect-leaders", "demo", "--election-type", "unclean")
@@ -131,9 +154,17 @@ def test_consume_to_the_end_waits_while_a_restarted_leader_cannot_name_its_end(c
     """The leader is restarted while its followers are paused and it has no high watermark
     checkpoint: ListOffsets answers OFFSET_NOT_AVAILABLE until they fetch again. kctl keeps
     asking instead of failing, and then reads everything."""
-    kctl_in(cluster_dir, "cluster", "up", "-o", "broker.session.timeout.ms=30000",
-            "-o", "replica.lag.time.max.ms=30000",
-            "-o", "replica.high.watermark.checkpoint.interval.ms=3600000")
+    kctl_in(
+        cluster_dir,
+        "cluster",
+        "up",
+        "-o",
+        "broker.session.timeout.ms=30000",
+        "-o",
+        "replica.lag.time.max.ms=30000",
+        "-o",
+        "replica.high.watermark.checkpoint.interval.ms=3600000",
+    )
     kctl_in(cluster_dir, "topic", "create", "demo", "-p", "1")
     kctl_in(cluster_dir, "produce", "demo", "--acks", "all", input="".join(f"r{i}\n" for i in range(20)))
     first = settled(cluster_dir, lambda p: len(p["isr"]) == 3, "a replicated partition")
@@ -175,8 +206,11 @@ def test_live_watch_draws_on_a_terminal_and_ends_on_ctrl_c(cluster_factory):
     pid, fd = pty.fork()
     if pid == 0:  # the child: kctl watch with a terminal as stdout; never returns to pytest
         try:
-            os.execve(sys.executable, kctl_command("watch", "--interval", "0.1"),
-                      {**kctl_env({"KCTL_HOME": str(cluster.dir)}), "COLUMNS": "120"})
+            os.execve(
+                sys.executable,
+                kctl_command("watch", "--interval", "0.1"),
+                {**kctl_env({"KCTL_HOME": str(cluster.dir)}), "COLUMNS": "120"},
+            )
         finally:
             os._exit(127)
     screen = b""

@@ -1,8 +1,8 @@
 """Broker settings kctl remembers per cluster, and how a broker's registration reads."""
 
 import pytest
-from brokerd.state import BrokerRegistration
 
+from brokerd.state import BrokerRegistration
 from kctl.cluster import brokerconfig
 from kctl.cluster.brokerview import state_of
 from kctl.shell.errors import KctlError
@@ -17,7 +17,9 @@ def test_settings_are_checked_remembered_and_defaulted(tmp_path):
     assert brokerconfig.effective(settings, 5)["default.replication.factor"] == "3"
     assert brokerconfig.effective(settings, 2)["default.replication.factor"] == "2"
     assert "default.replication.factor" not in brokerconfig.effective(settings, 1)
-    assert brokerconfig.effective({"default.replication.factor": "1"}, 3) == {"default.replication.factor": "1"}
+    assert brokerconfig.effective({"default.replication.factor": "1"}, 3) == {
+        "default.replication.factor": "1"
+    }
     assert brokerconfig.remembered(tmp_path / "elsewhere") == {}
 
 
@@ -34,12 +36,15 @@ def test_a_damaged_settings_file_says_where_it_is(tmp_path):
         brokerconfig.remembered(tmp_path)
 
 
-@pytest.mark.parametrize("alive, heartbeat_age, shutting_down, expected", [
-    (False, 0.1, False, "dead"),
-    (True, 0.1, False, "alive"),
-    (True, 5.0, False, "paused"),
-    (True, 0.1, True, "shutting-down"),
-])
+@pytest.mark.parametrize(
+    "alive, heartbeat_age, shutting_down, expected",
+    [
+        (False, 0.1, False, "dead"),
+        (True, 0.1, False, "alive"),
+        (True, 5.0, False, "paused"),
+        (True, 0.1, True, "shutting-down"),
+    ],
+)
 def test_broker_states(alive, heartbeat_age, shutting_down, expected):
     reg = BrokerRegistration(1, "127.0.0.1", 9092, 123, 0.0, shutting_down, alive, 1000.0 - heartbeat_age)
     assert state_of(reg, 3.0, now=1000.0) == expected

@@ -27,8 +27,7 @@ def moment(cluster) -> dict:
 
 
 def test_a_throttled_follower_lags_leaves_the_isr_and_rejoins_when_lifted(cluster_factory):
-    cluster = cluster_factory(3, {"replica.lag.time.max.ms": "3000",
-                                  "auto.leader.rebalance.enable": "false"})
+    cluster = cluster_factory(3, {"replica.lag.time.max.ms": "3000", "auto.leader.rebalance.enable": "false"})
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic("slow", 1, 3)])["slow"].result(10)
     first = wait_until(lambda: (m := moment(cluster))["high_watermark"] is not None and m, 10, "a leader")
@@ -37,13 +36,17 @@ def test_a_throttled_follower_lags_leaves_the_isr_and_rejoins_when_lifted(cluste
     brokers = json.loads(kctl_in(cluster.dir, "broker", "list", "--json").stdout)["brokers"]
     assert {b["id"]: b["replication_throttle_bytes_per_s"] for b in brokers}[follower] == RATE
 
-    producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "1", "linger.ms": 5,
-                         "batch.num.messages": 5})  # 5 kB batches: the throttle paces whole batches
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap, "acks": "1", "linger.ms": 5, "batch.num.messages": 5}
+    )  # 5 kB batches: the throttle paces whole batches
     for _ in range(1000):
         producer.produce("slow", RECORD)
     assert producer.flush(30) == 0
-    out = wait_until(lambda: follower not in (m := moment(cluster))["isr"] and m, 15,
-                     "the throttled follower to leave the ISR")
+    out = wait_until(
+        lambda: follower not in (m := moment(cluster))["isr"] and m,
+        15,
+        "the throttled follower to leave the ISR",
+    )
     assert (out["leader"], out["leader_epoch"]) == (first["leader"], first["leader_epoch"])
     start, began = out["log_end_offsets"][str(follower)], time.monotonic()
     time.sleep(2.0)  # measure the throttled copying over a known span
@@ -54,8 +57,11 @@ def test_a_throttled_follower_lags_leaves_the_isr_and_rejoins_when_lifted(cluste
     assert later["log_end_offsets"][str(follower)] < later["high_watermark"] == 1000
 
     kctl_in(cluster.dir, "broker", "throttle", str(follower), "--off")
-    back = wait_until(lambda: follower in (m := moment(cluster))["isr"] and m, 20,
-                      "the follower to catch up and rejoin the ISR")
+    back = wait_until(
+        lambda: follower in (m := moment(cluster))["isr"] and m,
+        20,
+        "the follower to catch up and rejoin the ISR",
+    )
     assert back["log_end_offsets"][str(follower)] == 1000
     assert back["leader_epoch"] == first["leader_epoch"]  # no leadership moved at any point
     assert len(consume_all(cluster.bootstrap, "slow", 1, 1000)) == 1000

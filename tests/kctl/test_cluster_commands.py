@@ -8,8 +8,8 @@ import socket
 import time
 
 import pytest
-from brokerd.state import ClusterState
 
+from brokerd.state import ClusterState
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import free_port, wait_until
 from tests.kctl.cli import run_kctl
@@ -46,7 +46,7 @@ def test_up_status_restart_down(cluster_dir):
 
     restarted = kctl_in(cluster_dir, "cluster", "up")
     assert "started" in restarted.stdout.decode().splitlines()[2]
-    assert ClusterState(cluster_dir).planned_brokers() == ports                # same ports
+    assert ClusterState(cluster_dir).planned_brokers() == ports  # same ports
     assert status(cluster_dir)["healthy"]
 
     down = kctl_in(cluster_dir, "cluster", "down")
@@ -68,8 +68,9 @@ def test_port_in_use_is_one_clear_line(cluster_dir):
 def test_a_broker_that_dies_at_startup_shows_its_log(cluster_dir):
     (cluster_dir / "brokers" / "1").mkdir(parents=True)
     (cluster_dir / "brokers" / "1" / "data").write_text("not a directory")
-    result = kctl_in(cluster_dir, "cluster", "up", "--brokers", "1", "--port-base", str(free_port()),
-                     expect=ExitCode.ERROR)
+    result = kctl_in(
+        cluster_dir, "cluster", "up", "--brokers", "1", "--port-base", str(free_port()), expect=ExitCode.ERROR
+    )
     assert "last lines of" in result.stderr and "cannot start" in result.stderr
     assert result.stderr.strip().splitlines()[-1].startswith("kctl: error: broker 1 exited with code")
 
@@ -89,6 +90,7 @@ def test_describe_shows_every_replica_of_a_local_cluster(cluster_factory):
         doc = json.loads(kctl_in(cluster.dir, "topic", "describe", "orders", "--json").stdout)
         part = doc["partitions"][1]
         return doc if set(part["log_end_offsets"].values()) == {3} else None
+
     doc = wait_until(settled, 15, "followers to catch up")
     part = doc["partitions"][1]
     assert part["high_watermark"] == 3 and part["log_start_offset"] == 0
@@ -108,7 +110,8 @@ def test_topic_admin_round_trip(cluster_factory):
     kctl_in(cluster.dir, "topic", "create", "t", expect=ExitCode.ERROR)
     kctl_in(cluster.dir, "topic", "create", "t", "--if-not-exists")
     assert {"name": "t", "partitions": 3, "replication_factor": 1} in json.loads(
-        kctl_in(cluster.dir, "topic", "list", "--json").stdout)
+        kctl_in(cluster.dir, "topic", "list", "--json").stdout
+    )
 
     kctl_in(cluster.dir, "topic", "alter-config", "t", "--set", "retention.ms=1234")
     configs = json.loads(kctl_in(cluster.dir, "topic", "describe", "t", "--json").stdout)["configs"]
@@ -118,8 +121,14 @@ def test_topic_admin_round_trip(cluster_factory):
     assert configs["retention.ms"]["source"] != "dynamic_topic_config"
 
     kctl_in(cluster.dir, "topic", "delete", "t")
-    wait_until(lambda: run_kctl("topic", "describe", "t", env={"KCTL_HOME": str(cluster.dir)}
-                                ).returncode == ExitCode.NOT_FOUND, 10, "the deletion to show")
+    wait_until(
+        lambda: (
+            run_kctl("topic", "describe", "t", env={"KCTL_HOME": str(cluster.dir)}).returncode
+            == ExitCode.NOT_FOUND
+        ),
+        10,
+        "the deletion to show",
+    )
     kctl_in(cluster.dir, "topic", "delete", "t", expect=ExitCode.NOT_FOUND)
 
 

@@ -20,8 +20,14 @@ def test_committed_docs_are_current(tmp_path):
 
 def test_every_command_has_a_page_with_exit_codes(tmp_path):
     pages = {p.name: (tmp_path / p).read_text() for p in generate(tmp_path) if p.parts[0] == "man"}
-    assert {"kctl.1", "kctl-consume.1", "kctl-produce.1", "kctl-topic-describe.1",
-            "kctl-cluster-up.1", "kctl-bench-produce.1"} <= set(pages)
+    assert {
+        "kctl.1",
+        "kctl-consume.1",
+        "kctl-produce.1",
+        "kctl-topic-describe.1",
+        "kctl-cluster-up.1",
+        "kctl-bench-produce.1",
+    } <= set(pages)
     for text in pages.values():
         assert ".SH EXIT STATUS" in text and ".B 130" in text
     assert "KCTL_BOOTSTRAP" in pages["kctl.1"] and "KCTL_HOME" in pages["kctl.1"]

@@ -38,8 +38,10 @@ def produce(directory, topic, values, *args):
 
 
 def committed(directory, group) -> dict[int, int | None]:
-    return {p["partition"]: p["committed_offset"]
-            for p in kctl_json(directory, "group", "describe", group)["partitions"]}
+    return {
+        p["partition"]: p["committed_offset"]
+        for p in kctl_json(directory, "group", "describe", group)["partitions"]
+    }
 
 
 def test_members_share_partitions_and_print_each_record_once(cluster, kctl_processes):
@@ -47,12 +49,19 @@ def test_members_share_partitions_and_print_each_record_once(cluster, kctl_proce
     a = kctl_processes(cluster.dir, "consume", "t", "-g", "g", "-f", FORMAT)
     a.wait_for(lambda: assignment(a) == {0, 1, 2, 3}, "the first member to get every partition")
     b = kctl_processes(cluster.dir, "consume", "t", "-g", "g", "-f", FORMAT)
-    b.wait_for(lambda: assignment(a) and assignment(b) and not assignment(a) & assignment(b)
-               and assignment(a) | assignment(b) == {0, 1, 2, 3}, "the two members to share")
+    b.wait_for(
+        lambda: (
+            assignment(a)
+            and assignment(b)
+            and not assignment(a) & assignment(b)
+            and assignment(a) | assignment(b) == {0, 1, 2, 3}
+        ),
+        "the two members to share",
+    )
     values = [f"v{i}" for i in range(200)]
     produce(cluster.dir, "t", values)
     wait_until(lambda: len(a.out) + len(b.out) >= 200, 20, "every record to be printed")
-    assert sorted(v for m in (a, b) for *_, v in records(m)) == sorted(values)   # each once
+    assert sorted(v for m in (a, b) for *_, v in records(m)) == sorted(values)  # each once
     for member in (a, b):
         assert {p for p, *_ in records(member)} <= assignment(member)
 
@@ -84,8 +93,8 @@ def test_commit_modes(cluster):
         return kctl_in(cluster.dir, "consume", "c", "-g", group, "-f", "%o\\n", *args).stdout.split()
 
     assert consume("after", "-n", "4") == [b"0", b"1", b"2", b"3"]
-    assert committed(cluster.dir, "after") == {0: 4}                       # what was printed
-    assert consume("after", "-n", "3") == [b"4", b"5", b"6"]               # resumes there
+    assert committed(cluster.dir, "after") == {0: 4}  # what was printed
+    assert consume("after", "-n", "3") == [b"4", b"5", b"6"]  # resumes there
     assert committed(cluster.dir, "after") == {0: 7}
     assert consume("before", "-n", "2", "--commit", "before") == [b"0", b"1"]
     assert committed(cluster.dir, "before") == {0: 2}
@@ -109,9 +118,12 @@ def test_what_a_failed_write_costs_per_commit_mode(cluster, mode):
     every record (at-least-once); `before` committed what it never printed (at-most-once)."""
     kctl_in(cluster.dir, "topic", "create", "w", "-p", "1")
     produce(cluster.dir, "w", range(10))
-    proc = subprocess.Popen(kctl_command("consume", "w", "-g", mode, "--commit", mode, "-n", "5"),
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                            env=kctl_env({"KCTL_HOME": str(cluster.dir)}))
+    proc = subprocess.Popen(
+        kctl_command("consume", "w", "-g", mode, "--commit", mode, "-n", "5"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=kctl_env({"KCTL_HOME": str(cluster.dir)}),
+    )
     proc.stdout.close()
     assert proc.wait(30) == ExitCode.BROKEN_PIPE
     lost = committed(cluster.dir, mode).get(0, 0)
@@ -128,24 +140,44 @@ def test_reset_offsets_plans_then_does_exactly_that(cluster):
     assert committed(cluster.dir, "rg") == {0: 6, 1: 6}
 
     plan = kctl_json(cluster.dir, "group", "reset-offsets", "rg", "--shift-by", "-4")
-    assert not plan["executed"] and committed(cluster.dir, "rg") == {0: 6, 1: 6}   # a dry run
-    assert [(p["partition"], p["prior_offset"], p["new_offset"]) for p in plan["partitions"]] == \
-        [(0, 6, 2), (1, 6, 2)]
+    assert not plan["executed"] and committed(cluster.dir, "rg") == {0: 6, 1: 6}  # a dry run
+    assert [(p["partition"], p["prior_offset"], p["new_offset"]) for p in plan["partitions"]] == [
+        (0, 6, 2),
+        (1, 6, 2),
+    ]
     done = kctl_json(cluster.dir, "group", "reset-offsets", "rg", "--shift-by", "-4", "--execute")
     assert done["executed"] and done["partitions"] == plan["partitions"]
     assert committed(cluster.dir, "rg") == {0: 2, 1: 2}
     assert kctl_json(cluster.dir, "group", "describe", "rg")["total_lag"] == 8
 
     text = kctl_in(cluster.dir, "group", "reset-offsets", "rg", "--to-offset", "99", "--topic", "r:1")
-    assert text.stdout.decode().split() == ["GROUP", "TOPIC", "PARTITION", "PRIOR-OFFSET", "NEW-OFFSET",
-                                            "rg", "r", "1", "2", "6"]          # kept inside the log
+    assert text.stdout.decode().split() == [
+        "GROUP",
+        "TOPIC",
+        "PARTITION",
+        "PRIOR-OFFSET",
+        "NEW-OFFSET",
+        "rg",
+        "r",
+        "1",
+        "2",
+        "6",
+    ]  # kept inside the log
     assert "--execute" in text.stderr
     kctl_in(cluster.dir, "group", "reset-offsets", "rg", "--to-earliest", "--topic", "r:1", "--execute")
     assert committed(cluster.dir, "rg") == {0: 2, 1: 0}
     kctl_in(cluster.dir, "group", "reset-offsets", "rg", "--to-datetime", "-1h", "--execute")
     assert committed(cluster.dir, "rg") == {0: 0, 1: 0}
-    kctl_in(cluster.dir, "group", "reset-offsets", "rg", "--to-latest", "--topic", "r:7",
-            expect=ExitCode.NOT_FOUND)
+    kctl_in(
+        cluster.dir,
+        "group",
+        "reset-offsets",
+        "rg",
+        "--to-latest",
+        "--topic",
+        "r:7",
+        expect=ExitCode.NOT_FOUND,
+    )
     kctl_in(cluster.dir, "group", "reset-offsets", "rg", expect=ExitCode.USAGE)
 
 
@@ -154,8 +186,11 @@ def test_active_groups_cannot_be_reset_or_deleted(cluster, kctl_processes):
     produce(cluster.dir, "a", ["x"])
     member = kctl_processes(cluster.dir, "consume", "a", "-g", "busy", "-f", FORMAT)
     member.wait_for(lambda: member.out, "the member to read")
-    for args in (["reset-offsets", "busy", "--to-earliest"], ["reset-offsets", "busy", "--to-earliest", "--execute"],
-                 ["delete", "busy"]):
+    for args in (
+        ["reset-offsets", "busy", "--to-earliest"],
+        ["reset-offsets", "busy", "--to-earliest", "--execute"],
+        ["delete", "busy"],
+    ):
         refused = kctl_in(cluster.dir, "group", *args, expect=ExitCode.CONFLICT)
         assert refused.stderr.startswith("kctl: error: group 'busy' has 1 active member(s)")
         assert refused.stderr.count("\n") == 1
@@ -168,19 +203,22 @@ def test_active_groups_cannot_be_reset_or_deleted(cluster, kctl_processes):
     kctl_in(cluster.dir, "group", "describe", "busy", expect=ExitCode.NOT_FOUND)
     kctl_in(cluster.dir, "group", "delete", "busy", expect=ExitCode.NOT_FOUND)
     names = {row["name"] for row in kctl_json(cluster.dir, "topic", "list")}
-    assert "a" in names and "__consumer_offsets" not in names                 # internal: hidden
-    assert "__consumer_offsets" in {row["name"] for row in kctl_json(cluster.dir, "topic", "list", "--internal")}
+    assert "a" in names and "__consumer_offsets" not in names  # internal: hidden
+    assert "__consumer_offsets" in {
+        row["name"] for row in kctl_json(cluster.dir, "topic", "list", "--internal")
+    }
 
 
 def test_describe_shows_the_last_stable_offset_below_an_open_transaction(cluster, kctl_processes):
     """Lag stays high watermark - committed (kafka-consumer-groups.sh's), and the last stable
     offset shows that what the read_committed group has not read is an open transaction."""
     kctl_in(cluster.dir, "topic", "create", "tx", "-p", "1")
-    kctl_in(cluster.dir, "produce", "tx", "--transactional-id", "done", input="c1\nc2\n")   # 0, 1, marker 2
-    open_txn = kctl_processes(cluster.dir, "produce", "tx", "--transactional-id", "open", "--txn-size", "100",
-                              "--json")
+    kctl_in(cluster.dir, "produce", "tx", "--transactional-id", "done", input="c1\nc2\n")  # 0, 1, marker 2
+    open_txn = kctl_processes(
+        cluster.dir, "produce", "tx", "--transactional-id", "open", "--txn-size", "100", "--json"
+    )
     open_txn.write(b"u1\nu2\n")
-    open_txn.wait_for(lambda: len(open_txn.out) == 2, "the open transaction's records")   # 3, 4
+    open_txn.wait_for(lambda: len(open_txn.out) == 2, "the open transaction's records")  # 3, 4
     assert kctl_in(cluster.dir, "consume", "tx", "-g", "reader", "-n", "2").stdout.split() == [b"c1", b"c2"]
 
     part = kctl_json(cluster.dir, "group", "describe", "reader")["partitions"][0]
@@ -194,4 +232,4 @@ def test_describe_shows_the_last_stable_offset_below_an_open_transaction(cluster
     open_txn.proc.send_signal(signal.SIGINT)
     assert open_txn.finish() == ExitCode.INTERRUPTED
     part = kctl_json(cluster.dir, "group", "describe", "reader")["partitions"][0]
-    assert part["last_stable_offset"] == part["high_watermark"] == 6                   # abort marker at 5
+    assert part["last_stable_offset"] == part["high_watermark"] == 6  # abort marker at 5

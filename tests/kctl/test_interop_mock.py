@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import time
-
 from dataclasses import dataclass
 
 import pytest
@@ -35,10 +34,12 @@ class Result:
 def kctl(mock_bootstrap, isolated_env):
     """The kctl CLI in-process (Typer's CliRunner, fast) against the mock cluster; fails the
     test on an unexpected exit code. Signals, pipes and timing use real processes below."""
+
     def run(*args, input=None, expect=0):
         result = CliRunner().invoke(app, [*args, "-b", mock_bootstrap], input=input, env=isolated_env)
         assert result.exit_code == expect, (result.stderr, result.exception)
         return Result(result.stdout_bytes, result.stderr)
+
     return run
 
 
@@ -57,8 +58,8 @@ def test_lines_come_back_in_order_per_partition(kctl, topic):
     for partition in {p for p, *_ in rows}:
         offsets = [int(o) for p, o, _ in rows if p == partition]
         values = [v for p, _, v in rows if p == partition]
-        assert offsets == list(range(len(offsets)))                      # in order, no gaps
-        assert values == [v for v in lines if v in set(values)]          # in input order
+        assert offsets == list(range(len(offsets)))  # in order, no gaps
+        assert values == [v for v in lines if v in set(values)]  # in input order
 
 
 def test_same_key_same_partition_as_kafkas_java_client(kctl, topic):
@@ -96,8 +97,13 @@ def test_json_records(kctl, topic):
     (line,) = kctl("consume", topic, "-e", "--json").stdout.decode().splitlines()
     doc = json.loads(line)
     assert {k: doc[k] for k in ("topic", "partition", "offset", "key", "value", "headers")} == {
-        "topic": topic, "partition": 2, "offset": 0, "key": "k", "value": "v",
-        "headers": [{"key": "h", "value": "v"}]}
+        "topic": topic,
+        "partition": 2,
+        "offset": 0,
+        "key": "k",
+        "value": "v",
+        "headers": [{"key": "h", "value": "v"}],
+    }
     assert abs(doc["timestamp"] - time.time() * 1000) < 60_000
 
 
@@ -146,38 +152,77 @@ def test_topic_list(kctl, topic):
 
 def test_topic_describe_against_a_foreign_cluster(kctl, mock_bootstrap, topic):
     kctl("produce", topic, "-p", "2", input="a\nb\n")
-    result = run_kctl("topic", "describe", topic, "--json", "--timeout", "1", "-b", mock_bootstrap,
-                      env={"KCTL_HOME": os.devnull})
+    result = run_kctl(
+        "topic",
+        "describe",
+        topic,
+        "--json",
+        "--timeout",
+        "1",
+        "-b",
+        mock_bootstrap,
+        env={"KCTL_HOME": os.devnull},
+    )
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     part = doc["partitions"][2]
-    assert set(part) == {"partition", "leader", "leader_epoch", "replicas", "isr", "log_start_offset",
-                         "last_stable_offset", "high_watermark", "log_end_offsets", "open_transactions"}
+    assert set(part) == {
+        "partition",
+        "leader",
+        "leader_epoch",
+        "replicas",
+        "isr",
+        "log_start_offset",
+        "last_stable_offset",
+        "high_watermark",
+        "log_end_offsets",
+        "open_transactions",
+    }
     assert (part["log_start_offset"], part["last_stable_offset"], part["high_watermark"]) == (0, 2, 2)
     assert part["log_end_offsets"] == {str(part["leader"]): 2}  # only the leader's end is known
-    assert part["open_transactions"] is None                   # unknown outside the local cluster
+    assert part["open_transactions"] is None  # unknown outside the local cluster
     assert doc["configs"] is None and "configs of" in result.stderr  # the mock has no controller
 
 
 def test_bench_produce_and_consume_print_figures(kctl, topic):
     kctl("produce", topic, input="seed\n")  # the mock creates topics on first produce only
-    produced = kctl("bench", "produce", "-t", topic, "--records", "5000", "--record-size", "64",
-                    "--linger-ms", "1", "--batch-size", "65536", "--compression", "lz4").stdout.decode()
+    produced = kctl(
+        "bench",
+        "produce",
+        "-t",
+        topic,
+        "--records",
+        "5000",
+        "--record-size",
+        "64",
+        "--linger-ms",
+        "1",
+        "--batch-size",
+        "65536",
+        "--compression",
+        "lz4",
+    ).stdout.decode()
     assert produced.startswith("5000 records sent, ") and "ms 99th" in produced
     figures = json.loads(kctl("bench", "produce", "-t", topic, "--records", "1000", "--json").stdout)
     assert figures["records"] == 1000 and figures["failed"] == 0 and figures["records_per_s"] > 0
     assert 0 <= figures["latency_ms"]["p50"] <= figures["latency_ms"]["p99"] <= figures["latency_ms"]["max"]
     consumed_json = json.loads(kctl("bench", "consume", "-t", topic, "--json").stdout)
     assert consumed_json["records"] == 6001 and consumed_json["mb_per_s"] > 0
-    assert kctl("bench", "consume", "-t", topic, "--records", "100").stdout.startswith(b"100 records received")
+    assert kctl("bench", "consume", "-t", topic, "--records", "100").stdout.startswith(
+        b"100 records received"
+    )
 
 
 def test_follow_mode_stops_cleanly_on_ctrl_c(mock_bootstrap, isolated_env, topic):
     run_kctl("produce", topic, "-p", "0", "-b", mock_bootstrap, input="first\n", env=isolated_env)
-    proc = subprocess.Popen(kctl_command("consume", topic, "-b", mock_bootstrap),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=kctl_env(isolated_env))
+    proc = subprocess.Popen(
+        kctl_command("consume", topic, "-b", mock_bootstrap),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=kctl_env(isolated_env),
+    )
     try:
-        assert proc.stdout.readline() == b"first\n"   # it is reading, and follows
+        assert proc.stdout.readline() == b"first\n"  # it is reading, and follows
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=10)
     finally:
@@ -189,13 +234,17 @@ def test_follow_mode_stops_cleanly_on_ctrl_c(mock_bootstrap, isolated_env, topic
 
 
 def test_produce_reports_and_exits_130_on_ctrl_c(mock_bootstrap, isolated_env, topic):
-    proc = subprocess.Popen(kctl_command("produce", topic, "--json", "-b", mock_bootstrap),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=kctl_env(isolated_env))
+    proc = subprocess.Popen(
+        kctl_command("produce", topic, "--json", "-b", mock_bootstrap),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=kctl_env(isolated_env),
+    )
     try:
         proc.stdin.write(b"one\ntwo\n")
         proc.stdin.flush()
-        assert json.loads(proc.stdout.readline())["error"] is None   # delivered while stdin is open
+        assert json.loads(proc.stdout.readline())["error"] is None  # delivered while stdin is open
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=15)
     finally:
@@ -209,8 +258,12 @@ def test_produce_reports_and_exits_130_on_ctrl_c(mock_bootstrap, isolated_env, t
 
 def test_closed_stdout_exits_like_sigpipe(mock_bootstrap, isolated_env, topic):
     run_kctl("produce", topic, "-p", "0", "-b", mock_bootstrap, input="x\n" * 5000, env=isolated_env)
-    proc = subprocess.Popen(kctl_command("consume", topic, "-b", mock_bootstrap),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=kctl_env(isolated_env))
+    proc = subprocess.Popen(
+        kctl_command("consume", topic, "-b", mock_bootstrap),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=kctl_env(isolated_env),
+    )
     try:
         proc.stdout.readline()
         proc.stdout.close()

@@ -32,10 +32,15 @@ def source_records():
     """(partition, key, value, headers, timestamp) covering what a lossy pipe would break."""
     rows = []
     for i in range(30):
-        key = None if i % 7 == 3 else bytes([0x80 | i, 0x00, 0xff, i])  # binary, and null
+        key = None if i % 7 == 3 else bytes([0x80 | i, 0x00, 0xFF, i])  # binary, and null
         value = [f"text {i} ✓".encode(), bytes(range(i, i + 40)), None, b""][i % 4]
-        headers = [("trace", f"t{i}".encode()), ("bin", b"\x00\xfe\xff"), ("trace", b"\xc3\x28"),
-                   ("empty", b""), ("none", None)][: i % 6]
+        headers = [
+            ("trace", f"t{i}".encode()),
+            ("bin", b"\x00\xfe\xff"),
+            ("trace", b"\xc3\x28"),
+            ("empty", b""),
+            ("none", None),
+        ][: i % 6]
         rows.append((i % PARTITIONS, key, value, headers, BASE_TS + 1000 * i))
     return rows
 
@@ -49,8 +54,14 @@ def produce_source(bootstrap, topic):
 
 def records_by_partition(bootstrap, topic):
     """Every record of the topic as comparable tuples, per partition, in offset order."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
-                         "enable.partition.eof": True, "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "unused",
+            "enable.partition.eof": True,
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     found = {p: [] for p in range(PARTITIONS)}
     at_end = set()
@@ -62,8 +73,9 @@ def records_by_partition(bootstrap, topic):
                 assert msg.error().code() == KafkaError._PARTITION_EOF, msg.error()
                 at_end.add(msg.partition())
                 continue
-            found[msg.partition()].append((msg.offset(), msg.key(), msg.value(), msg.headers(),
-                                           msg.timestamp()))
+            found[msg.partition()].append(
+                (msg.offset(), msg.key(), msg.value(), msg.headers(), msg.timestamp())
+            )
     finally:
         consumer.close()
     return found
@@ -72,8 +84,13 @@ def records_by_partition(bootstrap, topic):
 def in_shell(directory, pipeline):
     """Run a pipeline of kctl commands through bash, failing on the first failing command."""
     script = "set -o pipefail; " + " | ".join(shlex.join(kctl_command(*argv)) for argv in pipeline)
-    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=90,
-                          env=kctl_env({"KCTL_HOME": str(directory)}))
+    return subprocess.run(
+        ["bash", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env=kctl_env({"KCTL_HOME": str(directory)}),
+    )
 
 
 def test_consume_json_piped_into_produce_json_copies_a_topic(cluster):
@@ -81,8 +98,9 @@ def test_consume_json_piped_into_produce_json_copies_a_topic(cluster):
         kctl_in(cluster.dir, "topic", "create", topic, "-p", str(PARTITIONS))
     produce_source(cluster.bootstrap, "a")
 
-    copied = in_shell(cluster.dir, [("consume", "a", "--json", "-e"),
-                                    ("produce", "b", "--input-format", "json")])
+    copied = in_shell(
+        cluster.dir, [("consume", "a", "--json", "-e"), ("produce", "b", "--input-format", "json")]
+    )
 
     assert copied.returncode == 0, copied.stderr
     assert "30 records produced to b, 0 failed" in copied.stderr
@@ -95,45 +113,66 @@ def test_consume_json_piped_into_produce_json_copies_a_topic(cluster):
     assert original == expected  # the comparison above saw every kind of record
 
 
-@pytest.mark.parametrize("options, summary", [
-    ((), "2 records produced to bad, 0 failed"),
-    (("--transactional-id", "loader"),
-     "2 records produced to bad, 0 failed; 1 transaction committed (2 records), 0 aborted"),
-    (("--transactional-id", "loader", "--txn-size", "1"),
-     "2 records produced to bad, 0 failed; 2 transactions committed (2 records), 0 aborted"),
-])
+@pytest.mark.parametrize(
+    "options, summary",
+    [
+        ((), "2 records produced to bad, 0 failed"),
+        (
+            ("--transactional-id", "loader"),
+            "2 records produced to bad, 0 failed; 1 transaction committed (2 records), 0 aborted",
+        ),
+        (
+            ("--transactional-id", "loader", "--txn-size", "1"),
+            "2 records produced to bad, 0 failed; 2 transactions committed (2 records), 0 aborted",
+        ),
+    ],
+)
 def test_a_bad_line_is_named_and_the_records_before_it_are_delivered(cluster, options, summary):
     kctl_in(cluster.dir, "topic", "create", "bad", "-p", "1")
     lines = b'{"value": "one"}\n{"key": "k", "value": "two"}\n{"value": "three"\n{"value": "never"}\n'
 
-    result = kctl_in(cluster.dir, "produce", "bad", "-J", "json", *options, input=lines,
-                     expect=ExitCode.INVALID_INPUT)
+    result = kctl_in(
+        cluster.dir, "produce", "bad", "-J", "json", *options, input=lines, expect=ExitCode.INVALID_INPUT
+    )
 
     assert result.stderr.strip().splitlines() == [
-        summary, "kctl: error: input line 3: not valid JSON: Expecting ',' delimiter at the end of the line"]
+        summary,
+        "kctl: error: input line 3: not valid JSON: Expecting ',' delimiter at the end of the line",
+    ]
     consumed = kctl_in(cluster.dir, "consume", "bad", "-e", "-q", "-f", "%k=%v\\n").stdout
     assert consumed == b"=one\nk=two\n"
 
 
 def test_json_input_refuses_key_options_before_connecting(isolated_env):
     nowhere = f"127.0.0.1:{free_port()}"
-    result = CliRunner().invoke(app, ["produce", "t", "-b", nowhere, "-J", "json", "-K", ":"],
-                                env=isolated_env)
+    result = CliRunner().invoke(
+        app, ["produce", "t", "-b", nowhere, "-J", "json", "-K", ":"], env=isolated_env
+    )
     assert result.exit_code == ExitCode.USAGE
     assert result.stderr.strip().startswith("kctl: error: --input-format json takes keys from the records")
 
 
 def message(key, value, headers, partition=1, timestamp=BASE_TS):
-    return Message(topic="a", partition=partition, offset=9, key=key, value=value,
-                   headers=headers, timestamp=(TIMESTAMP_CREATE_TIME, timestamp))
+    return Message(
+        topic="a",
+        partition=partition,
+        offset=9,
+        key=key,
+        value=value,
+        headers=headers,
+        timestamp=(TIMESTAMP_CREATE_TIME, timestamp),
+    )
 
 
-@pytest.mark.parametrize("key, value, headers", [
-    (b"k", b"text \xe2\x9c\x93", [("h", b"v")]),
-    (None, None, []),
-    (b"\xff\x00", bytes(range(256)), [("h", b"\x80"), ("h", b"ok"), ("h", None), ("e", b"")]),
-    (b"", b"\xc3\x28", [("bin", b"\xc3\x28")]),
-])
+@pytest.mark.parametrize(
+    "key, value, headers",
+    [
+        (b"k", b"text \xe2\x9c\x93", [("h", b"v")]),
+        (None, None, []),
+        (b"\xff\x00", bytes(range(256)), [("h", b"\x80"), ("h", b"ok"), ("h", None), ("e", b"")]),
+        (b"", b"\xc3\x28", [("bin", b"\xc3\x28")]),
+    ],
+)
 def test_every_record_reads_back_as_it_was_written(key, value, headers):
     line = record_json(message(key, value, headers))
     (parsed,) = JsonLines(None, [], PARTITIONS).records([line])
@@ -145,8 +184,10 @@ def test_bytes_that_are_not_utf8_are_base64_and_say_so():
     doc = json.loads(record_json(message(b"\xff", b"ok\xff", [("h", b"\xfe"), ("t", b"text")])))
     assert doc["key"] == "/w==" and doc["key_encoding"] == "base64"
     assert doc["value"] == "b2v/" and doc["value_encoding"] == "base64"
-    assert doc["headers"] == [{"key": "h", "value": "/g==", "value_encoding": "base64"},
-                              {"key": "t", "value": "text"}]
+    assert doc["headers"] == [
+        {"key": "h", "value": "/g==", "value_encoding": "base64"},
+        {"key": "t", "value": "text"},
+    ]
 
 
 def test_minus_p_and_minus_h_apply_to_every_json_record():
@@ -155,19 +196,25 @@ def test_minus_p_and_minus_h_apply_to_every_json_record():
     assert parsed == (b"v", None, {"partition": 0, "headers": [("own", b"1"), ("added", b"2")]})
 
 
-@pytest.mark.parametrize("line, error", [
-    (b"[1]", "not a JSON object but a list"),
-    (b'{"key": "k"}', 'no "value" (null for a record without one)'),
-    (b'{"value": 5}', '"value" must be a string or null, not a number'),
-    (b'{"value": "%%%", "value_encoding": "base64"}', '"value" is not base64'),
-    (b'{"value": "a", "key": "a", "key_encoding": "hex"}', '"key_encoding" must be "base64" or absent, not "hex"'),
-    (b'{"value": "a", "headers": {"h": "v"}}', '"headers" must be a list of'),
-    (b'{"value": "a", "headers": [{"key": "h", "value": 1}]}', 'header 1: "value" must be a string'),
-    (b'{"value": "a", "partition": 3}', '"partition" 3 is not one of the topic\'s 0..2'),
-    (b'{"value": "a", "timestamp": "now"}', '"timestamp" must be a whole number or null, not a string'),
-    (b'{"value": "\\ud800"}', '"value" holds a lone surrogate'),
-    (b"\xff", "not UTF-8 text"),
-])
+@pytest.mark.parametrize(
+    "line, error",
+    [
+        (b"[1]", "not a JSON object but a list"),
+        (b'{"key": "k"}', 'no "value" (null for a record without one)'),
+        (b'{"value": 5}', '"value" must be a string or null, not a number'),
+        (b'{"value": "%%%", "value_encoding": "base64"}', '"value" is not base64'),
+        (
+            b'{"value": "a", "key": "a", "key_encoding": "hex"}',
+            '"key_encoding" must be "base64" or absent, not "hex"',
+        ),
+        (b'{"value": "a", "headers": {"h": "v"}}', '"headers" must be a list of'),
+        (b'{"value": "a", "headers": [{"key": "h", "value": 1}]}', 'header 1: "value" must be a string'),
+        (b'{"value": "a", "partition": 3}', '"partition" 3 is not one of the topic\'s 0..2'),
+        (b'{"value": "a", "timestamp": "now"}', '"timestamp" must be a whole number or null, not a string'),
+        (b'{"value": "\\ud800"}', '"value" holds a lone surrogate'),
+        (b"\xff", "not UTF-8 text"),
+    ],
+)
 def test_bad_lines_stop_the_records_and_say_why(line, error):
     source = JsonLines(None, [], PARTITIONS)
     parsed = list(source.records([b'{"value": null}\n', line + b"\n", b'{"value": "after"}\n']))

@@ -36,14 +36,14 @@ def test_acks_all_below_min_insync_replicas_fails_at_once(cluster_factory, kctl_
     wait_until(lambda: partition0(three.dir)["isr"] == [leader], 20, "the ISR to shrink to the leader")
 
     started = time.monotonic()
-    running.write(b"refused\n")                      # stdin stays open: the failure ends the run
+    running.write(b"refused\n")  # stdin stays open: the failure ends the run
     assert running.finish() == ExitCode.CONFLICT, running.err
-    assert time.monotonic() - started < 10           # --timeout 3 bounds librdkafka's retries
+    assert time.monotonic() - started < 10  # --timeout 3 bounds librdkafka's retries
     assert running.err[-2:] == ["5 records produced to orders, 1 failed (1 timed out)", REFUSED]
 
     started = time.monotonic()
     refused = kctl_in(three.dir, "produce", "orders", input="a\nb\n", expect=ExitCode.CONFLICT)
-    assert time.monotonic() - started < 5            # refused before sending: no timeout to wait
+    assert time.monotonic() - started < 5  # refused before sending: no timeout to wait
     assert refused.stderr == REFUSED + "\n"
     kctl_in(three.dir, "produce", "orders", "--acks", "1", input="leader-only\n")
     assert partition0(three.dir)["high_watermark"] == 6
@@ -59,5 +59,7 @@ def test_timeout_bounds_how_long_records_wait(cluster, kctl_processes):
     running.write(b"lost\n")
     assert running.finish() == ExitCode.UNREACHABLE
     assert time.monotonic() - started < 6
-    assert running.err[-2:] == ["1 record produced to slow, 1 failed (1 timed out)",
-                                "kctl: error: delivery failed: Local: Message timed out (not acknowledged within 1s)"]
+    assert running.err[-2:] == [
+        "1 record produced to slow, 1 failed (1 timed out)",
+        "kctl: error: delivery failed: Local: Message timed out (not acknowledged within 1s)",
+    ]

@@ -17,7 +17,7 @@ def test_200_records_at_100_per_second_take_two_seconds_in_order(cluster):
     consumed = kctl_in(cluster.dir, "consume", "paced", "-o", "start", "-e", "-f", "%T %s\\n").stdout.decode()
     stamps, values = zip(*(line.split() for line in consumed.splitlines()))
     assert list(values) == [f"r{i}" for i in range(200)]
-    span_s = (int(stamps[-1]) - int(stamps[0])) / 1000      # create times: when each was sent
+    span_s = (int(stamps[-1]) - int(stamps[0])) / 1000  # create times: when each was sent
     assert 1.8 <= span_s < 4, span_s
 
 
@@ -31,4 +31,7 @@ def test_rates_and_batches():
 def test_a_bad_rate_is_refused_before_connecting(rate, isolated_env):
     result = run_kctl("produce", "t", "--rate", rate, "-b", "127.0.0.1:1", env=isolated_env, input="x\n")
     assert result.returncode == ExitCode.INVALID_INPUT
-    assert result.stderr == f"kctl: error: invalid --rate {rate!r}: expected records per second, e.g. 100/s or 100\n"
+    assert (
+        result.stderr
+        == f"kctl: error: invalid --rate {rate!r}: expected records per second, e.g. 100/s or 100\n"
+    )

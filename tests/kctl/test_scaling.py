@@ -17,7 +17,9 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def replicas(directory, topic) -> dict[int, list[int]]:
-    return {p["partition"]: p["replicas"] for p in kctl_json(directory, "topic", "describe", topic)["partitions"]}
+    return {
+        p["partition"]: p["replicas"] for p in kctl_json(directory, "topic", "describe", topic)["partitions"]
+    }
 
 
 def consumed(directory, topic) -> list[str]:
@@ -31,10 +33,17 @@ def test_add_partitions_then_keyed_records_hash_over_the_new_count(cluster_dir):
     assert len(replicas(cluster_dir, "orders")) == 5
     keys = [f"k{i}" for i in range(40)]
     kctl_in(cluster_dir, "produce", "orders", "-K", ":", input="".join(f"{k}:v\n" for k in keys))
-    placed = kctl_in(cluster_dir, "consume", "orders", "-o", "start", "-e", "-f", "%k %p\\n").stdout.decode().split("\n")
-    assert {tuple(line.split()) for line in placed if line} == {(k, str(java_partition(k.encode(), 5)))
-                                                               for k in keys}
-    smaller = kctl_in(cluster_dir, "topic", "add-partitions", "orders", "-p", "5", expect=ExitCode.INVALID_INPUT)
+    placed = (
+        kctl_in(cluster_dir, "consume", "orders", "-o", "start", "-e", "-f", "%k %p\\n")
+        .stdout.decode()
+        .split("\n")
+    )
+    assert {tuple(line.split()) for line in placed if line} == {
+        (k, str(java_partition(k.encode(), 5))) for k in keys
+    }
+    smaller = kctl_in(
+        cluster_dir, "topic", "add-partitions", "orders", "-p", "5", expect=ExitCode.INVALID_INPUT
+    )
     assert smaller.stderr.count("\n") == 1 and "already has 5 partition(s)" in smaller.stderr
     kctl_in(cluster_dir, "topic", "add-partitions", "nope", "-p", "3", expect=ExitCode.NOT_FOUND)
 
@@ -45,8 +54,17 @@ def test_reassign_moves_partitions_by_flags_and_plan(cluster_dir, tmp_path):
     kctl_in(cluster_dir, "produce", "demo", "--acks", "all", input="".join(f"r{i}\n" for i in range(100)))
     before = replicas(cluster_dir, "demo")
     target = [next(b for b in (1, 2, 3) if b not in before[0]), before[0][0]]
-    moved = kctl_in(cluster_dir, "topic", "reassign", "demo", "--partition", "0",
-                    "--replicas", ",".join(map(str, target)), "--wait")
+    moved = kctl_in(
+        cluster_dir,
+        "topic",
+        "reassign",
+        "demo",
+        "--partition",
+        "0",
+        "--replicas",
+        ",".join(map(str, target)),
+        "--wait",
+    )
     assert "Reassignment complete." in moved.stderr and "adding [" in moved.stderr
     assert replicas(cluster_dir, "demo")[0] == target
     assert kctl_json(cluster_dir, "topic", "reassign", "--list") == []
@@ -54,8 +72,9 @@ def test_reassign_moves_partitions_by_flags_and_plan(cluster_dir, tmp_path):
     # A whole plan in kafka-reassign-partitions.sh's format: partition 1 back to a new set.
     moved_back = [next(b for b in (1, 2, 3) if b not in before[1]), before[1][0]]
     plan = tmp_path / "plan.json"
-    plan.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "demo", "partition": 1, "replicas": moved_back}]}))
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": "demo", "partition": 1, "replicas": moved_back}]})
+    )
     kctl_in(cluster_dir, "topic", "reassign", "--plan", str(plan), "--wait")
     assert replicas(cluster_dir, "demo")[1] == moved_back
     refused = kctl_in(cluster_dir, "topic", "reassign", "demo", "--cancel", expect=ExitCode.CONFLICT)
@@ -68,12 +87,39 @@ def test_reassign_and_elect_usage_errors(cluster_dir, tmp_path):
     kctl_in(cluster_dir, "topic", "create", "demo", "-p", "1")
     kctl_in(cluster_dir, "topic", "reassign", "demo", "--partition", "0", expect=ExitCode.USAGE)
     kctl_in(cluster_dir, "topic", "reassign", expect=ExitCode.USAGE)
-    kctl_in(cluster_dir, "topic", "reassign", "demo", "--partition", "0", "--replicas", "1,x",
-            expect=ExitCode.INVALID_INPUT)
-    kctl_in(cluster_dir, "topic", "reassign", "demo", "--partition", "0", "--replicas", "1,1",
-            expect=ExitCode.INVALID_INPUT)
-    kctl_in(cluster_dir, "topic", "reassign", "nope", "--partition", "0", "--replicas", "1",
-            expect=ExitCode.NOT_FOUND)
+    kctl_in(
+        cluster_dir,
+        "topic",
+        "reassign",
+        "demo",
+        "--partition",
+        "0",
+        "--replicas",
+        "1,x",
+        expect=ExitCode.INVALID_INPUT,
+    )
+    kctl_in(
+        cluster_dir,
+        "topic",
+        "reassign",
+        "demo",
+        "--partition",
+        "0",
+        "--replicas",
+        "1,1",
+        expect=ExitCode.INVALID_INPUT,
+    )
+    kctl_in(
+        cluster_dir,
+        "topic",
+        "reassign",
+        "nope",
+        "--partition",
+        "0",
+        "--replicas",
+        "1",
+        expect=ExitCode.NOT_FOUND,
+    )
     bad = tmp_path / "bad.json"
     bad.write_text('{"partitions": [{"topic": "demo"}]}')
     kctl_in(cluster_dir, "topic", "reassign", "--plan", str(bad), expect=ExitCode.INVALID_INPUT)
@@ -85,9 +131,23 @@ def test_reassign_and_elect_usage_errors(cluster_dir, tmp_path):
 def test_segments_show_each_replica_on_disk(cluster_dir):
     kctl_in(cluster_dir, "cluster", "up", "-n", "2")
     kctl_in(cluster_dir, "topic", "create", "demo", "-p", "2", "-r", "2")
-    kctl_in(cluster_dir, "produce", "demo", "-p", "1", "--acks", "all", input="".join(f"r{i}\n" for i in range(50)))
-    rows = wait_until(lambda: (lambda r: r if all(x["next_offset"] == 50 for x in r) else None)(
-        kctl_json(cluster_dir, "topic", "segments", "demo", "-p", "1")), 20, "both replicas of partition 1")
+    kctl_in(
+        cluster_dir,
+        "produce",
+        "demo",
+        "-p",
+        "1",
+        "--acks",
+        "all",
+        input="".join(f"r{i}\n" for i in range(50)),
+    )
+    rows = wait_until(
+        lambda: (lambda r: r if all(x["next_offset"] == 50 for x in r) else None)(
+            kctl_json(cluster_dir, "topic", "segments", "demo", "-p", "1")
+        ),
+        20,
+        "both replicas of partition 1",
+    )
     assert sorted(r["broker"] for r in rows) == [1, 2]
     assert all(r["base_offset"] == 0 and 0 < r["log_bytes"] <= r["log_file_bytes"] for r in rows)
     assert all(r["index_file_bytes"] is not None and r["timeindex_file_bytes"] is not None for r in rows)
@@ -100,8 +160,10 @@ def produce_in_background(directory, topic, count):
     outcome = {}
 
     def run():
-        outcome["result"] = kctl_in(directory, "produce", topic, "--acks", "all",
-                                    input="".join(f"{i}\n" for i in range(count)))
+        outcome["result"] = kctl_in(
+            directory, "produce", topic, "--acks", "all", input="".join(f"{i}\n" for i in range(count))
+        )
+
     thread = threading.Thread(target=run)
     thread.start()
     return thread, outcome
@@ -117,7 +179,7 @@ def test_add_broker_rebalance_while_producing_loses_nothing(cluster_dir):
     assert outcome["result"].returncode == 0
     held = [r for rs in replicas(cluster_dir, "load").values() for r in rs]
     assert 4 in held and all(len(rs) == 2 for rs in replicas(cluster_dir, "load").values())
-    assert max(held.count(b) for b in (1, 2, 3, 4)) == 2                  # 8 replicas, 2 per broker
+    assert max(held.count(b) for b in (1, 2, 3, 4)) == 2  # 8 replicas, 2 per broker
     assert sorted(consumed(cluster_dir, "load"), key=int) == [str(i) for i in range(20000)]
     assert [b["id"] for b in kctl_json(cluster_dir, "broker", "list")["brokers"]] == [1, 2, 3, 4]
 
@@ -129,7 +191,7 @@ def test_remove_broker_drains_it_and_keeps_every_record(cluster_dir):
     kctl_in(cluster_dir, "cluster", "remove-broker", "2")
     assert all(2 not in rs and len(rs) == 2 for rs in replicas(cluster_dir, "demo").values())
     assert [b["id"] for b in kctl_json(cluster_dir, "broker", "list")["brokers"]] == [1, 3]
-    kctl_in(cluster_dir, "cluster", "status")                              # healthy: 2 is no longer planned
+    kctl_in(cluster_dir, "cluster", "status")  # healthy: 2 is no longer planned
     assert sorted(consumed(cluster_dir, "demo"), key=int) == [str(i) for i in range(3000)]
     kctl_in(cluster_dir, "cluster", "remove-broker", "9", expect=ExitCode.NOT_FOUND)
     refused = kctl_in(cluster_dir, "cluster", "remove-broker", "1", expect=ExitCode.CONFLICT)

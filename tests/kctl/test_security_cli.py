@@ -10,10 +10,10 @@ import stat
 import subprocess
 
 import pytest
-from brokerd.security import client_properties
-from brokerd.state import ClusterState
 from confluent_kafka import KafkaError
 
+from brokerd.security import client_properties
+from brokerd.state import ClusterState
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import run_kctl
@@ -26,8 +26,9 @@ ALICE = "alice-pw-1"
 
 def kctl(directory, *args, expect=0, input=None):
     """kctl against the cluster in `directory`, whatever the developer's shell exports."""
-    result = run_kctl(*args, input=input, env={"KCTL_HOME": str(directory), "KCTL_BOOTSTRAP": "",
-                                               "KCTL_COMMAND_CONFIG": ""})
+    result = run_kctl(
+        *args, input=input, env={"KCTL_HOME": str(directory), "KCTL_BOOTSTRAP": "", "KCTL_COMMAND_CONFIG": ""}
+    )
     assert result.returncode == expect, result.stderr
     return result
 
@@ -93,7 +94,10 @@ def test_kctl_logs_in_with_admin_properties(cluster):
     assert stat.S_IMODE(os.stat(admin_file).st_mode) == 0o600
     admin = client_properties.read(admin_file)
     assert (admin["security.protocol"], admin["sasl.mechanism"], admin["sasl.username"]) == (
-        "SASL_PLAINTEXT", "SCRAM-SHA-512", "admin")
+        "SASL_PLAINTEXT",
+        "SCRAM-SHA-512",
+        "admin",
+    )
     assert ALICE not in admin_file.read_text()
     kctl(directory, "topic", "create", "orders", "-p", "2", "-r", "2")
     kctl(directory, "produce", "orders", "--acks", "all", input="a\nb\nc\n")
@@ -108,8 +112,9 @@ def test_kctl_logs_in_with_admin_properties(cluster):
 def test_only_admin_properties_holds_the_admin_password(cluster):
     directory, _ = cluster
     password = client_properties.read(client_properties.path(directory))["sasl.password"].encode()
-    holders = [p for p in directory.rglob("*")
-               if p.is_file() and any(password in chunk for chunk in data_chunks(p))]
+    holders = [
+        p for p in directory.rglob("*") if p.is_file() and any(password in chunk for chunk in data_chunks(p))
+    ]
     assert holders == [client_properties.path(directory)]
 
 
@@ -133,9 +138,18 @@ def test_users_are_listed_and_deleted(cluster):
     assert login_error(bootstrap, sasl_settings("dave", "d-pw")) is not None
     missing = kctl(directory, "user", "list", "dave", expect=ExitCode.NOT_FOUND)
     assert missing.stderr.startswith("kctl: error: cannot describe user 'dave'")
-    kctl(directory, "user", "create", "eve", "--password", "x", "--iterations", "100",
-         expect=ExitCode.INVALID_INPUT)
-    kctl(directory, "user", "create", "eve", expect=ExitCode.USAGE)    # no password, no terminal
+    kctl(
+        directory,
+        "user",
+        "create",
+        "eve",
+        "--password",
+        "x",
+        "--iterations",
+        "100",
+        expect=ExitCode.INVALID_INPUT,
+    )
+    kctl(directory, "user", "create", "eve", expect=ExitCode.USAGE)  # no password, no terminal
 
 
 def test_an_acl_lets_alice_write_one_topic_only(cluster, tmp_path):
@@ -143,11 +157,21 @@ def test_an_acl_lets_alice_write_one_topic_only(cluster, tmp_path):
     kctl(directory, "topic", "create", "payments", "-p", "1")
     kctl(directory, "topic", "create", "secrets", "-p", "1")
     alice = properties_file(tmp_path, "alice", sasl_settings("alice", ALICE))
-    kctl(directory, "acl", "create", "--allow-principal", "User:alice", "--operation", "write",
-         "--topic", "payments")
+    kctl(
+        directory,
+        "acl",
+        "create",
+        "--allow-principal",
+        "User:alice",
+        "--operation",
+        "write",
+        "--topic",
+        "payments",
+    )
     kctl(directory, "produce", "payments", "-F", str(alice), input="paid\n")
-    refused = kctl(directory, "produce", "secrets", "-F", str(alice), input="peek\n",
-                   expect=ExitCode.NOT_AUTHORIZED)
+    refused = kctl(
+        directory, "produce", "secrets", "-F", str(alice), input="peek\n", expect=ExitCode.NOT_AUTHORIZED
+    )
     assert "Topic authorization failed" in refused.stderr or "TOPIC_AUTHORIZATION_FAILED" in refused.stderr
     events = kctl(directory, "watch", "--once").stdout.decode()
     assert "denied User:alice" in events
@@ -155,15 +179,45 @@ def test_an_acl_lets_alice_write_one_topic_only(cluster, tmp_path):
 
 def test_acls_list_and_delete_round_trip(cluster):
     directory, _ = cluster
-    kctl(directory, "acl", "create", "--allow-principal", "User:bob", "--allow-principal", "User:carol",
-         "--operation", "read", "--operation", "describe", "--topic", "logs-",
-         "--resource-pattern-type", "prefixed", "--group", "readers")
+    kctl(
+        directory,
+        "acl",
+        "create",
+        "--allow-principal",
+        "User:bob",
+        "--allow-principal",
+        "User:carol",
+        "--operation",
+        "read",
+        "--operation",
+        "describe",
+        "--topic",
+        "logs-",
+        "--resource-pattern-type",
+        "prefixed",
+        "--group",
+        "readers",
+    )
     mine = json.loads(kctl(directory, "acl", "list", "--principal", "User:bob", "--json").stdout)
     assert len(mine) == 4 and {a["resource_type"] for a in mine} == {"TOPIC", "GROUP"}
-    applying = json.loads(kctl(directory, "acl", "list", "--topic", "logs-today", "--resource-pattern-type",
-                               "match", "--principal", "User:carol", "--json").stdout)
-    assert {(a["operation"], a["pattern_type"]) for a in applying} == {("READ", "PREFIXED"),
-                                                                       ("DESCRIBE", "PREFIXED")}
+    applying = json.loads(
+        kctl(
+            directory,
+            "acl",
+            "list",
+            "--topic",
+            "logs-today",
+            "--resource-pattern-type",
+            "match",
+            "--principal",
+            "User:carol",
+            "--json",
+        ).stdout
+    )
+    assert {(a["operation"], a["pattern_type"]) for a in applying} == {
+        ("READ", "PREFIXED"),
+        ("DESCRIBE", "PREFIXED"),
+    }
     deleted = kctl(directory, "acl", "delete", "--principal", "User:bob").stdout.decode()
     assert deleted.count("User:bob") == 4
     assert json.loads(kctl(directory, "acl", "list", "--principal", "User:bob", "--json").stdout) == []
@@ -178,10 +232,28 @@ def explain(directory, *args) -> dict:
 def test_explain_names_the_rule_that_decides(cluster):
     directory, _ = cluster
     kctl(directory, "acl", "create", "--allow-principal", "User:*", "--operation", "read", "--topic", "news")
-    kctl(directory, "acl", "create", "--deny-principal", "User:mallory", "--operation", "all",
-         "--topic", "news")
-    kctl(directory, "acl", "create", "--allow-principal", "User:frank", "--operation", "alter-configs",
-         "--topic", "news")
+    kctl(
+        directory,
+        "acl",
+        "create",
+        "--deny-principal",
+        "User:mallory",
+        "--operation",
+        "all",
+        "--topic",
+        "news",
+    )
+    kctl(
+        directory,
+        "acl",
+        "create",
+        "--allow-principal",
+        "User:frank",
+        "--operation",
+        "alter-configs",
+        "--topic",
+        "news",
+    )
     admin = explain(directory, "--principal", "User:admin", "--operation", "delete", "--topic", "news")
     assert admin["allowed"] and "super user" in admin["rule"]
     denied = explain(directory, "--principal", "User:mallory", "--operation", "read", "--topic", "news")
@@ -190,15 +262,29 @@ def test_explain_names_the_rule_that_decides(cluster):
     assert allowed["allowed"] and allowed["binding"]["principal"] == "User:*"
     implied = explain(directory, "--principal", "User:grace", "--operation", "describe", "--topic", "news")
     assert implied["allowed"] and "implied by READ" in implied["rule"]
-    configs = explain(directory, "--principal", "User:frank", "--operation", "describe-configs",
-                      "--topic", "news")
+    configs = explain(
+        directory, "--principal", "User:frank", "--operation", "describe-configs", "--topic", "news"
+    )
     assert configs["allowed"] and "implied by ALTER_CONFIGS" in configs["rule"]
     nothing = explain(directory, "--principal", "User:grace", "--operation", "read", "--group", "no-acls")
     assert not nothing["allowed"] and "allow.everyone.if.no.acl.found=false" in nothing["rule"]
     unmatched = explain(directory, "--principal", "User:grace", "--operation", "write", "--topic", "news")
     assert not unmatched["allowed"] and unmatched["binding"] is None and "none allows" in unmatched["rule"]
-    text = kctl(directory, "acl", "explain", "--principal", "User:mallory", "--operation", "read",
-                "--topic", "news").stdout.decode().splitlines()
+    text = (
+        kctl(
+            directory,
+            "acl",
+            "explain",
+            "--principal",
+            "User:mallory",
+            "--operation",
+            "read",
+            "--topic",
+            "news",
+        )
+        .stdout.decode()
+        .splitlines()
+    )
     assert text[0] == "DENIED: User:mallory READ on TOPIC:news from 127.0.0.1"
     assert text[1].startswith("  rule: denied by DENY User:mallory ALL on TOPIC:LITERAL:news")
 
@@ -207,15 +293,20 @@ def test_watch_tells_failed_logins(cluster):
     directory, bootstrap = cluster
     assert login_error(bootstrap, sasl_settings("alice", "not-her-password")) is not None
     told = "authentication failed for User:alice"
-    wait_until(lambda: told in kctl(directory, "watch", "--once").stdout.decode(), 10,
-               "the failed login in kctl watch")
+    wait_until(
+        lambda: told in kctl(directory, "watch", "--once").stdout.decode(),
+        10,
+        "the failed login in kctl watch",
+    )
 
 
 def test_an_existing_cluster_keeps_its_protocol(cluster):
     directory, _ = cluster
     result = kctl(directory, "cluster", "up", "--security-protocol", "SSL", expect=ExitCode.INVALID_INPUT)
-    assert result.stderr.strip() == (f"kctl: error: the cluster in {directory} uses SASL_PLAINTEXT, not SSL; "
-                                     "remove the directory to start a different cluster")
+    assert result.stderr.strip() == (
+        f"kctl: error: the cluster in {directory} uses SASL_PLAINTEXT, not SSL; "
+        "remove the directory to start a different cluster"
+    )
 
 
 @pytest.mark.interop
@@ -227,7 +318,10 @@ def test_tls_clusters_start_and_kcat_lists_their_brokers(tmp_path, protocol):
         assert (directory / "tls" / "ca.pem").exists()
         listing = subprocess.run(
             ["kcat", "-F", str(client_properties.path(directory)), "-b", bootstrap, "-L"],
-            capture_output=True, text=True, timeout=30)
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
         assert listing.returncode == 0, listing.stderr
         assert f"from broker 1: {protocol.lower()}://{bootstrap}/1" in listing.stdout
         kctl(directory, "topic", "create", "t", "-p", "1")

@@ -60,10 +60,16 @@ def impossible(p: dict) -> list[str]:
         return []
     wrong = []
     if ends.get(leader) is not None:
-        wrong += [f"replica {b} at {e} ahead of leader at {ends[leader]}"
-                  for b, e in ends.items() if e is not None and e > ends[leader]]
-    wrong += [f"hwm {hwm} above in-sync replica {b} at {ends[str(b)]}"
-              for b in p["isr"] if ends.get(str(b)) is not None and ends[str(b)] < hwm]
+        wrong += [
+            f"replica {b} at {e} ahead of leader at {ends[leader]}"
+            for b, e in ends.items()
+            if e is not None and e > ends[leader]
+        ]
+    wrong += [
+        f"hwm {hwm} above in-sync replica {b} at {ends[str(b)]}"
+        for b in p["isr"]
+        if ends.get(str(b)) is not None and ends[str(b)] < hwm
+    ]
     if p["last_stable_offset"] is not None and p["last_stable_offset"] > hwm:
         wrong.append(f"lso {p['last_stable_offset']} above hwm {hwm}")
     if p["log_start_offset"] > hwm:
@@ -71,20 +77,24 @@ def impossible(p: dict) -> list[str]:
     return wrong
 
 
-def steady_load(bootstrap: str, topic: str, stop: threading.Event,
-                acknowledged: list[int]) -> threading.Thread:
+def steady_load(
+    bootstrap: str, topic: str, stop: threading.Event, acknowledged: list[int]
+) -> threading.Thread:
     """An acks=all idempotent producer until ``stop``; ``acknowledged[0]`` counts its acks."""
+
     def count(err, _msg):
         if err is None:
             acknowledged[0] += 1
 
     def run():
-        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                             "enable.idempotence": True})
+        producer = Producer(
+            {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "enable.idempotence": True}
+        )
         while not stop.is_set():
             producer.produce(topic, b"x" * 100, on_delivery=count)
             producer.poll(0.002)
         producer.flush(30)
+
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
     return thread
@@ -94,8 +104,9 @@ def test_pausing_followers_under_load_shows_only_possible_moments(cluster_factor
     cluster = cluster_factory(3, SETTINGS)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic("lesson", 1, 3, config={"min.insync.replicas": "2"})])["lesson"].result(10)
-    record = wait_until(lambda: (r := cluster.state.topics()["lesson"].partitions[0]).leader > 0 and r,
-                        10, "a leader")
+    record = wait_until(
+        lambda: (r := cluster.state.topics()["lesson"].partitions[0]).leader > 0 and r, 10, "a leader"
+    )
     first, second = [b for b in record.replicas if b != record.leader]
     narrator, stop = Narrator(cluster, "lesson"), threading.Event()
     narrator.start()
@@ -118,8 +129,9 @@ def test_pausing_followers_under_load_shows_only_possible_moments(cluster_factor
         start = max(m["high_watermark"] or 0 for m in narrator.moments)
         for future in admin.delete_records([TopicPartition("lesson", 0, start)]).values():
             future.result()
-        deleted = wait_until(lambda: narrator.said(f"-> {start}: DeleteRecords"), 10,
-                             "DeleteRecords narrated")
+        deleted = wait_until(
+            lambda: narrator.said(f"-> {start}: DeleteRecords"), 10, "DeleteRecords narrated"
+        )
     finally:
         cluster.signal(first, signal.SIGCONT)
         cluster.signal(second, signal.SIGCONT)
@@ -155,13 +167,15 @@ def test_a_paused_controller_wakes_up_fenced(cluster_factory):
 
 
 def test_a_preferred_leader_back_is_told_with_the_imbalance_that_moved_it(cluster_factory):
-    cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500",
-                                  "leader.imbalance.check.interval.seconds": "2"})
+    cluster = cluster_factory(
+        3, {"broker.session.timeout.ms": "1500", "leader.imbalance.check.interval.seconds": "2"}
+    )
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic("payments", 3, 3)])["payments"].result(10)  # one preferred each
 
     def partition(index: int):
         return cluster.state.topics()["payments"].partitions[index]
+
     wait_until(lambda: all(len(partition(i).isr) == 3 for i in range(3)), 15, "replicated partitions")
     controller, _ = cluster.state.controller()
     index = next(i for i in range(3) if partition(i).replicas[0] != controller)
@@ -170,16 +184,20 @@ def test_a_preferred_leader_back_is_told_with_the_imbalance_that_moved_it(cluste
     narrator.start()
     try:
         cluster.kill(preferred)
-        interim = wait_until(lambda: (p := partition(index)).leader not in (preferred, -1) and p,
-                             15, "a failover").leader
+        interim = wait_until(
+            lambda: (p := partition(index)).leader not in (preferred, -1) and p, 15, "a failover"
+        ).leader
         cluster.start(preferred)
-        line = wait_until(lambda: narrator.said("preferred leader back"), 20,
-                          "the imbalance check's move, narrated")
+        line = wait_until(
+            lambda: narrator.said("preferred leader back"), 20, "the imbalance check's move, narrated"
+        )
     finally:
         narrator.done.set()
         narrator.join(5)
     epoch = partition(index).leader_epoch
-    assert line == (f"payments/{index}: leader {interim} -> {preferred}, epoch {epoch - 1} -> "
-                    f"{epoch}: preferred leader back after the imbalance check (broker "
-                    f"{preferred} led 0 of its 1 preferred partition, 100% led elsewhere, above "
-                    "leader.imbalance.per.broker.percentage=10)")
+    assert line == (
+        f"payments/{index}: leader {interim} -> {preferred}, epoch {epoch - 1} -> "
+        f"{epoch}: preferred leader back after the imbalance check (broker "
+        f"{preferred} led 0 of its 1 preferred partition, 100% led elsewhere, above "
+        "leader.imbalance.per.broker.percentage=10)"
+    )

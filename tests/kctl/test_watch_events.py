@@ -3,13 +3,16 @@
 from kctl.watch.events import changes
 
 
-def snap(leader=1, epoch=0, isr=(1, 2, 3), states=("alive", "alive", "alive"), controller=(1, 1),
-         groups=()):
+def snap(leader=1, epoch=0, isr=(1, 2, 3), states=("alive", "alive", "alive"), controller=(1, 1), groups=()):
     return {
         "controller": {"broker_id": controller[0], "epoch": controller[1]},
         "brokers": [{"id": i + 1, "state": s} for i, s in enumerate(states)],
-        "topics": [{"topic": "demo", "partitions": [
-            {"partition": 0, "leader": leader, "leader_epoch": epoch, "isr": list(isr)}]}],
+        "topics": [
+            {
+                "topic": "demo",
+                "partitions": [{"partition": 0, "leader": leader, "leader_epoch": epoch, "isr": list(isr)}],
+            }
+        ],
         "groups": list(groups),
     }
 
@@ -32,8 +35,10 @@ def test_a_killed_leader():
 def test_an_offline_partition_and_its_return():
     offline = snap(leader=-1, epoch=3, isr=(1,))
     assert changes(snap(epoch=2), offline)[0] == "demo/0: leader 1 -> none, epoch 2 -> 3"
-    assert changes(offline, snap(epoch=4)) == ["demo/0: leader none -> 1, epoch 3 -> 4",
-                                               "demo/0: ISR grew to [1,2,3]"]
+    assert changes(offline, snap(epoch=4)) == [
+        "demo/0: leader none -> 1, epoch 3 -> 4",
+        "demo/0: ISR grew to [1,2,3]",
+    ]
 
 
 def test_an_unclean_election_is_told_with_the_isr_it_bypassed():
@@ -43,7 +48,8 @@ def test_an_unclean_election_is_told_with_the_isr_it_bypassed():
     assert changes(offline, elected) == [
         "demo/0: leader none -> 2, epoch 3 -> 4",
         "demo/0: ISR changed to [2]",
-        "demo/0: unclean election at epoch 4: broker 2 was not in the ISR [1]; records only [1] had are lost"]
+        "demo/0: unclean election at epoch 4: broker 2 was not in the ISR [1]; records only [1] had are lost",
+    ]
     assert changes(elected, elected) == []
 
 
@@ -51,14 +57,23 @@ def test_a_preferred_leader_back_on_the_imbalance_check_is_told_why():
     led_elsewhere = snap(leader=3, epoch=7)
     back = snap(leader=2, epoch=8)
     back["topics"][0]["partitions"][0]["last_leader_rebalance"] = {
-        "leader_epoch": 8, "led": 0, "preferred": 4, "percentage": 10}
+        "leader_epoch": 8,
+        "led": 0,
+        "preferred": 4,
+        "percentage": 10,
+    }
     assert changes(led_elsewhere, back) == [
         "demo/0: leader 3 -> 2, epoch 7 -> 8: preferred leader back after the imbalance check "
         "(broker 2 led 0 of its 4 preferred partitions, 100% led elsewhere, above "
-        "leader.imbalance.per.broker.percentage=10)"]
+        "leader.imbalance.per.broker.percentage=10)"
+    ]
     failover = snap(leader=3, epoch=9)
     failover["topics"][0]["partitions"][0]["last_leader_rebalance"] = {
-        "leader_epoch": 8, "led": 0, "preferred": 4, "percentage": 10}
+        "leader_epoch": 8,
+        "led": 0,
+        "preferred": 4,
+        "percentage": 10,
+    }
     assert changes(back, failover) == ["demo/0: leader 2 -> 3, epoch 8 -> 9"]  # a later move
 
 
@@ -66,7 +81,9 @@ def test_a_rebalancing_group():
     stable = {"group": "g", "state": "Stable", "members": [{}, {}]}
     joining = {"group": "g", "state": "PreparingRebalance", "members": [{}, {}, {}]}
     assert changes(snap(groups=[stable]), snap(groups=[joining])) == [
-        "group g: Stable -> PreparingRebalance", "group g: 2 -> 3 member(s)"]
+        "group g: Stable -> PreparingRebalance",
+        "group g: 2 -> 3 member(s)",
+    ]
     unreadable = {"group": "g", "error": "coordinator not available"}
     assert changes(snap(groups=[stable]), snap(groups=[unreadable])) == []
 
@@ -76,19 +93,29 @@ def test_transactions_opening_and_ending():
         doc = snap()
         doc["topics"][0]["partitions"][0].update(open_transactions=txns, last_stable_offset=lso)
         return doc
+
     txn = {"producer_id": 1000, "producer_epoch": 2, "first_offset": 40}
     assert changes(with_txns([], 40), with_txns([txn], 40)) == [
-        "demo/0: transaction opened by producer 1000 (epoch 2) at offset 40"]
+        "demo/0: transaction opened by producer 1000 (epoch 2) at offset 40"
+    ]
     assert changes(with_txns([txn], 40), with_txns([], 52)) == [
-        "demo/0: transaction of producer 1000 from offset 40 ended (committed or aborted), last stable offset 52"]
-    assert changes(with_txns(None, None), with_txns(None, None)) == []   # brokers without transactions
+        "demo/0: transaction of producer 1000 from offset 40 ended (committed or aborted), "
+        "last stable offset 52"
+    ]
+    assert changes(with_txns(None, None), with_txns(None, None)) == []  # brokers without transactions
 
 
 def with_partition(**fields):
     doc = snap()
     doc["topics"][0]["partitions"][0].update(
-        {"high_watermark": 100, "log_end_offsets": {"1": 120, "2": 100, "3": 120},
-         "min_insync_replicas": 2, "high_watermark_waiting_ms": 0, **fields})
+        {
+            "high_watermark": 100,
+            "log_end_offsets": {"1": 120, "2": 100, "3": 120},
+            "min_insync_replicas": 2,
+            "high_watermark_waiting_ms": 0,
+            **fields,
+        }
+    )
     return doc
 
 
@@ -96,28 +123,36 @@ def test_the_isr_crossing_min_insync_replicas():
     under = with_partition(isr=[1])
     assert changes(with_partition(isr=[1, 2]), under) == [
         "demo/0: ISR shrank to [1]",
-        "demo/0: ISR of 1 < min.insync.replicas=2: acks=all produce refused (NOT_ENOUGH_REPLICAS)"]
+        "demo/0: ISR of 1 < min.insync.replicas=2: acks=all produce refused (NOT_ENOUGH_REPLICAS)",
+    ]
     assert changes(under, with_partition(isr=[1, 3])) == [
-        "demo/0: ISR grew to [1,3]", "demo/0: ISR back to min.insync.replicas=2: acks=all accepted again"]
+        "demo/0: ISR grew to [1,3]",
+        "demo/0: ISR back to min.insync.replicas=2: acks=all accepted again",
+    ]
 
 
 def test_a_stalled_high_watermark_names_the_replicas_holding_it():
     stalled = with_partition(high_watermark_waiting_ms=2500)
     assert changes(with_partition(high_watermark_waiting_ms=600), stalled) == [
-        "demo/0: high watermark stalled at 100 for 2.5s: in-sync replica(s) 2 not fetching"]
+        "demo/0: high watermark stalled at 100 for 2.5s: in-sync replica(s) 2 not fetching"
+    ]
     assert changes(stalled, stalled) == []
     assert changes(stalled, with_partition(high_watermark=120)) == [
-        "demo/0: high watermark moving again, 100 -> 120"]
+        "demo/0: high watermark moving again, 100 -> 120"
+    ]
 
 
 def test_truncations_log_start_moves_and_a_fenced_controller():
     cut = {"from": 15, "to": 10, "leader_epoch": 4, "time_ms": 1}
     assert changes(with_partition(truncations={"1": None}), with_partition(truncations={"1": cut})) == [
-        "demo/0: replica 1 truncated its log from 15 to 10: records the leader of epoch 4 does not have"]
-    assert changes(with_partition(log_start_offset=0),
-                   with_partition(log_start_offset=40, log_start_moved_by="retention")) == [
-        "demo/0: log start 0 -> 40: retention.ms/retention.bytes deleted old segments"]
+        "demo/0: replica 1 truncated its log from 15 to 10: records the leader of epoch 4 does not have"
+    ]
+    assert changes(
+        with_partition(log_start_offset=0),
+        with_partition(log_start_offset=40, log_start_moved_by="retention"),
+    ) == ["demo/0: log start 0 -> 40: retention.ms/retention.bytes deleted old segments"]
     fenced = dict(snap(), fenced_controller={"broker_id": 1, "epoch": 1, "current_epoch": 2, "time": 5})
     assert changes(snap(), fenced) == [
-        "controller: broker 1 woke up with controller epoch 1, superseded by epoch 2: fenced, it resigned"]
+        "controller: broker 1 woke up with controller epoch 1, superseded by epoch 2: fenced, it resigned"
+    ]
     assert changes(fenced, fenced) == []

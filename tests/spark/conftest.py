@@ -11,8 +11,11 @@ import sys
 
 import pytest
 
-SPARK_ENV = {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
-             "SPARK_LOCAL_IP": "127.0.0.1"}
+SPARK_ENV = {
+    "PYSPARK_PYTHON": sys.executable,
+    "PYSPARK_DRIVER_PYTHON": sys.executable,
+    "SPARK_LOCAL_IP": "127.0.0.1",
+}
 
 
 def pytest_configure(config):
@@ -26,15 +29,18 @@ def spark():
 
     import kctl.spark
 
-    session = (SparkSession.builder.master("local[2]").appName("kctl-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.sql.adaptive.enabled", "false")
-               .config("spark.python.worker.reuse", "true")
-               .config("spark.driver.memory", "1g")
-               .getOrCreate())
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kctl-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.adaptive.enabled", "false")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
     session.sparkContext.setLogLevel("ERROR")
     kctl.spark.register(session)
     yield session
@@ -47,4 +53,5 @@ def drop_cached_producer():
     test, so the producer must not outlive it (it would keep dialling a closed port)."""
     yield
     from kctl.spark.produce import _forget_producer
+
     _forget_producer()

@@ -14,15 +14,24 @@ from pyspark.sql.streaming import StreamingQuery
 from kctl.spark.session import local_session
 
 
-def start(spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint: str,
-          per_trigger: str) -> StreamingQuery:
-    return (spark.readStream.format("kctl").option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", source).option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", per_trigger).load()
-            .select("key", "value")
-            .writeStream.format("kctl").option("kafka.bootstrap.servers", bootstrap)
-            .option("topic", sink).option("checkpointLocation", checkpoint)
-            .trigger(availableNow=True).start())
+def start(
+    spark: SparkSession, bootstrap: str, source: str, sink: str, checkpoint: str, per_trigger: str
+) -> StreamingQuery:
+    return (
+        spark.readStream.format("kctl")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", source)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", per_trigger)
+        .load()
+        .select("key", "value")
+        .writeStream.format("kctl")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", sink)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
 
 
 if __name__ == "__main__":

@@ -48,8 +48,9 @@ def consume_all(bootstrap: str, topic: str) -> list[Message]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "tests", "enable.auto.commit": False})
     try:
         meta = consumer.list_topics(topic, timeout=TIMEOUT_S).topics[topic]
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), TIMEOUT_S)
-                for p in meta.partitions}
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), TIMEOUT_S) for p in meta.partitions
+        }
         consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ends.items()])
         wanted = sum(high - low for low, high in ends.values())
         found: list[Message] = []
@@ -84,4 +85,5 @@ def kill_group(proc: subprocess.Popen) -> None:
         except ProcessLookupError:
             return True
         return False
+
     wait_until(gone, 30, "the process group to exit")

@@ -32,17 +32,30 @@ REPO = Path(__file__).resolve().parents[2]
 @contextmanager
 def copy_stream(bootstrap, checkpoint: Path, log: Path):
     """The pipeline process; its whole process group is SIGKILLed on the way out."""
-    command = [sys.executable, "-m", "tests.spark.copy_stream", bootstrap, "src", "dst",
-               str(checkpoint), str(PER_TRIGGER)]
+    command = [
+        sys.executable,
+        "-m",
+        "tests.spark.copy_stream",
+        bootstrap,
+        "src",
+        "dst",
+        str(checkpoint),
+        str(PER_TRIGGER),
+    ]
     with open(log, "ab") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=out, stdin=subprocess.DEVNULL, cwd=REPO,
-                                start_new_session=True, env={**os.environ, **SPARK_ENV})
+        proc = subprocess.Popen(
+            command,
+            stdout=out,
+            stderr=out,
+            stdin=subprocess.DEVNULL,
+            cwd=REPO,
+            start_new_session=True,
+            env={**os.environ, **SPARK_ENV},
+        )
     try:
         yield proc
     finally:
         kill_group(proc)
-
-
 
 
 def committed_records(checkpoint: Path) -> int:
@@ -71,6 +84,7 @@ def test_a_killed_query_restarted_from_its_checkpoint_writes_every_record_once(s
         assert proc.poll() is None, f"the pipeline exited early:\n{log.read_text()[-3000:]}"
         delivered = sink_records(admin)
         return delivered > committed_records(checkpoint) and delivered
+
     with copy_stream(cluster.bootstrap, checkpoint, log) as proc:
         before_kill = wait_until(mid_batch, 180, "a micro-batch in flight", interval=0.01)
         os.killpg(proc.pid, signal.SIGKILL)

@@ -24,9 +24,17 @@ def test_defaults_follow_spark():
 
 
 def test_option_names_are_case_insensitive_and_kafka_settings_pass_through():
-    o = source_options({"KAFKA.BOOTSTRAP.SERVERS": "h:1", "Subscribe": "a, b", "MAXOFFSETSPERTRIGGER": "5",
-                        "kafka.isolation.level": "read_committed", "kafka.fetch.max.bytes": "1000",
-                        "groupIdPrefix": "mine"}, streaming=True)
+    o = source_options(
+        {
+            "KAFKA.BOOTSTRAP.SERVERS": "h:1",
+            "Subscribe": "a, b",
+            "MAXOFFSETSPERTRIGGER": "5",
+            "kafka.isolation.level": "read_committed",
+            "kafka.fetch.max.bytes": "1000",
+            "groupIdPrefix": "mine",
+        },
+        streaming=True,
+    )
     assert o.subscription.topics == ("a", "b")
     assert o.max_offsets_per_trigger == 5
     assert o.read_committed
@@ -47,7 +55,9 @@ def test_exactly_one_strategy():
 
 def test_starting_positions_and_precedence():
     assert src(subscribe="a", startingOffsets='{"a": {"0": 5, "1": -2}}').starting.offsets == {
-        TP("a", 0): 5, TP("a", 1): -2}
+        TP("a", 0): 5,
+        TP("a", 1): -2,
+    }
     by_time = src(subscribe="a", startingOffsetsByTimestamp='{"a": {"0": 1000}}', startingOffsets="earliest")
     assert by_time.starting.kind == "timestamps"
     one_time = src(subscribe="a", startingTimestamp="1000", startingOffsetsByTimestamp='{"a": {"0": 5}}')
@@ -55,17 +65,20 @@ def test_starting_positions_and_precedence():
     assert src(subscribe="a", startingOffsetsByTimestampStrategy="latest").no_match_latest
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"endingOffsets": "latest"}, "not valid in streaming"),
-    ({"startingOffsets": '{"a": {"0": -3}}'}, "invalid startingOffsets for a/0: -3"),
-    ({"maxOffsetsPerTrigger": "0"}, "invalid maxOffsetsPerTrigger 0: must be positive"),
-    ({"minPartitions": "x"}, "invalid minPartitions 'x'"),
-    ({"failOnDataLoss": "yes"}, "invalid failOnDataLoss"),
-    ({"kafka.auto.offset.reset": "earliest"}, "set startingOffsets instead"),
-    ({"kafka.enable.auto.commit": "true"}, "never committed"),
-    ({"kafka.isolation.level": "dirty"}, "invalid kafka.isolation.level"),
-    ({"subscribePattern": "("}, "invalid subscribePattern"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"endingOffsets": "latest"}, "not valid in streaming"),
+        ({"startingOffsets": '{"a": {"0": -3}}'}, "invalid startingOffsets for a/0: -3"),
+        ({"maxOffsetsPerTrigger": "0"}, "invalid maxOffsetsPerTrigger 0: must be positive"),
+        ({"minPartitions": "x"}, "invalid minPartitions 'x'"),
+        ({"failOnDataLoss": "yes"}, "invalid failOnDataLoss"),
+        ({"kafka.auto.offset.reset": "earliest"}, "set startingOffsets instead"),
+        ({"kafka.enable.auto.commit": "true"}, "never committed"),
+        ({"kafka.isolation.level": "dirty"}, "invalid kafka.isolation.level"),
+        ({"subscribePattern": "("}, "invalid subscribePattern"),
+    ],
+)
 def test_refusals(options, message):
     with pytest.raises(ValueError, match=message):
         src(**{"subscribe": "a", **options} if "subscribePattern" not in options else options)

@@ -20,7 +20,7 @@ def test_advance_goes_to_latest_and_registers_new_partitions_without_reading_the
 def test_available_now_cap_stops_at_the_offsets_of_the_start():
     cap = {A0: 8}
     assert advance({A0: 5}, {A0: 20}, {}, cap, True) == {A0: 8}
-    assert advance({A0: 8}, {A0: 30}, {}, cap, True) == {A0: 8}           # the end: start == end
+    assert advance({A0: 8}, {A0: 30}, {}, cap, True) == {A0: 8}  # the end: start == end
     assert advance({A0: 8, A1: 0}, {A0: 30, A1: 9}, {}, cap, True) == {A0: 8, A1: 0}  # not in the cap
 
 
@@ -41,8 +41,9 @@ def test_limit_shares_in_proportion_and_never_exceeds():
     assert limit(start, end, 1000) == end
 
 
-@pytest.mark.parametrize("waiting, budget", [
-    ((7, 7, 7), 10), ((1, 1, 1), 2), ((5, 0, 3), 7), ((10**9, 1, 1), 3)])
+@pytest.mark.parametrize(
+    "waiting, budget", [((7, 7, 7), 10), ((1, 1, 1), 2), ((5, 0, 3), 7), ((10**9, 1, 1), 3)]
+)
 def test_limit_uses_the_whole_budget_and_is_deterministic(waiting, budget):
     tps = [TP("t", i) for i in range(len(waiting))]
     start = {tp: 10 for tp in tps}
@@ -67,8 +68,9 @@ def test_split_honours_min_partitions_in_proportion():
     assert sum(p.size for p in pieces) == 1000
 
 
-@pytest.mark.parametrize("sizes, wanted", [
-    ((120, 120, 60), 6), ((1000, 1, 1), 5), ((7, 3), 9), ((5, 5, 5), 4)])
+@pytest.mark.parametrize(
+    "sizes, wanted", [((120, 120, 60), 6), ((1000, 1, 1), 5), ((7, 3), 9), ((5, 5, 5), 4)]
+)
 def test_split_yields_at_least_min_partitions_pieces(sizes, wanted):
     found = [OffsetRange("t", p, 100, 100 + n) for p, n in enumerate(sizes)]
     pieces = split(found, wanted)

@@ -14,18 +14,23 @@ from kctl.spark.schema import HEADERS_TYPE, arrow_schema, source_schema
 
 
 def message(offset, key, value, headers=None, timestamp=(1, 1_700_000_000_123)):
-    return Message(topic="t", partition=3, offset=offset, key=key, value=value, headers=headers,
-                   timestamp=timestamp)
+    return Message(
+        topic="t", partition=3, offset=offset, key=key, value=value, headers=headers, timestamp=timestamp
+    )
 
 
 def test_record_batch_has_spark_kafka_columns_and_types():
-    batch = record_batch([message(7, b"k", b"v", [("h", b"1"), ("n", None)]),
-                          message(8, None, None, None, timestamp=(2, 5))], "t", 3, include_headers=True)
+    batch = record_batch(
+        [message(7, b"k", b"v", [("h", b"1"), ("n", None)]), message(8, None, None, None, timestamp=(2, 5))],
+        "t",
+        3,
+        include_headers=True,
+    )
     assert batch.schema.equals(arrow_schema(source_schema(True)))
     rows_ = batch.to_pylist()
     assert rows_[0]["key"] == b"k" and rows_[0]["value"] == b"v"
     assert (rows_[0]["topic"], rows_[0]["partition"], rows_[0]["offset"]) == ("t", 3, 7)
-    utc = datetime.timezone.utc
+    utc = datetime.UTC
     assert rows_[0]["timestamp"] == datetime.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=utc)
     assert rows_[0]["timestampType"] == 0 and rows_[1]["timestampType"] == 1  # CreateTime, LogAppendTime
     assert rows_[0]["headers"] == [{"key": "h", "value": b"1"}, {"key": "n", "value": None}]
@@ -55,14 +60,27 @@ def test_sink_columns_follow_the_contract():
 
 
 def test_rows_take_the_topic_option_over_the_column_and_convert_headers():
-    batch = pa.RecordBatch.from_pydict({
-        "value": ["a", None], "key": [b"k", None], "topic": ["ignored", "ignored"],
-        "partition": pa.array([1, None], pa.int32()),
-        "headers": pa.array([[("h", b"x")], None],
-                            pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
-    })
-    columns = sink_columns(schema(("value", StringType()), ("key", StringType()), ("topic", StringType()),
-                                  ("partition", IntegerType()), ("headers", HEADERS_TYPE)), "out")
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "value": ["a", None],
+            "key": [b"k", None],
+            "topic": ["ignored", "ignored"],
+            "partition": pa.array([1, None], pa.int32()),
+            "headers": pa.array(
+                [[("h", b"x")], None], pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+            ),
+        }
+    )
+    columns = sink_columns(
+        schema(
+            ("value", StringType()),
+            ("key", StringType()),
+            ("topic", StringType()),
+            ("partition", IntegerType()),
+            ("headers", HEADERS_TYPE),
+        ),
+        "out",
+    )
     assert list(rows(batch, columns)) == [("out", 1, b"k", "a", [("h", b"x")]), ("out", None, None, None, [])]
 
 

@@ -16,8 +16,13 @@ from kctl.spark.writer import KctlBatchWriter, KctlStreamWriter
 from tests.spark.helpers import consume_all, create_topic, values
 
 pytestmark = pytest.mark.timeout(60)
-SCHEMA = StructType([StructField("value", StringType()), StructField("topic", StringType()),
-                     StructField("partition", IntegerType())])
+SCHEMA = StructType(
+    [
+        StructField("value", StringType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+    ]
+)
 
 
 def stream_writer(bootstrap):
@@ -28,8 +33,13 @@ def stream_writer(bootstrap):
 def arrow(rows):
     """Rows (value, topic, partition) as one Arrow batch, the way Spark hands them over."""
     value, topic, partition = zip(*rows) if rows else ((), (), ())
-    return iter([pa.RecordBatch.from_pydict({"value": list(value), "topic": list(topic),
-                                             "partition": pa.array(partition, pa.int32())})])
+    return iter(
+        [
+            pa.RecordBatch.from_pydict(
+                {"value": list(value), "topic": list(topic), "partition": pa.array(partition, pa.int32())}
+            )
+        ]
+    )
 
 
 def task_rows(n, topic="out"):
@@ -41,8 +51,8 @@ def test_a_replayed_task_delivers_only_what_its_earlier_attempt_did_not(cluster)
     create_topic(cluster.bootstrap, "out", 2)
     w, me, other = stream_writer(cluster.bootstrap), TaskIdentity("q", 0, 0), TaskIdentity("q", 0, 1)
     mine, theirs = task_rows(60), task_rows(30)
-    w.write_task(me, arrow(mine[:25]))                     # delivered 25 rows, then the task died
-    replay = random.Random(1).sample(mine, len(mine))      # the replay yields them in another order
+    w.write_task(me, arrow(mine[:25]))  # delivered 25 rows, then the task died
+    replay = random.Random(1).sample(mine, len(mine))  # the replay yields them in another order
     done = [w.write_task(me, arrow(replay)), w.write_task(other, arrow(theirs))]
     assert [m.records for m in done] == [35, 30]
     w.commit(done, 0)
@@ -56,7 +66,7 @@ def test_a_batch_already_committed_is_not_written_again(cluster):
     create_topic(cluster.bootstrap, "out", 2)
     w, me = stream_writer(cluster.bootstrap), TaskIdentity("q", 0, 0)
     w.commit([w.write_task(me, arrow(task_rows(10)))], 0)
-    again = w.write_task(me, arrow(task_rows(10)))         # Spark replays: it died before its own commit
+    again = w.write_task(me, arrow(task_rows(10)))  # Spark replays: it died before its own commit
     w.commit([again], 0)
     assert again.records == 0
     assert len(consume_all(cluster.bootstrap, "out")) == 10

@@ -34,9 +34,11 @@ def test_batch_reader_reads_each_record_once_in_split_ranges(cluster):
     assert sorted((t.value.partition, t.value.start, t.value.end) for t in tasks)[0][:2] == (0, 0)
     rows = read_all(r, tasks)
     assert sorted(row["value"] for row in rows) == sorted(
-        [f"a{i}".encode() for i in range(30)] + [f"b{i}".encode() for i in range(10)])
+        [f"a{i}".encode() for i in range(30)] + [f"b{i}".encode() for i in range(10)]
+    )
     assert {(row["partition"], row["offset"]) for row in rows} == (
-        {(0, i) for i in range(30)} | {(1, i) for i in range(10)})
+        {(0, i) for i in range(30)} | {(1, i) for i in range(10)}
+    )
 
 
 def test_batch_reader_bounds_and_timestamps(cluster):
@@ -46,13 +48,20 @@ def test_batch_reader_bounds_and_timestamps(cluster):
     while int(time.time() * 1000) <= middle:  # the next records get a later CreateTime
         time.sleep(0.001)
     produce(cluster.bootstrap, "t", ["new"] * 3)
-    r = reader(KctlBatchReader, cluster.bootstrap, False, assign='{"t": [0]}',
-               startingOffsets='{"t": {"0": 2}}', endingOffsets='{"t": {"0": 6}}')
+    r = reader(
+        KctlBatchReader,
+        cluster.bootstrap,
+        False,
+        assign='{"t": [0]}',
+        startingOffsets='{"t": {"0": 2}}',
+        endingOffsets='{"t": {"0": 6}}',
+    )
     assert [row["offset"] for row in read_all(r, r.partitions())] == [2, 3, 4, 5]
     r = reader(KctlBatchReader, cluster.bootstrap, False, subscribe="t", startingTimestamp=str(middle))
     assert [row["value"] for row in read_all(r, r.partitions())] == [b"new"] * 3
-    r = reader(KctlBatchReader, cluster.bootstrap, False, subscribe="t",
-               startingTimestamp=str(middle + 10**9))
+    r = reader(
+        KctlBatchReader, cluster.bootstrap, False, subscribe="t", startingTimestamp=str(middle + 10**9)
+    )
     with pytest.raises(ValueError, match="no record in t/0 at or after"):
         r.partitions()
 
@@ -68,8 +77,14 @@ def test_stream_reader_micro_batches_respect_the_read_limit(cluster):
     create_topic(cluster.bootstrap, "t", 2)
     produce(cluster.bootstrap, "t", [str(i) for i in range(8)], partition=0)
     produce(cluster.bootstrap, "t", [str(i) for i in range(4)], partition=1)
-    r = reader(KctlStreamReader, cluster.bootstrap, True, subscribe="t", startingOffsets="earliest",
-               maxOffsetsPerTrigger="5")
+    r = reader(
+        KctlStreamReader,
+        cluster.bootstrap,
+        True,
+        subscribe="t",
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger="5",
+    )
     assert r.getDefaultReadLimit() == ReadMaxRows(5)
     start = r.initialOffset()
     assert start == {"t": {"0": 0, "1": 0}}
@@ -104,6 +119,7 @@ def test_available_now_ignores_later_records_and_new_topics_start_at_earliest(cl
 
 def test_readers_survive_pickling_for_executors(cluster):
     import pickle
+
     create_topic(cluster.bootstrap, "t", 1)
     produce(cluster.bootstrap, "t", ["v"])
     r = reader(KctlStreamReader, cluster.bootstrap, True, subscribe="t", startingOffsets="earliest")

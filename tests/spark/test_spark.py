@@ -26,11 +26,13 @@ def test_batch_read_returns_exactly_the_records_of_a_topic(spark, cluster):
     df = kctl_read(spark, cluster.bootstrap, subscribe="orders", includeHeaders="true", minPartitions="6")
     assert df.schema.simpleString() == (
         "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,timestamp:timestamp,"
-        "timestampType:int,headers:array<struct<key:string,value:binary>>>")
+        "timestampType:int,headers:array<struct<key:string,value:binary>>>"
+    )
     assert df.rdd.getNumPartitions() >= 6
     rows = df.collect()
     assert sorted((r.key, r.value, [(h.key, h.value) for h in r.headers]) for r in rows) == sorted(
-        (k, v, h) for k, v, h in records)
+        (k, v, h) for k, v, h in records
+    )
     expected = {(m.partition(), m.offset()) for m in consume_all(cluster.bootstrap, "orders")}
     assert {(r.partition, r.offset) for r in rows} == expected and len(rows) == 300
     assert {r.topic for r in rows} == {"orders"} and {r.timestampType for r in rows} == {0}
@@ -41,11 +43,18 @@ def test_streaming_read_runs_bounded_micro_batches_and_checkpoints_kafka_json(sp
     produce(cluster.bootstrap, "events", [f"e{i}" for i in range(25)], partition=0)
     produce(cluster.bootstrap, "events", [f"f{i}" for i in range(5)], partition=1)
     seen = []
-    query = (spark.readStream.format("kctl").option("kafka.bootstrap.servers", cluster.bootstrap)
-             .option("subscribe", "events").option("startingOffsets", "earliest")
-             .option("maxOffsetsPerTrigger", "8").load()
-             .writeStream.foreachBatch(lambda df, batch: seen.append((batch, df.count())))
-             .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
+    query = (
+        spark.readStream.format("kctl")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .option("subscribe", "events")
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "8")
+        .load()
+        .writeStream.foreachBatch(lambda df, batch: seen.append((batch, df.count())))
+        .option("checkpointLocation", str(tmp_path / "ck"))
+        .trigger(availableNow=True)
+        .start()
+    )
     assert query.awaitTermination(120)
     assert query.exception() is None
     assert [n for _, n in seen] == [8, 8, 8, 6]
@@ -56,9 +65,14 @@ def test_streaming_read_runs_bounded_micro_batches_and_checkpoints_kafka_json(sp
 def test_batch_write_takes_the_sink_columns(spark, cluster):
     create_topic(cluster.bootstrap, "out", 2)
     rows = spark.createDataFrame([("a", "x", 1), ("b", None, 0)], "value string, key string, partition int")
-    (rows.withColumn("topic", F.lit("out"))
-     .withColumn("headers", F.array(F.struct(F.lit("h").alias("key"), F.lit(b"1").alias("value"))))
-     .write.format("kctl").option("kafka.bootstrap.servers", cluster.bootstrap).mode("append").save())
+    (
+        rows.withColumn("topic", F.lit("out"))
+        .withColumn("headers", F.array(F.struct(F.lit("h").alias("key"), F.lit(b"1").alias("value"))))
+        .write.format("kctl")
+        .option("kafka.bootstrap.servers", cluster.bootstrap)
+        .mode("append")
+        .save()
+    )
     written = {m.value(): m for m in consume_all(cluster.bootstrap, "out")}
     assert set(written) == {b"a", b"b"}
     a = written[b"a"]

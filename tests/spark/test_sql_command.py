@@ -54,11 +54,25 @@ def latest_counts(lines: list[str]) -> dict:
 def test_kctl_sql_prints_a_live_aggregate_and_stops_on_ctrl_c(cluster, tmp_path):
     create_topic(cluster.bootstrap, "clicks", 2)
     produce(cluster.bootstrap, "clicks", [(b"ann", b"/a")] * 3 + [(b"bob", b"/b")] * 2)
-    command = kctl_command("sql", QUERY, "--trigger", "continuous", "--format", "json",
-                           "-b", cluster.bootstrap, "--checkpoint", str(tmp_path / "ck"))
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=kctl_env({**SPARK_ENV, "KCTL_HOME": str(tmp_path / "none")}),
-                            start_new_session=True)
+    command = kctl_command(
+        "sql",
+        QUERY,
+        "--trigger",
+        "continuous",
+        "--format",
+        "json",
+        "-b",
+        cluster.bootstrap,
+        "--checkpoint",
+        str(tmp_path / "ck"),
+    )
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=kctl_env({**SPARK_ENV, "KCTL_HOME": str(tmp_path / "none")}),
+        start_new_session=True,
+    )
     try:
         out = Lines(proc)
         out.until(lambda seen: latest_counts(seen) == {"ann": 3, "bob": 2}, 150)
@@ -68,4 +82,3 @@ def test_kctl_sql_prints_a_live_aggregate_and_stops_on_ctrl_c(cluster, tmp_path)
         assert proc.wait(60) == ExitCode.INTERRUPTED
     finally:
         kill_group(proc)
-

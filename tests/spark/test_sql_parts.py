@@ -33,9 +33,11 @@ def test_only_topics_the_query_names_become_views():
 
 
 def test_summary_finds_the_python_error_of_a_worker():
-    spark_error = ("[PYTHON_EXCEPTION] An exception was thrown from the Python worker:\n"
-                   "Traceback (most recent call last):\n  File \"x.py\", line 1\n"
-                   "kctl.spark.planning.DataLossError: t/0 no longer exists\n SQLSTATE: 38000")
+    spark_error = (
+        "[PYTHON_EXCEPTION] An exception was thrown from the Python worker:\n"
+        'Traceback (most recent call last):\n  File "x.py", line 1\n'
+        "kctl.spark.planning.DataLossError: t/0 no longer exists\n SQLSTATE: 38000"
+    )
     assert summary(Exception(spark_error)) == "t/0 no longer exists"
     assert summary(Exception("[TABLE_OR_VIEW_NOT_FOUND] nope\nmore")) == "[TABLE_OR_VIEW_NOT_FOUND] nope"
 

@@ -56,11 +56,15 @@ class FakeReplica:
         self._check_append()
         return self.log.append(batch)
 
-    def append_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool,
-                          coordinator_epoch: int) -> AppendInfo:
+    def append_txn_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> AppendInfo:
         self._check_append()
-        return self.log.append(build_end_txn_marker(producer_id, producer_epoch, commit,
-                                                    coordinator_epoch, int(time.time() * 1000)))
+        return self.log.append(
+            build_end_txn_marker(
+                producer_id, producer_epoch, commit, coordinator_epoch, int(time.time() * 1000)
+            )
+        )
 
     async def wait_for_ack(self, last_offset: int, timeout_s: float) -> None:
         if self.ack_error is not None:
@@ -139,8 +143,7 @@ class FakeClock:
         self.now += seconds
 
 
-def hosted(replicas: FakeReplicas, metadata: FakeMetadata, topic: str, partitions: int
-           ) -> None:
+def hosted(replicas: FakeReplicas, metadata: FakeMetadata, topic: str, partitions: int) -> None:
     """Make this broker the leader of every partition of ``topic``."""
     for index in range(partitions):
         replicas.lead(topic, index)

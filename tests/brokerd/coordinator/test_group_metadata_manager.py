@@ -9,8 +9,12 @@ import time
 
 import pytest
 from kafka.errors import (
-    CoordinatorNotAvailableError, GroupIdNotFoundError, NonEmptyGroupError,
-    NotCoordinatorError, NotEnoughReplicasError, RequestTimedOutError,
+    CoordinatorNotAvailableError,
+    GroupIdNotFoundError,
+    NonEmptyGroupError,
+    NotCoordinatorError,
+    NotEnoughReplicasError,
+    RequestTimedOutError,
 )
 
 from brokerd.coordinator.group import GroupState, Member
@@ -30,15 +34,15 @@ class Offsets:
     """A group coordinator and its offsets store over fake replicas; ``reloaded`` is the
     store a new coordinator builds from the same offsets partitions."""
 
-    def __init__(self, replicas: FakeReplicas | None = None,
-                 metadata: FakeMetadata | None = None):
+    def __init__(self, replicas: FakeReplicas | None = None, metadata: FakeMetadata | None = None):
         self.metadata = metadata or FakeMetadata()
         self.replicas = replicas or FakeReplicas()
         if replicas is None:
             hosted(self.replicas, self.metadata, OFFSETS_TOPIC, PARTITIONS)
             hosted(self.replicas, self.metadata, "orders", 2)
-        self.manager = GroupMetadataManager(BROKER_ID, OffsetConfig(PARTITIONS, RETENTION_MS),
-                                            self.replicas, self.metadata)
+        self.manager = GroupMetadataManager(
+            BROKER_ID, OffsetConfig(PARTITIONS, RETENTION_MS), self.replicas, self.metadata
+        )
         self.coordinator = GroupCoordinator(GroupConfig(0), self.manager)
         self.coordinator.on_metadata_change()
 
@@ -54,21 +58,29 @@ class Offsets:
         joined = await self.coordinator.join(GROUP, member, requires_known_member_id=False)
         return joined["member_id"]
 
-    async def commit(self, *partitions: tuple[str, int], offset: int = 5,
-                     committed_at_ms: int = 0) -> None:
+    async def commit(self, *partitions: tuple[str, int], offset: int = 5, committed_at_ms: int = 0) -> None:
         """Commit as an admin tool does: no member, no generation."""
-        await self.coordinator.commit(GROUP, -1, "", None, {
-            tp: CommittedOffset(offset, commit_timestamp=committed_at_ms) for tp in partitions})
+        await self.coordinator.commit(
+            GROUP,
+            -1,
+            "",
+            None,
+            {tp: CommittedOffset(offset, commit_timestamp=committed_at_ms) for tp in partitions},
+        )
 
     async def commit_in_txn(self, offset: int) -> None:
-        await self.coordinator.commit_transactional(GROUP, PRODUCER_ID, PRODUCER_EPOCH,
-                                                    {("orders", 0): CommittedOffset(offset)})
+        await self.coordinator.commit_transactional(
+            GROUP, PRODUCER_ID, PRODUCER_EPOCH, {("orders", 0): CommittedOffset(offset)}
+        )
 
     async def end_txn(self, commit: bool) -> None:
         """The transaction coordinator's marker on the group's offsets partition."""
         appender = TxnMarkerAppender(self.replicas, self.manager)
-        errors = await appender.append(TxnMarker(PRODUCER_ID, PRODUCER_EPOCH, commit, 0),
-                                       [(OFFSETS_TOPIC, self.manager.partition_of(GROUP))], 1.0)
+        errors = await appender.append(
+            TxnMarker(PRODUCER_ID, PRODUCER_EPOCH, commit, 0),
+            [(OFFSETS_TOPIC, self.manager.partition_of(GROUP))],
+            1.0,
+        )
         assert set(errors.values()) == {None}
 
 
@@ -83,15 +95,21 @@ def test_committed_offsets_are_fetched_and_loaded_back_by_a_new_coordinator():
         await store.commit(("orders", 1), offset=9)
         assert offsets_of(store.manager) == {("orders", 0): 7, ("orders", 1): 9}
         assert store.coordinator.committed(GROUP, [("orders", 1), ("other", 0)]) == {
-            ("orders", 1): CommittedOffset(9), ("other", 0): None}
+            ("orders", 1): CommittedOffset(9),
+            ("other", 0): None,
+        }
         assert offsets_of(store.reloaded()) == {("orders", 0): 7, ("orders", 1): 9}
+
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize("error, reported", [
-    (NotEnoughReplicasError(), CoordinatorNotAvailableError),
-    (RequestTimedOutError(), CoordinatorNotAvailableError),
-])
+@pytest.mark.parametrize(
+    "error, reported",
+    [
+        (NotEnoughReplicasError(), CoordinatorNotAvailableError),
+        (RequestTimedOutError(), CoordinatorNotAvailableError),
+    ],
+)
 def test_a_commit_the_replicas_do_not_confirm_is_retriable(error, reported):
     async def scenario():
         store = Offsets()
@@ -99,6 +117,7 @@ def test_a_commit_the_replicas_do_not_confirm_is_retriable(error, reported):
         with pytest.raises(reported):
             await store.commit(("orders", 0))
         assert offsets_of(store.manager) == {}
+
     asyncio.run(scenario())
 
 
@@ -111,6 +130,7 @@ def test_a_broker_that_no_longer_leads_the_partition_is_not_the_coordinator():
         store.coordinator.on_metadata_change()
         with pytest.raises(NotCoordinatorError):
             await store.commit(("orders", 0))
+
     asyncio.run(scenario())
 
 
@@ -128,6 +148,7 @@ def test_transactional_offsets_stay_pending_until_the_marker_decides(commit):
         assert store.coordinator.unstable(GROUP) == set()
         assert offsets_of(store.manager) == expected
         assert offsets_of(store.reloaded()) == expected
+
     asyncio.run(scenario())
 
 
@@ -140,6 +161,7 @@ def test_offsets_past_their_retention_get_tombstones():
         store.manager.remove_expired_offsets()
         assert offsets_of(store.manager) == {("orders", 1): 5}
         assert offsets_of(store.reloaded()) == {("orders", 1): 5}
+
     asyncio.run(scenario())
 
 
@@ -156,6 +178,7 @@ def test_an_empty_group_whose_offsets_expire_is_removed_with_them():
         assert store.manager.get_group(GROUP) is None and offsets_of(store.manager) == {}
         reloaded = store.reloaded()
         assert reloaded.get_group(GROUP) is None and offsets_of(reloaded) == {}
+
     asyncio.run(scenario())
 
 
@@ -168,6 +191,7 @@ def test_the_offsets_of_a_deleted_topic_go_with_it():
         store.coordinator.on_metadata_change()
         assert offsets_of(store.manager) == {("orders", 0): 5}
         assert offsets_of(store.reloaded()) == {("orders", 0): 5}
+
     asyncio.run(scenario())
 
 
@@ -185,4 +209,5 @@ def test_deleting_a_group_needs_it_empty_and_leaves_nothing_to_load():
         assert store.coordinator.describe(GROUP).state == GroupState.DEAD
         reloaded = store.reloaded()
         assert reloaded.get_group(GROUP) is None and offsets_of(reloaded) == {}
+
     asyncio.run(scenario())

@@ -8,8 +8,11 @@ import asyncio
 
 import pytest
 from kafka.errors import (
-    FencedInstanceIdError, IllegalGenerationError, NotCoordinatorError,
-    RebalanceInProgressError, UnknownMemberIdError,
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    NotCoordinatorError,
+    RebalanceInProgressError,
+    UnknownMemberIdError,
 )
 
 from brokerd.coordinator.group import GroupState, Member
@@ -17,7 +20,11 @@ from brokerd.coordinator.group_coordinator import GroupConfig, GroupCoordinator,
 from brokerd.coordinator.group_metadata_manager import GroupMetadataManager, OffsetConfig
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from tests.brokerd.coordinator.fakes import (
-    BROKER_ID, FakeClock, FakeMetadata, FakeReplicas, hosted,
+    BROKER_ID,
+    FakeClock,
+    FakeMetadata,
+    FakeReplicas,
+    hosted,
 )
 
 PARTITIONS = 3
@@ -34,20 +41,32 @@ class Cluster:
         if replicas is None:
             hosted(self.replicas, self.metadata, OFFSETS_TOPIC, PARTITIONS)
         self.clock = clock or FakeClock()
-        self.manager = GroupMetadataManager(BROKER_ID, OffsetConfig(PARTITIONS, 60_000),
-                                            self.replicas, self.metadata, self.clock)
-        self.coordinator = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0),
-                                            self.manager)
+        self.manager = GroupMetadataManager(
+            BROKER_ID, OffsetConfig(PARTITIONS, 60_000), self.replicas, self.metadata, self.clock
+        )
+        self.coordinator = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0), self.manager)
         self.coordinator.on_metadata_change()
 
     def group(self):
         return self.manager.get_group(GROUP)
 
 
-def candidate(member_id: str = "", instance_id: str | None = None,
-              rebalance_timeout_ms: int = SESSION_MS, subscription: bytes = b"s") -> Member:
-    return Member(member_id, instance_id, "client", "127.0.0.1", SESSION_MS,
-                  rebalance_timeout_ms, "consumer", [("range", subscription)])
+def candidate(
+    member_id: str = "",
+    instance_id: str | None = None,
+    rebalance_timeout_ms: int = SESSION_MS,
+    subscription: bytes = b"s",
+) -> Member:
+    return Member(
+        member_id,
+        instance_id,
+        "client",
+        "127.0.0.1",
+        SESSION_MS,
+        rebalance_timeout_ms,
+        "consumer",
+        [("range", subscription)],
+    )
 
 
 async def join(coordinator: GroupCoordinator, member: Member) -> dict:
@@ -69,14 +88,22 @@ async def stable_group(coordinator: GroupCoordinator, *members: Member) -> list[
     joins = await asyncio.gather(*(coordinator.join(GROUP, m, True) for m in members))
     leader = joins[0]["leader"]
     assignment = {j["member_id"]: j["member_id"].encode() for j in joins}
-    await asyncio.gather(*(coordinator.sync(GROUP, j["member_id"], None, j["generation_id"],
-                                            assignment if j["member_id"] == leader else {})
-                           for j in joins))
+    await asyncio.gather(
+        *(
+            coordinator.sync(
+                GROUP,
+                j["member_id"],
+                None,
+                j["generation_id"],
+                assignment if j["member_id"] == leader else {},
+            )
+            for j in joins
+        )
+    )
     return joins
 
 
-async def second_member_joining(coordinator: GroupCoordinator
-                                ) -> tuple[Member, Member, asyncio.Task]:
+async def second_member_joining(coordinator: GroupCoordinator) -> tuple[Member, Member, asyncio.Task]:
     """A Stable group of one member, and a second member's JoinGroup under way: the group
     is PreparingRebalance, waiting for the first to rejoin."""
     first, second = candidate(), candidate()
@@ -97,10 +124,12 @@ def test_a_new_member_gets_a_member_id_then_leads_generation_1():
         assert (joined["generation_id"], joined["leader"]) == (1, member.member_id)
         assert [m["member_id"] for m in joined["members"]] == [member.member_id]
         assert cluster.group().state == GroupState.COMPLETING_REBALANCE
-        assignment = await cluster.coordinator.sync(GROUP, member.member_id, None, 1,
-                                                    {member.member_id: b"all"})
+        assignment = await cluster.coordinator.sync(
+            GROUP, member.member_id, None, 1, {member.member_id: b"all"}
+        )
         assert assignment == b"all"
         assert cluster.group().state == GroupState.STABLE
+
     asyncio.run(scenario())
 
 
@@ -115,14 +144,15 @@ def test_a_second_member_makes_everyone_rejoin_in_the_next_generation():
         assert first_join["generation_id"] == second_joined["generation_id"] == 2
         assert first_join["leader"] == first.member_id
         assert len(first_join["members"]) == 2 and second_joined["members"] == []
-        follower_sync = asyncio.create_task(
-            cluster.coordinator.sync(GROUP, second.member_id, None, 2, {}))
+        follower_sync = asyncio.create_task(cluster.coordinator.sync(GROUP, second.member_id, None, 2, {}))
         await asyncio.sleep(0)
         assert not follower_sync.done()  # a follower waits for the leader's assignment
-        await cluster.coordinator.sync(GROUP, first.member_id, None, 2,
-                                       {first.member_id: b"a", second.member_id: b"b"})
+        await cluster.coordinator.sync(
+            GROUP, first.member_id, None, 2, {first.member_id: b"a", second.member_id: b"b"}
+        )
         assert await follower_sync == b"b"
         cluster.coordinator.heartbeat(GROUP, second.member_id, None, 2)
+
     asyncio.run(scenario())
 
 
@@ -137,6 +167,7 @@ def test_requests_from_an_old_generation_or_an_unknown_member_are_refused():
             cluster.coordinator.heartbeat(GROUP, "stranger", None, 1)
         with pytest.raises(IllegalGenerationError):
             await cluster.coordinator.commit(GROUP, 7, member.member_id, None, {})
+
     asyncio.run(scenario())
 
 
@@ -155,6 +186,7 @@ def test_a_member_whose_session_times_out_is_removed_and_the_rest_rebalance():
         assert cluster.group().state == GroupState.PREPARING_REBALANCE
         rejoined = await cluster.coordinator.join(GROUP, stays, True)
         assert rejoined["generation_id"] == 2 and len(rejoined["members"]) == 1
+
     asyncio.run(scenario())
 
 
@@ -169,6 +201,7 @@ def test_a_member_id_handed_out_but_never_used_expires_after_the_session_timeout
         member.member_id = required.value.member_id
         with pytest.raises(UnknownMemberIdError):
             await cluster.coordinator.join(GROUP, member, True)
+
     asyncio.run(scenario())
 
 
@@ -182,6 +215,7 @@ def test_the_rebalance_timeout_drops_dynamic_members_that_did_not_rejoin():
         assert [m["member_id"] for m in rejoined["members"]] == [stays.member_id]
         with pytest.raises(UnknownMemberIdError):
             cluster.coordinator.heartbeat(GROUP, silent.member_id, None, 1)
+
     asyncio.run(scenario())
 
 
@@ -198,6 +232,7 @@ def test_leaving_rebalances_the_others_and_the_last_one_out_leaves_an_empty_grou
         assert cluster.group().generation == 3
         outcome = cluster.coordinator.leave(GROUP, [(first.member_id, None)])
         assert isinstance(outcome[0], UnknownMemberIdError)
+
     asyncio.run(scenario())
 
 
@@ -210,10 +245,12 @@ def test_a_restarted_static_member_takes_its_place_back_without_a_rebalance():
         after = await cluster.coordinator.join(GROUP, candidate(instance_id="host-1"), True)
         assert after["generation_id"] == 1 and after["member_id"] != old_id
         assert cluster.group().state == GroupState.STABLE
-        assert await cluster.coordinator.sync(GROUP, after["member_id"], "host-1", 1, {}) \
-            == old_id.encode()  # the assignment the leader gave its previous incarnation
+        assert (
+            await cluster.coordinator.sync(GROUP, after["member_id"], "host-1", 1, {}) == old_id.encode()
+        )  # the assignment the leader gave its previous incarnation
         with pytest.raises(FencedInstanceIdError):
             cluster.coordinator.heartbeat(GROUP, old_id, "host-1", 1)
+
     asyncio.run(scenario())
 
 
@@ -226,6 +263,7 @@ def test_commits_wait_out_only_the_completing_phase_of_a_rebalance():
         await second_join
         with pytest.raises(RebalanceInProgressError):  # completing: no assignment yet
             await cluster.coordinator.commit(GROUP, 2, first.member_id, None, {})
+
     asyncio.run(scenario())
 
 
@@ -236,14 +274,14 @@ def test_a_new_coordinator_restores_the_group_and_its_members_keep_their_session
         await stable_group(old.coordinator, kept, lapsed)
         new = Cluster(old.replicas, FakeClock(old.clock.now + 500))
         group = new.group()
-        assert (group.state, group.generation, group.leader_id) == \
-            (GroupState.STABLE, 1, kept.member_id)
+        assert (group.state, group.generation, group.leader_id) == (GroupState.STABLE, 1, kept.member_id)
         assert group.members[lapsed.member_id].assignment == lapsed.member_id.encode()
         new.clock.advance(SESSION_MS / 1000 - 1)
         new.coordinator.heartbeat(GROUP, kept.member_id, None, 1)
         new.clock.advance(1)
         new.coordinator.expire_sessions()
         assert set(new.group().members) == {kept.member_id}
+
     asyncio.run(scenario())
 
 
@@ -251,12 +289,12 @@ def test_members_waiting_on_a_partition_this_broker_lost_look_for_the_new_coordi
     async def scenario():
         cluster = Cluster()
         first, _, waiting = await second_member_joining(cluster.coordinator)
-        cluster.replicas.partitions[(OFFSETS_TOPIC, cluster.manager.partition_of(GROUP))] \
-            .is_leader = False
+        cluster.replicas.partitions[(OFFSETS_TOPIC, cluster.manager.partition_of(GROUP))].is_leader = False
         cluster.coordinator.on_metadata_change()
         with pytest.raises(NotCoordinatorError):
             await waiting
         with pytest.raises(NotCoordinatorError):
             cluster.coordinator.heartbeat(GROUP, first.member_id, None, 1)
         assert cluster.metadata.refreshes > 0  # it looked again before refusing
+
     asyncio.run(scenario())

@@ -9,8 +9,12 @@ import asyncio
 
 import pytest
 from kafka.errors import (
-    ConcurrentTransactionsError, InvalidProducerIdMappingError, InvalidTransactionTimeoutError,
-    InvalidTxnStateError, NotLeaderForPartitionError, ProducerFencedError,
+    ConcurrentTransactionsError,
+    InvalidProducerIdMappingError,
+    InvalidTransactionTimeoutError,
+    InvalidTxnStateError,
+    NotLeaderForPartitionError,
+    ProducerFencedError,
 )
 from kafka.record.memory_records import MemoryRecords
 
@@ -19,7 +23,11 @@ from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 from brokerd.coordinator.transaction_state import TransactionState as S
 from brokerd.coordinator.txn_marker_writer import TransactionMarkerWriter, TxnMarkerAppender
 from tests.brokerd.coordinator.fakes import (
-    BROKER_ID, FakeMetadata, FakeProducerIds, FakeReplicas, hosted,
+    BROKER_ID,
+    FakeMetadata,
+    FakeProducerIds,
+    FakeReplicas,
+    hosted,
 )
 
 PARTITIONS = 3
@@ -53,11 +61,18 @@ class Cluster:
         for (topic, _), replica in self.replicas.partitions.items():
             if topic == TRANSACTION_STATE_TOPIC:
                 replica.leader_epoch = leader_epoch
-        markers = TransactionMarkerWriter(BROKER_ID, self.metadata, lambda *args: None,
-                                          TxnMarkerAppender(self.replicas, NoOffsets()))
+        markers = TransactionMarkerWriter(
+            BROKER_ID, self.metadata, lambda *args: None, TxnMarkerAppender(self.replicas, NoOffsets())
+        )
         coordinator = TransactionCoordinator(
-            BROKER_ID, TransactionConfig(PARTITIONS, MAX_TIMEOUT_MS), self.replicas,
-            self.metadata, self.producer_ids, markers, lambda: self.now_ms)
+            BROKER_ID,
+            TransactionConfig(PARTITIONS, MAX_TIMEOUT_MS),
+            self.replicas,
+            self.metadata,
+            self.producer_ids,
+            markers,
+            lambda: self.now_ms,
+        )
         coordinator.on_metadata_change()
         return coordinator
 
@@ -67,8 +82,7 @@ class Cluster:
         batches = MemoryRecords(bytes(self.replicas.partitions[(topic, index)].log.data))
         while (batch := batches.next_batch()) is not None:
             if batch.is_control_batch:
-                found.append((batch.producer_id, batch.producer_epoch,
-                              next(iter(batch)).type == 1))
+                found.append((batch.producer_id, batch.producer_epoch, next(iter(batch)).type == 1))
         return found
 
 
@@ -95,13 +109,15 @@ def test_each_initialisation_bumps_the_epoch_of_the_same_producer_id():
         assert await coordinator.init_producer_id(TXN_ID, TIMEOUT_MS) == (producer_id, 1)
         with pytest.raises(ProducerFencedError):
             await coordinator.add_partitions(TXN_ID, producer_id, 0, set(ORDERS))
+
     asyncio.run(scenario())
 
 
-@pytest.mark.parametrize("commit, prepared, complete", [
-    (True, S.PREPARE_COMMIT, S.COMPLETE_COMMIT), (False, S.PREPARE_ABORT, S.COMPLETE_ABORT)])
-def test_ending_a_transaction_prepares_writes_every_marker_then_completes(
-        commit, prepared, complete):
+@pytest.mark.parametrize(
+    "commit, prepared, complete",
+    [(True, S.PREPARE_COMMIT, S.COMPLETE_COMMIT), (False, S.PREPARE_ABORT, S.COMPLETE_ABORT)],
+)
+def test_ending_a_transaction_prepares_writes_every_marker_then_completes(commit, prepared, complete):
     async def scenario():
         cluster = Cluster()
         coordinator = cluster.coordinator()
@@ -117,6 +133,7 @@ def test_ending_a_transaction_prepares_writes_every_marker_then_completes(
         await coordinator.end_txn(TXN_ID, producer_id, epoch, commit)  # a retry: no-op
         await coordinator.add_partitions(TXN_ID, producer_id, epoch, {("orders", 0)})
         assert coordinator.describe(TXN_ID).state == S.ONGOING  # the next transaction
+
     asyncio.run(scenario())
 
 
@@ -130,6 +147,7 @@ def test_requests_that_do_not_fit_the_state_or_the_producer_are_refused():
             await coordinator.end_txn(TXN_ID, producer_id, epoch, True)
         with pytest.raises(InvalidProducerIdMappingError):
             await coordinator.add_partitions(TXN_ID, producer_id + 1, epoch, set(ORDERS))
+
     asyncio.run(scenario())
 
 
@@ -146,6 +164,7 @@ def test_a_new_producer_instance_aborts_the_ongoing_transaction_of_the_old_one()
         assert await coordinator.init_producer_id(TXN_ID, TIMEOUT_MS) == (producer_id, 2)
         with pytest.raises(ProducerFencedError):
             await coordinator.end_txn(TXN_ID, producer_id, epoch, True)
+
     asyncio.run(scenario())
 
 
@@ -164,6 +183,7 @@ def test_a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
         assert coordinator.describe(TXN_ID).producer_epoch == epoch + 1
         with pytest.raises(ProducerFencedError):
             await coordinator.add_partitions(TXN_ID, producer_id, epoch, set(ORDERS))
+
     asyncio.run(scenario())
 
 
@@ -173,10 +193,10 @@ def test_a_producer_bumping_its_own_epoch_gets_the_same_answer_on_a_retry():
         producer_id, epoch = await coordinator.init_producer_id(TXN_ID, TIMEOUT_MS)
         bumped = await coordinator.init_producer_id(TXN_ID, TIMEOUT_MS, (producer_id, epoch))
         assert bumped == (producer_id, epoch + 1)
-        assert await coordinator.init_producer_id(TXN_ID, TIMEOUT_MS,
-                                                  (producer_id, epoch)) == bumped
+        assert await coordinator.init_producer_id(TXN_ID, TIMEOUT_MS, (producer_id, epoch)) == bumped
         with pytest.raises(ProducerFencedError):
             await coordinator.init_producer_id(TXN_ID, TIMEOUT_MS, (producer_id + 1, 0))
+
     asyncio.run(scenario())
 
 
@@ -195,4 +215,5 @@ def test_a_new_coordinator_completes_the_commit_a_previous_one_prepared():
         new = cluster.coordinator(leader_epoch=1)
         await completed(new, S.COMPLETE_COMMIT)
         assert cluster.markers("orders", 1) == [(producer_id, epoch, True)]
+
     asyncio.run(scenario())

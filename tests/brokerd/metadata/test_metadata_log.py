@@ -22,8 +22,12 @@ def state(tmp_path):
 
 def make_topic(state: ClusterState, epoch: int, name: str, partitions: int = 2) -> None:
     with state.update_topics(epoch) as topics:
-        topics[name] = TopicRecord(name, f"id-{name}", {"retention.ms": "1000"}, {
-            p: PartitionRecord(p, [1, 2], 1, 0, [1, 2]) for p in range(partitions)})
+        topics[name] = TopicRecord(
+            name,
+            f"id-{name}",
+            {"retention.ms": "1000"},
+            {p: PartitionRecord(p, [1, 2], 1, 0, [1, 2]) for p in range(partitions)},
+        )
 
 
 def segment_files(state: ClusterState) -> list[str]:
@@ -56,9 +60,14 @@ def test_records_name_what_changed_with_the_controller_epoch(state):
         del topics["a"]
     data = b"".join(p.read_bytes() for p in sorted((state.dir / "metadata").glob("*.log")))
     from brokerd.metadata.records import decode
+
     records, _ = decode(data)
-    assert [r["type"] for r in records] == ["TopicRecord", "PartitionRecord",
-                                            "PartitionChangeRecord", "RemoveTopicRecord"]
+    assert [r["type"] for r in records] == [
+        "TopicRecord",
+        "PartitionRecord",
+        "PartitionChangeRecord",
+        "RemoveTopicRecord",
+    ]
     assert records[2]["leader"] == 2 and records[2]["leader_epoch"] == 1
     assert "isr" not in records[2]
     assert {r["controller_epoch"] for r in records} == {epoch}
@@ -98,7 +107,7 @@ def test_snapshots_bound_replay_and_old_segments_go(state, monkeypatch):
     make_topic(state, epoch, "a", partitions=3)
     follower.topics()
     for round_ in range(8):
-        state.alter_isr("a", 0, leader_epoch=0, partition_epoch=round_, isr=[1, 2][:1 + round_ % 2])
+        state.alter_isr("a", 0, leader_epoch=0, partition_epoch=round_, isr=[1, 2][: 1 + round_ % 2])
     files = segment_files(state)
     assert any(f.endswith(".checkpoint") for f in files)
     assert files[0] != "00000000000000000000.log"  # the first segment was deleted
@@ -112,10 +121,16 @@ def test_a_metadata_json_cluster_is_upgraded_into_the_log(tmp_path):
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     (state_dir / "cluster.json").write_text(json.dumps({"cluster_id": "c", "brokers": {"1": 9001}}))
-    legacy = {"version": 7, "controller_epoch": 3, "topics": {"old": TopicRecord(
-        "old", "id-old", {"cleanup.policy": "compact"},
-        {0: PartitionRecord(0, [1], 1, 4, [1], 9)}).to_json()},
-        "broker_configs": {"<default>": {"log.retention.ms": "5000"}}}
+    legacy = {
+        "version": 7,
+        "controller_epoch": 3,
+        "topics": {
+            "old": TopicRecord(
+                "old", "id-old", {"cleanup.policy": "compact"}, {0: PartitionRecord(0, [1], 1, 4, [1], 9)}
+            ).to_json()
+        },
+        "broker_configs": {"<default>": {"log.retention.ms": "5000"}},
+    }
     (state_dir / "metadata.json").write_text(json.dumps(legacy))
     state = ClusterState(tmp_path)
     state.initialize({1: 9001})

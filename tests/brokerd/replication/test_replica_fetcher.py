@@ -29,8 +29,9 @@ class FollowerLog:
 class Follower:
     """A partition this broker follows; appends and truncations are recorded."""
 
-    def __init__(self, topic: str, leader_id: int, end_offset: int = 0,
-                 latest_epoch: int | None = None) -> None:
+    def __init__(
+        self, topic: str, leader_id: int, end_offset: int = 0, latest_epoch: int | None = None
+    ) -> None:
         self.topic, self.index = topic, 0
         self.leader_id, self.leader_epoch, self.is_leader = leader_id, 5, False
         self.high_watermark = 0
@@ -41,8 +42,7 @@ class Follower:
     def truncate_to(self, offset: int) -> None:
         self.truncated_to = self.log.log_end_offset = offset
 
-    def append_as_follower(self, records: bytes, high_watermark: int,
-                           log_start_offset: int) -> None:
+    def append_as_follower(self, records: bytes, high_watermark: int, log_start_offset: int) -> None:
         self.log.log_end_offset += len(records)
         self.high_watermark = high_watermark
         self.copied.set()
@@ -56,20 +56,50 @@ class Leader:
         self.broker_id = broker_id
         self.requests: list[tuple[int, dict]] = []
 
-    async def request(self, api_key: int, api_version: int, fields: dict,
-                      extra_timeout_s: float = 0.0) -> SimpleNamespace:
+    async def request(
+        self, api_key: int, api_version: int, fields: dict, extra_timeout_s: float = 0.0
+    ) -> SimpleNamespace:
         self.requests.append((api_key, fields))
         await asyncio.sleep(0)
         topics = [(t["topic"], t["partitions"]) for t in fields["topics"]]
         if api_key == ApiKey.OffsetForLeaderEpoch:
-            return SimpleNamespace(topics=[SimpleNamespace(topic=topic, partitions=[
-                SimpleNamespace(partition=p["partition"], error_code=0,
-                                leader_epoch=p["leader_epoch"], end_offset=4) for p in ps])
-                for topic, ps in topics])
-        return SimpleNamespace(error_code=0, session_id=0, responses=[
-            SimpleNamespace(topic=topic, partitions=[SimpleNamespace(
-                partition_index=p["partition"], error_code=0, records=b"abc", high_watermark=9,
-                log_start_offset=0) for p in ps]) for topic, ps in topics])
+            return SimpleNamespace(
+                topics=[
+                    SimpleNamespace(
+                        topic=topic,
+                        partitions=[
+                            SimpleNamespace(
+                                partition=p["partition"],
+                                error_code=0,
+                                leader_epoch=p["leader_epoch"],
+                                end_offset=4,
+                            )
+                            for p in ps
+                        ],
+                    )
+                    for topic, ps in topics
+                ]
+            )
+        return SimpleNamespace(
+            error_code=0,
+            session_id=0,
+            responses=[
+                SimpleNamespace(
+                    topic=topic,
+                    partitions=[
+                        SimpleNamespace(
+                            partition_index=p["partition"],
+                            error_code=0,
+                            records=b"abc",
+                            high_watermark=9,
+                            log_start_offset=0,
+                        )
+                        for p in ps
+                    ],
+                )
+                for topic, ps in topics
+            ],
+        )
 
     def close(self) -> None:
         pass
@@ -98,16 +128,30 @@ def test_one_fetcher_per_leader_copies_with_this_brokers_replica_id():
         manager.update({("a", 0): a, ("b", 0): b}, {("a", 0), ("b", 0)})
         await asyncio.wait_for(asyncio.gather(a.copied.wait(), b.copied.wait()), 5)
         await manager.stop()
-        assert sorted(clients.opened) == [(1, "replica-2", REQUEST_TIMEOUT_S),
-                                          (3, "replica-2", REQUEST_TIMEOUT_S)]
+        assert sorted(clients.opened) == [
+            (1, "replica-2", REQUEST_TIMEOUT_S),
+            (3, "replica-2", REQUEST_TIMEOUT_S),
+        ]
         fetch = clients.fetches(1)[0]
         assert fetch["replica_id"] == BROKER_ID
-        assert fetch["topics"] == [{"topic": "a", "partitions": [{
-            "partition": 0, "current_leader_epoch": 5, "fetch_offset": 0, "log_start_offset": 0,
-            "partition_max_bytes": PARTITION_MAX_BYTES}]}]
+        assert fetch["topics"] == [
+            {
+                "topic": "a",
+                "partitions": [
+                    {
+                        "partition": 0,
+                        "current_leader_epoch": 5,
+                        "fetch_offset": 0,
+                        "log_start_offset": 0,
+                        "partition_max_bytes": PARTITION_MAX_BYTES,
+                    }
+                ],
+            }
+        ]
         offsets = [f["topics"][0]["partitions"][0]["fetch_offset"] for f in clients.fetches(1)]
         assert offsets == list(range(0, 3 * len(offsets), 3))  # each from where the last ended
         assert a.high_watermark == 9
+
     asyncio.run(scenario())
 
 
@@ -123,6 +167,7 @@ def test_a_new_leader_epoch_first_truncates_where_the_leader_ended_it():
         assert first_key == ApiKey.OffsetForLeaderEpoch and asked["replica_id"] == BROKER_ID
         assert follower.truncated_to == 4
         assert clients.fetches(1)[0]["topics"][0]["partitions"][0]["fetch_offset"] == 4
+
     asyncio.run(scenario())
 
 
@@ -136,6 +181,7 @@ def test_the_throttle_is_read_at_every_fetch():
         await asyncio.wait_for(follower.copied.wait(), 5)
         await manager.stop()
         assert clients.fetches(1)[0]["max_bytes"] == int(400 * THROTTLE_SLICE_S)
+
     asyncio.run(scenario())
 
 
@@ -153,4 +199,5 @@ def test_a_partition_whose_leader_moved_is_fetched_from_the_new_one():
         assert manager.fetchers[3].partitions == {("a", 0): follower}
         await manager.stop()
         assert manager.fetchers == {}
+
     asyncio.run(scenario())

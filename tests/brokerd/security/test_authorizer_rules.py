@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from kafka.admin import ACLOperation as Op, ACLPermissionType as Perm
-from kafka.admin import ACLResourcePatternType as Pattern, ResourceType as Res
+from kafka.admin import ACLOperation as Op
+from kafka.admin import ACLPermissionType as Perm
+from kafka.admin import ACLResourcePatternType as Pattern
+from kafka.admin import ResourceType as Res
 
 from brokerd.security.acl import AclBinding, AclBindingFilter, InvalidAcl
 from brokerd.security.authorizer import allowed_on_any, explain
@@ -13,13 +15,28 @@ ALICE, BOB = "User:alice", "User:bob"
 HOST = "127.0.0.1"
 
 
-def binding(op=Op.WRITE, perm=Perm.ALLOW, name="orders", principal=ALICE, host="*",
-            pattern=Pattern.LITERAL, res=Res.TOPIC) -> AclBinding:
+def binding(
+    op=Op.WRITE,
+    perm=Perm.ALLOW,
+    name="orders",
+    principal=ALICE,
+    host="*",
+    pattern=Pattern.LITERAL,
+    res=Res.TOPIC,
+) -> AclBinding:
     return AclBinding(res, name, pattern, principal, host, op, perm)
 
 
-def decide(bindings, op=Op.WRITE, name="orders", principal=ALICE, host=HOST, res=Res.TOPIC,
-           super_users=frozenset(), allow_if_no_acl=False):
+def decide(
+    bindings,
+    op=Op.WRITE,
+    name="orders",
+    principal=ALICE,
+    host=HOST,
+    res=Res.TOPIC,
+    super_users=frozenset(),
+    allow_if_no_acl=False,
+):
     return explain(bindings, principal, host, op, res, name, super_users, allow_if_no_acl)
 
 
@@ -76,9 +93,14 @@ def test_acls_on_the_resource_that_do_not_match_deny_even_with_allow_everyone():
 
 def test_allowed_on_any_topic_unless_denied_over_it():
     assert allowed_on_any([binding(name="t1")], ALICE, HOST, Op.WRITE, Res.TOPIC, frozenset())
-    assert not allowed_on_any([binding(name="t1"), binding(name="t", pattern=Pattern.PREFIXED,
-                                                           perm=Perm.DENY)],
-                              ALICE, HOST, Op.WRITE, Res.TOPIC, frozenset())
+    assert not allowed_on_any(
+        [binding(name="t1"), binding(name="t", pattern=Pattern.PREFIXED, perm=Perm.DENY)],
+        ALICE,
+        HOST,
+        Op.WRITE,
+        Res.TOPIC,
+        frozenset(),
+    )
     assert not allowed_on_any([binding(name="t1")], BOB, HOST, Op.WRITE, Res.TOPIC, frozenset())
 
 
@@ -86,23 +108,29 @@ def test_filters_match_as_describe_and_delete_acls_do():
     prefixed = binding(name="ord", pattern=Pattern.PREFIXED)
     literal, wildcard = binding(), binding(name="*")
     match = AclBindingFilter(Res.TOPIC, "orders", Pattern.MATCH, None, None, Op.ANY, Perm.ANY)
-    assert [b for b in (prefixed, literal, wildcard, binding(name="x")) if match.matches(b)] == \
-        [prefixed, literal, wildcard]
+    assert [b for b in (prefixed, literal, wildcard, binding(name="x")) if match.matches(b)] == [
+        prefixed,
+        literal,
+        wildcard,
+    ]
     any_filter = AclBindingFilter(Res.ANY, None, Pattern.ANY, BOB, None, Op.ANY, Perm.ANY)
     assert not any_filter.matches(literal) and any_filter.matches(binding(principal=BOB))
     exact = AclBindingFilter(Res.TOPIC, "ord", Pattern.PREFIXED, None, None, Op.WRITE, Perm.ALLOW)
     assert exact.matches(prefixed) and not exact.matches(literal)
 
 
-@pytest.mark.parametrize("bad, message", [
-    (binding(res=Res.ANY), "Invalid resourceType"),
-    (binding(pattern=Pattern.MATCH), "Invalid patternType"),
-    (binding(op=Op.ANY), "Invalid operation"),
-    (binding(perm=Perm.ANY), "Invalid permissionType"),
-    (binding(name=""), "Resource name should not be empty"),
-    (binding(res=Res.CLUSTER, name="c"), "kafka-cluster"),
-    (binding(principal="alice"), "Could not parse principal"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (binding(res=Res.ANY), "Invalid resourceType"),
+        (binding(pattern=Pattern.MATCH), "Invalid patternType"),
+        (binding(op=Op.ANY), "Invalid operation"),
+        (binding(perm=Perm.ANY), "Invalid permissionType"),
+        (binding(name=""), "Resource name should not be empty"),
+        (binding(res=Res.CLUSTER, name="c"), "kafka-cluster"),
+        (binding(principal="alice"), "Could not parse principal"),
+    ],
+)
 def test_invalid_bindings_are_refused_with_kafkas_words(bad, message):
     with pytest.raises(InvalidAcl, match=message):
         bad.validate()

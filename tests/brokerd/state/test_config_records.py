@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka.admin import (
-    AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
 )
 
 from brokerd.state import ClusterState
@@ -26,8 +31,11 @@ def _last_offset(cluster_dir) -> int:
 
 
 def _incremental(admin, resource_type, name, *entries, validate_only=False) -> None:
-    resource = ConfigResource(resource_type, name, incremental_configs=[
-        ConfigEntry(key, value, incremental_operation=op) for key, value, op in entries])
+    resource = ConfigResource(
+        resource_type,
+        name,
+        incremental_configs=[ConfigEntry(key, value, incremental_operation=op) for key, value, op in entries],
+    )
     admin.incremental_alter_configs([resource], validate_only=validate_only)[resource].result(10)
 
 
@@ -39,8 +47,7 @@ def _legacy(admin, resource_type, name, configs, validate_only=False) -> None:
 @pytest.fixture
 def admin(cluster):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic("quiet", 1, 1, config={"retention.ms": "60000"})])[
-        "quiet"].result(10)
+    admin.create_topics([NewTopic("quiet", 1, 1, config={"retention.ms": "60000"})])["quiet"].result(10)
     return admin
 
 
@@ -62,16 +69,16 @@ def test_validate_only_and_no_op_changes_append_no_metadata_record(cluster, admi
 
 def test_a_change_appends_one_config_record_per_config_changed(cluster, admin):
     before = _last_offset(cluster.dir)
-    _incremental(admin, ResourceType.TOPIC, "quiet", ("retention.ms", "1000", SET),
-                 ("segment.ms", None, DELETE))
+    _incremental(
+        admin, ResourceType.TOPIC, "quiet", ("retention.ms", "1000", SET), ("segment.ms", None, DELETE)
+    )
     records = _records_after(cluster.dir, before)
-    assert [(r["type"], r["resource_type"], r["resource_name"], r["name"], r["value"])
-            for r in records] == [("ConfigRecord", "TOPIC", "quiet", "retention.ms", "1000")]
+    assert [(r["type"], r["resource_type"], r["resource_name"], r["name"], r["value"]) for r in records] == [
+        ("ConfigRecord", "TOPIC", "quiet", "retention.ms", "1000")
+    ]
 
 
 def test_validate_only_does_not_wait_for_the_write_lock(cluster, admin):
     with ClusterState(cluster.dir).write_lock():  # as a writer that holds it for long
-        _incremental(admin, ResourceType.TOPIC, "quiet", ("retention.ms", "1000", SET),
-                     validate_only=True)
-        _incremental(admin, ResourceType.BROKER, "1", ("background.threads", "12", SET),
-                     validate_only=True)
+        _incremental(admin, ResourceType.TOPIC, "quiet", ("retention.ms", "1000", SET), validate_only=True)
+        _incremental(admin, ResourceType.BROKER, "1", ("background.threads", "12", SET), validate_only=True)

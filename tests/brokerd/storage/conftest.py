@@ -13,13 +13,26 @@ from brokerd.storage import LogConfig, PartitionLog
 NONE, GZIP, LZ4 = 0, 1, 3
 
 
-def make_batch(count: int = 1, *, prefix: str = "v", timestamp: int = 1_000_000, value_size: int = 0,
-               producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-               compression: int = NONE, transactional: bool = False) -> bytes:
+def make_batch(
+    count: int = 1,
+    *,
+    prefix: str = "v",
+    timestamp: int = 1_000_000,
+    value_size: int = 0,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    compression: int = NONE,
+    transactional: bool = False,
+) -> bytes:
     """A v2 batch of ``count`` records ``<prefix>-<i>`` stamped ``timestamp + i``, base offset 0."""
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=compression, is_transactional=transactional,
-        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+        magic=2,
+        compression_type=compression,
+        is_transactional=transactional,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
         batch_size=1 << 30,
     )
     for i in range(count):

@@ -54,8 +54,13 @@ def assert_indexes_match_the_log(log):
 
 
 def index_entries(log):
-    return [([s.offset_index.entry(i) for i in range(s.offset_index.entries)],
-             [s.time_index.entry(i) for i in range(s.time_index.entries)]) for s in log.segments]
+    return [
+        (
+            [s.offset_index.entry(i) for i in range(s.offset_index.entries)],
+            [s.time_index.entry(i) for i in range(s.time_index.entries)],
+        )
+        for s in log.segments
+    ]
 
 
 def assert_found_by_offset_and_time(log, expected):

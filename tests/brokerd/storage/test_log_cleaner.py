@@ -8,19 +8,28 @@ from kafka.record.memory_records import MemoryRecords
 
 from brokerd.storage.log_cleaner import CLEANED_SUFFIX, LogCleaner, compact
 from brokerd.storage.log_validator import RecordErrorsError
-
 from tests.brokerd.storage.conftest import LZ4, NONE, crash
 
 DAY_MS = 24 * 3600 * 1000
 SMALL_SEGMENTS = {"segment.bytes": "2048", "cleanup.policy": "compact"}
 
 
-def keyed_batch(pairs: list[tuple[bytes, bytes | None]], timestamp: int, compression: int = NONE,
-                producer_id: int = -1, base_sequence: int = -1) -> bytes:
+def keyed_batch(
+    pairs: list[tuple[bytes, bytes | None]],
+    timestamp: int,
+    compression: int = NONE,
+    producer_id: int = -1,
+    base_sequence: int = -1,
+) -> bytes:
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=compression, is_transactional=False, producer_id=producer_id,
-        producer_epoch=0 if producer_id >= 0 else -1, base_sequence=base_sequence,
-        batch_size=1 << 30)
+        magic=2,
+        compression_type=compression,
+        is_transactional=False,
+        producer_id=producer_id,
+        producer_epoch=0 if producer_id >= 0 else -1,
+        base_sequence=base_sequence,
+        batch_size=1 << 30,
+    )
     for i, (key, value) in enumerate(pairs):
         builder.append(i, timestamp=timestamp, key=key, value=value, headers=[])
     return bytes(builder.build())
@@ -37,18 +46,23 @@ def read_all(log) -> list[tuple[int, bytes, bytes | None]]:
             assert batch.validate_crc()
             found.extend((r.offset, r.key, r.value) for r in batch)
             last = batch.base_offset + batch.last_offset_delta
-        offset = last + 1 if last is not None else min(
-            s.base_offset for s in log.segments if s.base_offset > offset)
+        offset = (
+            last + 1
+            if last is not None
+            else min(s.base_offset for s in log.segments if s.base_offset > offset)
+        )
     return found
 
 
-def fill(log, clock, updates: int, keys: int, compression: int = NONE,
-         value_size: int = 0) -> dict[bytes, tuple[int, bytes]]:
+def fill(
+    log, clock, updates: int, keys: int, compression: int = NONE, value_size: int = 0
+) -> dict[bytes, tuple[int, bytes]]:
     """Append ``updates`` values over ``keys`` keys, ten per batch; return each key's latest."""
     latest = {}
     for start in range(0, updates, 10):
-        pairs = [(b"k%d" % (i % keys), (b"v%d" % i).ljust(value_size, b"."))
-                 for i in range(start, start + 10)]
+        pairs = [
+            (b"k%d" % (i % keys), (b"v%d" % i).ljust(value_size, b".")) for i in range(start, start + 10)
+        ]
         info = log.append_as_leader(keyed_batch(pairs, clock.now_ms, compression), 0)
         for i, (key, value) in enumerate(pairs):
             latest[key] = (info.first_offset + i, value)
@@ -170,15 +184,23 @@ def test_the_active_segment_rolls_within_max_compaction_lag_so_it_can_be_cleaned
 
 def test_a_compacted_topic_refuses_a_batch_with_keyless_records(open_log):
     log = open_log({"cleanup.policy": "compact"})
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                        batch_size=1 << 20)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
+    )
     for i, key in enumerate([b"a", None, b"c", None]):
         builder.append(i, timestamp=1_000, key=key, value=b"v", headers=[])
     with pytest.raises(RecordErrorsError) as refused:
         log.append_as_leader(bytes(builder.build()), 0)
     assert refused.value.errno == 87
     assert [index for index, _ in refused.value.record_errors] == [1, 3]
-    assert "Compacted topic cannot accept message without key in topic partition topic-0" in \
-        refused.value.record_errors[0][1]
+    assert (
+        "Compacted topic cannot accept message without key in topic partition topic-0"
+        in refused.value.record_errors[0][1]
+    )
     assert log.log_end_offset == 0

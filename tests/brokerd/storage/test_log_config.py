@@ -17,10 +17,15 @@ def test_defaults_are_kafkas():
 
 
 def test_explicit_values_are_parsed():
-    config = LogConfig.from_configs({
-        "retention.ms": "-1", "message.timestamp.type": "LogAppendTime", "cleanup.policy": "compact,delete",
-        "unclean.leader.election.enable": "TRUE", "segment.bytes": " 1024 ",
-    })
+    config = LogConfig.from_configs(
+        {
+            "retention.ms": "-1",
+            "message.timestamp.type": "LogAppendTime",
+            "cleanup.policy": "compact,delete",
+            "unclean.leader.election.enable": "TRUE",
+            "segment.bytes": " 1024 ",
+        }
+    )
     assert config.retention_ms == -1 and config.log_append_time
     assert config.cleanup_policy == ("compact", "delete")
     assert config.unclean_leader_election_enable is True and config.segment_bytes == 1024
@@ -31,14 +36,28 @@ def test_unknown_names_are_rejected_by_name():
         LogConfig.from_configs({"retention.msec": "1"})
 
 
-@pytest.mark.parametrize("name, value", [
-    ("segment.bytes", "13"), ("segment.bytes", "lots"), ("segment.bytes", str(2**31)),
-    ("retention.ms", "-2"), ("message.timestamp.type", "createtime"), ("cleanup.policy", "purge"),
-    ("min.insync.replicas", "0"), ("flush.messages", "0"), ("unclean.leader.election.enable", "yes"),
-    ("message.format.version", "latest"), ("leader.replication.throttled.replicas", "0"),
-    ("compression.gzip.level", "0"), ("compression.lz4.level", "18"), ("compression.zstd.level", "23"),
-    ("max.compaction.lag.ms", "0"), ("local.retention.ms", "-3"), ("segment.jitter.ms", "-1"),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("segment.bytes", "13"),
+        ("segment.bytes", "lots"),
+        ("segment.bytes", str(2**31)),
+        ("retention.ms", "-2"),
+        ("message.timestamp.type", "createtime"),
+        ("cleanup.policy", "purge"),
+        ("min.insync.replicas", "0"),
+        ("flush.messages", "0"),
+        ("unclean.leader.election.enable", "yes"),
+        ("message.format.version", "latest"),
+        ("leader.replication.throttled.replicas", "0"),
+        ("compression.gzip.level", "0"),
+        ("compression.lz4.level", "18"),
+        ("compression.zstd.level", "23"),
+        ("max.compaction.lag.ms", "0"),
+        ("local.retention.ms", "-3"),
+        ("segment.jitter.ms", "-1"),
+    ],
+)
 def test_bad_values_are_rejected_naming_the_key(name, value):
     with pytest.raises(InvalidConfigurationError, match=name.replace(".", r"\.")):
         LogConfig.from_configs({name: value})
@@ -59,7 +78,9 @@ def test_merged_sets_and_resets_keys():
 
 
 def test_describe_lists_every_key_with_its_source():
-    rows = {name: (value, is_default) for name, value, is_default in LogConfig.describe({"retention.ms": "5"})}
+    rows = {
+        name: (value, is_default) for name, value, is_default in LogConfig.describe({"retention.ms": "5"})
+    }
     assert rows["retention.ms"] == ("5", False)
     assert rows["segment.bytes"] == ("1073741824", True)
     assert rows.keys() == LogConfig.DEFAULTS.keys()
@@ -67,24 +88,47 @@ def test_describe_lists_every_key_with_its_source():
 
 def test_kafka_39_configs_have_kafkas_defaults():
     config = LogConfig.from_configs({})
-    assert (config.compression_gzip_level, config.compression_lz4_level, config.compression_zstd_level) == (-1, 9, 3)
-    assert (config.segment_jitter_ms, config.min_compaction_lag_ms, config.max_compaction_lag_ms) == (0, 0, 2**63 - 1)
+    assert (config.compression_gzip_level, config.compression_lz4_level, config.compression_zstd_level) == (
+        -1,
+        9,
+        3,
+    )
+    assert (config.segment_jitter_ms, config.min_compaction_lag_ms, config.max_compaction_lag_ms) == (
+        0,
+        0,
+        2**63 - 1,
+    )
     assert config.message_timestamp_before_max_ms == config.message_timestamp_after_max_ms == 2**63 - 1
     assert config.message_format_version == "3.0-IV1" and config.message_downconversion_enable
-    assert (config.local_retention_ms, config.local_retention_bytes, config.file_delete_delay_ms) == (-2, -2, 60000)
-    assert config.leader_replication_throttled_replicas == config.follower_replication_throttled_replicas == ""
+    assert (config.local_retention_ms, config.local_retention_bytes, config.file_delete_delay_ms) == (
+        -2,
+        -2,
+        60000,
+    )
+    assert (
+        config.leader_replication_throttled_replicas == config.follower_replication_throttled_replicas == ""
+    )
 
 
-@pytest.mark.parametrize("name, value", [
-    ("message.format.version", "2.8"), ("message.format.version", "0.10.2-IV0"),
-    ("message.format.version", "0.10.0.0"),
-    ("leader.replication.throttled.replicas", "*"), ("follower.replication.throttled.replicas", "0:1, 1:2"),
-    ("compression.gzip.level", "9"), ("compression.zstd.level", "-5"), ("remote.storage.enable", "false"),
-])
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("message.format.version", "2.8"),
+        ("message.format.version", "0.10.2-IV0"),
+        ("message.format.version", "0.10.0.0"),
+        ("leader.replication.throttled.replicas", "*"),
+        ("follower.replication.throttled.replicas", "0:1, 1:2"),
+        ("compression.gzip.level", "9"),
+        ("compression.zstd.level", "-5"),
+        ("remote.storage.enable", "false"),
+    ],
+)
 def test_accepted_values(name, value):
     assert LogConfig.from_configs({name: value}).overrides == {name: value}
 
 
 def test_remote_storage_is_refused_as_by_a_broker_without_tiered_storage():
-    with pytest.raises(InvalidConfigurationError, match="Tiered Storage functionality is disabled in the broker"):
+    with pytest.raises(
+        InvalidConfigurationError, match="Tiered Storage functionality is disabled in the broker"
+    ):
         LogConfig.from_configs({"remote.storage.enable": "true"})

@@ -19,8 +19,9 @@ def fill(segment, batches, count=5, compression=NONE, timestamp_step=10):
     """Append ``batches`` batches of ``count`` records; batch i is stamped from 1000 + i * timestamp_step."""
     sizes = []
     for i in range(batches):
-        batch = make_batch(count, prefix=f"b{i}", timestamp=1000 + i * timestamp_step, value_size=50,
-                           compression=compression)
+        batch = make_batch(
+            count, prefix=f"b{i}", timestamp=1000 + i * timestamp_step, value_size=50, compression=compression
+        )
         stamped, header = stamp_batch(batch, segment.next_offset, leader_epoch=0)
         segment.append(stamped, header)
         sizes.append(header.size)

@@ -22,14 +22,22 @@ class Producer:
         self.log, self.pid, self.epoch, self.sequence = log, pid, epoch, 0
 
     def send(self, count=3, value_size=0):
-        batch = make_batch(count, prefix=f"p{self.pid}", value_size=value_size, producer_id=self.pid,
-                           producer_epoch=self.epoch, base_sequence=self.sequence, transactional=True)
+        batch = make_batch(
+            count,
+            prefix=f"p{self.pid}",
+            value_size=value_size,
+            producer_id=self.pid,
+            producer_epoch=self.epoch,
+            base_sequence=self.sequence,
+            transactional=True,
+        )
         self.sequence += count
         return self.log.append_as_leader(batch, 0)
 
     def end(self, commit, epoch=None, coordinator_epoch=0):
-        return self.log.append_txn_marker(self.pid, self.epoch if epoch is None else epoch, commit,
-                                          coordinator_epoch, 0)
+        return self.log.append_txn_marker(
+            self.pid, self.epoch if epoch is None else epoch, commit, coordinator_epoch, 0
+        )
 
 
 def plain(log, count=2, value_size=0):
@@ -48,8 +56,10 @@ def test_open_transactions_hold_the_first_unstable_offset(open_log):
     b.send()  # 5-7
     a.send()  # 8-10
     assert log.first_unstable_offset == 2
-    assert log.open_transactions() == [{"producer_id": A, "producer_epoch": 0, "first_offset": 2},
-                                       {"producer_id": B, "producer_epoch": 0, "first_offset": 5}]
+    assert log.open_transactions() == [
+        {"producer_id": A, "producer_epoch": 0, "first_offset": 2},
+        {"producer_id": B, "producer_epoch": 0, "first_offset": 5},
+    ]
     assert a.end(commit=True).first_offset == 11
     assert log.first_unstable_offset == 5
     b.end(commit=False)
@@ -220,8 +230,11 @@ def test_everything_is_rebuilt_from_the_log_after_an_unclean_shutdown(open_log, 
     (log_dir / damaged[-1]).write_bytes(files[damaged[-1]][:-10])
     reopened = open_log(SMALL)
     assert {p.name: p.read_bytes() for p in log_dir.glob("*.txnindex")} == files
-    assert (reopened.open_transactions(), reopened.first_unstable_offset,
-            reopened.aborted_transactions(0, 10**6)) == expected
+    assert (
+        reopened.open_transactions(),
+        reopened.first_unstable_offset,
+        reopened.aborted_transactions(0, 10**6),
+    ) == expected
 
 
 def test_recovery_cutting_an_abort_marker_drops_its_entry(open_log, log_dir):
@@ -258,8 +271,9 @@ def test_a_follower_builds_the_same_transaction_state(open_log, tmp_path, clock)
     assert follower.open_transactions() == leader.open_transactions()
     assert follower.first_unstable_offset == leader.first_unstable_offset
     assert follower.aborted_transactions(0, 10**6) == leader.aborted_transactions(0, 10**6)
-    assert ([(s.base_offset, s.txn_index.entries) for s in follower.segments]
-            == [(s.base_offset, s.txn_index.entries) for s in leader.segments])
+    assert [(s.base_offset, s.txn_index.entries) for s in follower.segments] == [
+        (s.base_offset, s.txn_index.entries) for s in leader.segments
+    ]
 
 
 def test_only_the_first_batch_may_exceed_max_bytes_when_asked(open_log):

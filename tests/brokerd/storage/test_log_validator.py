@@ -20,7 +20,9 @@ def test_by_default_any_timestamp_is_accepted():
 
 @pytest.mark.parametrize("timestamp", [NOW - 1000, NOW + 1000 - 2])  # records stamped t, t+1, t+2
 def test_timestamps_at_the_bounds_are_accepted(timestamp):
-    _validate({"message.timestamp.before.max.ms": "1000", "message.timestamp.after.max.ms": "1000"}, timestamp)
+    _validate(
+        {"message.timestamp.before.max.ms": "1000", "message.timestamp.after.max.ms": "1000"}, timestamp
+    )
 
 
 def test_a_batch_older_than_before_max_is_refused():

@@ -29,14 +29,18 @@ def read_all(log, start=None, max_bytes=3000):
 
 
 def produce(log, batches, count=7, epoch=0, **kwargs):
-    return [log.append_as_leader(make_batch(count, prefix=f"b{i}", value_size=40, **kwargs), epoch)
-            for i in range(batches)]
+    return [
+        log.append_as_leader(make_batch(count, prefix=f"b{i}", value_size=40, **kwargs), epoch)
+        for i in range(batches)
+    ]
 
 
 def test_offsets_are_contiguous_across_appends_and_rolls(open_log):
     log = open_log(SMALL)
     infos = produce(log, 60)
-    assert [(info.first_offset, info.last_offset) for info in infos] == [(7 * i, 7 * i + 6) for i in range(60)]
+    assert [(info.first_offset, info.last_offset) for info in infos] == [
+        (7 * i, 7 * i + 6) for i in range(60)
+    ]
     assert all(info.log_append_time == -1 and not info.duplicate for info in infos)
     assert len(log.segments) > 5 and log.log_end_offset == 420
     consumed = read_all(log)
@@ -74,9 +78,11 @@ def test_rejected_batches_leave_the_log_untouched(open_log):
     before = (log.log_end_offset, log.size_in_bytes)
     corrupt = bytearray(make_batch(3))
     corrupt[-2] ^= 0xFF
-    for batch, error in [(bytes(corrupt), CorruptRecordError),
-                         (make_batch(100, value_size=30), MessageSizeTooLargeError),
-                         (make_batch(1) + make_batch(1), InvalidRecordError)]:
+    for batch, error in [
+        (bytes(corrupt), CorruptRecordError),
+        (make_batch(100, value_size=30), MessageSizeTooLargeError),
+        (make_batch(1) + make_batch(1), InvalidRecordError),
+    ]:
         with pytest.raises(error):
             log.append_as_leader(batch, 0)
     assert (log.log_end_offset, log.size_in_bytes) == before

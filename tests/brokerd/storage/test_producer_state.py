@@ -76,7 +76,9 @@ def test_producers_whose_batches_are_gone_are_forgotten(state):
 
 
 def txn_header(sequence, offset, pid=PID, epoch=0, count=2):
-    batch = make_batch(count, producer_id=pid, producer_epoch=epoch, base_sequence=sequence, transactional=True)
+    batch = make_batch(
+        count, producer_id=pid, producer_epoch=epoch, base_sequence=sequence, transactional=True
+    )
     return stamp_batch(batch, offset, 0)[1]
 
 

@@ -41,7 +41,9 @@ def test_iter_batch_headers_stops_at_a_torn_batch_or_zeros():
     torn = batches + make_batch(1)[:30]
     zeros = batches + bytes(4096)
     for data in (batches, torn, zeros):
-        found = [(position, header.records_count) for position, header in iter_batch_headers(data, 0, len(data))]
+        found = [
+            (position, header.records_count) for position, header in iter_batch_headers(data, 0, len(data))
+        ]
         assert found == [(0, 2), (len(make_batch(2)), 5)]
 
 

@@ -131,12 +131,18 @@ def test_a_corrupt_index_is_rebuilt(open_log, log_dir):
 
 def test_leftovers_and_orphan_index_files_are_removed(open_log, log_dir):
     open_log(SMALL).close()
-    for name in ["00000000000000000042.index", "00000000000000000042.timeindex", "x.deleted",
-                 "leader-epoch-checkpoint.tmp"]:
+    for name in [
+        "00000000000000000042.index",
+        "00000000000000000042.timeindex",
+        "x.deleted",
+        "leader-epoch-checkpoint.tmp",
+    ]:
         (log_dir / name).write_bytes(b"junk")
     open_log(SMALL)
     assert sorted(p.name for p in log_dir.iterdir()) == [
-        "00000000000000000000.index", "00000000000000000000.log", "00000000000000000000.timeindex",
+        "00000000000000000000.index",
+        "00000000000000000000.log",
+        "00000000000000000000.timeindex",
         RECOVERY_POINT_CHECKPOINT,
     ]
 
@@ -145,7 +151,9 @@ def test_opening_a_small_log_after_a_crash_is_fast(open_log):
     log = open_log(SMALL)
     for producer in range(3):
         for i in range(100):
-            log.append_as_leader(make_batch(5, producer_id=producer, producer_epoch=0, base_sequence=5 * i), i % 4)
+            log.append_as_leader(
+                make_batch(5, producer_id=producer, producer_epoch=0, base_sequence=5 * i), i % 4
+            )
     crash(log)
     started = time.perf_counter()
     reopened = open_log(SMALL)
@@ -169,8 +177,9 @@ PRODUCER = textwrap.dedent("""
 
 
 def test_every_acknowledged_batch_survives_sigkill(open_log, log_dir):
-    child = subprocess.Popen([sys.executable, "-c", PRODUCER, str(log_dir)], stdout=subprocess.PIPE,
-                             text=True, cwd=os.getcwd())
+    child = subprocess.Popen(
+        [sys.executable, "-c", PRODUCER, str(log_dir)], stdout=subprocess.PIPE, text=True, cwd=os.getcwd()
+    )
     try:
         acknowledged = [int(child.stdout.readline()) for _ in range(3000)]
     finally:

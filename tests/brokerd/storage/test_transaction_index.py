@@ -14,8 +14,7 @@ def test_entries_are_34_bytes_in_kafkas_format(tmp_path):
     index.append(AbortedTxn(4001, 105, 120, 106))
     data = index.path.read_bytes()
     assert len(data) == 68
-    assert data[:34] == bytes.fromhex("0000" "0000000000000fa0" "0000000000000064"
-                                      "000000000000006e" "000000000000006f")
+    assert data[:34] == bytes.fromhex("00000000000000000fa00000000000000064000000000000006e000000000000006f")
     assert struct.unpack(">hqqqq", data[34:]) == (0, 4001, 105, 120, 106)
     assert TransactionIndex(index.path, 100).entries == index.entries
 
