@@ -20,10 +20,10 @@ from collections.abc import Awaitable, Callable
 
 from kafka.protocol.api_key import ApiKey
 
+from brokerd.api.request import Request
 from brokerd.protocol.api_versions import is_supported
 from brokerd.protocol.codec import (
     MalformedRequest,
-    Request,
     decode_request,
     encode_api_versions_unsupported,
     encode_response,
@@ -60,13 +60,13 @@ class KafkaServer:
         self._connections: set[asyncio.Task] = set()
 
     async def start(self) -> None:
-        tls = (
-            {"ssl": self.ssl_context, "ssl_handshake_timeout": SSL_HANDSHAKE_TIMEOUT_S}
-            if self.ssl_context is not None
-            else {}
-        )
         self._server = await asyncio.start_server(
-            self._serve, self.listener.host, self.listener.port, reuse_address=True, **tls
+            self._serve,
+            self.listener.host,
+            self.listener.port,
+            reuse_address=True,
+            ssl=self.ssl_context,
+            ssl_handshake_timeout=SSL_HANDSHAKE_TIMEOUT_S if self.ssl_context is not None else None,
         )
 
     async def stop(self) -> None:
@@ -78,6 +78,7 @@ class KafkaServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
+        assert task is not None  # asyncio runs every connection's callback as a task
         self._connections.add(task)
         peer = writer.get_extra_info("peername")
         auth = self.authenticators(
@@ -112,16 +113,18 @@ class KafkaServer:
             raise MalformedRequest(f"frame size {size} outside 1..{limit}")
         return await reader.readexactly(size)
 
-    async def _respond(self, payload: bytes, auth: ConnectionAuthenticator) -> tuple[bytes | None, bool, int]:
+    async def _respond(
+        self, payload: bytes, auth: ConnectionAuthenticator
+    ) -> tuple[bytearray | None, bool, int]:
         """The response to one frame (None for acks=0 produce), whether to close after it and
         how long to leave the connection unread (ms) before the next one."""
         header = peek_header(payload)
         if header.api_key == ApiKey.ApiVersions and not is_supported(header.api_key, header.api_version):
             return encode_api_versions_unsupported(header.correlation_id), False, 0
         auth.admit(header.api_key)
-        request = decode_request(payload)
-        request.session = auth.session
+        request = Request(*decode_request(payload), auth.session)
         close = False
+        fields: dict | None
         if header.api_key == ApiKey.SaslHandshake:
             fields, close = auth.handshake(request.body.mechanism)
         elif header.api_key == ApiKey.SaslAuthenticate:
@@ -130,4 +133,5 @@ class KafkaServer:
             fields = await self.handlers[request.header.api_key](request)
         if fields is None:
             return None, close, 0  # acks=0 produce: the client expects no response
-        return encode_response(request.header, fields), close, fields.get("throttle_time_ms", 0)
+        throttle_ms: int = fields.get("throttle_time_ms", 0)
+        return encode_response(request.header, fields), close, throttle_ms

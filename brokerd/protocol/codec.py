@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any, NamedTuple, cast
 
 from kafka.protocol.admin import (
     AlterConfigsRequest,
@@ -128,7 +128,6 @@ from kafka.protocol.sasl import (
 )
 
 from brokerd.protocol.api_versions import ADVERTISED, is_supported
-from brokerd.security.principal import ANONYMOUS, Session
 
 UNSUPPORTED_VERSION = 35
 
@@ -206,15 +205,9 @@ class RequestHeader:
     client_id: str | None = None
 
 
-@dataclass
-class Request:
+class DecodedRequest(NamedTuple):
     header: RequestHeader
     body: ApiMessage
-    session: Session = field(default_factory=lambda: Session(ANONYMOUS, ""))
-
-    @property
-    def client_host(self) -> str:
-        return self.session.client_host
 
 
 def peek_header(payload: bytes) -> RequestHeader:
@@ -224,7 +217,7 @@ def peek_header(payload: bytes) -> RequestHeader:
     return RequestHeader(*_HEADER_PREFIX.unpack_from(payload))
 
 
-def decode_request(payload: bytes) -> Request:
+def decode_request(payload: bytes) -> DecodedRequest:
     """Decode one request frame (without its 4-byte size prefix).
 
     Raises MalformedRequest for unknown APIs, unadvertised versions (except ApiVersions, whose
@@ -241,7 +234,7 @@ def decode_request(payload: bytes) -> Request:
     except Exception as exc:  # the generated decoders raise many kinds on garbage
         raise MalformedRequest(f"undecodable {request_class.__name__}: {exc!r}") from exc
     header.client_id = body.header.client_id
-    return Request(header, body)
+    return DecodedRequest(header, body)
 
 
 def encode_response(header: RequestHeader, fields: Mapping[str, Any]) -> bytearray:

@@ -11,6 +11,7 @@ from kafka.admin import ACLOperation, ResourceType
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.api import client_quotas
+from brokerd.api.request import Request
 from brokerd.protocol.codec import RequestHeader, decode_request, encode_request
 from brokerd.quotas import ClientQuotas
 from brokerd.security.principal import KafkaPrincipal, Session
@@ -38,8 +39,7 @@ def broker(tmp_path, allowed=True):
 def request(api_key: int, version: int, body: dict, user="alice", client_id="app"):
     header = RequestHeader(api_key, version, 1, client_id)
     decoded = decode_request(encode_request(header, body)[4:])
-    decoded.session = Session(KafkaPrincipal("User", user), "127.0.0.1")
-    return decoded
+    return Request(*decoded, Session(KafkaPrincipal("User", user), "127.0.0.1"))
 
 
 def alter_request(entity: dict, key: str, value: float, **kwargs):
