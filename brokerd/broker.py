@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from filelock import FileLock
 from kafka.errors import TopicAlreadyExistsError
 
 from brokerd.api import build_handlers
@@ -101,7 +102,7 @@ class Broker:
             )
             for listener in self.listeners
         ]
-        self._liveness = None
+        self._liveness: FileLock | None = None  # held while registered (see register_broker)
         self._changed_metadata = MetadataDelta(full=True)  # for the next controller round
         self._isr_proposals: dict[tuple[str, int], tuple[Partition, list[int]]] = {}
         self._tasks: list[asyncio.Task] = []

@@ -8,6 +8,7 @@ to `brokerd -o`, and last the default.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -33,7 +34,7 @@ def _client_auth(value: str) -> str:
 
 
 # name -> (default, parser). Values arrive as strings from `brokerd -o name=value`.
-BROKER_DEFAULTS: dict[str, tuple[str, type]] = {
+BROKER_DEFAULTS: dict[str, tuple[str, Callable[[str], object]]] = {
     "num.partitions": ("1", int),
     "default.replication.factor": ("1", int),
     "auto.create.topics.enable": ("true", _boolean),
@@ -119,13 +120,13 @@ def _default(name: str) -> str | None:
     """brokerd's own default where it has one (some are demo-friendly), else Kafka's."""
     if name in BROKER_DEFAULTS:
         return BROKER_DEFAULTS[name][0]
-    return dynamic_config.key(name).default
+    return dynamic_config.known_key(name).default
 
 
 def _parse(name: str, value: str | None):
     if name not in BROKER_DEFAULTS and name not in dynamic_config.DYNAMIC_CONFIGS:
         raise ValueError(f"unknown broker config {name!r}")
-    parse = BROKER_DEFAULTS[name][1] if name in BROKER_DEFAULTS else dynamic_config.key(name).parse
+    parse = BROKER_DEFAULTS[name][1] if name in BROKER_DEFAULTS else dynamic_config.known_key(name).parse
     try:
         return None if value is None else parse(value)
     except ValueError as exc:
@@ -178,4 +179,9 @@ class BrokerConfig:
         effective = {
             topic: self.synonyms(name)[0] for topic, name in dynamic_config.TOPIC_CONFIG_SYNONYMS.items()
         }
-        return {topic: value.value for topic, value in effective.items() if value.source != SOURCE_DEFAULT}
+        # a level's value is never None, only a default's may be
+        return {
+            topic: value.value
+            for topic, value in effective.items()
+            if value.source != SOURCE_DEFAULT and value.value is not None
+        }

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from kafka.errors import (
@@ -329,6 +329,7 @@ class Controller:
             return
         eligible = live - {r.broker_id for r in registrations if r.shutting_down}
         seen = (frozenset(live), frozenset(eligible))
+        candidates: Iterable[tuple[str, int]]
         if seen != self._seen or changed.full or changed.broker_configs:
             candidates = [(t.name, p) for t in topics.values() for p in t.partitions]
         else:
@@ -355,7 +356,7 @@ class Controller:
         told = {
             key: _described(topics[key[0]].partitions[key[1]], record) for key, (_, record) in decided.items()
         }
-        for key in self.state.change_partitions(self.epoch, decided):
+        for key in self.state.change_partitions(self._require_active(), decided):
             log.info("%s-%d: %s", *key, told[key])
 
     def _imbalance_check_due(self) -> bool:
@@ -380,7 +381,7 @@ class Controller:
 
     def _fenced(self, why: str) -> None:
         """A zombie controller: its epoch has been superseded while it was not looking."""
-        self.state.record_fenced_controller(self.broker_id, self.epoch)
+        self.state.record_fenced_controller(self.broker_id, self._require_active())
         self.resign(why)
 
     def resign(self, why: str = "stopping") -> None:
@@ -388,14 +389,18 @@ class Controller:
             log.info("broker %d resigns as controller (epoch %d): %s", self.broker_id, self.epoch, why)
         self.epoch = None
 
-    def _decide(self, topics: dict[str, TopicRecord], candidates, eligible: set[int]) -> Decisions:
+    def _decide(
+        self, topics: dict[str, TopicRecord], candidates: Iterable[tuple[str, int]], eligible: set[int]
+    ) -> Decisions:
         """The candidates whose leader, ISR or reassignment must change, each with the
         partition epoch it was decided at and its new record."""
-        decided = {}
+        decided: Decisions = {}
         unclean_of: dict[str, bool] = {}
         for name, index in candidates:
             topic = topics.get(name)
-            record = topic and topic.partitions.get(index)
+            if topic is None:
+                continue
+            record = topic.partitions.get(index)
             if record is None:
                 continue
             if name not in unclean_of:
@@ -434,7 +439,7 @@ class Controller:
             record.partition_epoch += 1
 
     def _require_active(self) -> int:
-        if not self.is_active:
+        if self.epoch is None:
             raise NotControllerError(f"broker {self.broker_id} is not the controller")
         return self.epoch
 

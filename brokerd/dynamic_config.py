@@ -254,6 +254,14 @@ def key(name: str) -> DynamicKey | None:
     return DYNAMIC_CONFIGS.get(base_name(name))
 
 
+def known_key(name: str) -> DynamicKey:
+    """The dynamic config ``name`` sets, for a name already known to be dynamic."""
+    found = key(name)
+    if found is None:
+        raise KeyError(f"{name!r} is not a dynamically updatable broker config")
+    return found
+
+
 def is_sensitive(name: str) -> bool:
     """Passwords are stored but never described (Kafka answers a null value)."""
     found = key(name)
@@ -288,8 +296,9 @@ def _is_per_broker(name: str) -> bool:
 def _check_value(name: str, value: str | None) -> None:
     if value is None:
         raise InvalidRequestError(f"Null value not supported for : {name}")
+    parse = known_key(name).parse  # validate refused the names that are not dynamic
     try:
-        key(name).parse(value)
+        parse(value)
     except ValueError as error:
         raise InvalidRequestError(f"Invalid value {value} for configuration {name}: {error}") from None
 

@@ -20,7 +20,7 @@ import random
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from kafka.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
 
@@ -30,8 +30,20 @@ FINAL_EPOCH = -1  # a full fetch that wants no session
 MAX_EPOCH = 2**31 - 1
 NO_ERROR = 0
 
+
+class PartitionFetch(Protocol):
+    """What a fetch reads of one partition: a Fetch request's partition, or a session's
+    CachedPartition standing in for it."""
+
+    partition: int
+    fetch_offset: int
+    log_start_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int
+
+
 # (topic, one partition of the request or of the session) to read, in response order
-FetchData = list[tuple[str, object]]
+FetchData = list[tuple[str, PartitionFetch]]
 
 
 def next_epoch(epoch: int) -> int:
@@ -155,7 +167,7 @@ class FetchSession:
                 self.unparked.pop(key, None)
                 self.parked.discard(key)
 
-    def fetch_data(self) -> FetchData:
+    def fetch_data(self) -> list[tuple[str, CachedPartition]]:
         """What a fetch reads now: every partition that is not parked."""
         return [(key[0], self.partitions[key]) for key in self.unparked]
 

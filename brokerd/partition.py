@@ -206,6 +206,12 @@ class Partition:
         if not self.is_leader:
             raise NotLeaderForPartitionError(f"broker {self.broker_id} does not lead {self}")
 
+    def _epoch_start_offset(self) -> int:
+        """Where this leader's epoch began; only a leader has one."""
+        if self.leader_epoch_start_offset is None:
+            raise NotLeaderForPartitionError(f"broker {self.broker_id} does not lead {self}")
+        return self.leader_epoch_start_offset
+
     def append_txn_marker(
         self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
     ) -> AppendInfo:
@@ -308,8 +314,7 @@ class Partition:
 
     def _maybe_expand_isr(self, follower: int, state: FollowerState) -> None:
         caught_up = (
-            state.log_end_offset >= self.high_watermark
-            and state.log_end_offset >= self.leader_epoch_start_offset
+            state.log_end_offset >= self.high_watermark and state.log_end_offset >= self._epoch_start_offset()
         )
         if follower not in self.isr and follower in self.replicas and caught_up:
             self._propose_isr(sorted(self.isr + [follower]))
@@ -395,10 +400,11 @@ class Partition:
         """A new leader's high watermark is the one it had as a follower (or checkpointed)
         until its followers fetch; offsets answered from it could lie below what this leader
         already serves. Kafka's leader answers OFFSET_NOT_AVAILABLE (retriable) meanwhile."""
-        if self.high_watermark < self.leader_epoch_start_offset:
+        epoch_start = self._epoch_start_offset()
+        if self.high_watermark < epoch_start:
             raise OffsetNotAvailableError(
                 f"{self}: the high watermark {self.high_watermark} has not reached the start "
-                f"{self.leader_epoch_start_offset} of leader epoch {self.leader_epoch} yet"
+                f"{epoch_start} of leader epoch {self.leader_epoch} yet"
             )
 
     def read(

@@ -111,7 +111,7 @@ class _Rate:
 
     __slots__ = ("windows", "total")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.windows: deque[list[float]] = deque()  # [start ms, bytes]
         self.total = 0.0
 
@@ -160,19 +160,19 @@ class ClientQuotaManager:
 
     def quota_for(self, user: str, client_id: str) -> tuple[tuple, float] | None:
         """(the metric key the client is measured under, its quota) or None: no quota."""
-        found = self._resolved.get((user, client_id), ABSENT)
-        if found is ABSENT:
-            found = None
-            for key in candidates(user, client_id):
-                quota = self._quotas.get(key)
-                if quota is not None:
-                    # Kafka's metric tags: the named parts of the entity, the client's own names
-                    metric = (user if key[0] is not ABSENT else "", client_id if key[1] is not ABSENT else "")
-                    found = (metric, quota)
-                    break
-            if len(self._resolved) > 100_000:
-                self._resolved.clear()
-            self._resolved[(user, client_id)] = found
+        if (user, client_id) in self._resolved:
+            return self._resolved[(user, client_id)]
+        found: tuple[tuple, float] | None = None
+        for key in candidates(user, client_id):
+            quota = self._quotas.get(key)
+            if quota is not None:
+                # Kafka's metric tags: the named parts of the entity, the client's own names
+                metric = (user if key[0] is not ABSENT else "", client_id if key[1] is not ABSENT else "")
+                found = (metric, quota)
+                break
+        if len(self._resolved) > 100_000:
+            self._resolved.clear()
+        self._resolved[(user, client_id)] = found
         return found
 
     def record(self, user: str, client_id: str | None, nbytes: int, now_ms: float | None = None) -> int:

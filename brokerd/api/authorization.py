@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import (
+    BrokerResponseError,
     ClusterAuthorizationFailedError,
     GroupAuthorizationFailedError,
     TopicAuthorizationFailedError,
@@ -24,7 +25,7 @@ from kafka.errors import (
 from brokerd.security.acl import CLUSTER_NAME
 
 
-def _in_kafkas_words(error_class: type, message: str) -> type:
+def _in_kafkas_words(error_class: type[BrokerResponseError], message: str) -> type[BrokerResponseError]:
     """The error class, answering Kafka's own message (Errors.java) as its error message."""
     return type(error_class.__name__, (error_class,), {"__str__": lambda self: message})
 
@@ -109,12 +110,16 @@ class Permission:
 
     def refusal(self, name: str) -> Exception | None:
         """Kafka's error for a denied name, None when allowed."""
-        return None if self.allows(name) else denied(self.resource_type)
+        return None if self.allows(name) else self.denial()
+
+    def denial(self) -> Exception:
+        """Kafka's error for a name this permission does not allow."""
+        return denied(self.resource_type)
 
     def require(self, name: str) -> None:
         """Raise Kafka's error for a denied name."""
         if not self.allows(name):
-            raise denied(self.resource_type)
+            raise self.denial()
 
 
 def decided(allowed: bool, resource_type: ResourceType = ResourceType.TOPIC) -> Permission:

@@ -86,7 +86,9 @@ def _read_all(
     watched = []
     responses = []
     for topic, p in context.fetch_data:
-        if _park_idle_follower_partition(broker, body, context.session, topic, p, readable):
+        if isinstance(p, CachedPartition) and _park_idle_follower_partition(
+            broker, body, context.session, topic, p, readable
+        ):
             responses.append(p.unchanged_response())
             continue
         limit = max(min(p.partition_max_bytes, body.max_bytes - total), 0)
@@ -102,17 +104,12 @@ def _read_all(
 
 
 def _park_idle_follower_partition(
-    broker, body, session: FetchSession | None, topic: str, request, readable: Permission
+    broker, body, session: FetchSession | None, topic: str, request: CachedPartition, readable: Permission
 ) -> bool:
     """Park the partition in the follower's session when it is exactly as the last full read
     left it (no change since, the follower at the log end and in sync): there is nothing to
     read or answer until it changes (see FetchSession). False when it must be read."""
-    if (
-        session is None
-        or not session.privileged
-        or not isinstance(request, CachedPartition)
-        or not readable.allows(topic)
-    ):
+    if session is None or not session.privileged or not readable.allows(topic):
         return False
     partition = broker.replicas.partitions.get((topic, request.partition))
     if (

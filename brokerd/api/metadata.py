@@ -94,12 +94,12 @@ async def handle(broker, request, cache: TopicMetadataCache) -> dict:
                 topics.append(
                     _topic_error(
                         None if by_id else name,
-                        describable.refusal(name),
+                        describable.denial(),
                         _topic_id(broker, name) if by_id else ZERO_TOPIC_ID,
                     )
                 )
         elif creatable is not None and name not in broker.topics and not creatable.allows(name):
-            topics.append(_topic_error(name, creatable.refusal(name)))
+            topics.append(_topic_error(name, creatable.denial()))
         elif name in broker.topics and not asks_topic_ops:
             topics.append(cache.topic(broker, name, live))
         else:
@@ -197,7 +197,7 @@ def _describe_topic(broker, name: str, allow_create: bool) -> dict:
     }
 
 
-def _describe_partition(record, live: set[int]) -> dict:
+def _describe_partition(record, live: frozenset[int]) -> dict:
     leader_alive = record.leader in live
     return {
         "error_code": 0 if leader_alive else LeaderNotAvailableError.errno,

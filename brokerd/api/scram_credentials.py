@@ -52,6 +52,7 @@ async def handle_describe(broker, request) -> dict:
     counts = Counter(asked)
     results = []
     for name in dict.fromkeys(asked):
+        error: tuple[int, str | None]  # (error code, error message)
         if counts[name] > 1:
             error = (
                 DuplicateResourceError.errno,

@@ -115,10 +115,11 @@ class GroupCoordinator:
         return await self._join_existing_member(group, member, candidate)
 
     async def _join_new_member(self, group: Group, candidate: Member, requires_known_member_id: bool) -> dict:
-        prefix = candidate.group_instance_id if candidate.is_static else candidate.client_id
+        instance_id = candidate.group_instance_id  # a static member's (KIP-345)
+        prefix = instance_id if instance_id is not None else candidate.client_id
         candidate.member_id = f"{prefix}-{uuid.uuid4()}"
-        if candidate.is_static:
-            previous = group.static_member_id(candidate.group_instance_id)
+        if instance_id is not None:
+            previous = group.static_member_id(instance_id)
             if previous is not None:
                 return await self._replace_static_member(group, previous, candidate)
         elif requires_known_member_id:
@@ -210,11 +211,14 @@ class GroupCoordinator:
         """The current generation as JoinGroup answers it; only the leader gets the members."""
         members = []
         if member_id == group.leader_id:
+            protocol = group.protocol_name
+            if protocol is None:
+                raise RuntimeError(f"group {group.group_id} has a leader but no protocol")
             members = [
                 {
                     "member_id": m.member_id,
                     "group_instance_id": m.group_instance_id,
-                    "metadata": m.metadata_for(group.protocol_name),
+                    "metadata": m.metadata_for(protocol),
                 }
                 for m in group.members.values()
             ]
@@ -390,11 +394,12 @@ class GroupCoordinator:
     def _leave_one(self, group: Group, member_id: str, group_instance_id: str | None) -> KafkaError | None:
         try:
             if not member_id and group_instance_id is not None:
-                member_id = group.static_member_id(group_instance_id)
-                if member_id is None:
+                static_member_id = group.static_member_id(group_instance_id)
+                if static_member_id is None:
                     raise UnknownMemberIdError(
                         f"no member of {group.group_id} has instance id {group_instance_id!r}"
                     )
+                member_id = static_member_id
             elif group.pending_members.pop(member_id, None) is not None:
                 self._maybe_complete_join(group)
                 return None

@@ -102,8 +102,9 @@ class GroupMetadataManager(InternalTopicCoordinator):
         self.loaded: set[int] = set()
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
-        # group -> producer id -> offsets committed in that producer's open transaction
-        self.pending_txn_offsets: dict[str, dict[int, dict[TopicPartition, CommittedOffset]]] = {}
+        # group -> producer id -> offsets committed in that producer's open transaction (None:
+        # a tombstone replayed from a transactional batch, which deletes the offset on commit)
+        self.pending_txn_offsets: dict[str, dict[int, dict[TopicPartition, CommittedOffset | None]]] = {}
         # (offsets partition, producer id) -> (epoch, next sequence) of its transactional batches
         self._txn_sequences: dict[tuple[int, int], tuple[int, int]] = {}
 
@@ -234,7 +235,7 @@ class GroupMetadataManager(InternalTopicCoordinator):
         an OffsetFetch that requires stable offsets waits until their markers are written)."""
         return {tp for offsets in self.pending_txn_offsets.get(group_id, {}).values() for tp in offsets}
 
-    def _pending(self, group_id: str, producer_id: int) -> dict[TopicPartition, CommittedOffset]:
+    def _pending(self, group_id: str, producer_id: int) -> dict[TopicPartition, CommittedOffset | None]:
         return self.pending_txn_offsets.setdefault(group_id, {}).setdefault(producer_id, {})
 
     def on_txn_marker(self, partition: int, producer_id: int, commit: bool) -> None:

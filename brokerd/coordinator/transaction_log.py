@@ -74,7 +74,7 @@ def _decode_value(transactional_id: str, value: bytes) -> TransactionMetadata:
     pos = _VALUE_HEAD.size
     (topics,) = struct.unpack_from(">i", value, pos)
     pos += 4
-    partitions = set()
+    partitions: set[tuple[str, int]] = set()
     for _ in range(max(topics, 0)):
         topic, pos = read_string(value, pos)
         (count,) = struct.unpack_from(">i", value, pos)

@@ -56,8 +56,12 @@ class BrokerClient:
     async def _round_trip(self, api_key: int, api_version: int, fields: dict):
         if self._writer is None:
             await self._connect()
-        elif self._reauthenticate_at is not None and time.monotonic() >= self._reauthenticate_at:
-            await self._login()  # on the same connection, before the session ends
+        elif (
+            self.security is not None  # a session is limited only where there was a login
+            and self._reauthenticate_at is not None
+            and time.monotonic() >= self._reauthenticate_at
+        ):
+            await self._login(self.security)  # on the same connection, before the session ends
         return await self._send(api_key, api_version, fields)
 
     async def _connect(self) -> None:
@@ -66,12 +70,12 @@ class BrokerClient:
             self.host, self.port, ssl=tls, server_hostname=self.host if tls else None
         )
         if self.security is not None and self.security.uses_sasl:
-            await self._login()
+            await self._login(self.security)
 
-    async def _login(self) -> None:
+    async def _login(self, security: InterBrokerSecurity) -> None:
         """SaslHandshake v1, then SaslAuthenticate rounds until the mechanism is done; the
         last answer's session lifetime says when to log in again."""
-        login = self.security.sasl_login()
+        login = security.sasl_login()
         handshake = await self._send(ApiKey.SaslHandshake, 1, {"mechanism": login.mechanism})
         if handshake.error_code:
             raise InterBrokerAuthenticationError(
@@ -91,10 +95,17 @@ class BrokerClient:
     async def _send(self, api_key: int, api_version: int, fields: dict):
         self._correlation_id += 1
         header = RequestHeader(api_key, api_version, self._correlation_id, self.client_id)
-        self._writer.write(encode_request(header, fields))
-        await self._writer.drain()
-        (size,) = _SIZE.unpack(await self._reader.readexactly(4))
-        return decode_response(header, await self._reader.readexactly(size))
+        reader, writer = self._streams()
+        writer.write(encode_request(header, fields))
+        await writer.drain()
+        (size,) = _SIZE.unpack(await reader.readexactly(4))
+        return decode_response(header, await reader.readexactly(size))
+
+    def _streams(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """The open connection's streams; a request goes out only once it is connected."""
+        if self._reader is None or self._writer is None:
+            raise ConnectionError(f"no connection to broker {self.host}:{self.port}")
+        return self._reader, self._writer
 
     def close(self) -> None:
         if self._writer is not None:

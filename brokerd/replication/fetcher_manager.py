@@ -26,9 +26,9 @@ class ReplicaFetcherManager:
         for key, partition in partitions.items():
             if not partition.is_leader and partition.leader_id >= 0:
                 by_leader.setdefault(partition.leader_id, {})[key] = partition
-        for leader_id, fetcher in self.fetchers.items():
+        for leader_id, unneeded in self.fetchers.items():
             if leader_id not in by_leader:
-                fetcher.assign({}, set())
+                unneeded.assign({}, set())
         for leader_id, followed in by_leader.items():
             fetcher = self.fetchers.get(leader_id)
             if fetcher is None:

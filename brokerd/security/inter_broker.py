@@ -86,15 +86,20 @@ class SaslLogin:
     def next_message(self, server_reply: bytes | None) -> bytes | None:
         """The next message to send (None when the exchange is complete)."""
         self._step += 1
-        if self._plain is not None:
+        scram = self._scram
+        if scram is None:  # PLAIN
             return self._plain if self._step == 1 else None
         try:
             if self._step == 1:
-                return self._scram.get_client_first().encode()
+                return scram.get_client_first().encode()
+            if server_reply is None:
+                raise InterBrokerAuthenticationError(
+                    f"SCRAM login step {self._step} needs the server's reply"
+                )
             if self._step == 2:
-                self._scram.set_server_first(server_reply.decode())
-                return self._scram.get_client_final().encode()
-            self._scram.set_server_final(server_reply.decode())
+                scram.set_server_first(server_reply.decode())
+                return scram.get_client_final().encode()
+            scram.set_server_final(server_reply.decode())
         except scramp.ScramException as exc:
             raise InterBrokerAuthenticationError(f"SCRAM login failed: {exc}") from None
         return None

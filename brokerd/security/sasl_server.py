@@ -58,10 +58,11 @@ class SaslServer:
 
     async def authenticate(self, auth_bytes: bytes) -> SaslExchange:
         """SaslAuthenticate: one message of the chosen mechanism."""
-        if self.mechanism == PLAIN:
+        mechanism = self.mechanism
+        if mechanism == PLAIN:
             return await self._plain(auth_bytes)
-        if self.mechanism in SCRAM_MECHANISMS:
-            return self._scram_step(auth_bytes)
+        if mechanism in SCRAM_MECHANISMS:
+            return self._scram_step(mechanism, auth_bytes)
         raise AuthenticationFailed("Unexpected SaslAuthenticate request before SaslHandshake")
 
     async def _plain(self, auth_bytes: bytes) -> SaslExchange:
@@ -78,41 +79,49 @@ class SaslServer:
             raise AuthenticationFailed("Authentication failed: Invalid username or password")
         return SaslExchange(b"", KafkaPrincipal(USER_TYPE, user))
 
-    def _scram_step(self, auth_bytes: bytes) -> SaslExchange:
+    def _scram_step(self, mechanism: str, auth_bytes: bytes) -> SaslExchange:
         message = auth_bytes.decode("utf-8", "replace")
         try:
-            if self._scram is None:
-                self._scram = scramp.ScramMechanism(self.mechanism).make_server(self._lookup)
-                self._scram.set_client_first(message)
-                return SaslExchange(self._scram.get_server_first().encode())
-            self._accept_repeated_client_nonce(message)
-            self._scram.set_client_final(message)
+            scram = self._scram
+            if scram is None:
+                scram = self._scram = scramp.ScramMechanism(mechanism).make_server(
+                    lambda user: self._lookup(mechanism, user)
+                )
+                scram.set_client_first(message)
+                return SaslExchange(scram.get_server_first().encode())
+            self._accept_repeated_client_nonce(scram, message)
+            scram.set_client_final(message)
             return SaslExchange(
-                self._scram.get_server_final().encode(), KafkaPrincipal(USER_TYPE, self._user)
+                scram.get_server_final().encode(), KafkaPrincipal(USER_TYPE, self._scram_user())
             )
         except scramp.ScramException:
             raise AuthenticationFailed(
                 "Authentication failed during authentication due to "
-                "invalid credentials with SASL mechanism "
-                f"{self.mechanism}"
+                f"invalid credentials with SASL mechanism {mechanism}"
             ) from None
 
-    def _lookup(self, user: str) -> tuple[bytes, bytes, bytes, int]:
+    def _scram_user(self) -> str:
+        """The user of the SCRAM exchange, whose credential the client-first message looked up."""
+        if self._user is None:
+            raise RuntimeError("SCRAM client-final message before the client-first one's user lookup")
+        return self._user
+
+    def _lookup(self, mechanism: str, user: str) -> tuple[bytes, bytes, bytes, int]:
         """scramp's auth_fn: the stored credential of a user, or a refusal."""
         self._user = user
-        credential = self._credentials.lookup(user, self.mechanism)
+        credential = self._credentials.lookup(user, mechanism)
         if credential is None:
             raise scramp.ScramException(f"unknown user {user!r}")
         return credential.salt, credential.stored_key, credential.server_key, credential.iterations
 
-    def _accept_repeated_client_nonce(self, client_final: str) -> None:
+    def _accept_repeated_client_nonce(self, scram: scramp.core.ScramServer, client_final: str) -> None:
         """librdkafka before 2.6.1 sends `r=<client nonce><client nonce + server nonce>`;
         Kafka 3.8.1+ accepts a nonce that ends with the expected one (its signature covers
         the message as sent), and so does brokerd."""
         sent = next((a[2:] for a in client_final.split(",") if a.startswith("r=")), None)
-        expected = str(self._scram.nonce)
+        expected = str(scram.nonce)
         if sent is not None and sent != expected and sent.endswith(expected):
-            self._scram.nonce = type(self._scram.nonce)(sent)
+            scram.nonce = type(scram.nonce)(sent)
 
     @property
     def user(self) -> str | None:
