@@ -30,7 +30,7 @@ def partition(cluster):
 def preferred_back_in_sync(cluster) -> int:
     """A partition whose preferred replica is not the controller, led elsewhere once that
     replica was killed, and that replica restarted and back in the ISR. Returns it."""
-    controller, _ = cluster.state.controller()
+    controller, _ = wait_until(cluster.state.controller, 10, "a controller")
     preferred = next(b for b in cluster.ports if b != controller)
     replicas = [preferred] + [b for b in cluster.ports if b != preferred]
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
