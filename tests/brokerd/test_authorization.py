@@ -33,6 +33,7 @@ from kafka.protocol.api_key import ApiKey
 
 from brokerd.state import ClusterState
 from tests.cluster_harness import running_cluster, wait_until
+from tests.kafka_helpers import create_topic
 from tests.raw_request import RawConnection
 from tests.security_harness import add_scram_user, sasl_settings, secure_cluster_dir
 
@@ -108,10 +109,6 @@ def grant(cluster, *bindings: AclBinding) -> None:
         future.result(10)
 
 
-def create_topic(cluster, name: str, partitions: int = 1, replication: int = 3) -> None:
-    cluster.admin.create_topics([NewTopic(name, partitions, replication)])[name].result(10)
-
-
 def produce_code(cluster, user: str, topic: str, **config) -> int:
     """The error code of one message's delivery (0 when delivered)."""
     producer = Producer({**settings(cluster, user), "message.timeout.ms": 5000, **config})
@@ -145,7 +142,7 @@ def plain_login(conn: RawConnection, user: str) -> None:
 def test_replicas_fetch_as_the_super_user_and_stay_in_sync(cluster):
     """Followers fetch with CLUSTER_ACTION (brokers log in as the super user): an acks=all
     write to three replicas completes, and every replica stays in sync."""
-    create_topic(cluster, "replicated", partitions=3)
+    create_topic(cluster.admin, "replicated", 3, 3)
     producer = Producer({**settings(cluster, "admin"), "acks": "all", "message.timeout.ms": 10000})
     for i in range(60):
         producer.produce("replicated", str(i).encode(), partition=i % 3)
@@ -159,7 +156,7 @@ def test_replicas_fetch_as_the_super_user_and_stay_in_sync(cluster):
 
 
 def test_produce_needs_write_on_the_topic(cluster):
-    create_topic(cluster, "alice-t")
+    create_topic(cluster.admin, "alice-t", 1, 3)
     grant(cluster, allow("alice", AclOperation.READ, ResourceType.TOPIC, "alice-t"))
     # READ implies DESCRIBE: the producer sees the topic, the broker refuses the write
     wait_until(lambda: "alice-t" in listed_topics(cluster, "alice"), ACL_TIMEOUT_S, "the topic to be visible")
@@ -171,8 +168,8 @@ def test_produce_needs_write_on_the_topic(cluster):
 
 
 def test_write_alone_implies_describe_and_metadata_hides_other_topics(cluster):
-    create_topic(cluster, "bob-w")
-    create_topic(cluster, "bob-hidden")
+    create_topic(cluster.admin, "bob-w", 1, 3)
+    create_topic(cluster.admin, "bob-hidden", 1, 3)
     grant(cluster, allow("bob", AclOperation.WRITE, ResourceType.TOPIC, "bob-w"))
     visible = wait_until(
         lambda: "bob-w" in (t := listed_topics(cluster, "bob")) and t,
@@ -188,7 +185,7 @@ def test_write_alone_implies_describe_and_metadata_hides_other_topics(cluster):
 
 
 def test_consumers_need_read_on_the_topic_and_the_group(cluster):
-    create_topic(cluster, "carol-t")
+    create_topic(cluster.admin, "carol-t", 1, 3)
     producer = Producer(settings(cluster, "admin"))
     producer.produce("carol-t", b"hello")
     assert producer.flush(10) == 0
@@ -228,8 +225,8 @@ def test_consumers_need_read_on_the_topic_and_the_group(cluster):
 
 
 def test_a_prefixed_allow_covers_the_topics_it_starts(cluster):
-    create_topic(cluster, "dave-orders")
-    create_topic(cluster, "orders-dave")
+    create_topic(cluster.admin, "dave-orders", 1, 3)
+    create_topic(cluster.admin, "orders-dave", 1, 3)
     grant(
         cluster, allow("dave", AclOperation.WRITE, ResourceType.TOPIC, "dave-", ResourcePatternType.PREFIXED)
     )
@@ -242,7 +239,7 @@ def test_a_prefixed_allow_covers_the_topics_it_starts(cluster):
 
 
 def test_a_deny_beats_an_allow(cluster):
-    create_topic(cluster, "erin-t")
+    create_topic(cluster.admin, "erin-t", 1, 3)
     grant(cluster, allow("erin", AclOperation.WRITE, ResourceType.TOPIC, "erin-t"))
     wait_until(lambda: produce_code(cluster, "erin", "erin-t") == 0, ACL_TIMEOUT_S, "the allow to apply")
     grant(cluster, deny("erin", AclOperation.WRITE, ResourceType.TOPIC, "erin-t"))
@@ -254,7 +251,7 @@ def test_a_deny_beats_an_allow(cluster):
 
 
 def test_an_acl_for_every_user(cluster):
-    create_topic(cluster, "public-news")
+    create_topic(cluster.admin, "public-news", 1, 3)
     grant(cluster, allow("User:*", AclOperation.DESCRIBE, ResourceType.TOPIC, "public-news"))
     visible = wait_until(
         lambda: "public-news" in (t := listed_topics(cluster, "frank")) and t,
@@ -287,7 +284,7 @@ def test_creating_and_deleting_topics(cluster):
 
 
 def test_an_idempotent_producer_needs_idempotent_write_or_write_on_a_topic(cluster):
-    create_topic(cluster, "hank-t")
+    create_topic(cluster.admin, "hank-t", 1, 3)
     grant(cluster, allow("hank", AclOperation.WRITE, ResourceType.TOPIC, "hank-t"))
     wait_until(
         lambda: produce_code(cluster, "hank", "hank-t", **{"enable.idempotence": True}) == 0,
@@ -313,7 +310,7 @@ def test_an_idempotent_producer_needs_idempotent_write_or_write_on_a_topic(clust
 def test_a_transactional_producer_needs_write_on_its_transactional_id(cluster):
     """The commit also has the coordinator write its markers to the topic's leader, another
     broker perhaps, as the super user."""
-    create_topic(cluster, "kate-t")
+    create_topic(cluster.admin, "kate-t", 1, 3)
     grant(cluster, allow("kate", AclOperation.WRITE, ResourceType.TOPIC, "kate-t"))
 
     def run_transaction(transactional_id: str) -> int:
@@ -345,7 +342,7 @@ def test_a_transactional_producer_needs_write_on_its_transactional_id(cluster):
 
 
 def test_describing_and_altering_configs(cluster):
-    create_topic(cluster, "liam-t")
+    create_topic(cluster.admin, "liam-t", 1, 3)
     grant(cluster, allow("liam", AclOperation.READ, ResourceType.TOPIC, "liam-t"))
     liam = admin(cluster, "liam")
 
@@ -361,7 +358,7 @@ def test_describing_and_altering_configs(cluster):
 
 
 def test_authorized_operations_are_the_users_own(cluster):
-    create_topic(cluster, "mia-t")
+    create_topic(cluster.admin, "mia-t", 1, 3)
     grant(
         cluster,
         allow("mia", AclOperation.READ, ResourceType.TOPIC, "mia-t"),
@@ -394,7 +391,7 @@ def test_broker_and_admin_requests_need_cluster_permissions(cluster):
     """A client may not fetch as a follower, write transaction markers, list log dirs or
     elect leaders without the cluster permission Kafka asks for; nor fetch, list offsets or
     find a coordinator without its permission on the topic, group or transactional id."""
-    create_topic(cluster, "nora-t")
+    create_topic(cluster.admin, "nora-t", 1, 3)
     grant(cluster, allow("nora", AclOperation.READ, ResourceType.TOPIC, "nora-t"))
     leader = cluster.admin.list_topics("nora-t", timeout=10).topics["nora-t"].partitions[0].leader
     with RawConnection(cluster.ports[leader]) as conn:

@@ -19,6 +19,7 @@ from confluent_kafka.admin import (
 from kafka.protocol.api_key import ApiKey
 
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import raw_set_broker_config
 from tests.raw_request import raw_request
 
 INVALID_CONFIG = 40
@@ -67,25 +68,6 @@ def _refusal(call) -> tuple[int, str]:
 
 
 SET, DELETE = AlterConfigOpType.SET, AlterConfigOpType.DELETE
-
-
-def raw_set_broker_config(port: int, broker: str, name: str, value: str):
-    """IncrementalAlterConfigs SET of one broker config; returns the resource's response."""
-    return raw_request(
-        port,
-        ApiKey.IncrementalAlterConfigs,
-        0,
-        {
-            "validate_only": False,
-            "resources": [
-                {
-                    "resource_type": ResourceType.BROKER.value,
-                    "resource_name": broker,
-                    "configs": [{"name": name, "config_operation": 0, "value": value}],
-                }
-            ],
-        },
-    ).responses[0]
 
 
 def _raw_describe(port: int, broker: str):

@@ -4,22 +4,18 @@ v8 names the refused records."""
 from __future__ import annotations
 
 from confluent_kafka import KafkaError, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.api_key import ApiKey
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from tests.kafka_helpers import create_topic
 from tests.raw_request import raw_request
 
 MESSAGE = "Compacted topic cannot accept message without key in topic partition keyed-0."
-
-
-def create_compacted(bootstrap: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic("keyed", 1, 1, config={"cleanup.policy": "compact"})])["keyed"].result(10)
+COMPACTED = {"cleanup.policy": "compact"}
 
 
 def test_librdkafka_gets_invalid_record_for_a_keyless_record_only(cluster):
-    create_compacted(cluster.bootstrap)
+    create_topic(cluster.bootstrap, "keyed", configs=COMPACTED)
     reports = []
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "linger.ms": 0})
     producer.produce("keyed", b"no key", partition=0, on_delivery=lambda err, msg: reports.append(err))
@@ -30,7 +26,7 @@ def test_librdkafka_gets_invalid_record_for_a_keyless_record_only(cluster):
 
 
 def test_produce_v8_names_the_keyless_records(cluster):
-    create_compacted(cluster.bootstrap)
+    create_topic(cluster.bootstrap, "keyed", configs=COMPACTED)
     builder = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=0,

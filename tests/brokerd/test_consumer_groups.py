@@ -9,16 +9,12 @@ import textwrap
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicCollection, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import create_topic, settle
 
 SESSION = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
-
-
-def create(bootstrap: str, name: str, partitions: int, replicas: int = 1) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, replicas)])[name].result(10)
 
 
 def produce_to_every_partition(bootstrap: str, topic: str, partitions: int, per_partition: int):
@@ -65,18 +61,9 @@ class Member:
         self.consumer.close()
 
 
-def settle(members: list[Member], predicate, what: str, timeout: float = 30) -> None:
-    def check():
-        for m in members:
-            m.poll()
-        return predicate()
-
-    wait_until(check, timeout, what, interval=0)
-
-
 @pytest.mark.parametrize("count,expected", [(3, [2, 2, 2]), (7, [0, 1, 1, 1, 1, 1, 1])])
 def test_partitions_are_shared_out_and_extra_members_stay_idle(cluster, count, expected):
-    create(cluster.bootstrap, "shared", 6)
+    create_topic(cluster.bootstrap, "shared", 6)
     members = [Member(cluster.bootstrap, f"g{count}", "shared") for _ in range(count)]
     try:
 
@@ -111,7 +98,7 @@ MEMBER_SCRIPT = textwrap.dedent("""
 
 
 def test_killed_member_hands_its_partitions_over_without_skipping_committed_records(cluster):
-    create(cluster.bootstrap, "work", 6)
+    create_topic(cluster.bootstrap, "work", 6)
     produce_to_every_partition(cluster.bootstrap, "work", 6, 20)
     doomed = subprocess.Popen(
         [sys.executable, "-c", MEMBER_SCRIPT, cluster.bootstrap, "crew", "work"],
@@ -153,7 +140,7 @@ def test_killed_member_hands_its_partitions_over_without_skipping_committed_reco
 
 
 def test_kcat_balanced_consumer_commits(cluster):
-    create(cluster.bootstrap, "kc", 2)
+    create_topic(cluster.bootstrap, "kc", 2)
     produce_to_every_partition(cluster.bootstrap, "kc", 2, 10)
     out = subprocess.run(
         [
@@ -210,7 +197,7 @@ def test_committed_offsets_survive_restarting_every_broker(cluster_factory):
     cluster = cluster_factory(
         3, {"broker.session.timeout.ms": "1500", "leader.imbalance.check.interval.seconds": "1"}
     )
-    create(cluster.bootstrap, "kept", 3, 3)
+    create_topic(cluster.bootstrap, "kept", 3, 3)
     commit(cluster.bootstrap, "keeper", "kept", [5, 6, 7])
     cluster.stop()
     cluster.start()
@@ -236,7 +223,7 @@ def test_committed_offsets_survive_restarting_every_broker(cluster_factory):
 
 def test_committed_offsets_survive_losing_the_coordinators_broker(cluster_factory):
     cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500"})
-    create(cluster.bootstrap, "kept", 3, 3)
+    create_topic(cluster.bootstrap, "kept", 3, 3)
     commit(cluster.bootstrap, "keeper", "kept", [1, 2, 3])
     from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
     from brokerd.coordinator.records import partition_for
@@ -260,7 +247,7 @@ def test_committed_offsets_survive_losing_the_coordinators_broker(cluster_factor
 def test_offsets_topic_records_use_kafkas_format_and_partitioning(cluster, group, partition):
     from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 
-    create(cluster.bootstrap, "anything", 1)
+    create_topic(cluster.bootstrap, "anything", 1)
     commit(cluster.bootstrap, group, "anything", [42])
     metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(timeout=10)
     assert len(metadata.topics[OFFSETS_TOPIC].partitions) == 10
@@ -278,7 +265,7 @@ def test_offsets_topic_records_use_kafkas_format_and_partitioning(cluster, group
 
 
 def test_clients_cannot_write_to_the_internal_topics(cluster):
-    create(cluster.bootstrap, "t", 1)
+    create_topic(cluster.bootstrap, "t", 1)
     commit(cluster.bootstrap, "g", "t", [1])
     transactional = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "t"})
     transactional.init_transactions(15)  # creates __transaction_state

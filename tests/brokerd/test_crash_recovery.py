@@ -9,8 +9,8 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.brokerd.test_wire_interop import consume_all, create_topic
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import consume_all, create_topic
 
 
 def test_sigkill_during_produce_loses_nothing_acknowledged(cluster):

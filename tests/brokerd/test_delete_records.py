@@ -5,26 +5,11 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
 from kafka.protocol.api_key import ApiKey
 
-from tests.brokerd.test_replication import create, partition_record, produce_sync
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import create_topic, delete_records, partition_record, produce_sync, watermarks
 from tests.raw_request import raw_request
-
-
-def delete_records(bootstrap: str, topic: str, offset: int, partition: int = 0):
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.delete_records([TopicPartition(topic, partition, offset)], request_timeout=10)
-    return next(iter(futures.values())).result(15)
-
-
-def watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused"})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, 0), 5)
-    finally:
-        consumer.close()
 
 
 def settled_watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
@@ -80,7 +65,7 @@ def raw_delete_records(port: int, topic: str, offset: int, partition: int = 0) -
 
 
 def test_deleted_records_are_gone_for_consumers_and_after_a_restart(cluster):
-    create(cluster, "trimmed", 1, 1, **{"segment.bytes": "4096"})
+    create_topic(cluster, "trimmed", 1, 1, {"segment.bytes": "4096"}, wait_for_leaders=True)
     produce_sync(cluster.bootstrap, "trimmed", [b"v%d" % i for i in range(300)])
     assert delete_records(cluster.bootstrap, "trimmed", 120).low_watermark == 120
     assert watermarks(cluster.bootstrap, "trimmed") == (120, 300)
@@ -94,7 +79,7 @@ def test_deleted_records_are_gone_for_consumers_and_after_a_restart(cluster):
 
 def test_errors_out_of_range_unknown_partition_and_not_leader(cluster_factory):
     three = cluster_factory(3)
-    create(three, "errors", 1, 3)
+    create_topic(three, "errors", 1, 3, wait_for_leaders=True)
     produce_sync(three.bootstrap, "errors", [b"x"] * 10)
     with pytest.raises(KafkaException) as raised:
         delete_records(three.bootstrap, "errors", 11)
@@ -113,7 +98,7 @@ def test_errors_out_of_range_unknown_partition_and_not_leader(cluster_factory):
 
 def test_followers_follow_the_start_and_a_new_leader_keeps_it(cluster_factory):
     three = cluster_factory(3)
-    create(three, "replicated", 1, 3, **{"segment.bytes": "4096"})
+    create_topic(three, "replicated", 1, 3, {"segment.bytes": "4096"}, wait_for_leaders=True)
     produce_sync(three.bootstrap, "replicated", [b"r%d" % i for i in range(300)], acks="all")
     assert delete_records(three.bootstrap, "replicated", 150).low_watermark == 150
     old_leader = partition_record(three, "replicated").leader

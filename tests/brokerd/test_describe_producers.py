@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.errors import NotLeaderForPartitionError, UnknownTopicOrPartitionError
 from kafka.record import MemoryRecords
 
-from tests.brokerd.test_fetch_limits import RawClient
-from tests.brokerd.test_read_committed import transactional
 from tests.cluster_harness import running_cluster, wait_until
+from tests.kafka_helpers import RawClient, create_topic, transactional_producer
 
 pytestmark = pytest.mark.interop
 
@@ -30,12 +29,6 @@ def admin(cluster):
     client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     yield client
     client.close()
-
-
-def create_topic(bootstrap: str, name: str, partitions: int, replication_factor: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result
-    futures = admin.create_topics([NewTopic(name, partitions, replication_factor)], operation_timeout=10)
-    futures[name].result(10)
 
 
 def placement(bootstrap: str, topic: str, partition: int) -> tuple[int, list[int]]:
@@ -92,7 +85,7 @@ def test_an_open_transaction_shows_its_start_offset_until_it_commits(cluster, ad
     for value in (b"before-0", b"before-1", b"before-2"):
         plain.produce("transactional", value, partition=0)
     assert plain.flush(10) == 0
-    txn = transactional(cluster.bootstrap, "described-producer")
+    txn = transactional_producer(cluster.bootstrap, "described-producer")
     txn.begin_transaction()
     for i in range(3):
         txn.produce("transactional", f"txn-{i}".encode(), partition=0)

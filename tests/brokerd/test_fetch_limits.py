@@ -3,20 +3,16 @@ batch may be larger, partition_max_bytes caps each partition, and long polls sti
 
 from __future__ import annotations
 
-import socket
 import struct
 import threading
 import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from kafka.protocol.api_key import ApiKey
-from kafka.protocol.consumer import FetchResponse
 
-from brokerd.protocol.codec import RequestHeader, encode_request
 from tests.brokerd.storage.conftest import records
-from tests.brokerd.test_wire_interop import create_topic
 from tests.cluster_harness import running_cluster, wait_until
+from tests.kafka_helpers import RawClient, create_topic
 
 pytestmark = pytest.mark.interop
 
@@ -25,7 +21,6 @@ PARTITIONS = 12
 PER_PARTITION = 60
 VALUE_SIZE = 10_000
 BATCH_BYTES = 200_000
-FETCH_VERSION = 11
 
 
 @pytest.fixture(scope="module")
@@ -48,117 +43,24 @@ def loaded(tmp_path_factory):
         yield cluster
 
 
-class RawClient:
-    """Fetch requests over a plain socket; responses measured as they come off the wire."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), 10)
-        self.correlation_id = 0
-
-    def fetch(
-        self,
-        offsets: dict[int, int],
-        max_bytes: int,
-        partition_max_bytes: int,
-        max_wait_ms: int = 0,
-        topic: str = TOPIC,
-    ) -> tuple[int, dict[int, bytes]]:
-        """Send one Fetch; returns the response's size in bytes and each partition's records."""
-        size, partitions = self.fetch_partitions(offsets, max_bytes, partition_max_bytes, max_wait_ms, topic)
-        return size, {index: bytes(p.records or b"") for index, p in partitions.items()}
-
-    def fetch_partitions(
-        self,
-        offsets: dict[int, int],
-        max_bytes: int,
-        partition_max_bytes: int,
-        max_wait_ms: int = 0,
-        topic: str = TOPIC,
-        isolation_level: int = 0,
-    ):
-        """Send one sessionless Fetch; returns the response's size and each partition's
-        decoded response."""
-        size, response = self.send_fetch(
-            {topic: request_partitions(offsets, partition_max_bytes)}, max_bytes, max_wait_ms, isolation_level
-        )
-        found = {}
-        for topic_response in response.responses:
-            for p in topic_response.partitions:
-                assert p.error_code == 0
-                found[p.partition_index] = p
-        return size, found
-
-    def send_fetch(
-        self,
-        topics: dict[str, list[dict]],
-        max_bytes: int = 1 << 20,
-        max_wait_ms: int = 0,
-        isolation_level: int = 0,
-        session_id: int = 0,
-        session_epoch: int = -1,
-        forgotten: dict[str, list[int]] | None = None,
-    ):
-        """Send one Fetch of ``topics`` (name -> request partitions) in or out of a fetch
-        session; returns the response's size and the decoded response."""
-        self.correlation_id += 1
-        header = RequestHeader(ApiKey.Fetch, FETCH_VERSION, self.correlation_id, "fetch-limits")
-        self.sock.sendall(
-            encode_request(
-                header,
-                {
-                    "replica_id": -1,
-                    "max_wait_ms": max_wait_ms,
-                    "min_bytes": 1,
-                    "max_bytes": max_bytes,
-                    "isolation_level": isolation_level,
-                    "session_id": session_id,
-                    "session_epoch": session_epoch,
-                    "topics": [
-                        {"topic": name, "partitions": partitions} for name, partitions in topics.items()
-                    ],
-                    "forgotten_topics_data": [
-                        {"topic": name, "partitions": indexes} for name, indexes in (forgotten or {}).items()
-                    ],
-                    "rack_id": "",
-                },
-            )
-        )
-        (size,) = struct.unpack(">i", self._read(4))
-        response = FetchResponse.decode(self._read(size), version=FETCH_VERSION, header=True)
-        assert response.header.correlation_id == self.correlation_id
-        return size, response
-
-    def _read(self, count: int) -> bytes:
-        data = b""
-        while len(data) < count:
-            chunk = self.sock.recv(count - len(data))
-            assert chunk, "broker closed the connection"
-            data += chunk
-        return data
-
-    def close(self) -> None:
-        self.sock.close()
-
-
-def request_partitions(offsets: dict[int, int], partition_max_bytes: int = 1 << 20) -> list[dict]:
-    """The request partitions fetching each of ``offsets`` (partition -> fetch offset)."""
-    return [
-        {
-            "partition": p,
-            "current_leader_epoch": -1,
-            "fetch_offset": offset,
-            "log_start_offset": -1,
-            "partition_max_bytes": partition_max_bytes,
-        }
-        for p, offset in offsets.items()
-    ]
-
-
 @pytest.fixture
 def raw(loaded):
     client = RawClient(loaded.ports[1])
     yield client
     client.close()
+
+
+def fetch(
+    raw: RawClient,
+    offsets: dict[int, int],
+    max_bytes: int,
+    partition_max_bytes: int,
+    max_wait_ms: int = 0,
+    topic: str = TOPIC,
+) -> tuple[int, dict[int, bytes]]:
+    """One Fetch through ``raw``; returns the response's size in bytes and each partition's records."""
+    size, partitions = raw.fetch_partitions(offsets, max_bytes, partition_max_bytes, max_wait_ms, topic=topic)
+    return size, {index: bytes(p.records or b"") for index, p in partitions.items()}
 
 
 def batch_sizes(data: bytes) -> list[int]:
@@ -175,7 +77,7 @@ def test_consuming_everything_never_gets_a_response_above_max_bytes(raw):
     offsets = {p: 0 for p in range(PARTITIONS)}
     seen = {p: [] for p in range(PARTITIONS)}
     while any(offset < PER_PARTITION for offset in offsets.values()):
-        size, found = raw.fetch(offsets, max_bytes, 1 << 20)
+        size, found = fetch(raw, offsets, max_bytes, 1 << 20)
         assert sum(len(data) for data in found.values()) <= max_bytes
         assert size <= max_bytes + 100 * PARTITIONS  # per-partition fields around the records
         for p, data in found.items():
@@ -191,25 +93,25 @@ def test_consuming_everything_never_gets_a_response_above_max_bytes(raw):
 
 
 def test_only_the_first_batch_of_the_response_may_exceed_max_bytes(raw):
-    size, found = raw.fetch({p: 0 for p in range(PARTITIONS)}, 1000, 1 << 20)
+    size, found = fetch(raw, {p: 0 for p in range(PARTITIONS)}, 1000, 1 << 20)
     assert [len(batch_sizes(data)) for data in found.values()] == [1] + [0] * (PARTITIONS - 1)
     assert len(found[0]) > 1000 and size < len(found[0]) + 100 * PARTITIONS
 
 
 def test_a_batch_that_does_not_fit_the_rest_of_the_budget_is_left_for_the_next_fetch(raw):
     # the first partition fills most of the budget; no later partition may add a whole batch
-    first = raw.fetch({0: 0}, 1 << 30, 1 << 30)[1][0]
+    first = fetch(raw, {0: 0}, 1 << 30, 1 << 30)[1][0]
     two_batches = sum(batch_sizes(first)[:2])
-    size, found = raw.fetch({p: 0 for p in range(PARTITIONS)}, two_batches + 1000, 1 << 20)
+    size, found = fetch(raw, {p: 0 for p in range(PARTITIONS)}, two_batches + 1000, 1 << 20)
     assert len(found[0]) == two_batches
     assert all(not data for p, data in found.items() if p != 0)
 
 
 def test_partition_max_bytes_caps_each_partition(raw):
-    first_batch = batch_sizes(raw.fetch({0: 0}, 1 << 30, 1 << 30)[1][0])[0]
-    size, found = raw.fetch({p: 0 for p in range(PARTITIONS)}, 1 << 30, first_batch + 10)
+    first_batch = batch_sizes(fetch(raw, {0: 0}, 1 << 30, 1 << 30)[1][0])[0]
+    size, found = fetch(raw, {p: 0 for p in range(PARTITIONS)}, 1 << 30, first_batch + 10)
     assert [len(batch_sizes(data)) for data in found.values()] == [1] * PARTITIONS
-    size, found = raw.fetch({p: 0 for p in range(PARTITIONS)}, 1 << 30, first_batch - 10)
+    size, found = fetch(raw, {p: 0 for p in range(PARTITIONS)}, 1 << 30, first_batch - 10)
     assert [len(batch_sizes(data)) for data in found.values()] == [1] + [0] * (PARTITIONS - 1)
 
 
@@ -217,7 +119,7 @@ def test_a_long_poll_waits_for_data_and_returns_by_max_wait(loaded, raw):
     create_topic(loaded.bootstrap, "late", 3)
     empty = {p: 0 for p in range(3)}
     started = time.monotonic()
-    _, found = raw.fetch(empty, 1 << 20, 1 << 20, max_wait_ms=300, topic="late")
+    _, found = fetch(raw, empty, 1 << 20, 1 << 20, max_wait_ms=300, topic="late")
     assert not any(found.values()) and 0.25 <= time.monotonic() - started < 3
 
     def produce_later():
@@ -229,7 +131,7 @@ def test_a_long_poll_waits_for_data_and_returns_by_max_wait(loaded, raw):
     thread = threading.Thread(target=produce_later)
     thread.start()
     started = time.monotonic()
-    _, found = raw.fetch(empty, 1 << 20, 1 << 20, max_wait_ms=10_000, topic="late")
+    _, found = fetch(raw, empty, 1 << 20, 1 << 20, max_wait_ms=10_000, topic="late")
     thread.join()
     assert time.monotonic() - started < 5
     assert [value for _, _, value in records(found[2])] == [b"late"]

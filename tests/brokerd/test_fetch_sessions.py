@@ -20,10 +20,8 @@ from brokerd.partition import Partition
 from brokerd.replication.fetch_session_handler import FetchSessionHandler
 from brokerd.storage import LogConfig, PartitionLog
 from tests.brokerd.storage.conftest import records
-from tests.brokerd.test_fetch_limits import RawClient, request_partitions
-from tests.brokerd.test_read_committed import transactional
-from tests.brokerd.test_wire_interop import create_topic
 from tests.cluster_harness import running_cluster, wait_until
+from tests.kafka_helpers import RawClient, create_topic, request_partitions, transactional_producer
 
 pytestmark = pytest.mark.interop
 
@@ -122,7 +120,7 @@ def test_an_incremental_fetch_answers_only_what_changed_and_long_polls(broker, r
 
 
 def test_a_moved_last_stable_offset_is_answered(broker, raw, topic):
-    txn = transactional(broker.bootstrap, f"{topic}-txn")
+    txn = transactional_producer(broker.bootstrap, f"{topic}-txn")
     txn.begin_transaction()
     txn.produce(topic, b"pending", partition=0)
     assert txn.flush(10) == 0

@@ -14,10 +14,15 @@ import signal
 from confluent_kafka import KafkaError
 from kafka.protocol.api_key import ApiKey
 
-from tests.brokerd.test_delete_records import delete_records, watermarks
-from tests.brokerd.test_fetch_limits import RawClient
-from tests.brokerd.test_replication import create, partition_record, produce_sync
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import (
+    RawClient,
+    create_topic,
+    delete_records,
+    partition_record,
+    produce_sync,
+    watermarks,
+)
 from tests.raw_request import raw_request
 
 LATEST, EARLIEST = -1, -2
@@ -62,10 +67,10 @@ def test_a_restarted_leader_answers_with_its_checkpointed_high_watermark(cluster
     three = cluster_factory(
         3, {**PAUSED_FOLLOWERS_STAY_IN_SYNC, "replica.high.watermark.checkpoint.interval.ms": "100"}
     )
-    create(three, "checkpointed", 1, 3)
+    create_topic(three, "checkpointed", 1, 3, wait_for_leaders=True)
     assert all(
         err is None
-        for err, _ in produce_sync(
+        for err, _, _ in produce_sync(
             three.bootstrap, "checkpointed", [b"r%d" % i for i in range(300)], acks="all"
         )
     )
@@ -85,10 +90,10 @@ def test_a_leader_behind_its_epoch_answers_offset_not_available_until_followers_
     three = cluster_factory(
         3, {**PAUSED_FOLLOWERS_STAY_IN_SYNC, "replica.high.watermark.checkpoint.interval.ms": "3600000"}
     )
-    create(three, "uncheckpointed", 1, 3, **{"segment.bytes": "4096"})
+    create_topic(three, "uncheckpointed", 1, 3, {"segment.bytes": "4096"}, wait_for_leaders=True)
     assert all(
         err is None
-        for err, _ in produce_sync(
+        for err, _, _ in produce_sync(
             three.bootstrap, "uncheckpointed", [b"r%d" % i for i in range(300)], acks="all"
         )
     )

@@ -12,12 +12,11 @@ import subprocess
 
 import pytest
 from confluent_kafka import Consumer, IsolationLevel, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from tests.brokerd.storage.conftest import records
-from tests.brokerd.test_fetch_limits import RawClient
-from tests.brokerd.test_wire_interop import create_topic
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import RawClient, create_topic, partition_record, transactional_producer
 
 pytestmark = pytest.mark.interop
 
@@ -25,18 +24,10 @@ PARTITIONS = 3
 END = b"end"
 
 
-def transactional(bootstrap: str, transactional_id: str) -> Producer:
-    producer = Producer(
-        {"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "linger.ms": 5}
-    )
-    producer.init_transactions(15)
-    return producer
-
-
 def write_transactions(bootstrap: str, topic: str, rounds: int) -> dict[str, bool]:
     """Two transactional producers and a plain one write to every partition, interleaved;
     returns, for each transaction's label, whether it was committed."""
-    t1, t2 = transactional(bootstrap, "t1"), transactional(bootstrap, "t2")
+    t1, t2 = transactional_producer(bootstrap, "t1"), transactional_producer(bootstrap, "t2")
     plain = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     outcome = {}
     for n in range(rounds):
@@ -179,7 +170,7 @@ def test_an_open_transaction_holds_the_last_stable_offset_until_it_commits(clust
     for value in (b"before-0", b"before-1"):
         plain.produce(topic, value, partition=0)
     plain.flush(10)
-    txn = transactional(cluster.bootstrap, "holder")
+    txn = transactional_producer(cluster.bootstrap, "holder")
     txn.begin_transaction()
     for i in range(3):
         txn.produce(topic, f"open-{i}".encode(), partition=0)
@@ -231,11 +222,10 @@ def test_an_open_transaction_holds_the_last_stable_offset_until_it_commits(clust
 def test_a_new_leader_knows_the_open_transaction_and_holds_the_same_last_stable_offset(cluster_factory):
     three = cluster_factory(3)
     topic = "failover"
-    admin = AdminClient({"bootstrap.servers": three.bootstrap})
-    admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "2"})])[topic].result(10)
-    leader = wait_until(lambda: three.state.topics()[topic].partitions[0].leader, 10, "a leader")
+    create_topic(three, topic, 1, 3, {"min.insync.replicas": "2"}, wait_for_leaders=True)
+    leader = partition_record(three, topic).leader
     plain = Producer({"bootstrap.servers": three.bootstrap, "acks": "all"})
-    txn = transactional(three.bootstrap, "survivor")
+    txn = transactional_producer(three.bootstrap, "survivor")
     plain.produce(topic, b"before", partition=0)
     plain.flush(10)
     txn.begin_transaction()

@@ -9,48 +9,13 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka import Producer
 
 from brokerd.replication.fetcher import FETCH_MAX_WAIT_MS
-from tests.brokerd.test_wire_interop import consume_all
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import consume_all, create_topic, partition_record, produce_sync, watermarks
 
 FAST = {"broker.session.timeout.ms": "1500", "replica.lag.time.max.ms": "3000"}
-
-
-def create(cluster, name: str, partitions: int, replicas: int = 3, **configs) -> None:
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(name, partitions, replicas, config=configs)])[name].result(10)
-    wait_until(
-        lambda: all(p.leader > 0 for p in cluster.state.topics()[name].partitions.values()),
-        10,
-        f"leaders for {name}",
-    )
-
-
-def partition_record(cluster, topic: str, partition: int = 0):
-    return cluster.state.topics()[topic].partitions[partition]
-
-
-def high_watermark(bootstrap: str, topic: str, partition: int = 0) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused"})
-    try:
-        return consumer.get_watermark_offsets(TopicPartition(topic, partition), 5)[1]
-    finally:
-        consumer.close()
-
-
-def produce_sync(bootstrap: str, topic: str, values: list[bytes], **conf) -> list:
-    """Produce and return each delivery's (error or None, offset)."""
-    reports = []
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, **conf})
-    for value in values:
-        producer.produce(
-            topic, value, partition=0, on_delivery=lambda err, msg: reports.append((err, msg.offset()))
-        )
-    producer.flush(30)
-    return reports
 
 
 @pytest.fixture
@@ -59,8 +24,8 @@ def three(cluster_factory):
 
 
 def test_leaders_spread_over_brokers_like_the_seeds_cases(three):
-    create(three, "case1", 2)
-    create(three, "case2", 3)
+    create_topic(three, "case1", 2, 3, wait_for_leaders=True)
+    create_topic(three, "case2", 3, 3, wait_for_leaders=True)
     case1 = three.state.topics()["case1"].partitions
     case2 = three.state.topics()["case2"].partitions
     assert len({p.leader for p in case1.values()}) == 2
@@ -71,7 +36,7 @@ def test_leaders_spread_over_brokers_like_the_seeds_cases(three):
 
 
 def test_leader_killed_during_acks_all_load_loses_nothing_acknowledged(three):
-    create(three, "ledger", 1)
+    create_topic(three, "ledger", 1, 3, wait_for_leaders=True)
     leader = partition_record(three, "ledger").leader
     acked: dict[bytes, int] = {}
     stop = threading.Event()
@@ -128,7 +93,7 @@ def test_leader_killed_during_acks_all_load_loses_nothing_acknowledged(three):
 
 
 def test_paused_follower_leaves_isr_and_the_high_watermark_keeps_moving(three):
-    create(three, "paused", 1)
+    create_topic(three, "paused", 1, 3, wait_for_leaders=True)
     record = partition_record(three, "paused")
     follower = record.replicas[-1]
     three.signal(follower, signal.SIGSTOP)
@@ -138,10 +103,10 @@ def test_paused_follower_leaves_isr_and_the_high_watermark_keeps_moving(three):
             15,
             "the paused follower to leave the ISR",
         )
-        before = high_watermark(three.bootstrap, "paused")
+        before = watermarks(three.bootstrap, "paused")[1]
         reports = produce_sync(three.bootstrap, "paused", [b"x"] * 50, acks="all")
-        assert [e for e, _ in reports] == [None] * 50
-        assert high_watermark(three.bootstrap, "paused") == before + 50
+        assert [e for e, _, _ in reports] == [None] * 50
+        assert watermarks(three.bootstrap, "paused")[1] == before + 50
     finally:
         three.signal(follower, signal.SIGCONT)
     wait_until(
@@ -155,8 +120,8 @@ def test_idle_followers_stay_in_sync_and_take_new_records_at_once(three):
     """Leaders stop reading the partitions an idle follower's fetch session parks; the
     follower still counts as caught up for as long as it fetches, and an append unparks
     the partition at once."""
-    create(three, "idle", 4)
-    assert produce_sync(three.bootstrap, "idle", [b"first"], acks="all") == [(None, 0)]
+    create_topic(three, "idle", 4, 3, wait_for_leaders=True)
+    assert produce_sync(three.bootstrap, "idle", [b"first"], acks="all") == [(None, 0, 0)]
     lag_s = int(FAST["replica.lag.time.max.ms"]) / 1000
     watch_until = time.monotonic() + 3 * lag_s
     while time.monotonic() < watch_until:
@@ -164,12 +129,12 @@ def test_idle_followers_stay_in_sync_and_take_new_records_at_once(three):
         assert not shrunk, f"idle followers left the ISR: {shrunk}"
         time.sleep(0.2)
     reports = produce_sync(three.bootstrap, "idle", [b"second"], acks="all", **{"message.timeout.ms": 5000})
-    assert reports == [(None, 1)]
-    assert high_watermark(three.bootstrap, "idle") == 2
+    assert reports == [(None, 0, 1)]
+    assert watermarks(three.bootstrap, "idle")[1] == 2
 
 
 def test_min_insync_replicas_rejects_acks_all_but_not_acks_1(three):
-    create(three, "strict", 1, **{"min.insync.replicas": "2"})
+    create_topic(three, "strict", 1, 3, {"min.insync.replicas": "2"}, wait_for_leaders=True)
     leader = partition_record(three, "strict").leader
     for broker in [b for b in (1, 2, 3) if b != leader]:
         three.kill(broker)
@@ -183,7 +148,7 @@ def test_min_insync_replicas_rejects_acks_all_but_not_acks_1(three):
 
 
 def test_zombie_controller_is_fenced_by_its_epoch(three):
-    create(three, "fenced", 3)
+    create_topic(three, "fenced", 3, 3, wait_for_leaders=True)
     zombie, epoch = three.state.controller()
     three.signal(zombie, signal.SIGSTOP)
     try:
@@ -222,13 +187,11 @@ def test_resumed_stale_leader_truncates_its_divergent_tail(cluster_factory):
             "auto.leader.rebalance.enable": "false",
         },
     )
-    create(cluster, "diverge", 1)
+    create_topic(cluster, "diverge", 1, 3, wait_for_leaders=True)
     record = partition_record(cluster, "diverge")
     old_leader, next_leader, third = record.replicas
-    assert produce_sync(cluster.bootstrap, "diverge", [b"c%d" % i for i in range(10)], acks="all")[-1] == (
-        None,
-        9,
-    )
+    reports = produce_sync(cluster.bootstrap, "diverge", [b"c%d" % i for i in range(10)], acks="all")
+    assert reports[-1] == (None, 0, 9)
     # Followers stop copying; the leader takes acks=1 writes only it will ever have. A paused
     # follower's fetch already waiting at the leader would still carry them (the kernel keeps
     # delivering to a stopped process), so let that long poll (FETCH_MAX_WAIT_MS) run out first.
@@ -236,7 +199,7 @@ def test_resumed_stale_leader_truncates_its_divergent_tail(cluster_factory):
     cluster.signal(third, signal.SIGSTOP)
     time.sleep(2 * FETCH_MAX_WAIT_MS / 1000)
     reports = produce_sync(cluster.bootstrap, "diverge", [b"lost%d" % i for i in range(5)], acks="1")
-    assert [o for _, o in reports] == [10, 11, 12, 13, 14]
+    assert [o for _, _, o in reports] == [10, 11, 12, 13, 14]
     cluster.signal(old_leader, signal.SIGSTOP)
     cluster.signal(next_leader, signal.SIGCONT)
     cluster.signal(third, signal.SIGCONT)
@@ -278,7 +241,7 @@ def log_bytes(cluster, broker: int, topic: str, partition: int = 0) -> bytes:
 
 
 def test_kcat_consumer_follows_a_leader_change(three):
-    create(three, "follow", 1)
+    create_topic(three, "follow", 1, 3, wait_for_leaders=True)
     leader = partition_record(three, "follow").leader
     produce_sync(three.bootstrap, "follow", [b"before%d" % i for i in range(5)], acks="all")
     kcat = subprocess.Popen(
@@ -303,7 +266,7 @@ def test_kcat_consumer_follows_a_leader_change(three):
 
 def test_graceful_stop_hands_leadership_over_and_preferred_leader_returns(cluster_factory):
     three = cluster_factory(3, FAST | {"leader.imbalance.check.interval.seconds": "1"})
-    create(three, "handover", 1)
+    create_topic(three, "handover", 1, 3, wait_for_leaders=True)
     preferred = partition_record(three, "handover").leader
     epoch = partition_record(three, "handover").leader_epoch
     three.stop(preferred)

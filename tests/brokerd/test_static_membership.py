@@ -14,8 +14,8 @@ from kafka.protocol.api_key import ApiKey
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.records import partition_for
 from brokerd.replication.broker_client import BrokerClient
-from tests.brokerd.test_consumer_groups import create, settle
 from tests.cluster_harness import until_answered, wait_until
+from tests.kafka_helpers import create_topic, settle
 
 TIMEOUT_S = 20.0
 UNKNOWN_MEMBER_ID = 25
@@ -187,7 +187,7 @@ def test_member_id_required_round_trip_and_unused_ids_expire(cluster):
 
 def test_a_rejoining_static_member_replaces_the_old_one_which_is_fenced(cluster):
     port = cluster.ports[1]
-    create(cluster.bootstrap, "orders", 1)
+    create_topic(cluster.bootstrap, "orders", 1)
 
     async def scenario():
         first = RawMember(port, "static", "instance-1")
@@ -359,7 +359,7 @@ def share_out(members: list[StaticMember], partitions: int) -> None:
 
 
 def test_a_restarted_static_consumer_gets_its_partitions_back_without_a_rebalance(cluster):
-    create(cluster.bootstrap, "work", 4)
+    create_topic(cluster.bootstrap, "work", 4)
     stays = StaticMember(cluster.bootstrap, "statics", "work", "stays")
     restarts = StaticMember(cluster.bootstrap, "statics", "work", "restarts")
     members = [stays, restarts]
@@ -382,7 +382,7 @@ def test_a_restarted_static_consumer_gets_its_partitions_back_without_a_rebalanc
 
 def test_a_static_group_keeps_its_assignment_when_its_coordinator_fails_over(cluster_factory):
     cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500"})
-    create(cluster.bootstrap, "work", 4, 3)
+    create_topic(cluster.bootstrap, "work", 4, 3)
     members = [StaticMember(cluster.bootstrap, "failover", "work", f"instance-{i}") for i in range(2)]
     try:
         share_out(members, 4)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient
 
 from brokerd.storage import iter_batch_headers
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import create_topic
 
 CODECS = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
@@ -43,16 +44,11 @@ def consume(bootstrap: str, topic: str, count: int) -> list[tuple[int, bytes, by
     return seen
 
 
-def create(admin: AdminClient, name: str, configs: dict[str, str]) -> None:
-    admin.create_topics([NewTopic(name, 1, 1, config=configs)])[name].result(10)
-
-
 @pytest.mark.parametrize(
     "topic_codec,producer_codec", [("gzip", "lz4"), ("snappy", "gzip"), ("zstd", "none"), ("lz4", "zstd")]
 )
 def test_batches_are_stored_in_the_topic_codec_and_read_back_unchanged(cluster, topic_codec, producer_codec):
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    create(admin, "recoded", {"compression.type": topic_codec})
+    create_topic(cluster.bootstrap, "recoded", configs={"compression.type": topic_codec})
     producer = Producer(
         {
             "bootstrap.servers": cluster.bootstrap,
@@ -78,7 +74,7 @@ def test_unknown_codecs_are_invalid_config(cluster):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     for value in ("brotli", "LZ4"):
         with pytest.raises(KafkaException) as raised:
-            create(admin, f"bad-{value}", {"compression.type": value})
+            create_topic(admin, f"bad-{value}", configs={"compression.type": value})
         assert raised.value.args[0].code() == KafkaError.INVALID_CONFIG
     for value in ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"):
-        create(admin, f"good-{value}", {"compression.type": value})
+        create_topic(admin, f"good-{value}", configs={"compression.type": value})

@@ -29,20 +29,10 @@ from kafka.protocol.api_key import ApiKey
 from brokerd.coordinator.records import partition_for
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import create_topic, transactional_producer
 from tests.raw_request import raw_request
 
 FAST = {"broker.session.timeout.ms": "1500"}
-
-
-def create(bootstrap: str, name: str, partitions: int, replicas: int = 1) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, replicas)])[name].result(10)
-
-
-def txn_producer(bootstrap: str, transactional_id: str, **extra) -> Producer:
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id, **extra})
-    producer.init_transactions(20)
-    return producer
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, committed: bool = True) -> list[bytes]:
@@ -77,8 +67,8 @@ def read_all(bootstrap: str, topic: str, partitions: int, committed: bool = True
 
 
 def test_committed_records_are_read_and_aborted_ones_are_not(cluster):
-    create(cluster.bootstrap, "out", 2)
-    producer = txn_producer(cluster.bootstrap, "basic")
+    create_topic(cluster.bootstrap, "out", 2)
+    producer = transactional_producer(cluster.bootstrap, "basic")
     producer.begin_transaction()
     for i in range(6):
         producer.produce("out", b"kept-%d" % i, partition=i % 2)
@@ -98,12 +88,12 @@ def test_committed_records_are_read_and_aborted_ones_are_not(cluster):
 
 
 def test_a_zombie_producer_is_fenced_by_its_successor(cluster):
-    create(cluster.bootstrap, "out", 1)
-    zombie = txn_producer(cluster.bootstrap, "app")
+    create_topic(cluster.bootstrap, "out", 1)
+    zombie = transactional_producer(cluster.bootstrap, "app")
     zombie.begin_transaction()
     zombie.produce("out", b"zombie")
     zombie.flush(10)
-    successor = txn_producer(cluster.bootstrap, "app")  # aborts the zombie's transaction
+    successor = transactional_producer(cluster.bootstrap, "app")  # aborts the zombie's transaction
     successor.begin_transaction()
     successor.produce("out", b"successor")
     successor.commit_transaction(20)
@@ -115,8 +105,8 @@ def test_a_zombie_producer_is_fenced_by_its_successor(cluster):
 
 
 def test_a_timed_out_transaction_is_aborted_and_its_producer_fenced(cluster):
-    create(cluster.bootstrap, "out", 1)
-    producer = txn_producer(cluster.bootstrap, "slow", **{"transaction.timeout.ms": 1000})
+    create_topic(cluster.bootstrap, "out", 1)
+    producer = transactional_producer(cluster.bootstrap, "slow", **{"transaction.timeout.ms": 1000})
     producer.begin_transaction()
     producer.produce("out", b"too-late")
     producer.flush(10)
@@ -192,7 +182,7 @@ def test_a_transaction_with_timed_out_messages_aborts_and_the_producer_carries_o
     broker without it makes the producer fatal. The partition's only replica is paused while
     the transaction coordinator, on another broker, stays up."""
     three = cluster_factory(3)
-    producer = txn_producer(three.bootstrap, "patient", **{"message.timeout.ms": 1000})
+    producer = transactional_producer(three.bootstrap, "patient", **{"message.timeout.ms": 1000})
     coordinator = transaction_coordinator(three, "patient")
     host = next(b for b in three.ports if b != coordinator)
     admin = AdminClient({"bootstrap.servers": three.bootstrap})
@@ -235,7 +225,7 @@ def test_librdkafka_reports_an_invalid_transaction_timeout(cluster):
 
 
 def test_kafka_python_transactional_producer(cluster):
-    create(cluster.bootstrap, "kp", 1)
+    create_topic(cluster.bootstrap, "kp", 1)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, transactional_id="kp-app")
     try:
         producer.init_transactions()
@@ -253,7 +243,7 @@ def test_kafka_python_transactional_producer(cluster):
 
 
 def test_kcat_transactional_producer_commits_at_the_end_of_input(cluster):
-    create(cluster.bootstrap, "kc", 1)
+    create_topic(cluster.bootstrap, "kc", 1)
     subprocess.run(
         ["kcat", "-P", "-b", cluster.bootstrap, "-t", "kc", "-X", "transactional.id=kcat-app"],
         input=b"a\nb\nc\n",
@@ -264,8 +254,8 @@ def test_kcat_transactional_producer_commits_at_the_end_of_input(cluster):
 
 
 def test_admin_clients_describe_and_list_transactions(cluster):
-    create(cluster.bootstrap, "out", 2)
-    producer = txn_producer(cluster.bootstrap, "described", **{"transaction.timeout.ms": 30000})
+    create_topic(cluster.bootstrap, "out", 2)
+    producer = transactional_producer(cluster.bootstrap, "described", **{"transaction.timeout.ms": 30000})
     producer.begin_transaction()
     producer.produce("out", b"x", partition=1)
     producer.flush(10)
@@ -311,9 +301,9 @@ def send_offset(producer: Producer, bootstrap: str, group: str, offset: int) -> 
 def test_offsets_sent_to_a_transaction_count_only_when_it_commits(cluster):
     """...also after the coordinator reloads its partitions: aborted offsets stay dropped,
     committed ones stay, and those of a transaction still open stay pending until it ends."""
-    create(cluster.bootstrap, "in", 1)
-    create(cluster.bootstrap, "out", 1)
-    producer = txn_producer(cluster.bootstrap, "offsets-app")
+    create_topic(cluster.bootstrap, "in", 1)
+    create_topic(cluster.bootstrap, "out", 1)
+    producer = transactional_producer(cluster.bootstrap, "offsets-app")
     for offset, end in ((5, producer.commit_transaction), (9, producer.abort_transaction)):
         producer.begin_transaction()
         producer.produce("out", b"%d" % offset)
@@ -416,8 +406,8 @@ def test_consume_transform_produce_is_exactly_once_across_sigkills(cluster_facto
     seed = rng.randrange(1 << 30)
     rng.seed(seed)
     cluster = cluster_factory(3, FAST)
-    create(cluster.bootstrap, "in", PARTITIONS, 3)
-    create(cluster.bootstrap, "out", PARTITIONS, 3)
+    create_topic(cluster.bootstrap, "in", PARTITIONS, 3)
+    create_topic(cluster.bootstrap, "out", PARTITIONS, 3)
     source = Producer({"bootstrap.servers": cluster.bootstrap, "enable.idempotence": True})
     worker = Worker(cluster.bootstrap)
     killed_broker = None
@@ -468,16 +458,16 @@ def test_a_new_coordinator_completes_a_commit_its_predecessor_died_in(cluster_fa
     cluster = cluster_factory(
         3, {**FAST, "transaction.state.log.replication.factor": "2", "transaction.state.log.min.isr": "1"}
     )
-    create(cluster.bootstrap, "out", 1, 3)
+    create_topic(cluster.bootstrap, "out", 1, 3)
     leader = cluster.state.topics()["out"].partitions[0].leader
-    txn_producer(cluster.bootstrap, "probe")  # creates __transaction_state
+    transactional_producer(cluster.bootstrap, "probe")  # creates __transaction_state
     partitions = cluster.state.topics()[TRANSACTION_STATE_TOPIC].partitions
     transactional_id = next(
         t
         for t in (f"app-{i}" for i in range(100))
         if leader not in partitions[partition_for(t, len(partitions))].replicas
     )
-    producer = txn_producer(cluster.bootstrap, transactional_id)
+    producer = transactional_producer(cluster.bootstrap, transactional_id)
     producer.begin_transaction()
     producer.produce("out", b"decided")
     producer.flush(10)

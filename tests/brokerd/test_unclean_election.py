@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import signal
 
-from tests.brokerd.test_broker_configs import raw_set_broker_config
-from tests.brokerd.test_replication import create, partition_record, produce_sync
-from tests.brokerd.test_wire_interop import consume_all
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import (
+    consume_all,
+    create_topic,
+    partition_record,
+    produce_sync,
+    raw_set_broker_config,
+)
 
 FAST_FAILOVER = {"broker.session.timeout.ms": "1500", "auto.leader.rebalance.enable": "false"}
 KEPT = [b"kept%d" % i for i in range(10)]
@@ -20,15 +24,15 @@ LOST = [b"lost%d" % i for i in range(5)]
 
 def offline_with_an_unreplicated_tail(cluster, topic: str) -> tuple[int, int]:
     """Run the scenario up to the leader's death; returns (dead leader, live follower)."""
-    create(cluster, topic, 1, 2, **{"min.insync.replicas": "1"})
+    create_topic(cluster, topic, 1, 2, {"min.insync.replicas": "1"}, wait_for_leaders=True)
     record = partition_record(cluster, topic)
     leader, follower = record.leader, next(r for r in record.replicas if r != record.leader)
-    assert all(err is None for err, _ in produce_sync(cluster.bootstrap, topic, KEPT, acks="all"))
+    assert all(err is None for err, _, _ in produce_sync(cluster.bootstrap, topic, KEPT, acks="all"))
     cluster.signal(follower, signal.SIGSTOP)
     wait_until(
         lambda: partition_record(cluster, topic).isr == [leader], 15, "the paused follower to leave the ISR"
     )
-    assert [err for err, _ in produce_sync(cluster.bootstrap, topic, LOST, acks="1")] == [None] * 5
+    assert [err for err, _, _ in produce_sync(cluster.bootstrap, topic, LOST, acks="1")] == [None] * 5
     cluster.kill(leader)
     cluster.signal(follower, signal.SIGCONT)
     wait_until(lambda: partition_record(cluster, topic).leader == -1, 15, "the partition to go offline")

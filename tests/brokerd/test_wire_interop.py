@@ -8,15 +8,9 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.cluster_harness import wait_until
+from tests.kafka_helpers import consume_all, create_topic
 
 pytestmark = pytest.mark.interop
-
-
-def create_topic(bootstrap: str, name: str, partitions: int, **configs) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(name, partitions, 1, config=configs)], operation_timeout=10)
-    futures[name].result(10)
 
 
 def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]], **conf) -> list:
@@ -33,43 +27,6 @@ def produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes]
         producer.produce(topic, value, key, on_delivery=on_delivery)
     assert producer.flush(15) == 0
     return acked
-
-
-def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list:
-    """Every record below each partition's high watermark (at least ``expected`` in all)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "unused",
-            "enable.auto.commit": False,
-            "enable.partition.eof": False,
-        }
-    )
-    tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
-    got = []
-    try:
-        wait_until(
-            lambda: sum(consumer.get_watermark_offsets(tp, 5)[1] for tp in tps) >= expected,
-            20,
-            f"{expected} records below the high watermarks",
-        )
-        ends = {tp.partition: consumer.get_watermark_offsets(tp, 5)[1] for tp in tps}
-        consumer.assign(tps)
-        seen = {p: 0 for p in ends}
-
-        def caught_up():
-            for msg in consumer.consume(500, 0.2):
-                got.append(msg)
-                if msg.error() is None:
-                    seen[msg.partition()] = msg.offset() + 1
-            return all(seen[p] >= end for p, end in ends.items())
-
-        wait_until(caught_up, 20, f"every record of {topic}")
-    finally:
-        consumer.close()
-    for msg in got:
-        assert msg.error() is None, msg.error()
-    return [(m.partition(), m.offset(), m.key(), m.value()) for m in got]
 
 
 def test_confluent_kafka_round_trip_keeps_order_and_key_placement(cluster):

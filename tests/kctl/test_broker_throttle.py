@@ -8,12 +8,11 @@ import time
 
 import pytest
 from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from kctl.cluster import snapshot
 from kctl.shell.exit_codes import ExitCode
-from tests.brokerd.test_wire_interop import consume_all
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import consume_all, create_topic
 from tests.kctl.local import kctl_in
 
 pytestmark = pytest.mark.timeout(150)
@@ -28,8 +27,7 @@ def moment(cluster) -> dict:
 
 def test_a_throttled_follower_lags_leaves_the_isr_and_rejoins_when_lifted(cluster_factory):
     cluster = cluster_factory(3, {"replica.lag.time.max.ms": "3000", "auto.leader.rebalance.enable": "false"})
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic("slow", 1, 3)])["slow"].result(10)
+    create_topic(cluster.bootstrap, "slow", 1, 3)
     first = wait_until(lambda: (m := moment(cluster))["high_watermark"] is not None and m, 10, "a leader")
     follower = next(b for b in first["replicas"] if b != first["leader"])
     kctl_in(cluster.dir, "broker", "throttle", str(follower), "--rate", "20KB/s")

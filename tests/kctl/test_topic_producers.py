@@ -7,8 +7,8 @@ import pytest
 from confluent_kafka import Producer
 
 from kctl.shell.exit_codes import ExitCode
-from tests.brokerd.test_read_committed import transactional
 from tests.cluster_harness import free_port, wait_until
+from tests.kafka_helpers import transactional_producer
 from tests.kctl.local import kctl_in, kctl_json
 
 pytestmark = pytest.mark.timeout(120)
@@ -38,7 +38,7 @@ def test_idempotent_and_transactional_producers_with_epochs_sequences_and_the_op
     assert plain_row["current_transaction_start_offset"] is None
     assert plain_row["last_timestamp"].endswith("Z")
 
-    first = transactional(cluster.bootstrap, "loader")
+    first = transactional_producer(cluster.bootstrap, "loader")
     first.begin_transaction()
     first.produce("orders", b"committed", partition=0)  # offset 3, marker at 4
     first.commit_transaction(20)
@@ -47,7 +47,7 @@ def test_idempotent_and_transactional_producers_with_epochs_sequences_and_the_op
     assert committed[txn_id]["latest_coordinator_epoch"] is not None
     assert committed[txn_id]["current_transaction_start_offset"] is None
 
-    second = transactional(cluster.bootstrap, "loader")  # fences `first`
+    second = transactional_producer(cluster.bootstrap, "loader")  # fences `first`
     second.begin_transaction()
     for value in (b"open-0", b"open-1"):
         second.produce("orders", value, partition=0)  # offsets 5, 6: left open

@@ -1,4 +1,6 @@
-"""Topics in and out of a real cluster for the Spark tests, with plain librdkafka clients."""
+"""Helpers for the Spark tests only: records written to and read from a real cluster with
+plain librdkafka clients, and a process group (a JVM and its Python workers) killed for good.
+Their topics come from tests.kafka_helpers.create_topic, waiting for leaders up to TIMEOUT_S."""
 
 from __future__ import annotations
 
@@ -8,23 +10,10 @@ import subprocess
 import time
 
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.cluster_harness import wait_until
 
 TIMEOUT_S = 30.0
-
-
-def create_topic(bootstrap: str, name: str, partitions: int = 1) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(TIMEOUT_S)
-    deadline = time.monotonic() + TIMEOUT_S
-    while True:  # until every partition has a leader
-        meta = admin.list_topics(name, timeout=TIMEOUT_S).topics[name]
-        if meta.error is None and all(p.leader >= 0 for p in meta.partitions.values()):
-            return
-        assert time.monotonic() < deadline, f"topic {name} has no leaders"
-        time.sleep(0.05)
 
 
 def produce(bootstrap: str, topic: str, records: list, partition: int | None = None) -> None:

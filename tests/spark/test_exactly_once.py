@@ -20,9 +20,10 @@ from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from tests.cluster_harness import wait_until
+from tests.kafka_helpers import create_topic
 from tests.spark.conftest import SPARK_ENV
 from tests.spark.copy_stream import start
-from tests.spark.helpers import consume_all, create_topic, kill_group, produce, values
+from tests.spark.helpers import TIMEOUT_S, consume_all, kill_group, produce, values
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
 RECORDS, PER_TRIGGER = 2000, 400
@@ -73,8 +74,8 @@ def sink_records(admin: AdminClient) -> int:
 
 
 def test_a_killed_query_restarted_from_its_checkpoint_writes_every_record_once(spark, cluster, tmp_path):
-    create_topic(cluster.bootstrap, "src", 2)
-    create_topic(cluster.bootstrap, "dst", 2)
+    create_topic(cluster.bootstrap, "src", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
+    create_topic(cluster.bootstrap, "dst", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     expected = [f"r{i}".encode() for i in range(RECORDS)]
     produce(cluster.bootstrap, "src", [(str(i % 10).encode(), v) for i, v in enumerate(expected)])
     checkpoint, log = tmp_path / "checkpoint", tmp_path / "pipeline.log"

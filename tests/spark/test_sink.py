@@ -13,7 +13,8 @@ from kctl.spark.produce import sink_columns
 from kctl.spark.replay import TAG, TaskIdentity
 from kctl.spark.sinklog import SinkLog, log_topic
 from kctl.spark.writer import KctlBatchWriter, KctlStreamWriter
-from tests.spark.helpers import consume_all, create_topic, values
+from tests.kafka_helpers import create_topic
+from tests.spark.helpers import TIMEOUT_S, consume_all, values
 
 pytestmark = pytest.mark.timeout(60)
 SCHEMA = StructType(
@@ -48,7 +49,7 @@ def task_rows(n, topic="out"):
 
 
 def test_a_replayed_task_delivers_only_what_its_earlier_attempt_did_not(cluster):
-    create_topic(cluster.bootstrap, "out", 2)
+    create_topic(cluster.bootstrap, "out", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     w, me, other = stream_writer(cluster.bootstrap), TaskIdentity("q", 0, 0), TaskIdentity("q", 0, 1)
     mine, theirs = task_rows(60), task_rows(30)
     w.write_task(me, arrow(mine[:25]))  # delivered 25 rows, then the task died
@@ -63,7 +64,7 @@ def test_a_replayed_task_delivers_only_what_its_earlier_attempt_did_not(cluster)
 
 
 def test_a_batch_already_committed_is_not_written_again(cluster):
-    create_topic(cluster.bootstrap, "out", 2)
+    create_topic(cluster.bootstrap, "out", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     w, me = stream_writer(cluster.bootstrap), TaskIdentity("q", 0, 0)
     w.commit([w.write_task(me, arrow(task_rows(10)))], 0)
     again = w.write_task(me, arrow(task_rows(10)))  # Spark replays: it died before its own commit
@@ -73,7 +74,7 @@ def test_a_batch_already_committed_is_not_written_again(cluster):
 
 
 def test_the_sink_log_records_intents_and_commits_with_end_offsets(cluster):
-    create_topic(cluster.bootstrap, "out", 2)
+    create_topic(cluster.bootstrap, "out", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     w = stream_writer(cluster.bootstrap)
     for batch in (0, 1):
         w.commit([w.write_task(TaskIdentity("q", batch, 0), arrow(task_rows(6)))], batch)
@@ -92,7 +93,7 @@ def test_commit_without_tasks_records_nothing(cluster):
 
 
 def test_batch_writer_produces_without_tags(cluster):
-    create_topic(cluster.bootstrap, "out", 2)
+    create_topic(cluster.bootstrap, "out", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     options = sink_options({"kafka.bootstrap.servers": cluster.bootstrap, "topic": "out"}, exactly_once=False)
     message = KctlBatchWriter(options, sink_columns(SCHEMA, "out")).write(arrow(task_rows(5, "ignored")))
     assert (message.topics, message.records) == (["out"], 5)

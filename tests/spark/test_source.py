@@ -11,7 +11,8 @@ from kctl.spark.fetch import read_range
 from kctl.spark.options import source_options
 from kctl.spark.planning import DataLossError, OffsetRange
 from kctl.spark.reader import KctlBatchReader, KctlStreamReader
-from tests.spark.helpers import create_topic, produce
+from tests.kafka_helpers import create_topic
+from tests.spark.helpers import TIMEOUT_S, produce
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -25,7 +26,7 @@ def read_all(r, tasks):
 
 
 def test_batch_reader_reads_each_record_once_in_split_ranges(cluster):
-    create_topic(cluster.bootstrap, "t", 2)
+    create_topic(cluster.bootstrap, "t", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     produce(cluster.bootstrap, "t", [f"a{i}" for i in range(30)], partition=0)
     produce(cluster.bootstrap, "t", [f"b{i}" for i in range(10)], partition=1)
     r = reader(KctlBatchReader, cluster.bootstrap, False, subscribe="t", minPartitions="4")
@@ -42,7 +43,7 @@ def test_batch_reader_reads_each_record_once_in_split_ranges(cluster):
 
 
 def test_batch_reader_bounds_and_timestamps(cluster):
-    create_topic(cluster.bootstrap, "t", 1)
+    create_topic(cluster.bootstrap, "t", 1, wait_for_leaders=True, timeout=TIMEOUT_S)
     produce(cluster.bootstrap, "t", ["old"] * 5)
     middle = int(time.time() * 1000) + 1
     while int(time.time() * 1000) <= middle:  # the next records get a later CreateTime
@@ -67,14 +68,14 @@ def test_batch_reader_bounds_and_timestamps(cluster):
 
 
 def test_specific_starting_offsets_must_cover_every_partition(cluster):
-    create_topic(cluster.bootstrap, "t", 2)
+    create_topic(cluster.bootstrap, "t", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     r = reader(KctlBatchReader, cluster.bootstrap, False, subscribe="t", startingOffsets='{"t": {"0": 0}}')
     with pytest.raises(ValueError, match="missing t/1"):
         r.partitions()
 
 
 def test_stream_reader_micro_batches_respect_the_read_limit(cluster):
-    create_topic(cluster.bootstrap, "t", 2)
+    create_topic(cluster.bootstrap, "t", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     produce(cluster.bootstrap, "t", [str(i) for i in range(8)], partition=0)
     produce(cluster.bootstrap, "t", [str(i) for i in range(4)], partition=1)
     r = reader(
@@ -99,7 +100,7 @@ def test_stream_reader_micro_batches_respect_the_read_limit(cluster):
 
 
 def test_available_now_ignores_later_records_and_new_topics_start_at_earliest(cluster):
-    create_topic(cluster.bootstrap, "s1", 1)
+    create_topic(cluster.bootstrap, "s1", 1, wait_for_leaders=True, timeout=TIMEOUT_S)
     produce(cluster.bootstrap, "s1", ["x"] * 3)
     r = reader(KctlStreamReader, cluster.bootstrap, True, subscribePattern="s.*")
     start = r.initialOffset()
@@ -108,7 +109,7 @@ def test_available_now_ignores_later_records_and_new_topics_start_at_earliest(cl
     produce(cluster.bootstrap, "s1", ["later"] * 2)
     assert r.latestOffset(start, ReadAllAvailable()) == start
     fresh = reader(KctlStreamReader, cluster.bootstrap, True, subscribePattern="s.*")
-    create_topic(cluster.bootstrap, "s2", 1)
+    create_topic(cluster.bootstrap, "s2", 1, wait_for_leaders=True, timeout=TIMEOUT_S)
     produce(cluster.bootstrap, "s2", ["n1", "n2"])
     registered = fresh.latestOffset(start, ReadAllAvailable())
     assert registered == {"s1": {"0": 5}, "s2": {"0": 0}}
@@ -120,7 +121,7 @@ def test_available_now_ignores_later_records_and_new_topics_start_at_earliest(cl
 def test_readers_survive_pickling_for_executors(cluster):
     import pickle
 
-    create_topic(cluster.bootstrap, "t", 1)
+    create_topic(cluster.bootstrap, "t", 1, wait_for_leaders=True, timeout=TIMEOUT_S)
     produce(cluster.bootstrap, "t", ["v"])
     r = reader(KctlStreamReader, cluster.bootstrap, True, subscribe="t", startingOffsets="earliest")
     start = r.initialOffset()
@@ -130,7 +131,7 @@ def test_readers_survive_pickling_for_executors(cluster):
 
 
 def test_missing_records_are_data_loss_or_skipped(cluster):
-    create_topic(cluster.bootstrap, "t", 1)
+    create_topic(cluster.bootstrap, "t", 1, wait_for_leaders=True, timeout=TIMEOUT_S)
     produce(cluster.bootstrap, "t", ["a", "b"])
     client = {"bootstrap.servers": cluster.bootstrap, "group.id": "g"}
     gone = OffsetRange("t", 0, 5, 10)  # past the end of the log: deleted by a truncation
@@ -140,7 +141,7 @@ def test_missing_records_are_data_loss_or_skipped(cluster):
 
 
 def test_a_range_not_yet_written_waits_then_times_out(cluster):
-    create_topic(cluster.bootstrap, "t", 1)
+    create_topic(cluster.bootstrap, "t", 1, wait_for_leaders=True, timeout=TIMEOUT_S)
     produce(cluster.bootstrap, "t", ["a"])
     client = {"bootstrap.servers": cluster.bootstrap}
     started = time.monotonic()

@@ -9,8 +9,9 @@ from pyspark.sql import functions as F
 
 from kctl.spark.sqlrun import as_records
 from kctl.spark.views import METADATA, ViewSpec, register_views
+from tests.kafka_helpers import create_topic
 from tests.kctl.mock_cluster import mock_cluster
-from tests.spark.helpers import consume_all, create_topic, produce
+from tests.spark.helpers import TIMEOUT_S, consume_all, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(180)]
 
@@ -20,7 +21,7 @@ def kctl_read(spark, bootstrap, **options):
 
 
 def test_batch_read_returns_exactly_the_records_of_a_topic(spark, cluster):
-    create_topic(cluster.bootstrap, "orders", 3)
+    create_topic(cluster.bootstrap, "orders", 3, wait_for_leaders=True, timeout=TIMEOUT_S)
     records = [(f"k{i % 5}".encode(), f"v{i}".encode(), [("n", str(i).encode())]) for i in range(300)]
     produce(cluster.bootstrap, "orders", records)
     df = kctl_read(spark, cluster.bootstrap, subscribe="orders", includeHeaders="true", minPartitions="6")
@@ -39,7 +40,7 @@ def test_batch_read_returns_exactly_the_records_of_a_topic(spark, cluster):
 
 
 def test_streaming_read_runs_bounded_micro_batches_and_checkpoints_kafka_json(spark, cluster, tmp_path):
-    create_topic(cluster.bootstrap, "events", 2)
+    create_topic(cluster.bootstrap, "events", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     produce(cluster.bootstrap, "events", [f"e{i}" for i in range(25)], partition=0)
     produce(cluster.bootstrap, "events", [f"f{i}" for i in range(5)], partition=1)
     seen = []
@@ -63,7 +64,7 @@ def test_streaming_read_runs_bounded_micro_batches_and_checkpoints_kafka_json(sp
 
 
 def test_batch_write_takes_the_sink_columns(spark, cluster):
-    create_topic(cluster.bootstrap, "out", 2)
+    create_topic(cluster.bootstrap, "out", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     rows = spark.createDataFrame([("a", "x", 1), ("b", None, 0)], "value string, key string, partition int")
     (
         rows.withColumn("topic", F.lit("out"))
@@ -94,7 +95,7 @@ def test_the_source_reads_librdkafkas_mock_cluster(spark):
 
 
 def test_topics_as_json_views_with_an_inferred_schema(spark, cluster):
-    create_topic(cluster.bootstrap, "orders", 2)
+    create_topic(cluster.bootstrap, "orders", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     produce(cluster.bootstrap, "orders", [json.dumps({"user": f"u{i % 3}", "amount": i}) for i in range(30)])
     spec = ViewSpec({"bootstrap.servers": cluster.bootstrap}, streaming=False, value_format="json")
     register_views(spark, spec, ["orders"])

@@ -11,9 +11,10 @@ import time
 import pytest
 
 from kctl.shell.exit_codes import ExitCode
+from tests.kafka_helpers import create_topic
 from tests.kctl.cli import kctl_command, kctl_env
 from tests.spark.conftest import SPARK_ENV
-from tests.spark.helpers import create_topic, kill_group, produce
+from tests.spark.helpers import TIMEOUT_S, kill_group, produce
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(240)]
 QUERY = "SELECT key AS user, count(*) AS clicks FROM clicks GROUP BY key"
@@ -52,7 +53,7 @@ def latest_counts(lines: list[str]) -> dict:
 
 
 def test_kctl_sql_prints_a_live_aggregate_and_stops_on_ctrl_c(cluster, tmp_path):
-    create_topic(cluster.bootstrap, "clicks", 2)
+    create_topic(cluster.bootstrap, "clicks", 2, wait_for_leaders=True, timeout=TIMEOUT_S)
     produce(cluster.bootstrap, "clicks", [(b"ann", b"/a")] * 3 + [(b"bob", b"/b")] * 2)
     command = kctl_command(
         "sql",
