@@ -52,10 +52,11 @@ def walk(command: Command, ctx: typer.Context) -> list[tuple[Command, typer.Cont
 
 
 def _subcommands_of(command: Command, ctx: typer.Context) -> list[tuple[str, Command]]:
-    if not hasattr(command, "list_commands"):
+    if not isinstance(command, typer.core.TyperGroup):
         return []
     subs = [(name, command.get_command(ctx, name)) for name in command.list_commands(ctx)]
-    return [(name, sub) for name, sub in subs if sub is not None and not sub.hidden]
+    # Typer makes every command a TyperCommand or TyperGroup, typed as a Click Command.
+    return [(name, sub) for name, sub in subs if isinstance(sub, Command) and not sub.hidden]
 
 
 def roff(text: str) -> str:
@@ -105,11 +106,11 @@ def _paragraphs(text: str) -> str:
 
 def _options(command: Command, ctx: typer.Context) -> list[str]:
     records = [p.get_help_record(ctx) for p in command.get_params(ctx)]
-    records = [r for r in records if r is not None]
-    if not records:
+    shown = [r for r in records if r is not None]
+    if not shown:
         return []
     out = [".SH OPTIONS"]
-    for terms, text in records:
+    for terms, text in shown:
         out += [".TP", "\\fB" + roff(terms).replace("-", "\\-") + "\\fR", roff(text)]
     return out
 
@@ -139,6 +140,7 @@ def completion_script(command: Command, shell: str) -> str:
 def generate(out_dir: Path) -> list[Path]:
     """Write every man page and completion file below `out_dir`; returns the paths written."""
     root = typer.main.get_command(app)
+    assert isinstance(root, typer.core.TyperGroup)  # the app of several commands
     files: dict[Path, str] = {}
     for command, ctx in walk(root, typer.Context(root, info_name=PROG, **root.context_settings)):
         files[Path("man") / f"{ctx.command_path.replace(' ', '-')}.1"] = man_page(command, ctx)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from importlib.metadata import version as package_version
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -31,7 +31,9 @@ EPILOG = "**Exit codes**\n\n" + "\n".join(f"* {code}: {meaning}" for code, meani
 class KctlGroup(TyperGroup):
     """The one place where expected failures become a single stderr line and an exit code."""
 
-    def invoke(self, ctx: typer.Context):
+    # typer vendors Click and exports no name for the Context TyperGroup.invoke takes;
+    # typer.Context, a subclass that adds nothing, stands for it.
+    def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except KctlError as exc:

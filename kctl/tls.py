@@ -71,16 +71,11 @@ def generate(cluster_dir: Path, client_cn: str | None = None) -> TlsFiles:
         return files
     client_key = _new_key()
     client_cert = _issue(ca_cert, ca_key, client_key, client_cn, ExtendedKeyUsageOID.CLIENT_AUTH, [])
-    files = TlsFiles(
-        files.ca_cert,
-        files.ca_key,
-        files.broker_keystore,
-        directory / f"{client_cn}.pem",
-        directory / f"{client_cn}.key",
-    )
-    _write(files.client_cert, _cert_pem(client_cert), 0o644)
-    _write(files.client_key, _key_pem(client_key), 0o600)
-    return files
+    client_cert_file = directory / f"{client_cn}.pem"
+    client_key_file = directory / f"{client_cn}.key"
+    _write(client_cert_file, _cert_pem(client_cert), 0o644)
+    _write(client_key_file, _key_pem(client_key), 0o600)
+    return TlsFiles(files.ca_cert, files.ca_key, files.broker_keystore, client_cert_file, client_key_file)
 
 
 def _new_key() -> Key:

@@ -101,7 +101,9 @@ def explain(
 
 def applying(bindings: list[AclBinding], resource: Resource) -> list[AclBinding]:
     """The bindings that name the resource: literally, by the `*` wildcard or by a prefix."""
-    return [b for b in bindings if authorizer.applies_to(b, resource.type, resource.name)]
+    name = resource.name
+    assert name is not None  # one resource the options named, not every one of its type
+    return [b for b in bindings if authorizer.applies_to(b, resource.type, name)]
 
 
 def authorizer_settings(conn: Connection) -> tuple[list[str], bool]:

@@ -185,7 +185,10 @@ def bench_consume(
     try:
         spec = OffsetRange(START, END if records is None else None)
         plans = plan(consumer, conn, topic, None, spec, exit_at_end=records is None)
-        target = records if records is not None else sum(p.stop - p.start for p in plans)
+        # without --records the plans stop at the end (exit_at_end)
+        target = (
+            records if records is not None else sum(p.stop - p.start for p in plans if p.stop is not None)
+        )
         if target == 0:
             raise KctlError(f"topic {topic!r} has no records to read; try `kctl bench produce` first")
         started = time.perf_counter()
@@ -210,8 +213,9 @@ def _drain(consumer: Consumer, conn: Connection, target: int) -> tuple[int, int]
     while count < target:
         batch = consumer.consume(num_messages=min(BATCH, target - count), timeout=0.2)
         for msg in batch:
-            if msg.error() is not None:
-                raise KctlError(f"cannot consume: {msg.error().str()}", exit_code_for(msg.error()))
+            error = msg.error()
+            if error is not None:
+                raise KctlError(f"cannot consume: {error.str()}", exit_code_for(error))
             count += 1
             nbytes += len(msg.value() or b"") + len(msg.key() or b"")
         if batch:

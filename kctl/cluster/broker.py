@@ -138,7 +138,7 @@ def throttle(
     """
     if (rate is None) != off:
         raise KctlError("give either --rate BYTES/S or --off", ExitCode.USAGE)
-    bytes_per_s = None if off else brokerctl.parse_byte_rate(rate)
+    bytes_per_s = None if rate is None else brokerctl.parse_byte_rate(rate)
     brokerctl.throttle(localcluster.existing(cluster_dir), broker_id, bytes_per_s)
     if off:
         console.info(f"Broker {broker_id} copies from its leaders at full speed again.")

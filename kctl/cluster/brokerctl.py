@@ -34,29 +34,29 @@ def lookup(state: ClusterState, broker_id: int) -> BrokerView:
     return found
 
 
-def running(state: ClusterState, broker_id: int) -> BrokerView:
-    """The broker, which must have a process to signal; a dead one is exit 6."""
+def running(state: ClusterState, broker_id: int) -> tuple[BrokerView, int]:
+    """The broker and the pid of its process to signal; a dead one is exit 6."""
     broker = lookup(state, broker_id)
     if broker.state == brokerview.DEAD or broker.pid is None:
         raise KctlError(
             f"broker {broker_id} is not running (start it with `kctl broker start {broker_id}`)",
             ExitCode.CONFLICT,
         )
-    return broker
+    return broker, broker.pid
 
 
 def kill(state: ClusterState, broker_id: int) -> BrokerView:
     """SIGKILL: the process dies at once, its lock is released, nothing is handed over."""
-    broker = running(state, broker_id)
-    localcluster.send(broker.pid, signal.SIGKILL)
+    broker, pid = running(state, broker_id)
+    localcluster.send(pid, signal.SIGKILL)
     _wait_dead(state, broker, KILL_TIMEOUT_S, "after SIGKILL")
     return broker
 
 
 def stop(state: ClusterState, broker_id: int, timeout: float) -> BrokerView:
     """SIGTERM: controlled shutdown (leaderships move first); waits until the process exits."""
-    broker = running(state, broker_id)
-    localcluster.terminate(broker.pid)
+    broker, pid = running(state, broker_id)
+    localcluster.terminate(pid)
     _wait_dead(
         state, broker, timeout, f"within {timeout:g}s of SIGTERM; `kctl broker kill {broker_id}` ends it"
     )
@@ -65,15 +65,15 @@ def stop(state: ClusterState, broker_id: int, timeout: float) -> BrokerView:
 
 def pause(state: ClusterState, broker_id: int) -> BrokerView:
     """SIGSTOP: the process keeps its lock but stops renewing its lease."""
-    broker = running(state, broker_id)
-    localcluster.send(broker.pid, signal.SIGSTOP)
+    broker, pid = running(state, broker_id)
+    localcluster.send(pid, signal.SIGSTOP)
     return broker
 
 
 def resume(state: ClusterState, broker_id: int) -> BrokerView:
     """SIGCONT: a paused broker runs again and finds out what it missed."""
-    broker = running(state, broker_id)
-    localcluster.send(broker.pid, signal.SIGCONT)
+    broker, pid = running(state, broker_id)
+    localcluster.send(pid, signal.SIGCONT)
     return broker
 
 

@@ -74,15 +74,15 @@ def view(state: ClusterState) -> list[BrokerView]:
         reg = regs.get(broker_id)
         timeout_s = reg.session_timeout_ms / 1000 if reg else session_timeout_s
         status = state_of(reg, timeout_s, now)
-        running = status != DEAD
+        process = None if status == DEAD else reg  # the registration of a running process
         views.append(
             BrokerView(
                 broker_id,
                 reg.host if reg else HOST,
                 port,
-                reg.pid if running else None,
+                None if process is None else process.pid,
                 status,
-                max(0.0, now - reg.heartbeat_at) if running else None,
+                None if process is None else max(0.0, now - process.heartbeat_at),
                 state.replication_throttle(broker_id),
             )
         )

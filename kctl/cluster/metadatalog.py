@@ -256,6 +256,7 @@ class Entry:
 
     def line(self, controllers: Mapping[int, int]) -> str:
         if self.record["type"] == SNAPSHOT_LOADED:
+            assert self.body is not None  # a snapshot's sentence is known once it is loaded
             return self.body
         return f"#{self.record['offset']} {self.body}{writer(self.record, controllers, self.isr_leader)}"
 

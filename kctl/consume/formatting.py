@@ -13,24 +13,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Protocol
 
+from kctl.kafka.record import Record
 from kctl.shell.recordjson import header_json, put_bytes
 
 DEFAULT_FORMAT = "%v\\n"
-
-
-class Record(Protocol):
-    """What a confluent_kafka.Message offers; formats depend on nothing else."""
-
-    def topic(self) -> str: ...
-    def partition(self) -> int: ...
-    def offset(self) -> int: ...
-    def key(self) -> bytes | None: ...
-    def value(self) -> bytes | None: ...
-    def timestamp(self) -> tuple[int, int]: ...
-    def headers(self) -> list[tuple[str, bytes | None]] | None: ...
-
 
 Part = Callable[[Record], bytes]
 
@@ -66,11 +53,16 @@ _ESCAPES = {"n": b"\n", "t": b"\t", "r": b"\r", "0": b"\0", "\\": b"\\"}
 def compile_format(fmt: str) -> Callable[[Record], bytes]:
     """Compile a format string into a function from a record to its output bytes."""
     parts = _parse(fmt)
-    if all(isinstance(p, bytes) for p in parts):
-        constant = b"".join(parts)
+    literals = [p for p in parts if isinstance(p, bytes)]
+    if len(literals) == len(parts):
+        constant = b"".join(literals)
         return lambda record: constant
-    funcs = [p if callable(p) else (lambda r, lit=p: lit) for p in parts]
+    funcs = [p if callable(p) else _literal(p) for p in parts]
     return lambda record: b"".join([f(record) for f in funcs])
+
+
+def _literal(text: bytes) -> Part:
+    return lambda record: text
 
 
 _LEXEME = re.compile(r"%(?P<token>.?)|\\x(?P<hex>[0-9a-fA-F]{2})|\\(?P<escape>.?)|(?P<text>[^%\\]+)", re.S)

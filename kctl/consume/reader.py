@@ -11,19 +11,21 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from enum import Enum
+from typing import cast
 
 from kctl.consume.assignment import PartitionPlan
 from kctl.kafka import consumer as consumers
 from kctl.kafka.client import Consumer
 from kctl.kafka.consumer import ClusterWatch, Message
 from kctl.kafka.errors import KafkaError, exit_code_for
+from kctl.kafka.record import Record
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 
 BATCH = 1000
 POLL_TIMEOUT_S = 0.2
 
-Render = Callable[[Message], bytes]
+Render = Callable[[Record], bytes]
 
 
 class Commit(str, Enum):
@@ -94,14 +96,18 @@ class Reader:
     def _batch(self, want: int) -> list[bytes]:
         """Rendered records of one consume() call, at most `want`; the per-record hot path."""
         chunks = []
-        stops, active, positions, render = self.stops, self.active, self.positions, self.render
+        stops, active, positions = self.stops, self.active, self.positions
+        # Only records are rendered, never error events (kctl.kafka.record).
+        render = cast(Callable[[Message], bytes], self.render)
         for msg in self.consumer.consume(num_messages=want, timeout=POLL_TIMEOUT_S):
-            if msg.error() is not None:
-                self._on_event(msg)
+            error = msg.error()
+            if error is not None:
+                self._on_event(msg, error)
                 continue
             p, offset = msg.partition(), msg.offset()
             if p not in active:
                 continue
+            assert offset is not None  # a record's offset is set
             stop = stops[p]
             if stop is not None and offset >= stop:
                 active.discard(p)
@@ -112,12 +118,14 @@ class Reader:
                 active.discard(p)
         return chunks
 
-    def _on_event(self, msg: Message) -> None:
+    def _on_event(self, msg: Message, error: KafkaError) -> None:
         """End of a partition closes it if bounded; any other partition error ends the run."""
-        error, p = msg.error(), msg.partition()
+        p = msg.partition()
         if error.code() == KafkaError._PARTITION_EOF:
+            end = msg.offset()
+            assert p is not None and end is not None  # the partition that ended, and its end
             stop = self.stops.get(p)
-            if stop is not None and msg.offset() >= stop:
+            if stop is not None and end >= stop:
                 self.active.discard(p)
             return
         if (

@@ -252,7 +252,7 @@ def _require_empty(conn: Connection, group: str, doing: str) -> None:
         raise KctlError("the group id must not be empty", ExitCode.INVALID_INPUT)
     description = groups.describe_one(conn, group)
     if description.members:
-        state = groups.STATE_NAMES[description.state]
+        state = groups.state_name(description)
         raise KctlError(
             f"group {group!r} has {len(description.members)} active member(s) "
             f"(state {state}): stop its consumers to {doing}",

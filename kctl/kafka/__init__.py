@@ -9,7 +9,7 @@ to a cluster through kafka-python, so commands never build a client or a request
 - the requests, one module per resource: `topics`, `configs`, `offsets`, `groups`,
   `reassignments`, `acls`, `scram`, `quotas`;
 - the clients' own machinery: `consumer` (watermarks, assignment, group membership, commits),
-  `delivery` (delivery reports), `transactions`.
+  `record` (a consumed record, as typed), `delivery` (delivery reports), `transactions`.
 
 Commands take the types they annotate with (Producer, Consumer, Message, the metadata, Kafka's
 error types) from these modules too.

@@ -6,7 +6,7 @@ brokerd's AclBinding and AclBindingFilter (kctl.acl.acls makes them from the opt
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from confluent_kafka import KafkaException
 from confluent_kafka import admin as confluent
@@ -32,13 +32,17 @@ def create(conn: Connection, bindings: list[AclBinding]) -> None:
 def describe(conn: Connection, acl_filters: list[AclBindingFilter]) -> list[AclBinding]:
     """The bindings any of the filters match, each once, in a stable order."""
     admin = conn.admin()
-    found: dict[AclBinding, None] = {}
-    for acl_filter in acl_filters:
+
+    def matching(acl_filter: AclBindingFilter) -> list[AclBinding]:
         future = _call(
-            lambda f=acl_filter: admin.describe_acls(_filter_to_confluent(f), request_timeout=conn.timeout),
+            lambda: admin.describe_acls(_filter_to_confluent(acl_filter), request_timeout=conn.timeout),
             "list ACLs",
         )
-        found.update(dict.fromkeys(_from_confluent(b) for b in result(future, "list ACLs")))
+        return [_from_confluent(b) for b in result(future, "list ACLs")]
+
+    found: dict[AclBinding, None] = {}
+    for acl_filter in acl_filters:
+        found.update(dict.fromkeys(matching(acl_filter)))
     return _ordered(found)
 
 
@@ -93,24 +97,28 @@ def _to_confluent(b: AclBinding) -> confluent.AclBinding:
 
 
 def _filter_to_confluent(f: AclBindingFilter) -> confluent.AclBindingFilter:
+    # A filter's name, principal and host may be None (any), as confluent-kafka documents,
+    # but its AclBindingFilter inherits AclBinding's constructor, typed str for all three.
     return confluent.AclBindingFilter(
         int(f.resource_type),
-        f.resource_name,
+        f.resource_name,  # type: ignore[arg-type]
         int(f.pattern_type),
-        f.principal,
-        f.host,
+        f.principal,  # type: ignore[arg-type]
+        f.host,  # type: ignore[arg-type]
         int(f.operation),
         int(f.permission),
     )
 
 
 def _from_confluent(b: confluent.AclBinding) -> AclBinding:
+    # AclBinding's constructor turns these into their enums; confluent-kafka types the
+    # attributes with the str and int the constructor also takes.
     return AclBinding(
-        ResourceType(b.restype.value),
+        ResourceType(cast(confluent.ResourceType, b.restype).value),
         b.name,
-        ACLResourcePatternType(b.resource_pattern_type.value),
+        ACLResourcePatternType(cast(confluent.ResourcePatternType, b.resource_pattern_type).value),
         b.principal,
         b.host,
-        ACLOperation(b.operation.value),
-        ACLPermissionType(b.permission_type.value),
+        ACLOperation(cast(confluent.AclOperation, b.operation).value),
+        ACLPermissionType(cast(confluent.AclPermissionType, b.permission_type).value),
     )

@@ -83,8 +83,10 @@ def commit(consumer: Consumer, topic: str, positions: dict[int, int]) -> tuple[i
         )
     except KafkaException as exc:
         return None, exc.args[0].str()
-    failed = next((tp for tp in done or [] if tp.error is not None), None)
-    return None if failed is None else (failed.partition, failed.error.str())
+    for tp in done or []:
+        if tp.error is not None:
+            return tp.partition, tp.error.str()
+    return None
 
 
 class ClusterWatch:

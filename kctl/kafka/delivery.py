@@ -116,7 +116,9 @@ class LatencyRecorder:
 
     def __call__(self, error: KafkaError | None, message: Message) -> None:
         if error is None:
-            self.latencies.append(message.latency())
+            latency = message.latency()
+            assert latency is not None  # librdkafka times every message it delivered
+            self.latencies.append(latency)
         else:
             self.errors.append(error)
 
@@ -143,8 +145,9 @@ class DeliveryPoller:
                 self._producer.poll(0.1)
         except BaseException as exc:  # handed to the main thread in __exit__
             self._error = exc
-            if not self._stop.is_set():
-                signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            main = threading.main_thread().ident  # None only for a thread not started yet
+            if not self._stop.is_set() and main is not None:
+                signal.pthread_kill(main, signal.SIGINT)
 
     def __enter__(self) -> DeliveryPoller:
         self._thread.start()

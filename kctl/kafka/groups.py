@@ -12,6 +12,8 @@ transaction is open, so lag above it is records they cannot read yet, not record
 
 from __future__ import annotations
 
+from typing import cast
+
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import ConsumerGroupDescription, MemberDescription
 
@@ -34,6 +36,12 @@ STATE_NAMES = {
 Partition = tuple[str, int]
 
 
+def state_name(description: ConsumerGroupDescription) -> str:
+    """The group's state as Kafka spells it."""
+    # confluent-kafka makes the state a ConsumerGroupState but types it as any Enum.
+    return STATE_NAMES[cast(ConsumerGroupState, description.state)]
+
+
 def list_groups(conn: Connection) -> list[dict]:
     """Every group with its state and coordinator (ListGroups before v4 carries no state)."""
     listing = result(conn.admin().list_consumer_groups(request_timeout=conn.timeout), "list groups")
@@ -45,7 +53,7 @@ def list_groups(conn: Connection) -> list[dict]:
         rows.append(
             {
                 "group": group_id,
-                "state": STATE_NAMES[description.state],
+                "state": state_name(description),
                 "protocol_type": _protocol_type(description),
                 "coordinator": _coordinator(description),
                 "members": len(description.members),
@@ -74,7 +82,7 @@ def describe(conn: Connection, group_id: str) -> dict:
     return {
         "group": group_id,
         "coordinator": _coordinator(description),
-        "state": STATE_NAMES[description.state],
+        "state": state_name(description),
         "protocol_type": _protocol_type(description),
         "assignor": description.partition_assignor or None,
         "members": [

@@ -65,7 +65,7 @@ def describe(
     """Every quota entity matching the filter (everything without one), with its values:
     [{"user": ..., "client_id": ..., "values": {key: value}}], a missing part being absent
     from the entity and `<default>` the default one."""
-    components = []
+    components: list[tuple[str, int, str | None]] = []
     for entity_type, name, default in (
         ("user", user, user_default),
         ("client-id", client_id, client_default),

@@ -8,6 +8,9 @@ broker derives the stored and server keys): no broker ever receives or keeps the
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+from typing import Any, cast
+
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
     ScramCredentialInfo,
@@ -41,13 +44,16 @@ def describe(conn: Connection, users: list[str] | None = None) -> list[dict]:
     """Users with their mechanisms and iterations, sorted by name: every user, or `users`
     (an unknown one is exit 4, RESOURCE_NOT_FOUND)."""
     admin = conn.admin()
+    # A future per user when users are named, else one future of them all: confluent-kafka
+    # annotates each answer as either.
     if users:
+        futures = admin.describe_user_scram_credentials(users, request_timeout=conn.timeout)
         found = {
-            u: result(f, f"describe user {u!r}")
-            for u, f in admin.describe_user_scram_credentials(users, request_timeout=conn.timeout).items()
+            u: result(f, f"describe user {u!r}") for u, f in cast(dict[str, Future[Any]], futures).items()
         }
     else:
-        found = result(admin.describe_user_scram_credentials(request_timeout=conn.timeout), "list users")
+        future = admin.describe_user_scram_credentials(request_timeout=conn.timeout)
+        found = result(cast(Future[Any], future), "list users")
     return [
         {
             "user": user,

@@ -48,7 +48,6 @@ class Transactions:
     """Runs batches of records as transactions of one producer, and counts the outcomes."""
 
     def __init__(self, transactional_id: str, timeout: float):
-        self.producer: Producer | None = None
         self.transactional_id = transactional_id
         self.timeout = timeout
         self.committed = 0
@@ -63,23 +62,22 @@ class Transactions:
         A failure (a record refused, a delivery failed, the producer fenced) aborts the open
         transaction and raises KctlError; Ctrl-C aborts it and is re-raised.
         """
-        self.producer = producer
         try:
             self._call(producer.init_transactions, "register the transactional id", self.timeout)
             for batch in batches:
                 self._call(producer.begin_transaction, "begin a transaction")
                 self._open = True
                 records = send(batch)
-                self._commit()
+                self._commit(producer)
                 self.committed_records += records
         except KctlError:
-            self._abort()
+            self._abort(producer)
             raise
         except KafkaException as exc:  # a record refused before sending (e.g. too large)
-            self._abort()
+            self._abort(producer)
             raise self.failure(exc.args[0], "produce in a transaction") from None
         except KeyboardInterrupt:
-            self._abort()
+            self._abort(producer)
             raise
 
     def summary(self) -> str:
@@ -88,11 +86,11 @@ class Transactions:
             f"({_count(self.committed_records, 'record')}), {self.aborted} aborted"
         )
 
-    def _commit(self) -> None:
+    def _commit(self, producer: Producer) -> None:
         """Flush the transaction's records and commit it; retry what librdkafka calls retriable."""
         while True:
             try:
-                self.producer.commit_transaction()
+                producer.commit_transaction()
                 break
             except KafkaException as exc:
                 error = exc.args[0]
@@ -101,7 +99,7 @@ class Transactions:
         self._open = False
         self.committed += 1
 
-    def _abort(self) -> None:
+    def _abort(self, producer: Producer) -> None:
         """Abort the open transaction, if any: its records never reach read_committed readers.
 
         A fenced producer cannot abort, but need not: the coordinator aborted its transaction
@@ -110,7 +108,7 @@ class Transactions:
         if not self._open:
             return
         self._open = False
-        error = self._abort_error()
+        error = self._abort_error(producer)
         if error is None or error.code() in FENCED:
             self.aborted += 1
         else:
@@ -119,9 +117,9 @@ class Transactions:
                 "aborts it after transaction.timeout.ms"
             )
 
-    def _abort_error(self) -> KafkaError | None:
+    def _abort_error(self, producer: Producer) -> KafkaError | None:
         try:
-            self.producer.abort_transaction(self.timeout)
+            producer.abort_transaction(self.timeout)
         except KafkaException as exc:
             return exc.args[0]
         return None

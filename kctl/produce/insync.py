@@ -34,7 +34,9 @@ def refusal(
         for p in sorted(partitions or meta.partitions)
         if p in meta.partitions and len(meta.partitions[p].isrs) < len(meta.partitions[p].replicas)
     }
-    required = _min_insync(conn, meta.topic) if under else None
+    topic = meta.topic
+    assert topic is not None  # a topic's metadata names it
+    required = _min_insync(conn, topic) if under else None
     if required is None:
         return None
     short = [(p, n) for p, n in under.items() if n < required]

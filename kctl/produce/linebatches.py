@@ -13,26 +13,26 @@ from __future__ import annotations
 
 import select
 from collections.abc import Iterable, Iterator
+from io import BufferedIOBase
 from itertools import chain, islice
-from typing import BinaryIO
 
 READY_LIMIT = 1024 * 1024  # bytes of input per transaction at most, without --txn-size
 READ_SIZE = 64 * 1024
 
 
-def batches(stream: BinaryIO, size: int | None) -> Iterator[Iterable[bytes]]:
+def batches(stream: BufferedIOBase, size: int | None) -> Iterator[Iterable[bytes]]:
     """Every `size` lines, or (None) the input ready at once."""
     return ready(stream) if size is None else sized(stream, size)
 
 
-def sized(stream: BinaryIO, size: int) -> Iterator[Iterable[bytes]]:
+def sized(stream: BufferedIOBase, size: int) -> Iterator[Iterable[bytes]]:
     """`size` lines at a time, read lazily; each batch must be used up before the next."""
     lines = iter(stream)
     for first in lines:
         yield chain((first,), islice(lines, size - 1))
 
 
-def ready(stream: BinaryIO, limit: int = READY_LIMIT) -> Iterator[list[bytes]]:
+def ready(stream: BufferedIOBase, limit: int = READY_LIMIT) -> Iterator[list[bytes]]:
     """The complete lines of input ready at once (a line split across reads goes with its end)."""
     tail = b""
     while True:
@@ -55,7 +55,7 @@ def ready(stream: BinaryIO, limit: int = READY_LIMIT) -> Iterator[list[bytes]]:
             return
 
 
-def _waiting(stream: BinaryIO) -> bool:
+def _waiting(stream: BufferedIOBase) -> bool:
     """Whether more input can be read without blocking (always, for a regular file)."""
     readable, _, _ = select.select([stream], [], [], 0)
     return bool(readable)

@@ -9,9 +9,10 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import ExitStack
 from enum import Enum
 from functools import partial
+from io import BufferedIOBase
 from itertools import chain
 from pathlib import Path
-from typing import Annotated, BinaryIO, Protocol
+from typing import Annotated, Protocol, cast
 
 import typer
 from rich.progress import Progress
@@ -353,12 +354,13 @@ def _ticker(progress: Callable[[], None], rate: float | None) -> tuple[Callable[
     return tick, bucket.burst
 
 
-def _open_input(stack: ExitStack, file: Path | None) -> tuple[BinaryIO, Callable[[], None]]:
+def _open_input(stack: ExitStack, file: Path | None) -> tuple[BufferedIOBase, Callable[[], None]]:
     """The byte stream to read, and a progress callback (a no-op unless it can show a bar)."""
     if file is None:
         if sys.stdin.isatty():
             console.info("Reading records from the terminal, one per line; Ctrl-D to finish.")
-        return sys.stdin.buffer, lambda: None
+        # typeshed says BinaryIO; it is a BufferedReader (a BytesIO under a test runner)
+        return cast(BufferedIOBase, sys.stdin.buffer), lambda: None
     try:
         stream = stack.enter_context(open(file, "rb"))
     except OSError as exc:

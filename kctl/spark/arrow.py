@@ -9,16 +9,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from confluent_kafka import Message
 
+from kctl.kafka.record import Record
 from kctl.spark.schema import arrow_schema, source_schema
 
 _SCHEMAS = {flag: arrow_schema(source_schema(flag)) for flag in (False, True)}
 
 
-def record_batch(
-    messages: list[Message], topic: str, partition: int, include_headers: bool
-) -> pa.RecordBatch:
+def record_batch(messages: list[Record], topic: str, partition: int, include_headers: bool) -> pa.RecordBatch:
     """The Spark Kafka source rows of records of one partition, as one RecordBatch."""
     schema = _SCHEMAS[include_headers]
     count = len(messages)

@@ -34,7 +34,7 @@ WARM_UP_RECORDS = 20_000
 def main() -> None:
     args = _arguments()
     client = cluster_client(args.bootstrap)
-    admin = AdminClient(client)
+    admin = AdminClient({**client})  # a new dict: AdminClient declares dict[str, str | int | float | bool]
     run = uuid.uuid4().hex[:8]
     names = [f"spark-bench-{run}-{suffix}" for suffix in ("warm-in", "warm-out", "in", "out")]
     _create(admin, names, args.partitions)

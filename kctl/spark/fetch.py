@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import cast
 
 from confluent_kafka import Consumer, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaPartition
 
+from kctl.kafka.record import Record
 from kctl.spark.planning import DataLossError, OffsetRange
 
 CHUNK = 10_000  # records per chunk: Spark's default Arrow batch size
@@ -22,7 +24,7 @@ POLL_S = 0.2
 
 def read_range(
     client: dict[str, str], r: OffsetRange, fail_on_data_loss: bool, timeout_s: float, chunk: int = CHUNK
-) -> Iterator[list[Message]]:
+) -> Iterator[list[Record]]:
     """Yield the records of [r.start, r.end) in order, at most `chunk` per list.
 
     Waits up to `timeout_s` for records that do not come (kafkaConsumer.pollTimeoutMs);
@@ -49,13 +51,15 @@ def read_range(
 
 def _chunks(
     consumer: Consumer, r: OffsetRange, fail_on_data_loss: bool, timeout_s: float, chunk: int
-) -> Iterator[list[Message]]:
-    position, pending = r.start, []
+) -> Iterator[list[Record]]:
+    position = r.start
+    pending: list[Record] = []
     deadline = time.monotonic() + timeout_s
     while position < r.end:
         before = position
         fetched = consumer.consume(min(chunk - len(pending), r.end - position), timeout=POLL_S)
-        records = [m for m in fetched if m.error() is None]  # one pass in C-speed comprehension
+        # one pass in C-speed comprehension; a message without an error is a Record
+        records = cast(list[Record], [m for m in fetched if m.error() is None])
         if len(records) < len(fetched):
             position = _handle_events(consumer, r, fetched, position, fail_on_data_loss)
         if records:
@@ -90,7 +94,9 @@ def _handle_events(
         if error is None:
             continue
         if error.code() == KafkaError._PARTITION_EOF:
-            position = max(position, msg.offset())
+            end = msg.offset()
+            assert end is not None  # the offset the partition ended at
+            position = max(position, end)
         elif error.code() == KafkaError._AUTO_OFFSET_RESET:
             position = _skip_lost(consumer, r, position, fail_on_data_loss)
         elif error.fatal() or (error.code() > 0 and not error.retriable()):

@@ -23,7 +23,9 @@ _CONSUMER_ONLY = ("group.id", "isolation.level")
 
 class ClusterOffsets:
     def __init__(self, client: dict[str, str], read_committed: bool = False, timeout_s: float = TIMEOUT_S):
-        conf = {k: v for k, v in client.items() if k not in _CONSUMER_ONLY}
+        conf: dict[str, str | int | float | bool] = {
+            k: v for k, v in client.items() if k not in _CONSUMER_ONLY
+        }
         self._admin = AdminClient(conf)
         self._isolation = IsolationLevel.READ_COMMITTED if read_committed else IsolationLevel.READ_UNCOMMITTED
         self._timeout = timeout_s

@@ -40,6 +40,7 @@ def resolve(
     if position.kind == "latest":
         return cluster.latest(tps)
     if position.kind == "timestamp":
+        assert position.timestamp is not None  # the kind that has one
         return _by_time({tp: position.timestamp for tp in tps}, cluster, no_match_latest, option)
     _require_all(position.offsets, tps, option)
     if position.kind == "timestamps":

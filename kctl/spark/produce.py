@@ -82,7 +82,7 @@ def rows(batch: pa.RecordBatch, columns: SinkColumns) -> Iterator[Row]:
 _cached: tuple[tuple, Producer] | None = None
 
 
-def _idempotent_producer(config: dict[str, str]) -> Producer:
+def _idempotent_producer(config: dict[str, str | bool]) -> Producer:
     """The process's idempotent producer for this configuration. A Python worker runs task
     after task, and a new idempotent producer spends ~0.5 s getting its producer id before
     its first delivery: per task and micro-batch, that would dominate small batches. One is
@@ -140,15 +140,23 @@ class Outbox:
         if error is None:
             self.delivered += 1
         elif self._error is None:
-            partition = "" if message.partition() < 0 else f"/{message.partition()}"
-            self._error = f"{message.topic()}{partition}: {error.str()}"
+            partition = message.partition()  # None: the record never got one
+            where = "" if partition is None or partition < 0 else f"/{partition}"
+            self._error = f"{message.topic()}{where}: {error.str()}"
 
     def send(self, topic: str, partition: int | None, key, value, headers: Headers) -> None:
         partition = -1 if partition is None else partition  # -1: the partitioner's choice
         while True:
             try:
                 self._producer.produce(
-                    topic, value, key, partition, on_delivery=self._on_delivery, headers=headers or None
+                    topic,
+                    value,
+                    key,
+                    partition,
+                    on_delivery=self._on_delivery,
+                    # confluent-kafka types headers as a list of (str, str | bytes | None): a
+                    # list of (str, bytes | None) is not one to mypy, lists being invariant
+                    headers=headers or None,  # type: ignore[arg-type]
                 )
                 break
             except BufferError:  # the local queue is full: let deliveries drain it

@@ -47,7 +47,7 @@ def current_task() -> TaskIdentity:
     ctx = TaskContext.get()
     query = ctx.getLocalProperty(QUERY_ID_PROPERTY) if ctx else None
     batch = ctx.getLocalProperty(BATCH_ID_PROPERTY) if ctx else None
-    if not query or batch is None:
+    if ctx is None or not query or batch is None:
         raise RuntimeError(
             "the kctl streaming sink cannot tell which query and micro-batch this "
             f"task belongs to (task properties {QUERY_ID_PROPERTY}, "

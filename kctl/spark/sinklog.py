@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kctl.kafka.record import Record
 from kctl.spark.fetch import read_range
 from kctl.spark.lookup import ClusterOffsets
 from kctl.spark.offsets import Offsets, TopicPartition, from_json, to_json
@@ -106,7 +107,7 @@ class SinkLog:
             fail_on_data_loss=True,
             timeout_s=READY_TIMEOUT_S,
         )
-        return [(m.key(), json.loads(m.value())) for chunk in chunks for m in chunk]
+        return [_entry(m) for chunk in chunks for m in chunk]
 
     def _exists(self) -> bool:
         meta = self._admin.list_topics(self.topic, timeout=READY_TIMEOUT_S).topics.get(self.topic)
@@ -136,6 +137,13 @@ class SinkLog:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.05)
+
+
+def _entry(record: Record) -> tuple[bytes, dict]:
+    """A record of the log: its kind and its document."""
+    kind, doc = record.key(), record.value()
+    assert kind is not None and doc is not None  # _append writes both
+    return kind, json.loads(doc)
 
 
 def _last_commit(records: list[tuple[bytes, dict]]) -> tuple[Commit | None, list[tuple[int, int]]]:

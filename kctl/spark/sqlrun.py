@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import tempfile
 from dataclasses import dataclass
+from typing import TypedDict
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -29,12 +30,28 @@ class SqlError(Exception):
         self.invalid = invalid
 
 
+class Once(TypedDict):
+    once: bool
+
+
+class AvailableNow(TypedDict):
+    availableNow: bool
+
+
+class ProcessingTime(TypedDict):
+    processingTime: str
+
+
+# DataStreamWriter.trigger's arguments: one of its keywords
+Trigger = Once | AvailableNow | ProcessingTime
+
+
 @dataclass(frozen=True)
 class SqlJob:
     query: str
     views: ViewSpec
     topics: list[str]  # the topics to define as views
-    trigger: dict[str, object] | None  # DataStreamWriter.trigger arguments; None: batch query
+    trigger: Trigger | None  # None: a batch query
     to: str | None = None  # write to this topic instead of stdout
     checkpoint: str | None = None
     fmt: str = "text"
@@ -48,7 +65,7 @@ def run(job: SqlJob) -> None:
         if job.trigger is None:
             _run_batch(df, job)
         else:
-            _run_stream(df, job)
+            _run_stream(df, job, job.trigger)
     except PySparkException as exc:
         raise SqlError(summary(exc), invalid=False) from None
     except (ValueError, ConnectionError) as exc:  # from planning, before any job ran
@@ -80,7 +97,7 @@ def _run_batch(df: DataFrame, job: SqlJob) -> None:
     console.info(f"{count} records written to {job.to}.")
 
 
-def _run_stream(df: DataFrame, job: SqlJob) -> None:
+def _run_stream(df: DataFrame, job: SqlJob, trigger: Trigger) -> None:
     with tempfile.TemporaryDirectory(prefix="kctl-sql-") as scratch:
         checkpoint = job.checkpoint or scratch
         if job.to is not None:
@@ -92,16 +109,16 @@ def _run_stream(df: DataFrame, job: SqlJob) -> None:
             )
             # A Python sink takes append or complete mode (not update): finished rows only
             # when the query allows, else the whole result again every micro-batch.
-            _wait(_start(writer, ("append", "complete"), checkpoint, job.trigger))
+            _wait(_start(writer, ("append", "complete"), checkpoint, trigger))
             return
         with BatchPrinter(job.fmt) as printer:
             # The whole result every micro-batch for aggregations, new rows otherwise.
             printing = df.writeStream.foreachBatch(printer)
-            _wait(_start(printing, ("complete", "append"), checkpoint, job.trigger))
+            _wait(_start(printing, ("complete", "append"), checkpoint, trigger))
 
 
 def _start(
-    writer: DataStreamWriter, modes: tuple[str, str], checkpoint: str, trigger: dict[str, object]
+    writer: DataStreamWriter, modes: tuple[str, str], checkpoint: str, trigger: Trigger
 ) -> StreamingQuery:
     """Start in the first output mode the query allows; Spark tells only when it starts."""
     first, second = modes
@@ -119,7 +136,8 @@ def _start(
 def _wait(query: StreamingQuery) -> None:
     """Until the query ends (once, available-now) or Ctrl-C stops it."""
     try:
-        while not query.awaitTermination(0.5):
+        # pyspark annotates the timeout as int but takes any number of seconds (it sends ms)
+        while not query.awaitTermination(0.5):  # type: ignore[arg-type]
             pass
     except KeyboardInterrupt:
         query.stop()

@@ -90,12 +90,13 @@ class KctlStreamWriter(DataSourceStreamArrowWriter):
                     outbox.send(topic, partition, key, value, headers + [tags[partition is not None]])
         return Delivered(identity.query, sorted(topics), outbox.delivered)
 
-    def commit(self, messages: list[Delivered | None], batchId: int) -> None:
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Record the batch, with the end offsets of every partition the query writes to."""
-        done = [m for m in messages if m is not None and m.query]
-        if not done:
+        done = [m for m in messages if isinstance(m, Delivered) and m.query]
+        query = done[0].query if done else None
+        if not query:
             return  # no task ran, nothing was written
-        log = SinkLog(self._options.client, done[0].query)
+        log = SinkLog(self._options.client, query)
         tail = log.tail()
         if tail.committed >= batchId:
             return
@@ -107,5 +108,5 @@ class KctlStreamWriter(DataSourceStreamArrowWriter):
         ends = cluster.latest(cluster.partitions(Subscription(topics=tuple(sorted(topics)))))
         log.record_commit(batchId, ends)
 
-    def abort(self, messages: list[Delivered | None], batchId: int) -> None:
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         """Nothing to undo: delivered rows stay, and the batch's next attempt skips them."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -21,6 +21,9 @@ from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Settings, Timeout
+
+if TYPE_CHECKING:  # PySpark is imported only when the command runs
+    from kctl.spark.sqlrun import Trigger
 
 _INTERVAL = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)")
 _UNITS = {"ms": "milliseconds", "s": "seconds", "m": "minutes", "h": "hours"}
@@ -42,7 +45,7 @@ class Start(str, Enum):
     LATEST = "latest"
 
 
-def parse_trigger(text: str | None) -> dict[str, object] | None:
+def parse_trigger(text: str | None) -> Trigger | None:
     """--trigger as DataStreamWriter.trigger arguments; None for a batch query."""
     if text is None:
         return None

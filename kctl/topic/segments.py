@@ -40,7 +40,7 @@ def _segment_row(partition: int, broker_id: int, log: Path) -> dict:
     An index that does not exist (no aborted transaction, no .txnindex) is null.
     """
     used, next_offset = _batches(log)
-    row = {
+    row: dict[str, int | None] = {
         "partition": partition,
         "broker": broker_id,
         "base_offset": int(log.stem),

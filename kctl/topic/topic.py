@@ -103,7 +103,7 @@ def list_topics(
     """List topics with their partition count and replication factor."""
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     metadata = fetch_metadata(conn.admin(), conn)
-    rows = []
+    rows: list[dict[str, str | int]] = []
     for name, meta in sorted(metadata.topics.items()):
         if name.startswith("__") and not internal:
             continue
@@ -279,7 +279,9 @@ def delete_records(
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     metadata = fetch_metadata(conn.admin(), conn)
     low, failure = topics.delete_records(conn, metadata, requested(metadata))
-    rows = [{"topic": t, "partition": p, "low_watermark": o} for (t, p), o in sorted(low.items())]
+    rows: list[dict[str, str | int]] = [
+        {"topic": t, "partition": p, "low_watermark": o} for (t, p), o in sorted(low.items())
+    ]
     if json_output:
         console.print_json(rows)
     elif rows:

@@ -154,6 +154,7 @@ def _high_watermark_stall(name: str, old: dict, new: dict) -> list[str]:
     was_stalled = (old.get("high_watermark_waiting_ms") or 0) >= HIGH_WATERMARK_STALL_MS
     hwm = new.get("high_watermark")
     if stalled and not was_stalled:
+        assert hwm is not None  # the leader publishes it with how long records waited for it
         holding = [
             b for b in new["isr"] if b != new["leader"] and (new["log_end_offsets"].get(str(b)) or 0) <= hwm
         ] or ["?"]
@@ -181,7 +182,7 @@ def _log_start_move(name: str, old: dict, new: dict) -> list[str]:
     start, was = new.get("log_start_offset"), old.get("log_start_offset")
     if start is None or was is None or start <= was:
         return []
-    why = LOG_START_REASONS.get(new.get("log_start_moved_by"), "records deleted")
+    why = LOG_START_REASONS.get(new.get("log_start_moved_by") or "", "records deleted")
     return [f"{name}: log start {was} -> {start}: {why}"]
 
 
