@@ -11,9 +11,9 @@ Each order (a JSON value) is joined with the customers table by id (a left outer
 orders of unknown customers come out without name and country.
 """
 
+from common import parse_args
 from pyspark.sql import functions as F
 
-from common import parse_args
 from kctl.spark.session import local_session
 
 args = parse_args(__doc__, "enrichment-join")
@@ -21,24 +21,28 @@ args = parse_args(__doc__, "enrichment-join")
 spark = local_session("enrichment-join")
 customers = spark.createDataFrame(
     [("c1", "Ada", "UK"), ("c2", "Grace", "US"), ("c3", "Edsger", "NL")],
-    "customer STRING, name STRING, country STRING")
+    "customer STRING, name STRING, country STRING",
+)
 
-orders = (spark.readStream.format("kctl")
-          .option("kafka.bootstrap.servers", args.bootstrap)
-          .option("subscribe", "orders")
-          .option("startingOffsets", "earliest")
-          .load()
-          .select(F.from_json(F.col("value").cast("string"), "customer STRING, amount DOUBLE").alias("order"))
-          .select("order.*"))
+orders = (
+    spark.readStream.format("kctl")
+    .option("kafka.bootstrap.servers", args.bootstrap)
+    .option("subscribe", "orders")
+    .option("startingOffsets", "earliest")
+    .load()
+    .select(F.from_json(F.col("value").cast("string"), "customer STRING, amount DOUBLE").alias("order"))
+    .select("order.*")
+)
 
 enriched = orders.join(customers, "customer", "left_outer")
 
-query = (enriched
-         .select(F.col("customer").alias("key"), F.to_json(F.struct(*enriched.columns)).alias("value"))
-         .writeStream.format("kctl")
-         .option("kafka.bootstrap.servers", args.bootstrap)
-         .option("topic", "orders-enriched")
-         .option("checkpointLocation", args.checkpoint)
-         .trigger(**args.trigger)
-         .start())
+query = (
+    enriched.select(F.col("customer").alias("key"), F.to_json(F.struct(*enriched.columns)).alias("value"))
+    .writeStream.format("kctl")
+    .option("kafka.bootstrap.servers", args.bootstrap)
+    .option("topic", "orders-enriched")
+    .option("checkpointLocation", args.checkpoint)
+    .trigger(**args.trigger)
+    .start()
+)
 query.awaitTermination()

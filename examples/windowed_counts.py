@@ -10,30 +10,35 @@ Spark finalise a window, and forget its state, once records 30 s newer than its 
 later records for it are dropped.
 """
 
+from common import parse_args
 from pyspark.sql import functions as F
 
-from common import parse_args
 from kctl.spark.session import local_session
 
 args = parse_args(__doc__)
 
 spark = local_session("windowed-counts")
-clicks = (spark.readStream.format("kctl")
-          .option("kafka.bootstrap.servers", args.bootstrap)
-          .option("subscribe", "clicks")
-          .option("startingOffsets", "earliest")
-          .load()
-          .select(F.col("key").cast("string").alias("user"), "timestamp"))
+clicks = (
+    spark.readStream.format("kctl")
+    .option("kafka.bootstrap.servers", args.bootstrap)
+    .option("subscribe", "clicks")
+    .option("startingOffsets", "earliest")
+    .load()
+    .select(F.col("key").cast("string").alias("user"), "timestamp")
+)
 
-per_window = (clicks
-              .withWatermark("timestamp", "30 seconds")
-              .groupBy(F.window("timestamp", "10 seconds"), "user")
-              .count()
-              .select(F.col("window.start").alias("window"), "user", "count"))
+per_window = (
+    clicks.withWatermark("timestamp", "30 seconds")
+    .groupBy(F.window("timestamp", "10 seconds"), "user")
+    .count()
+    .select(F.col("window.start").alias("window"), "user", "count")
+)
 
-query = (per_window.writeStream.format("console")
-         .option("truncate", "false")
-         .outputMode("update")
-         .trigger(**args.trigger)
-         .start())
+query = (
+    per_window.writeStream.format("console")
+    .option("truncate", "false")
+    .outputMode("update")
+    .trigger(**args.trigger)
+    .start()
+)
 query.awaitTermination()

@@ -13,32 +13,37 @@ The query resumes from its checkpoint when restarted, and the sink writes each m
 exactly once.
 """
 
+from common import parse_args
 from pyspark.sql import functions as F
 
-from common import parse_args
 from kctl.spark.session import local_session
 
 args = parse_args(__doc__, "wordcount")
 
 spark = local_session("wordcount")
-lines = (spark.readStream.format("kctl")
-         .option("kafka.bootstrap.servers", args.bootstrap)
-         .option("subscribe", "lines")
-         .option("startingOffsets", "earliest")
-         .load())
+lines = (
+    spark.readStream.format("kctl")
+    .option("kafka.bootstrap.servers", args.bootstrap)
+    .option("subscribe", "lines")
+    .option("startingOffsets", "earliest")
+    .load()
+)
 
-counts = (lines
-          .select(F.explode(F.split(F.lower(F.col("value").cast("string")), r"\W+")).alias("word"))
-          .where(F.col("word") != "")
-          .groupBy("word").count())
+counts = (
+    lines.select(F.explode(F.split(F.lower(F.col("value").cast("string")), r"\W+")).alias("word"))
+    .where(F.col("word") != "")
+    .groupBy("word")
+    .count()
+)
 
-query = (counts
-         .select(F.col("word").alias("key"), F.col("count").cast("string").alias("value"))
-         .writeStream.format("kctl")
-         .option("kafka.bootstrap.servers", args.bootstrap)
-         .option("topic", "word-counts")
-         .option("checkpointLocation", args.checkpoint)
-         .outputMode("complete")
-         .trigger(**args.trigger)
-         .start())
+query = (
+    counts.select(F.col("word").alias("key"), F.col("count").cast("string").alias("value"))
+    .writeStream.format("kctl")
+    .option("kafka.bootstrap.servers", args.bootstrap)
+    .option("topic", "word-counts")
+    .option("checkpointLocation", args.checkpoint)
+    .outputMode("complete")
+    .trigger(**args.trigger)
+    .start()
+)
 query.awaitTermination()
