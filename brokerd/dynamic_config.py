@@ -26,8 +26,10 @@ from brokerd.storage.log_config import (
     INT64_MAX,
     INT64_MIN,
     KEYS_BY_NAME,
+    NotANumber,
     _boolean,
     _integer,
+    _number,
 )
 
 # topic config -> the broker config that is its default (the first of Kafka's synonyms)
@@ -68,7 +70,7 @@ _PARSERS: dict[str, Callable[[str], object]] = {
     "SHORT": _integer(-(2**15), 2**15 - 1),
     "INT": _integer(-INT32_MAX - 1, INT32_MAX),
     "LONG": _integer(INT64_MIN, INT64_MAX),
-    "DOUBLE": float,
+    "DOUBLE": lambda text: float(_number(text, float)),
     "BOOLEAN": _boolean,
 }
 
@@ -296,11 +298,15 @@ def _is_per_broker(name: str) -> bool:
 def _check_value(name: str, value: str | None) -> None:
     if value is None:
         raise InvalidRequestError(f"Null value not supported for : {name}")
-    parse = known_key(name).parse  # validate refused the names that are not dynamic
+    key = known_key(name)  # validate refused the names that are not dynamic
     try:
-        parse(value)
+        key.parse(value)
+        return
+    except NotANumber:
+        reason = f"Not a number of type {key.config_type}"
     except ValueError as error:
-        raise InvalidRequestError(f"Invalid value {value} for configuration {name}: {error}") from None
+        reason = str(error)
+    raise InvalidRequestError(f"Invalid value {value} for configuration {name}: {reason}")
 
 
 def _refuse(names: Iterable[str], message: str) -> None:

@@ -19,6 +19,10 @@ def error_code(exc: Exception) -> int:
 
 
 def error_message(exc: Exception) -> str:
+    """What Kafka puts in a response's error message: the exception's own message, without
+    kafka-python's "[Error N] Name:" prefix (the code already says which error it is)."""
+    if isinstance(exc, KafkaError) and exc.args and exc.args[0]:
+        return str(exc.args[0])
     return str(exc) or type(exc).__name__
 
 

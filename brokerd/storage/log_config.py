@@ -23,11 +23,29 @@ INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 
 
+class NotANumber(ValueError):
+    """The text is not a number at all; Kafka then names the type it expected."""
+
+
+def _number(text: str, kind: Callable[[str], int | float]) -> int | float:
+    try:
+        return kind(text.strip())
+    except ValueError:
+        raise NotANumber(text) from None
+
+
+def _within(value: int | float, minimum: int | float, maximum: int | float) -> None:
+    """Kafka's ConfigDef.Range, in its words."""
+    if value < minimum:
+        raise ValueError(f"Value must be at least {minimum}")
+    if value > maximum:
+        raise ValueError(f"Value must be no more than {maximum}")
+
+
 def _integer(minimum: int, maximum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        value = int(text.strip())
-        if not minimum <= value <= maximum:
-            raise ValueError(f"must be between {minimum} and {maximum}")
+        value = int(_number(text, int))
+        _within(value, minimum, maximum)
         return value
 
     return parse
@@ -50,16 +68,15 @@ def _cleanup_policy(text: str) -> tuple[str, ...]:
 
 
 def _ratio(text: str) -> float:
-    value = float(text.strip())
-    if not 0.0 <= value <= 1.0:
-        raise ValueError("must be between 0 and 1")
+    value = float(_number(text, float))
+    _within(value, 0.0, 1.0)
     return value
 
 
 def _boolean(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered not in ("true", "false"):
-        raise ValueError("must be true or false")
+        raise ValueError("Expected value to be either true or false")
     return lowered == "true"
 
 
@@ -95,7 +112,7 @@ def _remote_storage_enable(text: str) -> bool:
 
 def _gzip_level(text: str) -> int:
     """java.util.zip.Deflater's levels 1 to 9, or -1 for zlib's default."""
-    value = int(text.strip())
+    value = int(_number(text, int))
     if value != -1 and not 1 <= value <= 9:
         raise ValueError("must be in [1,...,9] or -1")
     return value
@@ -389,10 +406,11 @@ def _parse(key: ConfigKey, text: str | None) -> object:
         raise InvalidConfigurationError(f"Null value not supported for configuration {key.name}")
     try:
         return key.parse(text)
+    except NotANumber:
+        reason = f"Not a number of type {key.config_type}"
     except ValueError as error:
-        raise InvalidConfigurationError(
-            f"Invalid value {text!r} for configuration {key.name}: {error}"
-        ) from None
+        reason = str(error)
+    raise InvalidConfigurationError(f"Invalid value {text} for configuration {key.name}: {reason}")
 
 
 @dataclass(frozen=True)

@@ -253,7 +253,7 @@ def test_kctl_quota_alter_and_describe(cluster):
         "producer_byte_rate=-1",
         expect=5,
     )
-    assert "InvalidRequestError: Configuration producer_byte_rate must be non-negative" in failed.stderr
+    assert "Configuration producer_byte_rate must be non-negative" in failed.stderr
     kctl_in(
         cluster.dir,
         "quota",

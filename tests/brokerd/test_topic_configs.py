@@ -97,6 +97,25 @@ def test_remote_storage_is_refused_as_by_a_broker_without_tiered_storage(cluster
     assert "Tiered Storage functionality is disabled in the broker" in raised.value.args[0].str()
 
 
+@pytest.mark.parametrize(
+    ("name", "value", "reason"),
+    [
+        ("retention.ms", "abc", "Not a number of type LONG"),
+        ("segment.bytes", "12x", "Not a number of type INT"),
+        ("retention.ms", "-5", "Value must be at least -1"),
+        ("min.cleanable.dirty.ratio", "half", "Not a number of type DOUBLE"),
+        ("unclean.leader.election.enable", "maybe", "Expected value to be either true or false"),
+    ],
+)
+def test_a_value_kafka_would_reject_is_refused_in_kafkas_words(cluster, name, value, reason):
+    """INVALID_CONFIG with the message a Kafka broker sends, not a Python exception's text."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    with pytest.raises(KafkaException) as raised:
+        admin.create_topics([NewTopic("refused", 1, 1, config={name: value})])["refused"].result(10)
+    assert raised.value.args[0].code() == INVALID_CONFIG
+    assert raised.value.args[0].str() == f"Invalid value {value} for configuration {name}: {reason}"
+
+
 def test_a_batch_older_than_message_timestamp_before_max_ms_is_invalid_timestamp(cluster):
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     configs = {"message.timestamp.before.max.ms": "3600000"}
