@@ -10,6 +10,8 @@ from kctl.kafka.client import Connection
 from kctl.kafka.errors import exit_code_for
 from kctl.shell.errors import KctlError
 
+DEFAULT_SOURCE = ConfigSource.DEFAULT_CONFIG.name.lower()  # the value nobody set
+
 
 def topic_configs(conn: Connection, topic: str) -> dict[str, dict]:
     """name -> {"value", "source"} for every config of a topic (source in Kafka's words, lower

@@ -14,6 +14,7 @@ from rich.text import Text
 from kctl.cluster import localcluster
 from kctl.kafka import reassignments, topics
 from kctl.kafka.client import ClusterMetadata, connect, fetch_metadata, find_topic
+from kctl.kafka.configs import DEFAULT_SOURCE
 from kctl.shell import console, sections
 from kctl.shell.console import Cell
 from kctl.shell.errors import KctlError
@@ -133,8 +134,15 @@ def describe(
     settings: Settings = None,
     command_config: CommandConfig = None,
     json_output: Json = False,
+    all_configs: Annotated[
+        bool,
+        typer.Option("--all-configs", help="List every config, defaults too (--json always does)."),
+    ] = False,
 ) -> None:
     """Show each partition's leader, epoch, replicas, ISR, offsets and open transactions.
+
+    CONFIGS lists the configs that differ from their defaults (set on the topic, or by a
+    broker setting), as kafka-topics --describe does; --all-configs lists them all.
 
     Offsets: log start, last stable offset (LSO: where read_committed consumers stop; below
     the high watermark while a transaction is open), high watermark, each replica's log end.
@@ -157,10 +165,11 @@ def describe(
         title="SUMMARY",
     )
     if doc["configs"] is not None:
+        shown = {k: c for k, c in doc["configs"].items() if all_configs or c["source"] != DEFAULT_SOURCE}
         console.print_table(
             ["key", "value", "source"],
-            [[k, c["value"], c["source"]] for k, c in doc["configs"].items()],
-            title="CONFIGS",
+            [[k, c["value"], c["source"]] for k, c in shown.items()],
+            title="CONFIGS" if shown or all_configs else "CONFIGS: all defaults (--all-configs lists them)",
         )
     console.print_section(sections.partitions("PARTITIONS", parts))
 

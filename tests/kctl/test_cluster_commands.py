@@ -101,6 +101,9 @@ def test_describe_shows_every_replica_of_a_local_cluster(cluster_factory):
 
     text = kctl_in(cluster.dir, "topic", "describe", "orders").stdout.decode()
     assert "PARTITIONS" in text and "CONFIGS" in text and "retention.ms" in text
+    assert "segment.bytes" not in text  # a default: listed with --all-configs only
+    everything = kctl_in(cluster.dir, "topic", "describe", "orders", "--all-configs").stdout.decode()
+    assert "segment.bytes" in everything and "default_config" in everything
 
 
 def test_topic_admin_round_trip(cluster_factory):
