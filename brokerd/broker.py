@@ -76,7 +76,7 @@ class Broker:
             self.state,
             self.session_timeout_s,
             LeaderRebalance.from_config(config),
-            lambda: config.get("unclean.leader.election.enable"),
+            config.log_defaults,
             lambda: min(config.get("max.broker.partitions"), replicas_within_open_file_limit()),
         )
         self.replicas = ReplicaManager(

@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from kafka.errors import (
@@ -48,7 +48,6 @@ from brokerd.storage import LogConfig, validate_topic_name
 
 log = logging.getLogger(__name__)
 
-UNCLEAN_ELECTION = "unclean.leader.election.enable"
 REBALANCE_ENABLE = "auto.leader.rebalance.enable"
 IMBALANCE_CHECK_INTERVAL = "leader.imbalance.check.interval.seconds"
 IMBALANCE_PERCENTAGE = "leader.imbalance.per.broker.percentage"
@@ -284,14 +283,14 @@ class Controller:
         state: ClusterState,
         session_timeout_s: float,
         rebalance: LeaderRebalance,
-        unclean_by_default: Callable[[], bool],
+        log_defaults: Callable[[], Mapping[str, str]],
         max_broker_partitions: Callable[[], int],
     ):
         self.broker_id = broker_id
         self.state = state
         self.session_timeout_s = session_timeout_s
         self.rebalance = rebalance
-        self.unclean_by_default = unclean_by_default
+        self.log_defaults = log_defaults  # the broker-level topic config defaults
         self.max_broker_partitions = max_broker_partitions
         self.epoch: int | None = None
         self._seen: tuple[frozenset[int], frozenset[int]] | None = None  # live, eligible
@@ -396,6 +395,7 @@ class Controller:
         partition epoch it was decided at and its new record."""
         decided: Decisions = {}
         unclean_of: dict[str, bool] = {}
+        defaults: Mapping[str, str] | None = None
         for name, index in candidates:
             topic = topics.get(name)
             if topic is None:
@@ -404,19 +404,13 @@ class Controller:
             if record is None:
                 continue
             if name not in unclean_of:
-                unclean_of[name] = self._unclean(topic)
+                defaults = self.log_defaults() if defaults is None else defaults
+                unclean_of[name] = LogConfig.for_topic(topic.configs, defaults).unclean_leader_election_enable
             trial = record.clone()
             self._reconcile_partition(trial, eligible, unclean_of[name])
             if trial.changes_from(record):
                 decided[(name, index)] = (record.partition_epoch, trial)
         return decided
-
-    def _unclean(self, topic: TopicRecord) -> bool:
-        return (
-            LogConfig.from_configs(topic.configs).unclean_leader_election_enable
-            if UNCLEAN_ELECTION in topic.configs
-            else self.unclean_by_default()
-        )
 
     def _reconcile_partition(self, record: PartitionRecord, eligible: set[int], unclean: bool) -> None:
         """Apply the election rules to one partition (in place)."""

@@ -67,7 +67,7 @@ class ReplicaManager:
         whole = set(topics) if everything else (delta.created_topics | delta.topic_configs) & topics.keys()
         for name in whole:
             topic = topics[name]
-            self._configs[name] = LogConfig.from_configs({**log_defaults, **topic.configs})
+            self._configs[name] = LogConfig.for_topic(topic.configs, log_defaults)
             self._topic_ids[name] = topic.topic_id
             self._pending.update(dict.fromkeys((name, index) for index in topic.partitions))
         self._pending.update(dict.fromkeys(delta.partitions))

@@ -469,6 +469,13 @@ class LogConfig:
         }
         return cls(**values, overrides=dict(configs))
 
+    @classmethod
+    def for_topic(cls, topic_configs: Mapping[str, str], broker_defaults: Mapping[str, str]) -> LogConfig:
+        """What a topic's logs use: its own configs over the broker-level defaults (by topic
+        config name, e.g. retention.ms from log.retention.ms), as Kafka's
+        LogConfig.fromProps(brokerDefaults, topicOverrides)."""
+        return cls.from_configs({**broker_defaults, **topic_configs})
+
     def merged(self, updates: Mapping[str, str | None]) -> LogConfig:
         """The config after AlterConfigs: a value sets a key, ``None`` resets it to the default."""
         configs = dict(self.overrides)
