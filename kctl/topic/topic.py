@@ -37,6 +37,19 @@ ELECTION_NEEDS = {
     Election.unclean: "is any of its replicas alive?",
 }
 
+
+OnlyPartitions = Annotated[
+    list[int] | None,
+    typer.Option(
+        "--partition",
+        "-p",
+        metavar="N",
+        min=0,
+        show_default=False,
+        help="Only this partition (repeatable). Default: every partition of the topic.",
+    ),
+]
+
 app = typer.Typer(help="Create, list, describe, delete and configure topics.", no_args_is_help=True)
 
 Name = Annotated[str, typer.Argument(metavar="NAME", help="Topic name.", show_default=False)]
@@ -177,17 +190,7 @@ def describe(
 @app.command()
 def producers(
     name: Name,
-    partition: Annotated[
-        list[int] | None,
-        typer.Option(
-            "--partition",
-            "-p",
-            metavar="N",
-            min=0,
-            show_default=False,
-            help="Only this partition (repeatable). Default: every partition of the topic.",
-        ),
-    ] = None,
+    partition: OnlyPartitions = None,
     bootstrap: Bootstrap = None,
     cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
@@ -236,17 +239,7 @@ def delete_records(
         str | None,
         typer.Argument(metavar="NAME", help="Topic name (not with --offset-json-file).", show_default=False),
     ] = None,
-    partition: Annotated[
-        list[int] | None,
-        typer.Option(
-            "--partition",
-            "-p",
-            metavar="N",
-            min=0,
-            show_default=False,
-            help="Only this partition (repeatable). Default: every partition of the topic.",
-        ),
-    ] = None,
+    partition: OnlyPartitions = None,
     offset: Annotated[
         str | None,
         typer.Option(
