@@ -24,6 +24,8 @@ from typing import NamedTuple, Protocol
 
 from kafka.errors import FetchSessionIdNotFoundError, InvalidFetchSessionEpochError
 
+from brokerd.waiters import Waiters
+
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0  # a full fetch that asks for a (new) session
 FINAL_EPOCH = -1  # a full fetch that wants no session
@@ -145,7 +147,7 @@ class FetchSession:
         self.created_ms = now_ms
         self.last_used_ms = now_ms
         self.last_fetch_ms = 0  # wall-clock ms of the latest incremental fetch, as partitions count time
-        self._waiters: list = []
+        self.waiters = Waiters()  # a long-polled fetch, woken when a parked partition changes
 
     def update(self, topics, forgotten_topics) -> None:
         """Add or update the request's partitions (a partition named again is read again),
@@ -187,17 +189,7 @@ class FetchSession:
             return
         self.parked.discard(key)
         self.unparked[key] = None
-        waiters, self._waiters = self._waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def add_waiter(self, waiter) -> None:
-        self._waiters.append(waiter)
-
-    def remove_waiter(self, waiter) -> None:
-        if waiter in self._waiters:
-            self._waiters.remove(waiter)
+        self.waiters.wake()
 
     def eviction_key(self) -> tuple[bool, int, int]:
         """Kafka's EvictableKey: unprivileged (consumer) sessions go before followers',

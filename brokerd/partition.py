@@ -22,6 +22,7 @@ from kafka.errors import (
 
 from brokerd.state import PartitionRecord
 from brokerd.storage import AppendInfo, PartitionLog
+from brokerd.waiters import Waiters, wait_any
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,7 @@ class Partition:
         self._proposed_isr: list[int] | None = None  # an ISR change not answered yet
         self.last_truncation: dict | None = None
         self.log_start_moved_by: str | None = None
-        self._waiters: list[asyncio.Future] = []
+        self.waiters = Waiters()  # long-polled fetches and acks=all produces
 
     def __repr__(self) -> str:
         return f"{self.topic}-{self.index}"
@@ -426,23 +427,13 @@ class Partition:
 
     # -- waiting for change (long-poll fetches, acks=all) -----------------------------------
     async def wait_for_change(self, timeout_s: float) -> None:
-        await wait_any([self], timeout_s)
-
-    def add_waiter(self, waiter: asyncio.Future) -> None:
-        self._waiters.append(waiter)
-
-    def remove_waiter(self, waiter: asyncio.Future) -> None:
-        if waiter in self._waiters:
-            self._waiters.remove(waiter)
+        await wait_any([self.waiters], timeout_s)
 
     def _wake_waiters(self) -> None:
         self._status_changed(self)
         self.changes += 1
         self._unpark_followers()
-        waiters, self._waiters = self._waiters, []
-        for waiter in waiters:
-            if not waiter.done():
-                waiter.set_result(None)
+        self.waiters.wake()
 
     # -- housekeeping -----------------------------------------------------------------------
     def enforce_retention(self, now_ms: int) -> None:
@@ -498,19 +489,3 @@ class Partition:
 
 def _known(offset: int) -> int | None:
     return None if offset < 0 else offset
-
-
-async def wait_any(partitions: list[Partition], timeout_s: float) -> bool:
-    """Sleep until any partition appends, moves its high watermark or changes role; False
-    when the time ran out with none of them changed."""
-    waiter = asyncio.get_running_loop().create_future()
-    for partition in partitions:
-        partition.add_waiter(waiter)
-    try:
-        await asyncio.wait_for(asyncio.shield(waiter), timeout_s)
-        return True
-    except TimeoutError:
-        return False
-    finally:
-        for partition in partitions:
-            partition.remove_waiter(waiter)

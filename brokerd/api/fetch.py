@@ -21,8 +21,8 @@ from kafka.admin import ACLOperation
 from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.errors import error_code
 from brokerd.fetch_session import CachedPartition, FetchContext, FetchManager, FetchSession
-from brokerd.partition import wait_any
 from brokerd.storage import last_offset_in
+from brokerd.waiters import wait_any
 
 READ_COMMITTED = 1
 
@@ -43,7 +43,7 @@ async def handle(broker, request, fetch_manager: FetchManager) -> dict:
         first_pass = False
         remaining = deadline - loop.time()
         if context.session is not None and context.session.privileged:
-            watched.append(context.session)  # a parked partition that changes wakes the poll
+            watched.append(context.session.waiters)  # a parked partition that changes wakes the poll
         if total_bytes >= body.min_bytes or remaining <= 0 or not watched:
             break
         if not await wait_any(watched, remaining):
@@ -98,7 +98,7 @@ def _read_all(
         size = len(result["records"])
         total += size
         if partition is not None and size == 0:
-            watched.append(partition)
+            watched.append(partition.waiters)
         responses.append(result)
     return responses, total, watched
 

@@ -321,7 +321,7 @@ def test_a_parked_partition_is_skipped_until_it_changes_and_then_wakes_the_poll(
     session.park(("t", 2))
     assert [c.key for _, c in session.fetch_data()] == [("t", 1)]
     woken = []
-    session.add_waiter(SimpleNamespace(done=lambda: False, set_result=woken.append))
+    session.waiters.add(SimpleNamespace(done=lambda: False, set_result=woken.append))
     session.unpark(("t", 2))
     assert [c.key for _, c in session.fetch_data()] == [("t", 1), ("t", 2)] and woken == [None]
     session.update([], [SimpleNamespace(topic="t", partitions=[0])])
