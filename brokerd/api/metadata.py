@@ -63,7 +63,7 @@ class TopicMetadataCache:
             self._live = live
         element = self._topics.get(name)
         if element is None:
-            topic = _describe_topic(broker, name, allow_create=False)
+            topic = _describe_topic(broker, name, False, live)
             topic["authorized_operations"] = None
             element = self._topics[name] = response_element(ApiKey.Metadata, "topics", topic)
         return element
@@ -103,7 +103,7 @@ async def handle(broker, request, cache: TopicMetadataCache) -> dict:
         elif name in broker.topics and not asks_topic_ops:
             topics.append(cache.topic(broker, name, live))
         else:
-            topic = _describe_topic(broker, name, allow_create)
+            topic = _describe_topic(broker, name, allow_create, live)
             topic["authorized_operations"] = authorized_operations(
                 broker, request, asks_topic_ops, ResourceType.TOPIC, name
             )
@@ -178,7 +178,7 @@ def _requested_names(body, all_topics: bool, broker) -> list[tuple[str | uuid.UU
     ]
 
 
-def _describe_topic(broker, name: str, allow_create: bool) -> dict:
+def _describe_topic(broker, name: str, allow_create: bool, live: frozenset[int]) -> dict:
     topic = broker.topics.get(name)
     if topic is None:
         try:
@@ -187,7 +187,6 @@ def _describe_topic(broker, name: str, allow_create: bool) -> dict:
             return _topic_error(name, exc)
         if topic is None:
             return _topic_error(name, UnknownTopicOrPartitionError())
-    live = frozenset(b.broker_id for b in broker.live_brokers)
     return {
         "error_code": 0,
         "name": name,

@@ -219,12 +219,8 @@ class ReplicaFetcher:
 
     def _apply(self, partition: Partition, data) -> bool:
         key = (partition.topic, partition.index)
-        if (
-            self.partitions.get(key) is not partition
-            or partition.leader_id != self.leader_id
-            or key in self._needs_truncation
-        ):
-            return False  # reassigned while the fetch was in flight
+        if partition.leader_id != self.leader_id or key in self._needs_truncation:
+            return False  # it moved, or got a new leader epoch, while the fetch was in flight
         if data.error_code == OffsetOutOfRangeError.errno:
             self._needs_truncation.add((partition.topic, partition.index))
             if partition.log.log_end_offset < data.log_start_offset:
