@@ -70,7 +70,7 @@ _PARSERS: dict[str, Callable[[str], object]] = {
     "SHORT": _integer(-(2**15), 2**15 - 1),
     "INT": _integer(-INT32_MAX - 1, INT32_MAX),
     "LONG": _integer(INT64_MIN, INT64_MAX),
-    "DOUBLE": lambda text: float(_number(text, float)),
+    "DOUBLE": lambda text: _number(text, float),
     "BOOLEAN": _boolean,
 }
 

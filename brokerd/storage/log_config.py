@@ -12,7 +12,7 @@ import random
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from kafka.errors import InvalidConfigurationError
 
@@ -23,11 +23,14 @@ INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 
 
+_N = TypeVar("_N", int, float)
+
+
 class NotANumber(ValueError):
     """The text is not a number at all; Kafka then names the type it expected."""
 
 
-def _number(text: str, kind: Callable[[str], int | float]) -> int | float:
+def _number(text: str, kind: Callable[[str], _N]) -> _N:
     try:
         return kind(text.strip())
     except ValueError:
@@ -44,7 +47,7 @@ def _within(value: int | float, minimum: int | float, maximum: int | float) -> N
 
 def _integer(minimum: int, maximum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        value = int(_number(text, int))
+        value = _number(text, int)
         _within(value, minimum, maximum)
         return value
 
@@ -68,7 +71,7 @@ def _cleanup_policy(text: str) -> tuple[str, ...]:
 
 
 def _ratio(text: str) -> float:
-    value = float(_number(text, float))
+    value = _number(text, float)
     _within(value, 0.0, 1.0)
     return value
 
@@ -112,7 +115,7 @@ def _remote_storage_enable(text: str) -> bool:
 
 def _gzip_level(text: str) -> int:
     """java.util.zip.Deflater's levels 1 to 9, or -1 for zlib's default."""
-    value = int(_number(text, int))
+    value = _number(text, int)
     if value != -1 and not 1 <= value <= 9:
         raise ValueError("must be in [1,...,9] or -1")
     return value
