@@ -32,11 +32,12 @@ from brokerd.api import (
     topics,
     transactions,
 )
+from brokerd.api.services import BrokerServices
 from brokerd.fetch_session import FetchManager, FetchSessionCache
 from brokerd.quotas import ClientQuotas
 
 
-def build_handlers(broker) -> dict:
+def build_handlers(broker: BrokerServices) -> dict:
     fetch_manager = FetchManager(
         FetchSessionCache(
             broker.config.get("max.incremental.fetch.session.cache.slots"),
