@@ -131,6 +131,83 @@ from brokerd.protocol.api_versions import ADVERTISED, is_supported
 
 UNSUPPORTED_VERSION = 35
 
+# Kafka 4 group APIs kafka-python 3.0 has no schemas for: their JSON lives in
+# brokerd.protocol.schemas and kafka-python's loader reads it from there.
+_SCHEMAS = "brokerd.protocol.schemas"
+
+
+class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
+    """KIP-848 member heartbeat: joins, leaves, reconciles (api key 68)."""
+
+
+class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):
+    """KIP-848 group description with member epochs and assignments (api key 69)."""
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ShareGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
+    """KIP-932 share group member heartbeat (api key 76)."""
+
+
+class ShareGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ShareGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):
+    """KIP-932 share group description (api key 77)."""
+
+
+class ShareGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ShareFetchRequest(ApiMessage, load_json=_SCHEMAS):
+    """KIP-932 fetch that acquires records for a share group member (api key 78)."""
+
+
+class ShareFetchResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class ShareAcknowledgeRequest(ApiMessage, load_json=_SCHEMAS):
+    """KIP-932 acknowledgement of acquired records (api key 79)."""
+
+
+class ShareAcknowledgeResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
+    """Share-partition start offsets of share groups (api key 90)."""
+
+
+class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class AlterShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
+    """Resets share-partition start offsets of an empty share group (api key 91)."""
+
+
+class AlterShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
+class DeleteShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
+    """Drops an empty share group's state for whole topics (api key 92)."""
+
+
+class DeleteShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
+    pass
+
+
 MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.Produce: (ProduceRequest, ProduceResponse),
     ApiKey.Fetch: (FetchRequest, FetchResponse),
@@ -188,6 +265,18 @@ MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.AlterUserScramCredentials: (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
     ApiKey.DescribeClientQuotas: (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
     ApiKey.AlterClientQuotas: (AlterClientQuotasRequest, AlterClientQuotasResponse),
+    ApiKey.ConsumerGroupHeartbeat: (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
+    ApiKey.ConsumerGroupDescribe: (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
+    ApiKey.ShareGroupHeartbeat: (ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse),
+    ApiKey.ShareGroupDescribe: (ShareGroupDescribeRequest, ShareGroupDescribeResponse),
+    ApiKey.ShareFetch: (ShareFetchRequest, ShareFetchResponse),
+    ApiKey.ShareAcknowledge: (ShareAcknowledgeRequest, ShareAcknowledgeResponse),
+    ApiKey.DescribeShareGroupOffsets: (
+        DescribeShareGroupOffsetsRequest,
+        DescribeShareGroupOffsetsResponse,
+    ),
+    ApiKey.AlterShareGroupOffsets: (AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse),
+    ApiKey.DeleteShareGroupOffsets: (DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse),
 }
 
 _HEADER_PREFIX = struct.Struct(">hhi")
