@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from kctl.consume.assignment import plan
+from kctl.consume.filters import FilterSyntaxError, Test, compile_filters
 from kctl.consume.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
 from kctl.consume.membership import GROUP_DEFAULTS, Membership, reset_policy
 from kctl.consume.reader import Commit, Reader, Render
@@ -80,6 +81,17 @@ def consume(
             "(see below).",
         ),
     ] = False,
+    filters: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--filter",
+            metavar="EXPR",
+            show_default=False,
+            help="Print only records that match (repeatable; all must match): key=TEXT, key~REGEX, "
+            "value=TEXT, value~REGEX, header.NAME=TEXT, header.NAME~REGEX, header.NAME (present). "
+            "Records filtered out still count as read: -e, ranges and group commits pass them.",
+        ),
+    ] = None,
     exit_at_end: Annotated[
         bool, typer.Option("--exit", "-e", help="Exit at the end of every partition, as it was at start.")
     ] = False,
@@ -141,7 +153,7 @@ def consume(
     `kctl consume a --json -e | kctl produce b -J json` copies a topic, byte for byte,
     partitions and timestamps included.
     """
-    spec, render = _compile(offset, fmt, json_output)
+    spec, render, keep = _compile(offset, fmt, json_output, filters or [])
     partitions = parse_partitions(partition)
     if group is None and commit is not None:
         raise KctlError("--commit needs -g GROUP: only a group has offsets to commit", ExitCode.USAGE)
@@ -151,10 +163,10 @@ def consume(
     common = {"isolation.level": isolation.value, "error_cb": watch}
     if group is None:
         consumer = conn.consumer({"enable.partition.eof": exit_at_end or spec.stop is not None, **common})
-        reader = Reader(consumer, topic, render)
+        reader = Reader(consumer, topic, render, keep=keep)
     else:
         consumer = conn.consumer({**GROUP_DEFAULTS, "group.id": group, "auto.offset.reset": reset, **common})
-        reader = Reader(consumer, topic, render, commit or Commit.AFTER, bounded=False)
+        reader = Reader(consumer, topic, render, commit or Commit.AFTER, bounded=False, keep=keep)
     started = False
     try:
         _start(reader, conn, topic, partitions, spec, exit_at_end, group, quiet)
@@ -186,12 +198,15 @@ def _start(
     Membership(group, reader, quiet).subscribe(reader.consumer, topic)
 
 
-def _compile(offset: str, fmt: str, json_output: bool) -> tuple[OffsetRange, Render]:
-    """Check the offset spec and output format before touching the cluster."""
+def _compile(
+    offset: str, fmt: str, json_output: bool, filters: list[str]
+) -> tuple[OffsetRange, Render, Test | None]:
+    """Check the offset spec, output format and filters before touching the cluster."""
     if json_output and fmt != DEFAULT_FORMAT:
         raise KctlError("use either --format or --json, not both", ExitCode.USAGE)
     try:
         spec = parse(offset, now_ms=int(time.time() * 1000))
-        return spec, record_json if json_output else compile_format(fmt)
-    except (OffsetSyntaxError, FormatError) as exc:
+        render = record_json if json_output else compile_format(fmt)
+        return spec, render, compile_filters(filters)
+    except (OffsetSyntaxError, FormatError, FilterSyntaxError) as exc:
         raise KctlError(str(exc), ExitCode.INVALID_INPUT) from None

@@ -26,6 +26,7 @@ BATCH = 1000
 POLL_TIMEOUT_S = 0.2
 
 Render = Callable[[Record], bytes]
+Keep = Callable[[Record], bool]
 
 
 class Commit(str, Enum):
@@ -48,10 +49,12 @@ class Reader:
         render: Render,
         commit: Commit = Commit.NEVER,
         bounded: bool = True,
+        keep: Keep | None = None,
     ):
         self.consumer = consumer
         self.topic = topic
         self.render = render
+        self.keep = keep
         self.commit = commit
         self.bounded = bounded
         self.stops: dict[int, int | None] = {}
@@ -84,6 +87,8 @@ class Reader:
             chunks = self._batch(want)
             watch.check(self.consumer)
             if not chunks:
+                if self.commit is not Commit.NEVER and self.positions:
+                    self._commit()  # records all filtered out are done with all the same
                 continue
             self.count += len(chunks)  # before writing: a reader who saw it, counts it
             if self.commit is Commit.BEFORE:
@@ -99,6 +104,7 @@ class Reader:
         stops, active, positions = self.stops, self.active, self.positions
         # Only records are rendered, never error events (kctl.kafka.record).
         render = cast(Callable[[Message], bytes], self.render)
+        keep = cast(Callable[[Message], bool] | None, self.keep)
         for msg in self.consumer.consume(num_messages=want, timeout=POLL_TIMEOUT_S):
             error = msg.error()
             if error is not None:
@@ -112,8 +118,9 @@ class Reader:
             if stop is not None and offset >= stop:
                 active.discard(p)
                 continue
-            chunks.append(render(msg))
-            positions[p] = offset + 1
+            if keep is None or keep(msg):
+                chunks.append(render(msg))
+            positions[p] = offset + 1  # a record filtered out is read, and committed, all the same
             if stop is not None and offset + 1 >= stop:
                 active.discard(p)
         return chunks

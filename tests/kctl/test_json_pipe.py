@@ -3,7 +3,8 @@ copies keys, values, headers, timestamps and partitions byte for byte, and a bad
 stops the copy with its line number and exit 5, after delivering the records before it.
 
 The pipe runs through a real shell against a real broker; the JSON record scheme itself is
-also checked without a cluster, record by record.
+also checked without a cluster, record by record. `kctl consume --filter` picks records out
+of the same topic by key, value and headers.
 """
 
 import json
@@ -14,6 +15,7 @@ import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer, KafkaError, Message, Producer, TopicPartition
 from typer.testing import CliRunner
 
+from kctl.consume.filters import FilterSyntaxError, compile_filters
 from kctl.consume.formatting import record_json
 from kctl.main import app
 from kctl.shell.exit_codes import ExitCode
@@ -221,3 +223,65 @@ def test_bad_lines_stop_the_records_and_say_why(line, error):
     assert parsed == [(None, None, {})]
     assert source.error.code == ExitCode.INVALID_INPUT
     assert source.error.message.startswith(f"input line 2: {error}")
+
+
+def test_filters_print_only_the_records_that_match(cluster):
+    kctl_in(cluster.dir, "topic", "create", "f", "-p", str(PARTITIONS))
+    produce_source(cluster.bootstrap, "f")
+
+    def offsets(*filters):
+        argv = ["consume", "f", "-e", "-q", "-f", "%p:%o\\n"]
+        for expression in filters:
+            argv += ["--filter", expression]
+        return sorted(kctl_in(cluster.dir, *argv).stdout.decode().split())
+
+    def expected(keep):
+        return sorted(f"{p}:{o}" for p, o, row in numbered(source_records()) if keep(*row[1:4]))
+
+    undecodable = expected(lambda key, value, headers: ("trace", b"\xc3\x28") in headers and bool(value))
+    assert undecodable and offsets("header.trace~^\\xc3", "value~.") == undecodable
+    assert offsets("header.bin") == expected(lambda key, value, headers: len(headers) >= 2)
+    assert offsets("value=text 8 ✓") == expected(lambda key, value, headers: value == "text 8 ✓".encode())
+    assert offsets("key=nothing") == []
+
+
+def numbered(rows):
+    """(partition, offset, row) for the source records, offsets counted per partition."""
+    seen = dict.fromkeys(range(PARTITIONS), 0)
+    for row in rows:
+        yield row[0], seen[row[0]], row
+        seen[row[0]] += 1
+
+
+@pytest.mark.parametrize(
+    "filters, kept",
+    [
+        (["key=k"], True),
+        (["key=K"], False),
+        (["key~^k$", "value~ext"], True),
+        (["header.h=ok"], True),
+        (["header.h=no"], False),
+        (["header.h"], True),
+        (["header.x"], False),
+        (["value~\\x00"], False),
+    ],
+)
+def test_filter_expressions(filters, kept):
+    test = compile_filters(filters)
+    assert test is not None
+    assert test(message(b"k", b"text", [("h", b"\x80"), ("h", b"ok")])) is kept
+
+
+@pytest.mark.parametrize("expression", ["partition=1", "key", "value", "header.=x", "key~("])
+def test_a_bad_filter_is_refused(expression):
+    with pytest.raises(FilterSyntaxError, match="invalid filter"):
+        compile_filters([expression])
+
+
+def test_a_bad_filter_exits_5_before_connecting(isolated_env):
+    nowhere = f"127.0.0.1:{free_port()}"
+    result = CliRunner().invoke(
+        app, ["consume", "t", "-b", nowhere, "--filter", "offset=3"], env=isolated_env
+    )
+    assert result.exit_code == ExitCode.INVALID_INPUT
+    assert result.stderr.startswith("kctl: error: invalid filter 'offset=3'")
