@@ -21,6 +21,7 @@ from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 from brokerd.coordinator.txn_marker_writer import TransactionMarkerWriter, TxnMarkerAppender
+from brokerd.group_configs import GroupConfigs
 from brokerd.metadata.image import MetadataDelta
 from brokerd.partition import Partition
 from brokerd.producer_ids import ProducerIdManager
@@ -117,6 +118,7 @@ class Broker:
             self.broker_id, OffsetConfig.from_config(self.config), self.replicas, metadata
         )
         self.coordinator = GroupCoordinator(GroupConfig.from_config(self.config), self.group_metadata)
+        self.group_configs = GroupConfigs(self.config, self.state)
         self.txn_markers = TxnMarkerAppender(self.replicas, self.group_metadata)
         self.transactions = TransactionCoordinator(
             self.broker_id,

@@ -98,6 +98,28 @@ BROKER_DEFAULTS: dict[str, tuple[str, Callable[[str], object]]] = {
     "authorizer.class.name": ("", str),
     "super.users": ("", str),
     "allow.everyone.if.no.acl.found": ("false", _boolean),
+    # KIP-848 consumer groups and KIP-932 share groups: Kafka's names, defaults and bounds.
+    # A group's own configs (consumer.session.timeout.ms, ...) must stay within the bounds.
+    "group.consumer.session.timeout.ms": ("45000", _integer(1, INT32_MAX)),
+    "group.consumer.min.session.timeout.ms": ("45000", _integer(1, INT32_MAX)),
+    "group.consumer.max.session.timeout.ms": ("60000", _integer(1, INT32_MAX)),
+    "group.consumer.heartbeat.interval.ms": ("5000", _integer(1, INT32_MAX)),
+    "group.consumer.min.heartbeat.interval.ms": ("5000", _integer(1, INT32_MAX)),
+    "group.consumer.max.heartbeat.interval.ms": ("15000", _integer(1, INT32_MAX)),
+    "group.consumer.max.size": (str(INT32_MAX), _integer(1, INT32_MAX)),
+    "group.consumer.assignors": ("uniform,range", str),  # the first is the default
+    "group.share.session.timeout.ms": ("45000", _integer(1, INT32_MAX)),
+    "group.share.min.session.timeout.ms": ("45000", _integer(1, INT32_MAX)),
+    "group.share.max.session.timeout.ms": ("60000", _integer(1, INT32_MAX)),
+    "group.share.heartbeat.interval.ms": ("5000", _integer(1, INT32_MAX)),
+    "group.share.min.heartbeat.interval.ms": ("5000", _integer(1, INT32_MAX)),
+    "group.share.max.heartbeat.interval.ms": ("15000", _integer(1, INT32_MAX)),
+    "group.share.record.lock.duration.ms": ("30000", _integer(1000, INT32_MAX)),
+    "group.share.min.record.lock.duration.ms": ("15000", _integer(1000, INT32_MAX)),
+    "group.share.max.record.lock.duration.ms": ("60000", _integer(1000, INT32_MAX)),
+    "group.share.delivery.count.limit": ("5", _integer(2, 10)),
+    "group.share.min.delivery.count.limit": ("2", _integer(2, 10)),
+    "group.share.max.delivery.count.limit": ("10", _integer(2, 10)),
 }
 
 

@@ -107,3 +107,10 @@ class ProducerIdGenerator(Protocol):
     """Producer ids unique across the cluster and its restarts (Kafka's ProducerIdManager)."""
 
     def next_id(self) -> int: ...
+
+
+class GroupConfigSource(Protocol):
+    """The configs set on a group (Kafka's GROUP config resource), as strings; empty when
+    none are set. brokerd/group_configs.py turns them into effective, typed values."""
+
+    def group_configs(self, group_id: str) -> Mapping[str, str]: ...

@@ -133,6 +133,7 @@ class MetadataImage:
         self.offset = -1  # of the last record applied
         self.topics: dict[str, TopicRecord] = {}
         self.broker_configs: dict[str, dict[str, str]] = {}  # "<id>" or "<default>"
+        self.group_configs: dict[str, dict[str, str]] = {}  # group id -> its dynamic configs
         self.delta = MetadataDelta(full=True)
 
     def take_delta(self) -> MetadataDelta:
@@ -172,6 +173,8 @@ class MetadataImage:
         if record["resource_type"] == r.TOPIC_RESOURCE:
             configs = self.topics[record["resource_name"]].configs
             self.delta.topic_configs.add(record["resource_name"])
+        elif record["resource_type"] == r.GROUP_RESOURCE:
+            configs = self.group_configs.setdefault(record["resource_name"], {})
         else:
             configs = self.broker_configs.setdefault(record["resource_name"], {})
             self.delta.broker_configs = True
@@ -181,6 +184,8 @@ class MetadataImage:
             configs[record["name"]] = record["value"]
         if record["resource_type"] == r.BROKER_RESOURCE and not configs:
             del self.broker_configs[record["resource_name"]]
+        if record["resource_type"] == r.GROUP_RESOURCE and not configs:
+            del self.group_configs[record["resource_name"]]
 
     # -- snapshots ------------------------------------------------------------------------
     def to_snapshot(self) -> dict:
@@ -188,6 +193,7 @@ class MetadataImage:
             "offset": self.offset,
             "topics": [t.to_json() for t in self.topics.values()],
             "broker_configs": self.broker_configs,
+            "group_configs": self.group_configs,
         }
 
     @classmethod
@@ -196,4 +202,5 @@ class MetadataImage:
         image.offset = doc["offset"]
         image.topics = {t["name"]: TopicRecord.from_json(t) for t in doc["topics"]}
         image.broker_configs = {e: dict(c) for e, c in doc["broker_configs"].items()}
+        image.group_configs = {g: dict(c) for g, c in doc.get("group_configs", {}).items()}
         return image

@@ -29,6 +29,7 @@ CONFIG = "ConfigRecord"
 
 TOPIC_RESOURCE = "TOPIC"
 BROKER_RESOURCE = "BROKER"
+GROUP_RESOURCE = "GROUP"  # a consumer or share group's configs (KIP-848, KIP-932)
 
 _FRAME = struct.Struct(">II")
 MAX_RECORD_BYTES = 64 * 1024 * 1024

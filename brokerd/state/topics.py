@@ -1,5 +1,6 @@
 """Topics and configs as metadata records: a controller's decisions on topics (creation,
-growth, deletion, reassignment), topic config changes, and dynamic broker configs.
+growth, deletion, reassignment), topic config changes, dynamic broker configs and group
+configs.
 
 Each is a read-modify-write of the metadata image under the write lock whose records are the
 differences: a change that changes nothing appends nothing.
@@ -57,5 +58,21 @@ class TopicsAndConfigs(MetadataStore):
             configs = dict(before)
             yield configs
             changes = config_records(metadata_records.BROKER_RESOURCE, entity, before, configs)
+            if changes:
+                log.append(stamped(changes, None))
+
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        """The configs set on group ``group_id`` (Kafka's GROUP config resource, KIP-848)."""
+        return dict(self.metadata_image().group_configs.get(group_id, {}))
+
+    @contextmanager
+    def update_group_configs(self, group_id: str) -> Iterator[dict[str, str]]:
+        """Read-modify-write one group's configs under the write lock, as ConfigRecords in
+        the metadata log (only what changed)."""
+        with self._writing(None) as log:
+            before = dict(log.image.group_configs.get(group_id, {}))
+            configs = dict(before)
+            yield configs
+            changes = config_records(metadata_records.GROUP_RESOURCE, group_id, before, configs)
             if changes:
                 log.append(stamped(changes, None))
