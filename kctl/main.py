@@ -15,6 +15,7 @@ from kctl.bench import bench
 from kctl.cluster import broker, cluster
 from kctl.consume import consume
 from kctl.group import group
+from kctl.learn import learn
 from kctl.produce import produce
 from kctl.quota import quota
 from kctl.shell import console
@@ -76,6 +77,7 @@ app.command(name="consume")(consume.consume)
 app.command(name="watch")(watch.watch)
 app.add_typer(bench.app, name="bench")
 app.command(name="sql")(sql.sql)
+app.add_typer(learn.app, name="learn")
 
 
 def _print_version(value: bool) -> None:

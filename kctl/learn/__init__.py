@@ -1,0 +1,1 @@
+"""`kctl learn`: guided lessons on real brokers (kctl/learn/learn.py)."""

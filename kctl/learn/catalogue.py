@@ -1,0 +1,26 @@
+"""The lessons, in the order the course teaches them, and how a learner names one."""
+
+from __future__ import annotations
+
+from kctl.learn.lesson import Lesson
+from kctl.learn.lessons import highwatermark, isr
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+
+LESSONS: tuple[Lesson, ...] = (
+    isr.LESSON,
+    highwatermark.LESSON,
+)
+
+
+def numbered() -> list[tuple[int, Lesson]]:
+    return list(enumerate(LESSONS, 1))
+
+
+def find(name: str) -> Lesson:
+    """A lesson by name or number; an unknown one is exit 4, naming the lessons there are."""
+    for number, lesson in numbered():
+        if name in (lesson.name, str(number)):
+            return lesson
+    names = ", ".join(lesson.name for lesson in LESSONS)
+    raise KctlError(f"no lesson {name!r}; the lessons are: {names}", ExitCode.NOT_FOUND)

@@ -1,0 +1,330 @@
+"""A lesson's own cluster: brokerd daemons in a temporary directory, the clients that run its
+experiments, and what `kctl watch` would show of it.
+
+The cluster is started on free ports with the lesson's broker settings and is always stopped
+(paused brokers resumed first, stragglers killed) when the lesson ends, however it ends: a
+learner's own cluster in ~/.kctl is never touched. Faults go through kctl.cluster.brokerctl,
+clients through kctl.kafka.client, and the watch view is kctl.watch's own: snapshots of the
+state directory, their sections, and the changes kctl.watch.events narrates, collected by a
+background thread so a lesson can show what happened while an experiment ran.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+
+from brokerd.state import ClusterState
+from kctl.cluster import brokerconfig, brokerctl, localcluster, snapshot
+from kctl.kafka import groups, topics
+from kctl.kafka.client import Connection, local_connection
+from kctl.shell.console import Section
+from kctl.shell.errors import KctlError
+from kctl.watch import dashboard, events
+
+T = TypeVar("T")
+
+START_TIMEOUT_S = 45.0  # several brokers starting on a busy laptop
+CLIENT_TIMEOUT_S = 15.0
+NARRATE_EVERY_S = 0.1
+PUBLISH_PERIOD_S = 0.5  # how often a leader publishes its partitions' view (brokerd)
+MAX_EVENTS = 200  # narrated changes kept for one lesson
+MAX_RECORDS = 10_000  # what a lesson ever reads back from one topic
+
+# Every lesson's cluster: its internal topics small, groups formed at once, and leaders left
+# where failover put them (a lesson moves them itself when it wants to).
+LAB_DEFAULTS = {
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "auto.leader.rebalance.enable": "false",
+}
+
+
+class LessonFailure(KctlError):
+    """The cluster did not do what the experiment waited for within its time."""
+
+
+class Lab:
+    """A running lesson cluster; use as a context manager so it is always stopped."""
+
+    def __init__(self, brokers: int, broker_config: dict[str, str]) -> None:
+        self.brokers = brokers
+        self.broker_config = {**LAB_DEFAULTS, **broker_config}
+        self.seen: dict[str, Any] = {}  # what experiments observed, for the checks
+        self._tmp: Path | None = None
+        self._procs: dict[int, subprocess.Popen] = {}
+        self._events: list[tuple[float, str]] = []
+        self._shown = 0
+        self._stop_narrating = threading.Event()
+        self._narrator: threading.Thread | None = None
+        self._conn: Connection | None = None
+
+    # -- the cluster ---------------------------------------------------------------------
+
+    def __enter__(self) -> Lab:
+        self._tmp = Path(tempfile.mkdtemp(prefix="kctl-learn-"))
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def dir(self) -> Path:
+        assert self._tmp is not None, "the lab is used inside its `with`"
+        return self._tmp / "cluster"
+
+    @property
+    def state(self) -> ClusterState:
+        return ClusterState(self.dir)
+
+    def start(self) -> None:
+        state = self.state
+        ports = localcluster.plan(state, self.brokers, None)
+        state.initialize(ports)
+        brokerconfig.remember(self.dir, self.broker_config)
+        settings = brokerconfig.effective(self.broker_config, self.brokers)
+        self._procs = {i: localcluster.start(state, i, port, settings) for i, port in ports.items()}
+        localcluster.wait_ready(state, self._procs, START_TIMEOUT_S)
+        self._narrator = threading.Thread(target=self._narrate, name="kctl-learn-watch", daemon=True)
+        self._narrator.start()
+
+    def close(self) -> None:
+        """Stop every broker (paused ones too), reap the processes, remove the directory."""
+        self._stop_narrating.set()
+        if self._narrator is not None:
+            self._narrator.join(5)
+        try:
+            if self._tmp is not None and self.state.exists():
+                localcluster.stop_all(self.state)
+        finally:
+            for proc in self._procs.values():
+                _reap(proc)
+            if self._tmp is not None:
+                shutil.rmtree(self._tmp, ignore_errors=True)
+
+    @property
+    def conn(self) -> Connection:
+        """A connection to the lab's live brokers (made once: brokers may die later)."""
+        if self._conn is None:
+            self._conn = local_connection(self.dir, CLIENT_TIMEOUT_S)
+        return self._conn
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{port}" for port in self.state.planned_brokers().values())
+
+    # -- faults, through `kctl broker`'s own code -----------------------------------------
+
+    def pause(self, broker_id: int) -> None:
+        brokerctl.pause(self.state, broker_id)
+
+    def resume(self, broker_id: int) -> None:
+        brokerctl.resume(self.state, broker_id)
+
+    def kill(self, broker_id: int) -> None:
+        brokerctl.kill(self.state, broker_id)
+
+    def restart(self, broker_id: int) -> None:
+        """Start a dead broker again with its data, as `kctl broker start` does."""
+        state = self.state
+        settings = brokerconfig.effective(self.broker_config, self.brokers)
+        proc = localcluster.start(state, broker_id, state.planned_brokers()[broker_id], settings)
+        self._procs[broker_id] = proc
+        localcluster.wait_ready(state, {broker_id: proc}, START_TIMEOUT_S)
+
+    # -- topics and partitions -----------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int, replicas: int, **configs: str) -> None:
+        """Create the topic and wait until every partition has a leader that published its view."""
+        topics.create(
+            self.conn, name, partitions, replicas, {k.replace("_", "."): v for k, v in configs.items()}
+        )
+        self.wait(
+            lambda: (
+                all(p["high_watermark"] is not None for p in self.partitions(name))
+                and len(self.partitions(name)) == partitions
+            ),
+            f"topic {name} to have its leaders",
+        )
+
+    def partitions(self, topic: str) -> list[dict]:
+        """The topic's partitions as `kctl watch` shows them (leader, ISR, watermarks...)."""
+        return snapshot.partitions(self.state, topic)
+
+    def partition(self, topic: str, index: int = 0) -> dict:
+        return self.partitions(topic)[index]
+
+    def followers(self, topic: str, index: int = 0) -> list[int]:
+        p = self.partition(topic, index)
+        return [b for b in p["replicas"] if b != p["leader"]]
+
+    def controller(self) -> tuple[int, int] | None:
+        return self.state.controller()
+
+    def changes(self, fragment: str) -> list[tuple[float, str]]:
+        """The narrated changes (wall-clock time, line) that contain `fragment`."""
+        return [(t, line) for t, line in list(self._events) if fragment in line]
+
+    # -- clients -------------------------------------------------------------------------
+
+    def producer(self, **config: Any) -> Producer:
+        return self.conn.producer({k.replace("_", "."): v for k, v in config.items()})
+
+    def consumer(self, **config: Any) -> Consumer:
+        return self.conn.consumer({k.replace("_", "."): v for k, v in config.items()})
+
+    def produce(
+        self,
+        topic: str,
+        values: list[str],
+        keys: list[str | None] | None = None,
+        partition: int | None = None,
+        timeout: float = 30.0,
+        producer: Producer | None = None,
+        **config: Any,
+    ) -> list[tuple[KafkaError | None, Message]]:
+        """Send `values` with `producer` (else a new one with `config`) and wait for every
+        delivery report; they are returned in the order they came."""
+        producer = producer or self.producer(**config)
+        reports: list[tuple[KafkaError | None, Message]] = []
+        for i, value in enumerate(values):
+            extra: dict[str, Any] = {} if partition is None else {"partition": partition}
+            key = None if keys is None else keys[i]
+            producer.produce(
+                topic, value.encode(), key, on_delivery=lambda e, m: reports.append((e, m)), **extra
+            )
+        remaining = producer.flush(timeout)
+        if remaining:
+            raise LessonFailure(f"{remaining} record(s) still unacknowledged after {timeout:g}s")
+        return reports
+
+    def read(
+        self, topic: str, partitions: list[int] | None = None, start: int = 0, **config: Any
+    ) -> list[Message]:
+        """Every record of the partitions from `start` up to what a consumer may read now (the
+        high watermark, or with read_committed the last stable offset), in partition order."""
+        consumer = self.consumer(**config)
+        try:
+            wanted = (
+                partitions if partitions is not None else [p["partition"] for p in self.partitions(topic)]
+            )
+            ends = {}
+            for p in wanted:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=CLIENT_TIMEOUT_S)
+                ends[p] = high
+            pending = {p for p in wanted if ends[p] > start}
+            consumer.assign([TopicPartition(topic, p, start) for p in pending])
+            records: list[Message] = []
+            deadline = time.monotonic() + CLIENT_TIMEOUT_S
+            while pending and time.monotonic() < deadline and len(records) < MAX_RECORDS:
+                for message in consumer.consume(500, 0.2):
+                    if message.error() is not None:
+                        continue
+                    records.append(message)
+                    if (message.offset() or 0) + 1 >= ends[message.partition() or 0]:
+                        pending.discard(message.partition() or 0)
+                if read_committed_done(consumer, pending, ends, topic):
+                    break
+            return sorted(records, key=lambda m: (m.partition() or 0, m.offset() or 0))
+        finally:
+            consumer.close()
+
+    def watermarks(self, topic: str, partition: int = 0, **config: Any) -> tuple[int, int]:
+        """(log start, end) as a consumer is told them (ListOffsets): the end is the high
+        watermark, or with isolation.level=read_committed the last stable offset."""
+        consumer = self.consumer(**config)
+        try:
+            return consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=CLIENT_TIMEOUT_S)
+        finally:
+            consumer.close()
+
+    def describe_group(self, group_id: str) -> dict:
+        return groups.describe(self.conn, group_id)
+
+    # -- waiting ---------------------------------------------------------------------------
+
+    def wait(self, predicate: Callable[[], T], what: str, timeout: float = 20.0) -> T:
+        """Poll `predicate` until it returns something truthy; a LessonFailure after `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = predicate()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise LessonFailure(f"waited {timeout:g}s for {what}, in vain")
+            time.sleep(0.05)
+
+    # -- the watch view --------------------------------------------------------------------
+
+    def _narrate(self) -> None:
+        """kctl watch's loop without a screen: every change between snapshots, with its time."""
+        before = None
+        while not self._stop_narrating.is_set():
+            try:
+                snap = snapshot.take(self.state)
+            except (KctlError, OSError, ValueError):
+                snap = None  # a file replaced under us: the next look will do
+            if snap is not None:
+                if before is not None:
+                    self._events += [(snap["time"], line) for line in events.changes(before, snap)]
+                    del self._events[:-MAX_EVENTS]
+                before = snap
+            self._stop_narrating.wait(NARRATE_EVERY_S)
+
+    def settle(self) -> None:
+        """Let every leader publish the present once more, and the narrator see it, so the
+        view shown is not a moment from before the experiment's last step."""
+        time.sleep(PUBLISH_PERIOD_S + 2 * NARRATE_EVERY_S)
+
+    def watch_slice(
+        self, topic: str | None, group: str | None = None, brokers: bool = True
+    ) -> tuple[list[Section], list[str]]:
+        """The sections `kctl watch TOPIC` shows now (brokers, the topic, the group), and the
+        changes it narrated since the last slice shown."""
+        self.settle()
+        snap = snapshot.take(self.state, topic)
+        snap["groups"] = [self.describe_group(group)] if group is not None else []
+        sections = dashboard.build(snap, [])
+        if not brokers:
+            sections = sections[1:]
+        fresh = [line for _, line in self._events[self._shown :]]
+        self._shown = len(self._events)
+        return sections, fresh
+
+
+def read_committed_done(consumer: Consumer, pending: set[int], ends: dict[int, int], topic: str) -> bool:
+    """A read_committed consumer stops at the last stable offset, and aborted records or
+    transaction markers below the high watermark are never handed out: a partition whose
+    position reached its end is done even without a record at end - 1."""
+    if not pending:
+        return True
+    positions = consumer.position([TopicPartition(topic, p) for p in pending])
+    for tp in positions:
+        if tp.offset >= ends[tp.partition]:
+            pending.discard(tp.partition)
+    return not pending
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    """A broker process started here ends, and is waited for (no zombie left behind)."""
+    if proc.poll() is None:
+        localcluster.terminate(proc.pid)
+        try:
+            proc.wait(localcluster.STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,1 @@
+"""One module per lesson; kctl.learn.catalogue puts them in order."""
