@@ -18,6 +18,7 @@ from kctl.group import group
 from kctl.learn import learn
 from kctl.produce import produce
 from kctl.quota import quota
+from kctl.report import report
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode, table
@@ -75,6 +76,7 @@ app.add_typer(quota.app, name="quota")
 app.command(name="produce")(produce.produce)
 app.command(name="consume")(consume.consume)
 app.command(name="watch")(watch.watch)
+app.command(name="report")(report.report)
 app.add_typer(bench.app, name="bench")
 app.command(name="sql")(sql.sql)
 app.add_typer(learn.app, name="learn")

@@ -39,13 +39,13 @@ def build(snap: dict, events: list[Event]) -> list[Section]:
                 "SECURITY",
                 ["time", "event"],
                 [
-                    [_clock(e["time"]), _repeated(securityevents.line(e), e.get("count", 1))]
+                    [clock(e["time"]), _repeated(securityevents.line(e), e.get("count", 1))]
                     for e in snap["security_events"]
                 ],
             )
         )
     if events:
-        out.append(Section("EVENTS", ["time", "event"], [[_clock(t), what] for t, what in events]))
+        out.append(Section("EVENTS", ["time", "event"], [[clock(t), what] for t, what in events]))
     return out
 
 
@@ -53,7 +53,8 @@ def _repeated(text: str, count: int) -> str:
     return text if count == 1 else f"{text} (x{count})"
 
 
-def _clock(moment: float) -> str:
+def clock(moment: float) -> str:
+    """HH:MM:SS of a moment, in local time, as the watch shows it."""
     return time.strftime("%H:%M:%S", time.localtime(moment))
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import time
 from collections import deque
+from collections.abc import Generator, Iterator
+from contextlib import closing
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,7 +18,7 @@ from kctl.kafka.client import connect
 from kctl.shell import console
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
-from kctl.watch import dashboard, events
+from kctl.watch import dashboard, events, record
 from kctl.watch.groupwatch import GroupPoller, GroupSource, poll_once
 
 MAX_EVENTS = 10
@@ -46,9 +49,34 @@ def watch(
     once: Annotated[
         bool,
         typer.Option(
-            "--once", help="Print one snapshot and exit (also what happens when stdout is not a terminal)."
+            "--once",
+            help="Print one snapshot and exit (also what happens when stdout is not a terminal, "
+            "unless --record or --duration is given).",
         ),
     ] = False,
+    record_to: Annotated[
+        Path | None,
+        typer.Option(
+            "--record",
+            metavar="FILE",
+            show_default=False,
+            dir_okay=False,
+            help="Append every moment shown to FILE, one JSON object a line: the snapshot "
+            "(as --json prints it), the faults in force and the changes narrated; "
+            "`kctl report FILE` draws it. Watches until Ctrl-C or --duration, terminal or not.",
+        ),
+    ] = None,
+    duration: Annotated[
+        str | None,
+        typer.Option(
+            "--duration",
+            metavar="DURATION",
+            show_default=False,
+            help="Stop after this long (20s, 5m, 1h30m; a bare number is seconds). When stdout "
+            "is not a terminal, each change is printed as it is seen and the last moment's "
+            "tables at the end; with --json, every moment as --record writes it.",
+        ),
+    ] = None,
     bootstrap: Bootstrap = None,
     cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
@@ -75,42 +103,95 @@ def watch(
     brokers are dead or paused; groups are asked of the cluster. Kill, pause and throttle
     brokers with `kctl broker` in another terminal.
     """
+    seconds = None if duration is None else record.seconds(duration)
     state = localcluster.existing(cluster_dir)
     snapshot.take(state, topic)  # an unknown topic is exit 4 before anything is shown
     source = GroupSource(
         lambda: connect(bootstrap, cluster_dir, timeout, settings, command_config), group or [], topic
     )
-    if once or json_output or not console.stdout().is_terminal:
-        snap = _snapshot(state, topic, poll_once(source))
-        if json_output:
-            console.print_json(snap)
-        else:
-            for section in dashboard.build(snap, []):
-                console.print_section(section)
-        return
+    recorder = None if record_to is None else record.Recorder(record_to)
     try:
-        _live(state, topic, GroupPoller(source, interval), interval)
+        over_time = not once and (seconds is not None or recorder is not None)
+        if not over_time and (once or json_output or not console.stdout().is_terminal):
+            _print_once(_snapshot(state, topic, poll_once(source)), json_output, recorder)
+            return
+        deadline = None if seconds is None else time.monotonic() + seconds
+        moments = _moments(state, topic, GroupPoller(source, interval), interval, deadline, recorder)
+        with closing(moments):
+            if json_output or not console.stdout().is_terminal:
+                _plain(moments, json_output)
+            else:
+                _live(moments, interval)
     except KeyboardInterrupt:
         raise typer.Exit(ExitCode.INTERRUPTED) from None
+    finally:
+        if recorder is not None:
+            recorder.close()
+            console.info(f"recorded {recorder.moments} moment(s) to {recorder.path}")
 
 
 def _snapshot(state: ClusterState, topic: str | None, groups: tuple[list[dict], str | None]) -> dict:
     return {**snapshot.take(state, topic), "groups": groups[0], "groups_error": groups[1]}
 
 
-def _live(state: ClusterState, topic: str | None, poller: GroupPoller, interval: float) -> None:
-    """Redraw every `interval` until Ctrl-C; the last frame stays on the terminal."""
-    recent: deque[dashboard.Event] = deque(maxlen=MAX_EVENTS)
+def _print_once(snap: dict, json_output: bool, recorder: record.Recorder | None) -> None:
+    if recorder is not None:
+        recorder.write(snap, [])
+    if json_output:
+        console.print_json(snap)
+    else:
+        for section in dashboard.build(snap, []):
+            console.print_section(section)
+
+
+def _moments(
+    state: ClusterState,
+    topic: str | None,
+    poller: GroupPoller,
+    interval: float,
+    deadline: float | None,
+    recorder: record.Recorder | None,
+) -> Generator[tuple[dict, list[str]], None, None]:
+    """Every moment and the changes since the one before, every `interval` until `deadline`
+    (monotonic; None: until the caller stops), each recorded first if recording."""
     before = None
     poller.start()
     try:
-        with Live(console=console.stdout(), auto_refresh=False) as live:
-            while True:
-                snap = _snapshot(state, topic, poller.latest)
-                if before is not None:
-                    recent.extend((snap["time"], line) for line in events.changes(before, snap))
-                live.update(dashboard.screen(snap, list(recent), interval), refresh=True)
-                before = snap
-                time.sleep(interval)
+        while True:
+            snap = _snapshot(state, topic, poller.latest)
+            changed: list[str] = [] if before is None else events.changes(before, snap)
+            if recorder is not None:
+                recorder.write(snap, changed)
+            yield snap, changed
+            before = snap
+            pause = interval if deadline is None else min(interval, deadline - time.monotonic())
+            if pause <= 0:
+                return
+            time.sleep(pause)
     finally:
         poller.stop()
+
+
+def _plain(moments: Iterator[tuple[dict, list[str]]], json_output: bool) -> None:
+    """For scripts: every moment as a JSON line (as --record writes it), or each change as a
+    line as it is seen and the last moment's tables at the end."""
+    last = None
+    for snap, changed in moments:
+        if json_output:
+            console.print_json(record.moment(snap, changed))
+            continue
+        for line in changed:
+            print(f"{dashboard.clock(snap['time'])}  {line}", flush=True)
+        last = snap
+    if last is not None:
+        for section in dashboard.build(last, []):
+            console.print_section(section)
+
+
+def _live(moments: Iterator[tuple[dict, list[str]]], interval: float) -> None:
+    """Redraw at every moment until Ctrl-C or the deadline; the last frame stays on the terminal."""
+    recent: deque[dashboard.Event] = deque(maxlen=MAX_EVENTS)
+    with Live(console=console.stdout(), auto_refresh=False) as live:
+        for snap, changed in moments:
+            recent.extend((snap["time"], line) for line in changed)
+            live.update(dashboard.screen(snap, list(recent), interval), refresh=True)
