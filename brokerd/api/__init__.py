@@ -1,10 +1,15 @@
 """Request handlers, one module per API (or per small family of APIs).
 
-Each handler is ``async def handle(broker, request) -> dict | None``: it returns the response
-as a dict of snake_case field names, which the codec turns into bytes, or None when the
-client expects no response (acks=0 produce).
+Each handler is ``async def handle(services: BrokerServices, request: Request) -> dict | None``
+(``services.Handler``): ``services`` is what it may use of the broker (brokerd/api/services.py,
+a Protocol the Broker satisfies), ``request`` the decoded request and the session it came in
+on (brokerd/api/request.py). It returns the response as a dict of snake_case field names,
+which the codec turns into bytes, or None when the client expects no response (acks=0
+produce). build_handlers binds each to the broker's services, so the server calls it with
+the request alone.
 """
 
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 from kafka.protocol.api_key import ApiKey
@@ -29,25 +34,30 @@ from brokerd.api import (
     producer_id,
     reassignments,
     scram_credentials,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     topics,
     transactions,
 )
-from brokerd.api.services import BrokerServices
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices, Handler
 from brokerd.fetch_session import FetchManager, FetchSessionCache
 from brokerd.quotas import ClientQuotas
 
 
-def build_handlers(broker: BrokerServices) -> dict:
+def build_handlers(services: BrokerServices) -> dict[int, Callable[[Request], Awaitable[dict | None]]]:
     fetch_manager = FetchManager(
         FetchSessionCache(
-            broker.config.get("max.incremental.fetch.session.cache.slots"),
-            broker.config.get("min.incremental.fetch.session.eviction.ms"),
+            services.config.get("max.incremental.fetch.session.cache.slots"),
+            services.config.get("min.incremental.fetch.session.eviction.ms"),
         )
     )
-    quotas = ClientQuotas(broker.state.client_quotas_version, broker.state.client_quotas)
+    quotas = ClientQuotas(services.state.client_quotas_version, services.state.client_quotas)
     topic_metadata = metadata.TopicMetadataCache()
-    broker.metadata_listeners.append(topic_metadata.forget)
-    table = {
+    services.metadata_listeners.append(topic_metadata.forget)
+    table: dict[int, Handler] = {
         ApiKey.ApiVersions: api_versions.handle,
         ApiKey.Metadata: partial(metadata.handle, cache=topic_metadata),
         ApiKey.Produce: client_quotas.throttled_produce(produce.handle, quotas),
@@ -95,5 +105,9 @@ def build_handlers(broker: BrokerServices) -> dict:
         ApiKey.AlterUserScramCredentials: scram_credentials.handle_alter,
         ApiKey.DescribeClientQuotas: client_quotas.handle_describe,
         ApiKey.AlterClientQuotas: client_quotas.handle_alter,
+        ApiKey.ShareGroupHeartbeat: share_group_heartbeat.handle,
+        ApiKey.ShareGroupDescribe: share_group_describe.handle,
+        ApiKey.ShareFetch: share_fetch.handle,
+        ApiKey.ShareAcknowledge: share_acknowledge.handle,
     }
-    return {key: partial(handler, broker) for key, handler in table.items()}
+    return {key: partial(handler, services) for key, handler in table.items()}

@@ -10,7 +10,11 @@ from __future__ import annotations
 from kafka.admin import ACLOperation, ACLPermissionType, ACLResourcePatternType, ResourceType
 from kafka.errors import ClusterAuthorizationFailedError, InvalidRequestError, SecurityDisabledError
 
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 from brokerd.security.acl import CLUSTER_NAME, AclBinding, AclBindingFilter, InvalidAcl
+from brokerd.security.principal import Session
+from brokerd.security.standard_authorizer import StandardAuthorizer
 
 NO_AUTHORIZER = "No Authorizer is configured on the broker"  # Kafka's own words
 LITERAL_BEFORE_V1 = ACLResourcePatternType.LITERAL  # v0 has no pattern type field
@@ -20,18 +24,18 @@ def _error(exc_class, message: str | None = None) -> dict:
     return {"error_code": exc_class.errno, "error_message": message}
 
 
-def _refusal(broker, request, operation: ACLOperation) -> dict | None:
+def _refusal(authorizer: StandardAuthorizer, session: Session, operation: ACLOperation) -> dict | None:
     """SECURITY_DISABLED without an authorizer, CLUSTER_AUTHORIZATION_FAILED without the
     cluster permission, else None."""
-    if not broker.authorizer.enabled:
+    if not authorizer.enabled:
         return _error(SecurityDisabledError, NO_AUTHORIZER)
-    if not broker.authorizer.authorize(request.session, operation, ResourceType.CLUSTER, CLUSTER_NAME):
+    if not authorizer.authorize(session, operation, ResourceType.CLUSTER, CLUSTER_NAME):
         return _error(ClusterAuthorizationFailedError, "Cluster authorization failed.")
     return None
 
 
-async def handle_create(broker, request) -> dict:
-    refused = _refusal(broker, request, ACLOperation.ALTER)
+async def handle_create(services: BrokerServices, request: Request) -> dict:
+    refused = _refusal(services.authorizer, request.session, ACLOperation.ALTER)
     if refused is not None:
         return {"throttle_time_ms": 0, "results": [refused for _ in request.body.creations]}
     results, accepted = [], []
@@ -45,24 +49,24 @@ async def handle_create(broker, request) -> dict:
         accepted.append(binding)
         results.append({"error_code": 0, "error_message": None})
     if accepted:
-        with broker.state.update_acl_bindings() as stored:
+        with services.state.update_acl_bindings() as stored:
             known = {AclBinding.from_json(b) for b in stored}
             stored += [b.to_json() for b in dict.fromkeys(accepted) if b not in known]
-        broker.authorizer.refresh()
+        services.authorizer.refresh()
     return {"throttle_time_ms": 0, "results": results}
 
 
-async def handle_describe(broker, request) -> dict:
-    refused = _refusal(broker, request, ACLOperation.DESCRIBE)
+async def handle_describe(services: BrokerServices, request: Request) -> dict:
+    refused = _refusal(services.authorizer, request.session, ACLOperation.DESCRIBE)
     if refused is not None:
         return {"throttle_time_ms": 0, **refused, "resources": []}
     acl_filter = _filter(request.body, request.header.api_version)
     reason = acl_filter.invalid_reason()
     if reason is not None:
         return {"throttle_time_ms": 0, **_error(InvalidRequestError, reason), "resources": []}
-    broker.authorizer.refresh()
+    services.authorizer.refresh()
     resources: dict[tuple, list[dict]] = {}
-    for binding in broker.authorizer.bindings:
+    for binding in services.authorizer.bindings:
         if acl_filter.matches(binding):
             key = (int(binding.resource_type), binding.resource_name, int(binding.pattern_type))
             resources.setdefault(key, []).append(
@@ -84,8 +88,8 @@ async def handle_describe(broker, request) -> dict:
     }
 
 
-async def handle_delete(broker, request) -> dict:
-    refused = _refusal(broker, request, ACLOperation.ALTER)
+async def handle_delete(services: BrokerServices, request: Request) -> dict:
+    refused = _refusal(services.authorizer, request.session, ACLOperation.ALTER)
     if refused is not None:
         return {
             "throttle_time_ms": 0,
@@ -93,7 +97,7 @@ async def handle_delete(broker, request) -> dict:
         }
     filters = [_filter(f, request.header.api_version) for f in request.body.filters]
     results: list[dict] = []
-    with broker.state.update_acl_bindings() as stored:
+    with services.state.update_acl_bindings() as stored:
         bindings = [AclBinding.from_json(b) for b in stored]
         deleted: set[AclBinding] = set()
         for acl_filter in filters:
@@ -111,7 +115,7 @@ async def handle_delete(broker, request) -> dict:
                 }
             )
         stored[:] = [b.to_json() for b in bindings if b not in deleted]
-    broker.authorizer.refresh()
+    services.authorizer.refresh()
     return {"throttle_time_ms": 0, "filter_results": results}
 
 

@@ -1,9 +1,13 @@
 """ApiVersions: the version ranges every client negotiates from."""
 
+from __future__ import annotations
+
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 from brokerd.protocol.api_versions import ADVERTISED
 
 
-async def handle(broker, request) -> dict:
+async def handle(services: BrokerServices, request: Request) -> dict:
     return {
         "error_code": 0,
         "api_keys": [

@@ -8,7 +8,8 @@ partition, per topic, per group or for the whole request. Checks that Kafka make
 logging a denial (a listing filtered silently, a cluster-wide permission tried before the
 per-resource one) pass ``audit=False``.
 
-Without an authorizer every check allows, as in Kafka.
+Without an authorizer every check allows, as in Kafka. The checks take the authorizer and
+the request's session: all they need of the broker and of the request.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from kafka.errors import (
 )
 
 from brokerd.security.acl import CLUSTER_NAME
+from brokerd.security.principal import Session
+from brokerd.security.standard_authorizer import StandardAuthorizer
 
 
 def _in_kafkas_words(error_class: type[BrokerResponseError], message: str) -> type[BrokerResponseError]:
@@ -50,34 +53,54 @@ def denied_code(resource_type: ResourceType) -> int:
 
 
 def allows(
-    broker, request, operation: ACLOperation, resource_type: ResourceType, name: str, audit: bool = True
+    authorizer: StandardAuthorizer,
+    session: Session,
+    operation: ACLOperation,
+    resource_type: ResourceType,
+    name: str,
+    audit: bool = True,
 ) -> bool:
-    return broker.authorizer.authorize(request.session, operation, resource_type, name, audit)
+    return authorizer.authorize(session, operation, resource_type, name, audit)
 
 
-def allows_cluster(broker, request, operation: ACLOperation, audit: bool = True) -> bool:
-    return allows(broker, request, operation, ResourceType.CLUSTER, CLUSTER_NAME, audit)
+def allows_cluster(
+    authorizer: StandardAuthorizer, session: Session, operation: ACLOperation, audit: bool = True
+) -> bool:
+    return allows(authorizer, session, operation, ResourceType.CLUSTER, CLUSTER_NAME, audit)
 
 
 def refusal(
-    broker, request, operation: ACLOperation, resource_type: ResourceType, name: str, audit: bool = True
+    authorizer: StandardAuthorizer,
+    session: Session,
+    operation: ACLOperation,
+    resource_type: ResourceType,
+    name: str,
+    audit: bool = True,
 ) -> Exception | None:
     """Kafka's error when the session may not do ``operation`` on the resource, else None."""
-    if allows(broker, request, operation, resource_type, name, audit):
+    if allows(authorizer, session, operation, resource_type, name, audit):
         return None
     return denied(resource_type)
 
 
-def require(broker, request, operation: ACLOperation, resource_type: ResourceType, name: str) -> None:
+def require(
+    authorizer: StandardAuthorizer,
+    session: Session,
+    operation: ACLOperation,
+    resource_type: ResourceType,
+    name: str,
+) -> None:
     """Raise Kafka's error when the session may not do ``operation`` on the resource, for
     handlers whose error path already answers an exception the way Kafka answers a denial."""
-    refused = refusal(broker, request, operation, resource_type, name)
+    refused = refusal(authorizer, session, operation, resource_type, name)
     if refused is not None:
         raise refused
 
 
-def cluster_refusal(broker, request, operation: ACLOperation) -> Exception | None:
-    return refusal(broker, request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+def cluster_refusal(
+    authorizer: StandardAuthorizer, session: Session, operation: ACLOperation
+) -> Exception | None:
+    return refusal(authorizer, session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 class Permission:
@@ -85,14 +108,14 @@ class Permission:
 
     def __init__(
         self,
-        broker,
-        request,
+        authorizer: StandardAuthorizer,
+        session: Session,
         operation: ACLOperation,
         resource_type: ResourceType = ResourceType.TOPIC,
         audit: bool = True,
-    ):
-        self._authorizer = broker.authorizer
-        self._session = request.session
+    ) -> None:
+        self._authorizer = authorizer
+        self._session = session
         self._operation = operation
         self.resource_type = resource_type
         self._audit = audit

@@ -13,21 +13,23 @@ from kafka.admin import ACLOperation, ResourceType
 
 from brokerd.api.authorization import allows_cluster
 from brokerd.security.acl import CLUSTER_NAME
+from brokerd.security.principal import Session
+from brokerd.security.standard_authorizer import StandardAuthorizer
 
 
 def authorized_operations(
-    broker, request, requested: bool, resource_type: ResourceType, name: str
+    authorizer: StandardAuthorizer, session: Session, requested: bool, resource_type: ResourceType, name: str
 ) -> set[int] | None:
     """The operation codes (the codec packs them into Kafka's 32-bit field); None, encoded as
     Kafka's "not requested" value, when the request did not ask."""
     if not requested:
         return None
-    return broker.authorizer.authorized_operations(request.session, resource_type, name)
+    return authorizer.authorized_operations(session, resource_type, name)
 
 
-def cluster_operations(broker, request, requested: bool) -> set[int] | None:
+def cluster_operations(authorizer: StandardAuthorizer, session: Session, requested: bool) -> set[int] | None:
     if not requested:
         return None
-    if not allows_cluster(broker, request, ACLOperation.DESCRIBE):
+    if not allows_cluster(authorizer, session, ACLOperation.DESCRIBE):
         return set()
-    return authorized_operations(broker, request, True, ResourceType.CLUSTER, CLUSTER_NAME)
+    return authorized_operations(authorizer, session, True, ResourceType.CLUSTER, CLUSTER_NAME)

@@ -18,6 +18,8 @@ from kafka.admin import ACLOperation
 from kafka.errors import ClusterAuthorizationFailedError, InvalidRequestError
 
 from brokerd.api.authorization import allows_cluster
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices, Handler
 from brokerd.quotas import ENTITY_TYPES, ClientQuotas, QuotaEntityError, validate
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
@@ -28,11 +30,11 @@ def _entity_fields(entity: dict[str, str | None]) -> list[dict]:
     return [{"entity_type": t, "entity_name": n} for t, n in sorted(entity.items())]
 
 
-async def handle_describe(broker, request) -> dict:
+async def handle_describe(services: BrokerServices, request: Request) -> dict:
     def answer(error: int = 0, message: str | None = None, entries=None) -> dict:
         return {"throttle_time_ms": 0, "error_code": error, "error_message": message, "entries": entries}
 
-    if not allows_cluster(broker, request, ACLOperation.DESCRIBE_CONFIGS):
+    if not allows_cluster(services.authorizer, request.session, ACLOperation.DESCRIBE_CONFIGS):
         return answer(ClusterAuthorizationFailedError.errno, CLUSTER_DENIED)
     try:
         matches = _filter(request.body.components, request.body.strict)
@@ -43,7 +45,7 @@ async def handle_describe(broker, request) -> dict:
             "entity": _entity_fields(e["entity"]),
             "values": [{"key": k, "value": float(v)} for k, v in sorted(e["values"].items())],
         }
-        for e in broker.state.client_quotas()
+        for e in services.state.client_quotas()
         if e["values"] and matches(e["entity"])
     ]
     return answer(entries=entries)
@@ -79,9 +81,9 @@ def _filter(components, strict: bool):
     return matches
 
 
-async def handle_alter(broker, request) -> dict:
+async def handle_alter(services: BrokerServices, request: Request) -> dict:
     body = request.body
-    allowed = allows_cluster(broker, request, ACLOperation.ALTER_CONFIGS)
+    allowed = allows_cluster(services.authorizer, request.session, ACLOperation.ALTER_CONFIGS)
     results, changes = [], []
     for entry in body.entries:
         entity = {e.entity_type: e.entity_name for e in entry.entity}
@@ -108,7 +110,7 @@ async def handle_alter(broker, request) -> dict:
         changes.append((entity, entry.ops))
         results.append({"error_code": 0, "error_message": None, "entity": fields})
     if changes and not body.validate_only:
-        with broker.state.update_client_quotas() as stored:
+        with services.state.update_client_quotas() as stored:
             for entity, ops in changes:
                 _apply(stored, entity, ops)
     return {"throttle_time_ms": 0, "entries": results}
@@ -129,15 +131,15 @@ def _apply(stored: list[dict], entity: dict[str, str | None], ops) -> None:
 
 
 # -- enforcement ---------------------------------------------------------------------------
-def _user(request) -> str:
+def _user(request: Request) -> str:
     return request.session.principal.name
 
 
-def throttled_produce(handler, quotas: ClientQuotas):
+def throttled_produce(handler: Handler, quotas: ClientQuotas) -> Handler:
     """Produce, counted after the append by the size of its record batches."""
 
-    async def handle(broker, request):
-        response = await handler(broker, request)
+    async def handle(services: BrokerServices, request: Request) -> dict | None:
+        response = await handler(services, request)
         quotas.refresh()
         if quotas.produce.active and response is not None:
             size = sum(len(p.records or b"") for t in request.body.topic_data for p in t.partition_data)
@@ -149,13 +151,13 @@ def throttled_produce(handler, quotas: ClientQuotas):
     return handle
 
 
-def throttled_fetch(handler, quotas: ClientQuotas):
+def throttled_fetch(handler: Handler, quotas: ClientQuotas) -> Handler:
     """Fetch, counted by the record bytes of the answer; followers are never throttled."""
 
-    async def handle(broker, request):
-        response = await handler(broker, request)
+    async def handle(services: BrokerServices, request: Request) -> dict | None:
+        response = await handler(services, request)
         quotas.refresh()
-        if quotas.fetch.active and request.body.replica_id < 0:
+        if response is not None and quotas.fetch.active and request.body.replica_id < 0:
             size = sum(len(p["records"] or b"") for t in response["responses"] for p in t["partitions"])
             throttle = quotas.fetch.record(_user(request), request.header.client_id, size)
             if throttle:

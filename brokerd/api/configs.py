@@ -23,8 +23,13 @@ from kafka.errors import (
 from brokerd import dynamic_config
 from brokerd.api.authorization import require
 from brokerd.api.errors import error_code, error_message
-from brokerd.config import SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER, ConfigValue
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
+from brokerd.config import SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER, BrokerConfig, ConfigValue
 from brokerd.security.acl import CLUSTER_NAME
+from brokerd.security.principal import Session
+from brokerd.security.standard_authorizer import StandardAuthorizer
+from brokerd.state import ClusterState
 from brokerd.storage import LogConfig
 from brokerd.storage.log_config import KEYS_BY_NAME
 
@@ -35,15 +40,15 @@ SOURCE_DYNAMIC_TOPIC = 1
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
-async def handle_describe(broker, request) -> dict:
+async def handle_describe(services: BrokerServices, request: Request) -> dict:
     include_synonyms = bool(getattr(request.body, "include_synonyms", False))
     results = []
     for resource in request.body.resources:
         try:
-            _authorize(broker, request, ACLOperation.DESCRIBE_CONFIGS, resource)
+            _authorize(services.authorizer, request.session, ACLOperation.DESCRIBE_CONFIGS, resource)
             entries = [
                 _entry(name, values, read_only, include_synonyms)
-                for name, values, read_only in _describe(broker, resource)
+                for name, values, read_only in _describe(services, resource)
             ]
             keys = resource.configuration_keys
             configs = [e for e in entries if keys is None or e["name"] in keys]
@@ -53,38 +58,40 @@ async def handle_describe(broker, request) -> dict:
     return {"throttle_time_ms": 0, "results": results}
 
 
-def _authorize(broker, request, operation: ACLOperation, resource) -> None:
+def _authorize(authorizer: StandardAuthorizer, session: Session, operation: ACLOperation, resource) -> None:
     """A topic's configs are the topic's to guard, a broker's the cluster's (Kafka's rule);
     other resource types are refused further on."""
     if resource.resource_type == TOPIC:
-        require(broker, request, operation, ResourceType.TOPIC, resource.resource_name)
+        require(authorizer, session, operation, ResourceType.TOPIC, resource.resource_name)
     elif resource.resource_type in (BROKER, BROKER_LOGGER):
-        require(broker, request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+        require(authorizer, session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
-def _describe(broker, resource) -> list[tuple[str, list[ConfigValue], bool]]:
+def _describe(services: BrokerServices, resource) -> list[tuple[str, list[ConfigValue], bool]]:
     """Each config's name, its values by precedence (the first is in effect; a topic config's
     broker-level ones carry the broker config's name) and its read-only flag."""
     if resource.resource_type == TOPIC:
-        topic = broker.topics.get(resource.resource_name)
+        topic = services.topics.get(resource.resource_name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {resource.resource_name!r} does not exist")
-        return [(name, _topic_values(broker, topic.configs, name), False) for name in KEYS_BY_NAME]
+        return [(name, _topic_values(services.config, topic.configs, name), False) for name in KEYS_BY_NAME]
     if resource.resource_type != BROKER:
         raise InvalidRequestError(f"resource type {resource.resource_type} is not supported")
     if not resource.resource_name:  # the cluster-wide defaults: only what is set there
         return [
             (name, [ConfigValue(name, value, SOURCE_DYNAMIC_DEFAULT_BROKER)], False)
-            for name, value in sorted(broker.config.dynamic_default.items())
+            for name, value in sorted(services.config.dynamic_default.items())
         ]
-    _own_broker_id(broker, resource.resource_name, "Broker id", f"{broker.broker_id} or empty string")
+    _own_broker_id(
+        services.broker_id, resource.resource_name, "Broker id", f"{services.broker_id} or empty string"
+    )
     return [
-        (name, broker.config.synonyms(name), dynamic_config.key(name) is None)
-        for name in broker.config.names()
+        (name, services.config.synonyms(name), dynamic_config.key(name) is None)
+        for name in services.config.names()
     ]
 
 
-def _topic_values(broker, configs: Mapping[str, str], name: str) -> list[ConfigValue]:
+def _topic_values(config: BrokerConfig, configs: Mapping[str, str], name: str) -> list[ConfigValue]:
     """A topic config's own override, then its broker-level default's levels (Kafka lists the
     broker config under its broker name, e.g. log.retention.ms for retention.ms). The first is
     in effect: the value the topic's logs use, as they take BrokerConfig.log_defaults under the
@@ -95,7 +102,7 @@ def _topic_values(broker, configs: Mapping[str, str], name: str) -> list[ConfigV
     broker_name = dynamic_config.TOPIC_CONFIG_SYNONYMS.get(name)
     if broker_name is None:
         return own or [ConfigValue(name, KEYS_BY_NAME[name].default, SOURCE_DEFAULT)]
-    return own + broker.config.synonyms(broker_name)
+    return own + config.synonyms(broker_name)
 
 
 def _entry(name: str, values: list[ConfigValue], read_only: bool, include_synonyms: bool) -> dict:
@@ -117,27 +124,27 @@ def _entry(name: str, values: list[ConfigValue], read_only: bool, include_synony
     }
 
 
-def _own_broker_id(broker, name: str, what: str, expected: str) -> int:
+def _own_broker_id(own_id: int, name: str, what: str, expected: str) -> int:
     """A broker answers for its own configs only (Kafka's rule, with its messages)."""
     try:
         broker_id = int(name)
     except ValueError:
         raise InvalidRequestError(f"{what} must be an integer, but it is: {name}") from None
-    if broker_id != broker.broker_id:
+    if broker_id != own_id:
         raise InvalidRequestError(f"Unexpected broker id, expected {expected}, but received {name}")
     return broker_id
 
 
-async def handle_alter(broker, request) -> dict:
+async def handle_alter(services: BrokerServices, request: Request) -> dict:
     """Legacy AlterConfigs replaces a resource's whole set of configs."""
 
     def replace(current: dict, configs, key_of) -> dict:
         return {c.name: c.value for c in configs}
 
-    return _alter_all(broker, request, replace)
+    return _alter_all(services, request, replace)
 
 
-async def handle_incremental_alter(broker, request) -> dict:
+async def handle_incremental_alter(services: BrokerServices, request: Request) -> dict:
     def apply(current: dict, configs, key_of) -> dict:
         """Kafka's four operations; ``key_of`` gives a config's type and default by name."""
         updated = dict(current)
@@ -152,7 +159,7 @@ async def handle_incremental_alter(broker, request) -> dict:
                 raise InvalidRequestError(f"Unknown operations type {c.config_operation}")
         return updated
 
-    return _alter_all(broker, request, apply)
+    return _alter_all(services, request, apply)
 
 
 def _edit_list(current: dict, key, config, operation: int) -> str:
@@ -169,19 +176,19 @@ def _edit_list(current: dict, key, config, operation: int) -> str:
     return ",".join(v for v in items if v not in given)
 
 
-def _alter_all(broker, request, change: Callable) -> dict:
+def _alter_all(services: BrokerServices, request: Request, change: Callable) -> dict:
     body = request.body
     responses = []
     for resource in body.resources:
         try:
-            _authorize(broker, request, ACLOperation.ALTER_CONFIGS, resource)
+            _authorize(services.authorizer, request.session, ACLOperation.ALTER_CONFIGS, resource)
             names = [c.name for c in resource.configs]
             if len(set(names)) != len(names):
                 raise InvalidRequestError("Error due to duplicate config keys")
             if resource.resource_type == TOPIC:
-                _alter_topic(broker, resource, change, body.validate_only)
+                _alter_topic(services.state, resource, change, body.validate_only)
             elif resource.resource_type == BROKER:
-                _alter_broker(broker, resource, change, body.validate_only)
+                _alter_broker(services, resource, change, body.validate_only)
             else:
                 raise InvalidRequestError(
                     "AlterConfigs is only supported for topics and brokers, "
@@ -190,11 +197,11 @@ def _alter_all(broker, request, change: Callable) -> dict:
             responses.append(_result(resource, None))
         except Exception as exc:
             responses.append(_result(resource, exc))
-    broker.refresh_metadata()
+    services.refresh_metadata()
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-def _alter_topic(broker, resource, change, validate_only: bool) -> None:
+def _alter_topic(state: ClusterState, resource, change: Callable, validate_only: bool) -> None:
     """A change is written as ConfigRecords of what it changed (none when it changes
     nothing); a validate-only one reads the topic without the write lock and writes nothing."""
 
@@ -207,19 +214,19 @@ def _alter_topic(broker, resource, change, validate_only: bool) -> None:
         return topic, updated
 
     if validate_only:
-        altered(broker.state.topics())
+        altered(state.topics())
         return
-    with broker.state.update_topic_configs() as topics:
+    with state.update_topic_configs() as topics:
         topic, updated = altered(topics)
         topic.configs = updated
 
 
-def _alter_broker(broker, resource, change, validate_only: bool) -> None:
+def _alter_broker(services: BrokerServices, resource, change: Callable, validate_only: bool) -> None:
     """Change one broker's dynamic configs (resource name "<id>") or the cluster-wide ones
     (""); every broker takes the change up when it next polls the metadata. As for topics, a
     validate-only change reads them without the write lock and writes nothing."""
     broker_id = (
-        _own_broker_id(broker, resource.resource_name, "Node id", str(broker.broker_id))
+        _own_broker_id(services.broker_id, resource.resource_name, "Node id", str(services.broker_id))
         if resource.resource_name
         else None
     )
@@ -230,9 +237,9 @@ def _alter_broker(broker, resource, change, validate_only: bool) -> None:
         return updated
 
     if validate_only:
-        altered(broker.state.dynamic_broker_configs(broker_id))
+        altered(services.state.dynamic_broker_configs(broker_id))
         return
-    with broker.state.update_dynamic_broker_configs(broker_id) as configs:
+    with services.state.update_dynamic_broker_configs(broker_id) as configs:
         updated = altered(configs)
         configs.clear()
         configs.update(updated)

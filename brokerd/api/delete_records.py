@@ -15,18 +15,22 @@ from kafka.admin import ACLOperation
 
 from brokerd.api.authorization import Permission
 from brokerd.api.errors import error_code
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
+from brokerd.partition import Partition
+from brokerd.replica_manager import ReplicaManager
 
 
-async def handle(broker, request) -> dict:
+async def handle(services: BrokerServices, request: Request) -> dict:
     body = request.body
     timeout_s = max(body.timeout_ms, 0) / 1000
     topics = []
     pending = []
-    deletable = Permission(broker, request, ACLOperation.DELETE)
+    deletable = Permission(services.authorizer, request.session, ACLOperation.DELETE)
     for topic in body.topics:
         partitions = []
         for p in topic.partitions:
-            result, partition = _delete(broker, topic.name, p.partition_index, p.offset, deletable)
+            result, partition = _delete(services.replicas, topic.name, p.partition_index, p.offset, deletable)
             partitions.append(result)
             if partition is not None:
                 pending.append(_await_followers(result, partition, timeout_s))
@@ -35,18 +39,20 @@ async def handle(broker, request) -> dict:
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _delete(broker, topic: str, index: int, offset: int, deletable: Permission):
+def _delete(
+    replicas: ReplicaManager, topic: str, index: int, offset: int, deletable: Permission
+) -> tuple[dict, Partition | None]:
     """Apply one partition's deletion on the leader; returns (response entry, partition)."""
     try:
         deletable.require(topic)
-        partition = broker.replicas.get_leader(topic, index)
+        partition = replicas.get_leader(topic, index)
         low_watermark = partition.delete_records_before(offset)
     except Exception as exc:
         return {"partition_index": index, "low_watermark": -1, "error_code": error_code(exc)}, None
     return {"partition_index": index, "low_watermark": low_watermark, "error_code": 0}, partition
 
 
-async def _await_followers(result: dict, partition, timeout_s: float) -> None:
+async def _await_followers(result: dict, partition: Partition, timeout_s: float) -> None:
     try:
         await partition.wait_for_log_start(result["low_watermark"], timeout_s)
     except Exception as exc:

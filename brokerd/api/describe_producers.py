@@ -16,20 +16,23 @@ from kafka.errors import NotLeaderForPartitionError, UnknownTopicOrPartitionErro
 
 from brokerd.api.authorization import Permission
 from brokerd.api.errors import error_code, error_message
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
+from brokerd.partition import Partition
 
 NO_TXN = -1
 
 
-async def handle(broker, request) -> dict:
-    broker.refresh_metadata()  # a topic created a moment ago is known here at once
-    readable = Permission(broker, request, ACLOperation.READ)
+async def handle(services: BrokerServices, request: Request) -> dict:
+    services.refresh_metadata()  # a topic created a moment ago is known here at once
+    readable = Permission(services.authorizer, request.session, ACLOperation.READ)
     return {
         "throttle_time_ms": 0,
         "topics": [
             {
                 "name": topic.name,
                 "partitions": [
-                    _describe(broker, topic.name, index, readable) for index in topic.partition_indexes
+                    _describe(services, topic.name, index, readable) for index in topic.partition_indexes
                 ],
             }
             for topic in request.body.topics
@@ -37,10 +40,10 @@ async def handle(broker, request) -> dict:
     }
 
 
-def _describe(broker, topic: str, index: int, readable: Permission) -> dict:
+def _describe(services: BrokerServices, topic: str, index: int, readable: Permission) -> dict:
     try:
         readable.require(topic)
-        partition = _hosted(broker, topic, index)
+        partition = _hosted(services, topic, index)
     except Exception as exc:
         return {
             "partition_index": index,
@@ -56,15 +59,15 @@ def _describe(broker, topic: str, index: int, readable: Permission) -> dict:
     }
 
 
-def _hosted(broker, topic: str, index: int):
+def _hosted(services: BrokerServices, topic: str, index: int) -> Partition:
     """The local replica, or Kafka's error: a partition that exists elsewhere tells the client
     to refresh its metadata, one that does not exist is unknown."""
-    partition = broker.replicas.partitions.get((topic, index))
+    partition = services.replicas.partitions.get((topic, index))
     if partition is not None:
         return partition
-    record = broker.topics.get(topic)
+    record = services.topics.get(topic)
     if record is not None and index in record.partitions:
-        raise NotLeaderForPartitionError(f"broker {broker.broker_id} hosts no replica of {topic}-{index}")
+        raise NotLeaderForPartitionError(f"broker {services.broker_id} hosts no replica of {topic}-{index}")
     raise UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
 
 

@@ -20,26 +20,30 @@ from kafka.admin import ACLOperation
 
 from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.errors import error_code
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 from brokerd.fetch_session import CachedPartition, FetchContext, FetchManager, FetchSession
+from brokerd.partition import Partition
+from brokerd.replica_manager import ReplicaManager
 from brokerd.storage import last_offset_in
 from brokerd.waiters import wait_any
 
 READ_COMMITTED = 1
 
 
-async def handle(broker, request, fetch_manager: FetchManager) -> dict:
+async def handle(services: BrokerServices, request: Request, fetch_manager: FetchManager) -> dict:
     body = request.body
     context = fetch_manager.new_context(body)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
     readable = (
-        decided(allows_cluster(broker, request, ACLOperation.CLUSTER_ACTION))
+        decided(allows_cluster(services.authorizer, request.session, ACLOperation.CLUSTER_ACTION))
         if body.replica_id >= 0
-        else Permission(broker, request, ACLOperation.READ)
+        else Permission(services.authorizer, request.session, ACLOperation.READ)
     )
     first_pass = True
     while True:
-        responses, total_bytes, watched = _read_all(broker, body, context, readable, first_pass)
+        responses, total_bytes, watched = _read_all(services.replicas, body, context, readable, first_pass)
         first_pass = False
         remaining = deadline - loop.time()
         if context.session is not None and context.session.privileged:
@@ -70,7 +74,7 @@ def _by_topic(responses: list[tuple[str, dict]]) -> list[dict]:
 
 
 def _read_all(
-    broker, body, context: FetchContext, readable: Permission, first_pass: bool
+    replicas: ReplicaManager, body, context: FetchContext, readable: Permission, first_pass: bool
 ) -> tuple[list[dict], int, list]:
     """One pass over the partitions to read (the request's, or its session's unparked ones),
     with what to wait on if nothing is there yet. A follower's fetch offsets are recorded on
@@ -87,12 +91,12 @@ def _read_all(
     responses = []
     for topic, p in context.fetch_data:
         if isinstance(p, CachedPartition) and _park_idle_follower_partition(
-            broker, body, context.session, topic, p, readable
+            replicas, body, context.session, topic, p, readable
         ):
             responses.append(p.unchanged_response())
             continue
         limit = max(min(p.partition_max_bytes, body.max_bytes - total), 0)
-        result, partition = _read_partition(broker, body, topic, p, limit, total == 0, readable, first_pass)
+        result, partition = _read_partition(replicas, body, topic, p, limit, total == 0, readable, first_pass)
         if partition is not None and isinstance(p, CachedPartition):
             p.seen_changes = partition.changes
         size = len(result["records"])
@@ -104,51 +108,56 @@ def _read_all(
 
 
 def _park_idle_follower_partition(
-    broker, body, session: FetchSession | None, topic: str, request: CachedPartition, readable: Permission
+    replicas: ReplicaManager,
+    body,
+    session: FetchSession | None,
+    topic: str,
+    wanted: CachedPartition,
+    readable: Permission,
 ) -> bool:
     """Park the partition in the follower's session when it is exactly as the last full read
     left it (no change since, the follower at the log end and in sync): there is nothing to
     read or answer until it changes (see FetchSession). False when it must be read."""
     if session is None or not session.privileged or not readable.allows(topic):
         return False
-    partition = broker.replicas.partitions.get((topic, request.partition))
+    partition = replicas.partitions.get((topic, wanted.partition))
     if (
         partition is None
-        or request.seen_changes != partition.changes
+        or wanted.seen_changes != partition.changes
         or not partition.is_leader
-        or not partition.follower_still_caught_up(body.replica_id, request.fetch_offset)
+        or not partition.follower_still_caught_up(body.replica_id, wanted.fetch_offset)
     ):
         return False
-    session.park(request.key)
+    session.park(wanted.key)
     partition.park_idle_follower(body.replica_id, session)
     return True
 
 
 def _read_partition(
-    broker,
+    replicas: ReplicaManager,
     body,
     topic: str,
-    request,
+    wanted,
     max_bytes: int,
     min_one_message: bool,
     readable: Permission,
     record_fetch: bool,
-):
+) -> tuple[dict, Partition | None]:
     """Consumers read up to the high watermark (read_committed ones up to the last stable
     offset); a follower (replica_id >= 0) reads up to the log end, and its fetch offset tells
     the leader how far its log reaches."""
-    index = request.partition
+    index = wanted.partition
     follower = body.replica_id >= 0
     read_committed = body.isolation_level == READ_COMMITTED and not follower
     try:
         readable.require(topic)
-        partition = broker.replicas.get_leader(topic, index)
-        partition.check_leader_epoch(request.current_leader_epoch)
+        partition = replicas.get_leader(topic, index)
+        partition.check_leader_epoch(wanted.current_leader_epoch)
         if follower and record_fetch:
-            partition.record_follower_fetch(body.replica_id, request.fetch_offset, request.log_start_offset)
+            partition.record_follower_fetch(body.replica_id, wanted.fetch_offset, wanted.log_start_offset)
         records = (
             partition.read(
-                request.fetch_offset,
+                wanted.fetch_offset,
                 max_bytes,
                 for_follower=follower,
                 read_committed=read_committed,
@@ -157,7 +166,7 @@ def _read_partition(
             if max_bytes > 0
             else b""
         )
-        aborted = _aborted_transactions(partition, request.fetch_offset, records) if read_committed else None
+        aborted = _aborted_transactions(partition, wanted.fetch_offset, records) if read_committed else None
     except Exception as exc:
         return {
             "partition_index": index,
@@ -181,7 +190,7 @@ def _read_partition(
     }, partition
 
 
-def _aborted_transactions(partition, fetch_offset: int, records) -> list[dict]:
+def _aborted_transactions(partition: Partition, fetch_offset: int, records: bytes | memoryview) -> list[dict]:
     """The aborted transactions overlapping the offsets actually returned."""
     last_offset = last_offset_in(records)
     if last_offset is None:

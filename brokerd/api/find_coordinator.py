@@ -6,26 +6,31 @@ As in Kafka, a group's coordinator is told only to a client that may DESCRIBE th
 (else GROUP_AUTHORIZATION_FAILED), a transactional id's only to one that may DESCRIBE the
 transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
 
+from __future__ import annotations
+
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import CoordinatorNotAvailableError, InvalidRequestError
 
 from brokerd.api.authorization import require
 from brokerd.api.errors import error_code, error_message
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
+from brokerd.state import BrokerRegistration
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 RESOURCE_OF_KEY = {KEY_TYPE_GROUP: ResourceType.GROUP, KEY_TYPE_TRANSACTION: ResourceType.TRANSACTIONAL_ID}
 
 
-async def handle(broker, request) -> dict:
+async def handle(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
         resource_type = RESOURCE_OF_KEY.get(body.key_type)
         if resource_type is not None:
-            require(broker, request, ACLOperation.DESCRIBE, resource_type, body.key)
-        coordinator = _coordinator(broker, body.key_type, body.key)
+            require(services.authorizer, request.session, ACLOperation.DESCRIBE, resource_type, body.key)
+        coordinator = _coordinator(services, body.key_type, body.key)
     except Exception as exc:
         return {
             "throttle_time_ms": 0,
@@ -46,18 +51,18 @@ async def handle(broker, request) -> dict:
     }
 
 
-def _coordinator(broker, key_type: int, key: str):
+def _coordinator(services: BrokerServices, key_type: int, key: str) -> BrokerRegistration:
     if key_type == KEY_TYPE_GROUP:
-        topic_name, partition = OFFSETS_TOPIC, broker.coordinator.partition_of(key)
+        topic_name, partition = OFFSETS_TOPIC, services.coordinator.partition_of(key)
     elif key_type == KEY_TYPE_TRANSACTION:
         if not key:
             raise InvalidRequestError("the transactional id must not be empty")
-        topic_name, partition = TRANSACTION_STATE_TOPIC, broker.transactions.partition_of(key)
+        topic_name, partition = TRANSACTION_STATE_TOPIC, services.transactions.partition_of(key)
     else:
         raise InvalidRequestError(f"unknown coordinator key type {key_type}")
-    topic = broker.topics.get(topic_name) or broker.auto_create_topic(topic_name)
-    record = topic and topic.partitions.get(partition)
-    live = {b.broker_id: b for b in broker.live_brokers}
+    topic = services.topics.get(topic_name) or services.auto_create_topic(topic_name)
+    record = None if topic is None else topic.partitions.get(partition)
+    live = {b.broker_id: b for b in services.live_brokers}
     if record is None or record.leader not in live:
         raise CoordinatorNotAvailableError(f"the coordinator of {key!r} is not available")
     return live[record.leader]

@@ -14,6 +14,8 @@ from kafka.admin import ACLOperation, ResourceType
 from brokerd.api.authorization import Permission, allows_cluster, decided, require
 from brokerd.api.authorized_operations import authorized_operations
 from brokerd.api.errors import error_code
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 from brokerd.coordinator.group import Member
 from brokerd.coordinator.group_coordinator import MemberIdRequired
 
@@ -24,7 +26,7 @@ FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID = 4
 FIRST_LEAVE_VERSION_WITH_MEMBERS = 3
 
 
-async def handle_join(broker, request) -> dict:
+async def handle_join(services: BrokerServices, request: Request) -> dict:
     body = request.body
     candidate = Member(
         body.member_id,
@@ -37,8 +39,8 @@ async def handle_join(broker, request) -> dict:
         [(p.name, p.metadata) for p in body.protocols],
     )
     try:
-        require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        return await broker.coordinator.join(
+        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        return await services.coordinator.join(
             body.group_id, candidate, request.header.api_version >= FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID
         )
     except Exception as exc:
@@ -53,11 +55,11 @@ async def handle_join(broker, request) -> dict:
         }
 
 
-async def handle_sync(broker, request) -> dict:
+async def handle_sync(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        assignment = await broker.coordinator.sync(
+        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        assignment = await services.coordinator.sync(
             body.group_id,
             body.member_id,
             body.group_instance_id,
@@ -69,11 +71,11 @@ async def handle_sync(broker, request) -> dict:
     return {"error_code": 0, "assignment": assignment}
 
 
-async def handle_heartbeat(broker, request) -> dict:
+async def handle_heartbeat(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        broker.coordinator.heartbeat(
+        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        services.coordinator.heartbeat(
             body.group_id, body.member_id, body.group_instance_id, body.generation_id
         )
     except Exception as exc:
@@ -81,17 +83,17 @@ async def handle_heartbeat(broker, request) -> dict:
     return {"error_code": 0}
 
 
-async def handle_leave(broker, request) -> dict:
+async def handle_leave(services: BrokerServices, request: Request) -> dict:
     """v0-2 name one member and answer with its error; v3+ name several (by member id, or
     by group instance id alone) and answer each."""
     body = request.body
     batched = request.header.api_version >= FIRST_LEAVE_VERSION_WITH_MEMBERS
-    members = (
+    members: list[tuple[str, str | None]] = (
         [(m.member_id, m.group_instance_id) for m in body.members] if batched else [(body.member_id, None)]
     )
     try:
-        require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        outcomes = broker.coordinator.leave(body.group_id, members)
+        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        outcomes = services.coordinator.leave(body.group_id, members)
     except Exception as exc:
         return {"error_code": error_code(exc), "members": []}
     codes = [0 if error is None else error_code(error) for error in outcomes]
@@ -106,7 +108,7 @@ async def handle_leave(broker, request) -> dict:
     }
 
 
-async def handle_list(broker, request) -> dict:
+async def handle_list(services: BrokerServices, request: Request) -> dict:
     """Groups coordinated here, filtered by state (v4+) and type (v5+; every group here is a
     classic one: the KIP-848 consumer protocol is not offered). Filters match case-insensitively,
     as Kafka's do."""
@@ -117,37 +119,43 @@ async def handle_list(broker, request) -> dict:
     # Kafka filters silently: no denial is logged for a group left out
     describable = (
         decided(True)
-        if allows_cluster(broker, request, ACLOperation.DESCRIBE, audit=False)
-        else Permission(broker, request, ACLOperation.DESCRIBE, ResourceType.GROUP, audit=False)
+        if allows_cluster(services.authorizer, request.session, ACLOperation.DESCRIBE, audit=False)
+        else Permission(
+            services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, audit=False
+        )
     )
     return {
         "error_code": 0,
         "groups": [
             {"group_id": g, "protocol_type": t, "group_state": s, "group_type": CLASSIC}
-            for g, t, s in broker.coordinator.list_groups()
+            for g, t, s in services.coordinator.list_groups()
             if (not states or s.lower() in states) and describable.allows(g)
         ],
     }
 
 
-async def handle_describe(broker, request) -> dict:
+async def handle_describe(services: BrokerServices, request: Request) -> dict:
     """A group the client may not DESCRIBE answers GROUP_AUTHORIZATION_FAILED; the operations
     (v3+) are answered for the groups described without an error, as Kafka does."""
     asks_operations = getattr(request.body, "include_authorized_operations", False)
     groups = []
     for group_id in request.body.groups:
-        described = _describe(broker, request, group_id)
+        described = _describe(services, request, group_id)
         described["authorized_operations"] = authorized_operations(
-            broker, request, asks_operations and described["error_code"] == 0, ResourceType.GROUP, group_id
+            services.authorizer,
+            request.session,
+            asks_operations and described["error_code"] == 0,
+            ResourceType.GROUP,
+            group_id,
         )
         groups.append(described)
     return {"groups": groups}
 
 
-def _describe(broker, request, group_id: str) -> dict:
+def _describe(services: BrokerServices, request: Request, group_id: str) -> dict:
     try:
-        require(broker, request, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
-        group = broker.coordinator.describe(group_id)
+        require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
+        group = services.coordinator.describe(group_id)
     except Exception as exc:
         return {
             "error_code": error_code(exc),
@@ -177,12 +185,12 @@ def _describe(broker, request, group_id: str) -> dict:
     }
 
 
-async def handle_delete(broker, request) -> dict:
+async def handle_delete(services: BrokerServices, request: Request) -> dict:
     results = []
     for group_id in request.body.groups_names:
         try:
-            require(broker, request, ACLOperation.DELETE, ResourceType.GROUP, group_id)
-            await broker.coordinator.delete_group(group_id)
+            require(services.authorizer, request.session, ACLOperation.DELETE, ResourceType.GROUP, group_id)
+            await services.coordinator.delete_group(group_id)
             results.append({"group_id": group_id, "error_code": 0})
         except Exception as exc:
             results.append({"group_id": group_id, "error_code": error_code(exc)})

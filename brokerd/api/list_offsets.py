@@ -15,6 +15,9 @@ from kafka.errors import UnsupportedVersionError
 
 from brokerd.api.authorization import Permission
 from brokerd.api.errors import error_code
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
+from brokerd.replica_manager import ReplicaManager
 
 LATEST = -1
 EARLIEST = -2
@@ -23,15 +26,15 @@ MAX_TIMESTAMP_VERSION = 7
 READ_COMMITTED = 1
 
 
-async def handle(broker, request) -> dict:
+async def handle(services: BrokerServices, request: Request) -> dict:
     read_committed = request.body.isolation_level == READ_COMMITTED
     version = request.header.api_version
-    describable = Permission(broker, request, ACLOperation.DESCRIBE)
+    describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
     topics = []
     for topic in request.body.topics:
         partitions = [
             _lookup(
-                broker,
+                services.replicas,
                 topic.name,
                 p.partition_index,
                 p.timestamp,
@@ -47,7 +50,7 @@ async def handle(broker, request) -> dict:
 
 
 def _lookup(
-    broker,
+    replicas: ReplicaManager,
     topic: str,
     index: int,
     timestamp: int,
@@ -60,7 +63,7 @@ def _lookup(
         describable.require(topic)
         if timestamp == MAX_TIMESTAMP and version < MAX_TIMESTAMP_VERSION:
             raise UnsupportedVersionError(f"MAX_TIMESTAMP (-3) needs ListOffsets v{MAX_TIMESTAMP_VERSION}")
-        partition = broker.replicas.get_leader(topic, index)
+        partition = replicas.get_leader(topic, index)
         partition.check_leader_epoch(current_leader_epoch)
         offset, found_ts = _resolve(partition, timestamp, read_committed)
     except Exception as exc:

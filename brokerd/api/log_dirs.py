@@ -11,10 +11,12 @@ from kafka.admin import ACLOperation
 
 from brokerd.api.authorization import cluster_refusal
 from brokerd.api.errors import error_code
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 
 
-async def handle(broker, request) -> dict:
-    refused = cluster_refusal(broker, request, ACLOperation.DESCRIBE)
+async def handle(services: BrokerServices, request: Request) -> dict:
+    refused = cluster_refusal(services.authorizer, request.session, ACLOperation.DESCRIBE)
     if refused is not None:
         return {"throttle_time_ms": 0, "error_code": error_code(refused), "results": []}
     wanted = (
@@ -23,7 +25,7 @@ async def handle(broker, request) -> dict:
         else {(t.topic, p) for t in request.body.topics for p in t.partitions}
     )
     by_topic: dict[str, list[dict]] = {}
-    for (topic, index), partition in sorted(broker.replicas.partitions.items()):
+    for (topic, index), partition in sorted(services.replicas.partitions.items()):
         if wanted is None or (topic, index) in wanted:
             by_topic.setdefault(topic, []).append(
                 {
@@ -33,7 +35,7 @@ async def handle(broker, request) -> dict:
                     "is_future_key": False,
                 }
             )
-    data_dir = broker.replicas.data_dir
+    data_dir = services.replicas.data_dir
     usage = shutil.disk_usage(data_dir)
     return {
         "throttle_time_ms": 0,

@@ -14,6 +14,7 @@ and created again under the same name (its partition count and leader epochs sta
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Mapping
 
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import (
@@ -24,14 +25,19 @@ from kafka.errors import (
     UnsupportedEndpointTypeError,
 )
 from kafka.protocol.api_key import ApiKey
+from kafka.protocol.data_container import DataContainer
 
 from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.authorized_operations import authorized_operations, cluster_operations
 from brokerd.api.errors import error_code, error_message
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.metadata.image import MetadataDelta
 from brokerd.protocol.codec import response_element
-from brokerd.state import TopicRecord
+from brokerd.security.principal import Session
+from brokerd.security.standard_authorizer import StandardAuthorizer
+from brokerd.state import BrokerRegistration, PartitionRecord, TopicRecord
 from brokerd.storage import validate_topic_name
 
 ZERO_TOPIC_ID = uuid.UUID(int=0)
@@ -45,7 +51,7 @@ class TopicMetadataCache:
     describe and build 10,000 partitions again when nothing moved."""
 
     def __init__(self) -> None:
-        self._topics: dict[str, object] = {}
+        self._topics: dict[str, DataContainer] = {}
         self._live: frozenset[int] = frozenset()
 
     def forget(self, delta: MetadataDelta) -> None:
@@ -56,37 +62,39 @@ class TopicMetadataCache:
         for name in delta.created_topics | delta.removed_topics | {t for t, _ in delta.partitions}:
             self._topics.pop(name, None)
 
-    def topic(self, broker, name: str, live: frozenset[int]):
+    def topic(self, topics: Mapping[str, TopicRecord], name: str, live: frozenset[int]) -> DataContainer:
         """The topic's response element (its authorized operations not asked for)."""
         if live != self._live:
             self._topics.clear()
             self._live = live
         element = self._topics.get(name)
         if element is None:
-            topic = _describe_topic(broker, name, False, live)
+            topic = _describe_topic(topics, None, name, live)
             topic["authorized_operations"] = None
             element = self._topics[name] = response_element(ApiKey.Metadata, "topics", topic)
         return element
 
 
-async def handle(broker, request, cache: TopicMetadataCache) -> dict:
+async def handle(services: BrokerServices, request: Request, cache: TopicMetadataCache) -> dict:
     body = request.body
     version = request.header.api_version
-    broker.refresh_registrations()  # a broker started a moment ago is listed at once
-    broker.refresh_metadata()  # and a topic created or moved a moment ago is answered as it is now
+    services.refresh_registrations()  # a broker started a moment ago is listed at once
+    services.refresh_metadata()  # and a topic created or moved a moment ago is answered as it is now
     all_topics = body.topics is None or (version == 0 and not body.topics)
     allow_create = (
-        broker.config.get("auto.create.topics.enable")
+        services.config.get("auto.create.topics.enable")
         and (version < 4 or body.allow_auto_topic_creation)
         and not all_topics
     )
     # Listing every topic leaves out, silently, those the client may not DESCRIBE.
-    describable = Permission(broker, request, ACLOperation.DESCRIBE, audit=not all_topics)
-    creatable = _creatable(broker, request) if allow_create else None
+    describable = Permission(
+        services.authorizer, request.session, ACLOperation.DESCRIBE, audit=not all_topics
+    )
+    creatable = _creatable(services.authorizer, request.session) if allow_create else None
     asks_topic_ops = getattr(body, "include_topic_authorized_operations", False)
-    live = frozenset(b.broker_id for b in broker.live_brokers)
-    topics = []
-    for name, by_id in _requested_names(body, all_topics, broker):
+    live = frozenset(b.broker_id for b in services.live_brokers)
+    topics: list[dict | DataContainer] = []
+    for name, by_id in _requested_names(body, all_topics, services.topics):
         if isinstance(name, uuid.UUID):
             topics.append(_topic_error(None, UnknownTopicIdError(f"no topic has id {name}"), name))
         elif not describable.allows(name):
@@ -95,43 +103,47 @@ async def handle(broker, request, cache: TopicMetadataCache) -> dict:
                     _topic_error(
                         None if by_id else name,
                         describable.denial(),
-                        _topic_id(broker, name) if by_id else ZERO_TOPIC_ID,
+                        _topic_id(services.topics, name) if by_id else ZERO_TOPIC_ID,
                     )
                 )
-        elif creatable is not None and name not in broker.topics and not creatable.allows(name):
+        elif creatable is not None and name not in services.topics and not creatable.allows(name):
             topics.append(_topic_error(name, creatable.denial()))
-        elif name in broker.topics and not asks_topic_ops:
-            topics.append(cache.topic(broker, name, live))
+        elif name in services.topics and not asks_topic_ops:
+            topics.append(cache.topic(services.topics, name, live))
         else:
-            topic = _describe_topic(broker, name, allow_create, live)
+            topic = _describe_topic(
+                services.topics, services.auto_create_topic if allow_create else None, name, live
+            )
             topic["authorized_operations"] = authorized_operations(
-                broker, request, asks_topic_ops, ResourceType.TOPIC, name
+                services.authorizer, request.session, asks_topic_ops, ResourceType.TOPIC, name
             )
             topics.append(topic)
     return {
         "throttle_time_ms": 0,
-        "brokers": [_endpoint(b, request, "node_id") for b in broker.live_brokers],
-        "cluster_id": broker.cluster_id,
-        "controller_id": broker.live_controller_id(),
+        "brokers": [_endpoint(b, request, "node_id") for b in services.live_brokers],
+        "cluster_id": services.cluster_id,
+        "controller_id": services.live_controller_id(),
         "topics": topics,
         "authorized_operations": cluster_operations(
-            broker, request, getattr(body, "include_cluster_authorized_operations", False)
+            services.authorizer,
+            request.session,
+            getattr(body, "include_cluster_authorized_operations", False),
         ),
     }
 
 
-def _creatable(broker, request) -> Permission:
+def _creatable(authorizer: StandardAuthorizer, session: Session) -> Permission:
     """Auto-creation needs CREATE on the cluster or else on the topic (Kafka's order)."""
-    if allows_cluster(broker, request, ACLOperation.CREATE, audit=False):
+    if allows_cluster(authorizer, session, ACLOperation.CREATE, audit=False):
         return decided(True)
-    return Permission(broker, request, ACLOperation.CREATE)
+    return Permission(authorizer, session, ACLOperation.CREATE)
 
 
-def _topic_id(broker, name: str) -> uuid.UUID:
-    return uuid.UUID(hex=broker.topics[name].topic_id)
+def _topic_id(topics: Mapping[str, TopicRecord], name: str) -> uuid.UUID:
+    return uuid.UUID(hex=topics[name].topic_id)
 
 
-async def handle_describe_cluster(broker, request) -> dict:
+async def handle_describe_cluster(services: BrokerServices, request: Request) -> dict:
     """The live brokers (endpoint type 1); there are no separate KRaft controller endpoints."""
     if getattr(request.body, "endpoint_type", BROKER_ENDPOINTS) != BROKER_ENDPOINTS:
         exc = UnsupportedEndpointTypeError("brokerd has broker endpoints only")
@@ -140,49 +152,58 @@ async def handle_describe_cluster(broker, request) -> dict:
             "error_code": error_code(exc),
             "error_message": error_message(exc),
             "endpoint_type": request.body.endpoint_type,
-            "cluster_id": broker.cluster_id,
+            "cluster_id": services.cluster_id,
             "controller_id": -1,
             "brokers": [],
         }
-    broker.refresh_registrations()
+    services.refresh_registrations()
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
         "error_message": None,
         "endpoint_type": BROKER_ENDPOINTS,
-        "cluster_id": broker.cluster_id,
-        "controller_id": broker.live_controller_id(),
-        "brokers": [_endpoint(b, request, "broker_id") for b in broker.live_brokers],
+        "cluster_id": services.cluster_id,
+        "controller_id": services.live_controller_id(),
+        "brokers": [_endpoint(b, request, "broker_id") for b in services.live_brokers],
         "authorized_operations": cluster_operations(
-            broker, request, request.body.include_cluster_authorized_operations
+            services.authorizer, request.session, request.body.include_cluster_authorized_operations
         ),
     }
 
 
-def _endpoint(registration, request, id_field: str) -> dict:
+def _endpoint(registration: BrokerRegistration, request: Request, id_field: str) -> dict:
     """A broker as the client should reach it: on the listener the request came in on."""
     host, port = registration.endpoint(request.session.listener)
     return {id_field: registration.broker_id, "host": host, "port": port, "rack": None}
 
 
-def _requested_names(body, all_topics: bool, broker) -> list[tuple[str | uuid.UUID, bool]]:
+def _requested_names(
+    body, all_topics: bool, topics: Mapping[str, TopicRecord]
+) -> list[tuple[str | uuid.UUID, bool]]:
     """Each topic asked about and whether it was asked by id. v0 asks for every topic with an
     empty list, v1+ with a null list; from v10 a topic may be named by its id instead (an
     unknown id stays a UUID and gets UNKNOWN_TOPIC_ID)."""
     if all_topics:
-        return [(name, False) for name in sorted(broker.topics)]
-    by_id = {uuid.UUID(hex=t.topic_id): name for name, t in broker.topics.items()}
+        return [(name, False) for name in sorted(topics)]
+    by_id = {uuid.UUID(hex=t.topic_id): name for name, t in topics.items()}
     return [
         (t.name, False) if t.name is not None else (by_id.get(t.topic_id, t.topic_id), True)
         for t in body.topics
     ]
 
 
-def _describe_topic(broker, name: str, allow_create: bool, live: frozenset[int]) -> dict:
-    topic = broker.topics.get(name)
+def _describe_topic(
+    topics: Mapping[str, TopicRecord],
+    create: Callable[[str], TopicRecord | None] | None,
+    name: str,
+    live: frozenset[int],
+) -> dict:
+    """The topic's part of the response; an unknown one is auto-created with ``create`` when
+    the request may create it (None otherwise)."""
+    topic = topics.get(name)
     if topic is None:
         try:
-            topic = _auto_create(broker, name) if allow_create else None
+            topic = _auto_create(create, name) if create is not None else None
         except KafkaError as exc:
             return _topic_error(name, exc)
         if topic is None:
@@ -196,7 +217,7 @@ def _describe_topic(broker, name: str, allow_create: bool, live: frozenset[int])
     }
 
 
-def _describe_partition(record, live: frozenset[int]) -> dict:
+def _describe_partition(record: PartitionRecord, live: frozenset[int]) -> dict:
     leader_alive = record.leader in live
     return {
         "error_code": 0 if leader_alive else LeaderNotAvailableError.errno,
@@ -209,9 +230,9 @@ def _describe_partition(record, live: frozenset[int]) -> dict:
     }
 
 
-def _auto_create(broker, name: str) -> TopicRecord | None:
+def _auto_create(create: Callable[[str], TopicRecord | None], name: str) -> TopicRecord:
     validate_topic_name(name)
-    topic = broker.auto_create_topic(name)
+    topic = create(name)
     if topic is None:
         raise LeaderNotAvailableError(f"topic {name} is being created")
     return topic

@@ -13,32 +13,35 @@ from kafka.admin import ACLOperation
 
 from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.errors import error_code
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
+from brokerd.replica_manager import ReplicaManager
 
 
-async def handle(broker, request) -> dict:
+async def handle(services: BrokerServices, request: Request) -> dict:
     describable = (
         decided(True)
-        if allows_cluster(broker, request, ACLOperation.CLUSTER_ACTION, audit=False)
-        else Permission(broker, request, ACLOperation.DESCRIBE)
+        if allows_cluster(services.authorizer, request.session, ACLOperation.CLUSTER_ACTION, audit=False)
+        else Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
     )
     topics = []
     for topic in request.body.topics:
-        partitions = [_end_offset(broker, topic.topic, p, describable) for p in topic.partitions]
+        partitions = [_end_offset(services.replicas, topic.topic, p, describable) for p in topic.partitions]
         topics.append({"topic": topic.topic, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}
 
 
-def _end_offset(broker, topic: str, request, describable: Permission) -> dict:
+def _end_offset(replicas: ReplicaManager, topic: str, wanted, describable: Permission) -> dict:
     try:
         describable.require(topic)
-        partition = broker.replicas.get_leader(topic, request.partition)
-        partition.check_leader_epoch(request.current_leader_epoch)
-        epoch, end_offset = partition.log.end_offset_for_epoch(request.leader_epoch)
+        partition = replicas.get_leader(topic, wanted.partition)
+        partition.check_leader_epoch(wanted.current_leader_epoch)
+        epoch, end_offset = partition.log.end_offset_for_epoch(wanted.leader_epoch)
     except Exception as exc:
         return {
             "error_code": error_code(exc),
-            "partition": request.partition,
+            "partition": wanted.partition,
             "leader_epoch": -1,
             "end_offset": -1,
         }
-    return {"error_code": 0, "partition": request.partition, "leader_epoch": epoch, "end_offset": end_offset}
+    return {"error_code": 0, "partition": wanted.partition, "leader_epoch": epoch, "end_offset": end_offset}

@@ -11,55 +11,70 @@ left out).
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable, Mapping
 
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import UnknownTopicOrPartitionError, UnstableOffsetCommitError
 
 from brokerd.api.authorization import Permission, refusal, require
 from brokerd.api.errors import error_code
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 from brokerd.coordinator.offsets_topic import CommittedOffset
+from brokerd.state import TopicRecord
+
+# how a commit handler stores the offsets it accepted (a plain or a transactional commit)
+Committer = Callable[[dict[tuple[str, int], CommittedOffset]], Awaitable[None]]
 
 
-async def handle_commit(broker, request) -> dict:
+async def handle_commit(services: BrokerServices, request: Request) -> dict:
     """Commit the partitions of known topics; unknown ones get UNKNOWN_TOPIC_OR_PARTITION each,
     as in Kafka, so a typo in one topic name does not lose the other commits."""
     body = request.body
 
-    async def commit(offsets):
-        await broker.coordinator.commit(
+    async def commit(offsets: dict[tuple[str, int], CommittedOffset]) -> None:
+        await services.coordinator.commit(
             body.group_id, body.generation_id_or_member_epoch, body.member_id, body.group_instance_id, offsets
         )
 
-    refused = refusal(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-    return await _commit_known(broker, request, commit, refused)
+    refused = refusal(
+        services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id
+    )
+    return await _commit_known(services, request, commit, refused)
 
 
-async def handle_txn_commit(broker, request) -> dict:
+async def handle_txn_commit(services: BrokerServices, request: Request) -> dict:
     """TxnOffsetCommit: offsets that take effect when the producer's transaction commits."""
     body = request.body
 
-    async def commit(offsets):
-        await broker.coordinator.commit_transactional(
+    async def commit(offsets: dict[tuple[str, int], CommittedOffset]) -> None:
+        await services.coordinator.commit_transactional(
             body.group_id, body.producer_id, body.producer_epoch, offsets
         )
 
     refused = refusal(
-        broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
-    ) or refusal(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-    return await _commit_known(broker, request, commit, refused)
+        services.authorizer,
+        request.session,
+        ACLOperation.WRITE,
+        ResourceType.TRANSACTIONAL_ID,
+        body.transactional_id,
+    ) or refusal(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+    return await _commit_known(services, request, commit, refused)
 
 
-async def _commit_known(broker, request, commit, refused: Exception | None) -> dict:
+async def _commit_known(
+    services: BrokerServices, request: Request, commit: Committer, refused: Exception | None
+) -> dict:
     """Commit what the client may commit; ``refused`` (the group's or transactional id's
     denial) answers every partition."""
     topics = request.body.topics
     if refused is not None:
         return _commit_response(topics, lambda name, partition: error_code(refused))
-    readable = Permission(broker, request, ACLOperation.READ)
+    readable = Permission(services.authorizer, request.session, ACLOperation.READ)
     now = int(time.time() * 1000)
     requested = [(t.name, p) for t in topics for p in t.partitions]
     codes = {
-        (name, p.partition_index): _commit_code(broker, readable, name, p.partition_index)
+        (name, p.partition_index): _commit_code(services, readable, name, p.partition_index)
         for name, p in requested
     }
     offsets = {
@@ -77,11 +92,11 @@ async def _commit_known(broker, request, commit, refused: Exception | None) -> d
     return _commit_response(topics, lambda name, partition: codes[(name, partition)])
 
 
-def _commit_code(broker, readable: Permission, topic: str, partition: int) -> int:
+def _commit_code(services: BrokerServices, readable: Permission, topic: str, partition: int) -> int:
     refused = readable.refusal(topic)
     if refused is not None:
         return error_code(refused)
-    return 0 if partition_exists(broker, topic, partition) else UnknownTopicOrPartitionError.errno
+    return 0 if partition_exists(services, topic, partition) else UnknownTopicOrPartitionError.errno
 
 
 def _commit_response(topics, code_of) -> dict:
@@ -100,32 +115,34 @@ def _commit_response(topics, code_of) -> dict:
     }
 
 
-def partition_exists(broker, topic: str, partition: int) -> bool:
-    if not _is_known(broker, topic, partition):
-        broker.refresh_metadata()  # the topic may be a moment old; our cache polls for it
-    return _is_known(broker, topic, partition)
+def partition_exists(services: BrokerServices, topic: str, partition: int) -> bool:
+    if not _is_known(services.topics, topic, partition):
+        services.refresh_metadata()  # the topic may be a moment old; our cache polls for it
+    return _is_known(services.topics, topic, partition)
 
 
-def _is_known(broker, topic: str, partition: int) -> bool:
-    record = broker.topics.get(topic)
+def _is_known(topics: Mapping[str, TopicRecord], topic: str, partition: int) -> bool:
+    record = topics.get(topic)
     return record is not None and partition in record.partitions
 
 
-async def handle_fetch(broker, request) -> dict:
+async def handle_fetch(services: BrokerServices, request: Request) -> dict:
     """Committed offsets; with require_stable (v7) a partition an open transaction is
     committing offsets for answers UNSTABLE_OFFSET_COMMIT, and the client asks again."""
     body = request.body
-    describable = Permission(broker, request, ACLOperation.DESCRIBE)
+    describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
     try:
-        require(broker, request, ACLOperation.DESCRIBE, ResourceType.GROUP, body.group_id)
+        require(
+            services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, body.group_id
+        )
         wanted = (
             None
             if body.topics is None
             else [(t.name, p) for t in body.topics for p in t.partition_indexes if describable.allows(t.name)]
         )
-        committed = broker.coordinator.committed(body.group_id, wanted)
+        committed = services.coordinator.committed(body.group_id, wanted)
         unstable = (
-            broker.coordinator.unstable(body.group_id) if getattr(body, "require_stable", False) else set()
+            services.coordinator.unstable(body.group_id) if getattr(body, "require_stable", False) else set()
         )
     except Exception as exc:
         return {"throttle_time_ms": 0, "topics": [], "error_code": error_code(exc)}
@@ -164,18 +181,18 @@ async def handle_fetch(broker, request) -> dict:
     }
 
 
-async def handle_delete(broker, request) -> dict:
+async def handle_delete(services: BrokerServices, request: Request) -> dict:
     body = request.body
-    readable = Permission(broker, request, ACLOperation.READ)
+    readable = Permission(services.authorizer, request.session, ACLOperation.READ)
     try:
-        require(broker, request, ACLOperation.DELETE, ResourceType.GROUP, body.group_id)
+        require(services.authorizer, request.session, ACLOperation.DELETE, ResourceType.GROUP, body.group_id)
         denied = {
             (t.name, p.partition_index): readable.refusal(t.name)
             for t in body.topics
             for p in t.partitions
             if not readable.allows(t.name)
         }
-        refused = await broker.coordinator.delete_offsets(
+        refused = await services.coordinator.delete_offsets(
             body.group_id,
             [
                 (t.name, p.partition_index)

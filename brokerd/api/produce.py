@@ -20,29 +20,35 @@ from kafka.errors import (
 
 from brokerd.api.authorization import Permission, denied, refusal
 from brokerd.api.errors import error_code, error_message
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 from brokerd.coordinator import INTERNAL_TOPICS
+from brokerd.partition import Partition
 from brokerd.protocol.api_versions import MIN_ACCEPTED_PRODUCE_VERSION
+from brokerd.replica_manager import ReplicaManager
+from brokerd.security.standard_authorizer import StandardAuthorizer
+from brokerd.storage import AppendInfo
 from brokerd.storage.record_batch import CURRENT_MAGIC, HEADER_SIZE, MAGIC_POSITION, read_header
 
 ACKS = (0, 1, -1)
 
 
-async def handle(broker, request) -> dict | None:
+async def handle(services: BrokerServices, request: Request) -> dict | None:
     body = request.body
     version = request.header.api_version
     responses = []
     pending = []
-    writable = Permission(broker, request, ACLOperation.WRITE)
-    txn_refused = _transactional_refusal(broker, request)
+    writable = Permission(services.authorizer, request.session, ACLOperation.WRITE)
+    txn_refused = _transactional_refusal(services.authorizer, request)
     for topic in body.topic_data:
         refused = txn_refused or writable.refusal(topic.name)
         partitions = []
         for p in topic.partition_data:
             result, partition, info = _append(
-                broker, topic.name, p.index, p.records, version, body.acks, refused
+                services.replicas, topic.name, p.index, p.records, version, body.acks, refused
             )
             partitions.append(result)
-            if body.acks == -1 and info is not None:
+            if body.acks == -1 and partition is not None and info is not None:
                 pending.append(
                     _await_replication(result, partition, info.last_offset, body.timeout_ms / 1000)
                 )
@@ -53,7 +59,7 @@ async def handle(broker, request) -> dict | None:
     return {"responses": responses, "throttle_time_ms": 0}
 
 
-async def _await_replication(result: dict, partition, last_offset: int, timeout_s: float) -> None:
+async def _await_replication(result: dict, partition: Partition, last_offset: int, timeout_s: float) -> None:
     """acks=all: the answer waits until the in-sync replicas have the batch (or an error)."""
     try:
         await partition.wait_for_ack(last_offset, timeout_s)
@@ -61,11 +67,11 @@ async def _await_replication(result: dict, partition, last_offset: int, timeout_
         result.update(error_code=error_code(exc), error_message=error_message(exc))
 
 
-def _transactional_refusal(broker, request) -> Exception | None:
+def _transactional_refusal(authorizer: StandardAuthorizer, request: Request) -> Exception | None:
     """TRANSACTIONAL_ID_AUTHORIZATION_FAILED for a request with transactional batches whose
     session may not WRITE its transactional id (or that names none); Kafka looks at the first
     batch of each partition."""
-    if not broker.authorizer.enabled:
+    if not authorizer.enabled:
         return None
     body = request.body
     if not any(_starts_transactional(p.records) for t in body.topic_data for p in t.partition_data):
@@ -73,7 +79,13 @@ def _transactional_refusal(broker, request) -> Exception | None:
     transactional_id = getattr(body, "transactional_id", None)
     if transactional_id is None:
         return denied(ResourceType.TRANSACTIONAL_ID)
-    return refusal(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+    return refusal(
+        authorizer,
+        request.session,
+        ACLOperation.WRITE,
+        ResourceType.TRANSACTIONAL_ID,
+        transactional_id,
+    )
 
 
 def _starts_transactional(records) -> bool:
@@ -85,7 +97,15 @@ def _starts_transactional(records) -> bool:
     )
 
 
-def _append(broker, topic: str, index: int, records, version: int, acks: int, refused: Exception | None):
+def _append(
+    replicas: ReplicaManager,
+    topic: str,
+    index: int,
+    records,
+    version: int,
+    acks: int,
+    refused: Exception | None,
+) -> tuple[dict, Partition | None, AppendInfo | None]:
     """Append one partition's batch; returns (response entry, partition, append info)."""
     try:
         if version < MIN_ACCEPTED_PRODUCE_VERSION:
@@ -98,7 +118,7 @@ def _append(broker, topic: str, index: int, records, version: int, acks: int, re
             raise InvalidRecordError("produce request without a record batch")
         if topic in INTERNAL_TOPICS:
             raise InvalidTopicError(f"{topic} is written by its coordinator only")
-        partition = broker.replicas.get_leader(topic, index)
+        partition = replicas.get_leader(topic, index)
         info = partition.append_as_leader(records, acks)
     except Exception as exc:
         return (

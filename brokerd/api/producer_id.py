@@ -10,26 +10,31 @@ As in Kafka, a transactional producer needs WRITE on its transactional id (else
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent one IDEMPOTENT_WRITE on the cluster or
 WRITE on some topic (else CLUSTER_AUTHORIZATION_FAILED)."""
 
+from __future__ import annotations
+
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import InvalidRequestError
 
 from brokerd.api.authorization import allows_cluster, denied, require
 from brokerd.api.errors import error_code
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 from brokerd.api.transactions import fenced_code
+from brokerd.security.standard_authorizer import StandardAuthorizer
 
 FIRST_PRODUCER_FENCED_VERSION = 4
 NO_PRODUCER_ID = NO_PRODUCER_EPOCH = -1
 
 
-async def handle(broker, request) -> dict:
+async def handle(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        _authorize(broker, request)
+        _authorize(services.authorizer, request)
         expected = _expected_producer(body)
         if body.transactional_id is None:
-            producer_id, epoch = broker.producer_ids.next_id(), 0
+            producer_id, epoch = services.producer_ids.next_id(), 0
         else:
-            producer_id, epoch = await broker.transactions.init_producer_id(
+            producer_id, epoch = await services.transactions.init_producer_id(
                 body.transactional_id, body.transaction_timeout_ms, expected
             )
     except Exception as exc:
@@ -37,18 +42,26 @@ async def handle(broker, request) -> dict:
             "throttle_time_ms": 0,
             "producer_id": -1,
             "producer_epoch": -1,
-            "error_code": fenced_code(error_code(exc), request, FIRST_PRODUCER_FENCED_VERSION),
+            "error_code": fenced_code(
+                error_code(exc), request.header.api_version, FIRST_PRODUCER_FENCED_VERSION
+            ),
         }
     return {"throttle_time_ms": 0, "error_code": 0, "producer_id": producer_id, "producer_epoch": epoch}
 
 
-def _authorize(broker, request) -> None:
+def _authorize(authorizer: StandardAuthorizer, request: Request) -> None:
     transactional_id = request.body.transactional_id
     if transactional_id is not None:
-        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+        require(
+            authorizer,
+            request.session,
+            ACLOperation.WRITE,
+            ResourceType.TRANSACTIONAL_ID,
+            transactional_id,
+        )
     elif not (
-        allows_cluster(broker, request, ACLOperation.IDEMPOTENT_WRITE, audit=False)
-        or broker.authorizer.authorize_any(request.session, ACLOperation.WRITE, ResourceType.TOPIC)
+        allows_cluster(authorizer, request.session, ACLOperation.IDEMPOTENT_WRITE, audit=False)
+        or authorizer.authorize_any(request.session, ACLOperation.WRITE, ResourceType.TOPIC)
     ):
         raise denied(ResourceType.CLUSTER)
 

@@ -11,23 +11,25 @@ from kafka.admin import ACLOperation
 from brokerd import reassignment
 from brokerd.api.authorization import cluster_refusal
 from brokerd.api.errors import error_code, error_message, partition_results
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 
 
-async def handle_alter(broker, request) -> dict:
+async def handle_alter(services: BrokerServices, request: Request) -> dict:
     body = request.body
     targets = {
         (t.name, p.partition_index): None if p.replicas is None else list(p.replicas)
         for t in body.topics
         for p in t.partitions
     }
-    refused = cluster_refusal(broker, request, ACLOperation.ALTER)
+    refused = cluster_refusal(services.authorizer, request.session, ACLOperation.ALTER)
     if refused is not None:
         return _alter_response(refused, dict.fromkeys(targets, refused))
     try:
-        results = broker.controller.reassign_partitions(targets, broker.refresh_registrations())
+        results = services.controller.reassign_partitions(targets, services.refresh_registrations())
     except Exception as exc:
         return _alter_response(exc, {})
-    broker.refresh_metadata()
+    services.refresh_metadata()
     return _alter_response(None, results)
 
 
@@ -41,10 +43,10 @@ def _alter_response(error: Exception | None, results: dict) -> dict:
     }
 
 
-async def handle_list(broker, request) -> dict:
+async def handle_list(services: BrokerServices, request: Request) -> dict:
     """Ongoing reassignments, of every topic or of the partitions asked about."""
     body = request.body
-    refused = cluster_refusal(broker, request, ACLOperation.DESCRIBE)
+    refused = cluster_refusal(services.authorizer, request.session, ACLOperation.DESCRIBE)
     if refused is not None:
         return {
             "throttle_time_ms": 0,
@@ -54,7 +56,7 @@ async def handle_list(broker, request) -> dict:
         }
     wanted = None if body.topics is None else {(t.name, p) for t in body.topics for p in t.partition_indexes}
     topics = []
-    for topic in broker.topics.values():
+    for topic in services.topics.values():
         partitions = [
             {
                 "partition_index": p,

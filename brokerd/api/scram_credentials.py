@@ -19,12 +19,16 @@ from kafka.errors import (
     UnsupportedSaslMechanismError,
 )
 
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 from brokerd.security.acl import CLUSTER_NAME
+from brokerd.security.principal import Session
 from brokerd.security.scram_credentials import (
     MECHANISM_CODES,
     ScramCredential,
     iterations_error,
 )
+from brokerd.security.standard_authorizer import StandardAuthorizer
 
 CODES_BY_MECHANISM = {name: code for code, name in MECHANISM_CODES.items()}
 
@@ -35,19 +39,19 @@ class _Refused(Exception):
         self.errno = exc_class.errno
 
 
-def _allowed(broker, request, operation: ACLOperation) -> bool:
-    return broker.authorizer.authorize(request.session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+def _allowed(authorizer: StandardAuthorizer, session: Session, operation: ACLOperation) -> bool:
+    return authorizer.authorize(session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
-async def handle_describe(broker, request) -> dict:
-    if not _allowed(broker, request, ACLOperation.DESCRIBE):
+async def handle_describe(services: BrokerServices, request: Request) -> dict:
+    if not _allowed(services.authorizer, request.session, ACLOperation.DESCRIBE):
         return {
             "throttle_time_ms": 0,
             "error_code": ClusterAuthorizationFailedError.errno,
             "error_message": "Cluster authorization failed.",
             "results": [],
         }
-    users = broker.scram_credentials.users()
+    users = services.scram_credentials.users()
     asked = [u.name for u in request.body.users or []] or sorted(users)
     counts = Counter(asked)
     results = []
@@ -76,10 +80,10 @@ async def handle_describe(broker, request) -> dict:
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
 
 
-async def handle_alter(broker, request) -> dict:
+async def handle_alter(services: BrokerServices, request: Request) -> dict:
     body = request.body
     names = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
-    if not _allowed(broker, request, ACLOperation.ALTER):
+    if not _allowed(services.authorizer, request.session, ACLOperation.ALTER):
         return {
             "throttle_time_ms": 0,
             "results": [
@@ -92,7 +96,7 @@ async def handle_alter(broker, request) -> dict:
             ],
         }
     seen = Counter((item.name, item.mechanism) for item in [*body.deletions, *body.upsertions])
-    existing = broker.scram_credentials.users()
+    existing = services.scram_credentials.users()
     errors: dict[str, _Refused] = {}
     deletions, upsertions = set(), {}
     for item in body.deletions:
@@ -116,7 +120,7 @@ async def handle_alter(broker, request) -> dict:
             )
         except _Refused as exc:
             errors.setdefault(item.name, exc)
-    broker.scram_credentials.alter(
+    services.scram_credentials.alter(
         {key: c for key, c in upsertions.items() if key[0] not in errors},
         {key for key in deletions if key[0] not in errors},
     )

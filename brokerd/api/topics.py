@@ -17,36 +17,42 @@ from kafka.errors import (
 
 from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.errors import error_code, error_message
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
+from brokerd.security.principal import Session
+from brokerd.security.standard_authorizer import StandardAuthorizer
 
 DEFAULT = -1
 
 
-def _on_cluster_or_topics(broker, request, operation: ACLOperation) -> Permission:
+def _on_cluster_or_topics(
+    authorizer: StandardAuthorizer, session: Session, operation: ACLOperation
+) -> Permission:
     """The operation on the cluster covers every topic (tried without logging a denial, as
     Kafka does); otherwise each topic is checked."""
-    if allows_cluster(broker, request, operation, audit=False):
+    if allows_cluster(authorizer, session, operation, audit=False):
         return decided(True)
-    return Permission(broker, request, operation)
+    return Permission(authorizer, session, operation)
 
 
-async def handle_create(broker, request) -> dict:
+async def handle_create(services: BrokerServices, request: Request) -> dict:
     body = request.body
-    creatable = _on_cluster_or_topics(broker, request, ACLOperation.CREATE)
+    creatable = _on_cluster_or_topics(services.authorizer, request.session, ACLOperation.CREATE)
     results = [
-        _create(broker, topic, body.validate_only, creatable.refusal(topic.name)) for topic in body.topics
+        _create(services, topic, body.validate_only, creatable.refusal(topic.name)) for topic in body.topics
     ]
-    broker.refresh_metadata()
+    services.refresh_metadata()
     return {"throttle_time_ms": 0, "topics": results}
 
 
-def _create(broker, topic, validate_only: bool, refused: Exception | None) -> dict:
+def _create(services: BrokerServices, topic, validate_only: bool, refused: Exception | None) -> dict:
     if refused is not None:  # Kafka's controller answers with its own message
         return {
             "name": topic.name,
             "error_code": error_code(refused),
             "error_message": "Authorization failed.",
         }
-    live = broker.refresh_registrations()
+    live = services.refresh_registrations()
     try:
         configs = {c.name: c.value for c in topic.configs}
         partitions, replication = topic.num_partitions, topic.replication_factor
@@ -56,10 +62,10 @@ def _create(broker, topic, validate_only: bool, refused: Exception | None) -> di
                 "give either a replica assignment or numPartitions and replicationFactor (-1), not both"
             )
         if partitions == DEFAULT:
-            partitions = broker.config.get("num.partitions")
+            partitions = services.config.get("num.partitions")
         if replication == DEFAULT:
-            replication = min(broker.config.get("default.replication.factor"), len(live))
-        broker.controller.create_topic(
+            replication = min(services.config.get("default.replication.factor"), len(live))
+        services.controller.create_topic(
             topic.name,
             partitions,
             replication,
@@ -83,16 +89,16 @@ def _assignment(topic) -> list[list[int]]:
     return [by_index[p] for p in range(len(by_index))]
 
 
-async def handle_create_partitions(broker, request) -> dict:
+async def handle_create_partitions(services: BrokerServices, request: Request) -> dict:
     body = request.body
-    live = broker.refresh_registrations()
-    alterable = Permission(broker, request, ACLOperation.ALTER)
+    live = services.refresh_registrations()
+    alterable = Permission(services.authorizer, request.session, ACLOperation.ALTER)
     results = []
     for topic in body.topics:
         assignment = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
         try:
             alterable.require(topic.name)
-            broker.controller.create_partitions(
+            services.controller.create_partitions(
                 topic.name, topic.count, assignment, live, validate_only=body.validate_only
             )
             results.append({"name": topic.name, "error_code": 0, "error_message": None})
@@ -100,28 +106,28 @@ async def handle_create_partitions(broker, request) -> dict:
             results.append(
                 {"name": topic.name, "error_code": error_code(exc), "error_message": error_message(exc)}
             )
-    broker.refresh_metadata()
+    services.refresh_metadata()
     return {"throttle_time_ms": 0, "results": results}
 
 
-async def handle_delete(broker, request) -> dict:
-    if allows_cluster(broker, request, ACLOperation.DELETE, audit=False):
+async def handle_delete(services: BrokerServices, request: Request) -> dict:
+    if allows_cluster(services.authorizer, request.session, ACLOperation.DELETE, audit=False):
         describable = deletable = decided(True)
     else:
-        describable = Permission(broker, request, ACLOperation.DESCRIBE)
-        deletable = Permission(broker, request, ACLOperation.DELETE)
-    broker.refresh_metadata()
+        describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
+        deletable = Permission(services.authorizer, request.session, ACLOperation.DELETE)
+    services.refresh_metadata()
     results = []
     for name in request.body.topic_names:
         try:
             describable.require(name)
             if not deletable.allows(name):  # Kafka tells a describable topic is missing
-                if name not in broker.topics:
+                if name not in services.topics:
                     raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
                 deletable.require(name)
-            broker.controller.delete_topic(name)
+            services.controller.delete_topic(name)
             results.append({"name": name, "error_code": 0})
         except Exception as exc:
             results.append({"name": name, "error_code": error_code(exc)})
-    broker.refresh_metadata()
+    services.refresh_metadata()
     return {"throttle_time_ms": 0, "responses": results}

@@ -32,6 +32,8 @@ from brokerd.api.authorization import (
 )
 from brokerd.api.errors import error_code
 from brokerd.api.offsets import partition_exists
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
 from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_state import TransactionState
@@ -40,29 +42,33 @@ from brokerd.coordinator.txn_marker_writer import MARKER_ACK_TIMEOUT_S, TxnMarke
 FIRST_PRODUCER_FENCED_VERSION = 2  # of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
 
 
-def fenced_code(code: int, request, first_version: int = FIRST_PRODUCER_FENCED_VERSION) -> int:
+def fenced_code(code: int, api_version: int, first_version: int = FIRST_PRODUCER_FENCED_VERSION) -> int:
     """PRODUCER_FENCED exists since KIP-588; older request versions get INVALID_PRODUCER_EPOCH,
     as Kafka answers them."""
-    if code == ProducerFencedError.errno and request.header.api_version < first_version:
+    if code == ProducerFencedError.errno and api_version < first_version:
         return InvalidProducerEpochError.errno
     return code
 
 
-async def handle_add_partitions(broker, request) -> dict:
+async def handle_add_partitions(services: BrokerServices, request: Request) -> dict:
     """Refused or unknown partitions fail the request: they get TOPIC_AUTHORIZATION_FAILED or
     UNKNOWN_TOPIC_OR_PARTITION, the others OPERATION_NOT_ATTEMPTED, as in Kafka."""
     body = request.body
     wanted = {(t.name, p) for t in body.v3_and_below_topics for p in t.partitions}
     refused = refusal(
-        broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.v3_and_below_transactional_id
+        services.authorizer,
+        request.session,
+        ACLOperation.WRITE,
+        ResourceType.TRANSACTIONAL_ID,
+        body.v3_and_below_transactional_id,
     )
     if refused is not None:
         codes = dict.fromkeys(wanted, error_code(refused))
-    elif failed := _unaddable(broker, request, wanted):
+    elif failed := _unaddable(services, request, wanted):
         codes = {tp: failed.get(tp, OperationNotAttemptedError.errno) for tp in wanted}
     else:
         try:
-            await broker.transactions.add_partitions(
+            await services.transactions.add_partitions(
                 body.v3_and_below_transactional_id,
                 body.v3_and_below_producer_id,
                 body.v3_and_below_producer_epoch,
@@ -70,7 +76,7 @@ async def handle_add_partitions(broker, request) -> dict:
             )
             code = 0
         except Exception as exc:
-            code = fenced_code(error_code(exc), request)
+            code = fenced_code(error_code(exc), request.header.api_version)
         codes = dict.fromkeys(wanted, code)
     return {
         "throttle_time_ms": 0,
@@ -86,54 +92,68 @@ async def handle_add_partitions(broker, request) -> dict:
     }
 
 
-def _unaddable(broker, request, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], int]:
+def _unaddable(
+    services: BrokerServices, request: Request, wanted: set[tuple[str, int]]
+) -> dict[tuple[str, int], int]:
     """The partitions that cannot join a transaction, with their error codes."""
-    writable = Permission(broker, request, ACLOperation.WRITE)
+    writable = Permission(services.authorizer, request.session, ACLOperation.WRITE)
     failed = {}
     for topic, partition in wanted:
         if topic in INTERNAL_TOPICS or not writable.allows(topic):  # Kafka's rule for both
             failed[(topic, partition)] = denied_code(ResourceType.TOPIC)
-        elif not partition_exists(broker, topic, partition):
+        elif not partition_exists(services, topic, partition):
             failed[(topic, partition)] = UnknownTopicOrPartitionError.errno
     return failed
 
 
-async def handle_add_offsets(broker, request) -> dict:
+async def handle_add_offsets(services: BrokerServices, request: Request) -> dict:
     """The group's __consumer_offsets partition joins the transaction, so that the marker
     reaches the offsets the producer commits with TxnOffsetCommit."""
     body = request.body
     try:
-        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)
-        require(broker, request, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        if OFFSETS_TOPIC not in broker.topics:
-            broker.auto_create_topic(OFFSETS_TOPIC)
-        partition = (OFFSETS_TOPIC, broker.coordinator.partition_of(body.group_id))
-        await broker.transactions.add_partitions(
+        require(
+            services.authorizer,
+            request.session,
+            ACLOperation.WRITE,
+            ResourceType.TRANSACTIONAL_ID,
+            body.transactional_id,
+        )
+        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        if OFFSETS_TOPIC not in services.topics:
+            services.auto_create_topic(OFFSETS_TOPIC)
+        partition = (OFFSETS_TOPIC, services.coordinator.partition_of(body.group_id))
+        await services.transactions.add_partitions(
             body.transactional_id, body.producer_id, body.producer_epoch, {partition}
         )
     except Exception as exc:
-        return {"throttle_time_ms": 0, "error_code": fenced_code(error_code(exc), request)}
+        return {"throttle_time_ms": 0, "error_code": fenced_code(error_code(exc), request.header.api_version)}
     return {"throttle_time_ms": 0, "error_code": 0}
 
 
-async def handle_end_txn(broker, request) -> dict:
+async def handle_end_txn(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(broker, request, ACLOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id)
-        await broker.transactions.end_txn(
+        require(
+            services.authorizer,
+            request.session,
+            ACLOperation.WRITE,
+            ResourceType.TRANSACTIONAL_ID,
+            body.transactional_id,
+        )
+        await services.transactions.end_txn(
             body.transactional_id, body.producer_id, body.producer_epoch, body.committed
         )
     except Exception as exc:
-        return {"throttle_time_ms": 0, "error_code": fenced_code(error_code(exc), request)}
+        return {"throttle_time_ms": 0, "error_code": fenced_code(error_code(exc), request.header.api_version)}
     return {"throttle_time_ms": 0, "error_code": 0}
 
 
-async def handle_write_markers(broker, request) -> dict:
+async def handle_write_markers(services: BrokerServices, request: Request) -> dict:
     """A transaction coordinator on another broker ends transactions on partitions led here."""
     refused = (
         None
-        if allows_cluster(broker, request, ACLOperation.ALTER, audit=False)
-        else cluster_refusal(broker, request, ACLOperation.CLUSTER_ACTION)
+        if allows_cluster(services.authorizer, request.session, ACLOperation.ALTER, audit=False)
+        else cluster_refusal(services.authorizer, request.session, ACLOperation.CLUSTER_ACTION)
     )
     results = []
     for m in request.body.markers:
@@ -142,7 +162,7 @@ async def handle_write_markers(broker, request) -> dict:
         errors = (
             dict.fromkeys(partitions, refused)
             if refused is not None
-            else await broker.txn_markers.append(marker, partitions, MARKER_ACK_TIMEOUT_S)
+            else await services.txn_markers.append(marker, partitions, MARKER_ACK_TIMEOUT_S)
         )
         results.append(
             {
@@ -166,20 +186,28 @@ def _code(exc: Exception | None) -> int:
     return 0 if exc is None else error_code(exc)
 
 
-async def handle_describe(broker, request) -> dict:
-    describable = Permission(broker, request, ACLOperation.DESCRIBE)
+async def handle_describe(services: BrokerServices, request: Request) -> dict:
+    describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
     return {
         "throttle_time_ms": 0,
         "transaction_states": [
-            _description(broker, request, t, describable) for t in request.body.transactional_ids
+            _description(services, request, t, describable) for t in request.body.transactional_ids
         ],
     }
 
 
-def _description(broker, request, transactional_id: str, describable: Permission) -> dict:
+def _description(
+    services: BrokerServices, request: Request, transactional_id: str, describable: Permission
+) -> dict:
     try:
-        require(broker, request, ACLOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id)
-        meta = broker.transactions.describe(transactional_id)
+        require(
+            services.authorizer,
+            request.session,
+            ACLOperation.DESCRIBE,
+            ResourceType.TRANSACTIONAL_ID,
+            transactional_id,
+        )
+        meta = services.transactions.describe(transactional_id)
     except Exception as exc:
         return {
             "error_code": error_code(exc),
@@ -207,15 +235,17 @@ def _description(broker, request, transactional_id: str, describable: Permission
     }
 
 
-async def handle_list(broker, request) -> dict:
+async def handle_list(services: BrokerServices, request: Request) -> dict:
     """Transactions coordinated by this broker; unknown state names are reported back."""
     body = request.body
     known = {state.label for state in TransactionState}
     states = set(body.state_filters or ())
-    listed = broker.transactions.list_transactions(
+    listed = services.transactions.list_transactions(
         states & known, set(body.producer_id_filters or ()), body.duration_filter
     )
-    describable = Permission(broker, request, ACLOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID)
+    describable = Permission(
+        services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID
+    )
     listed = [m for m in listed if describable.allows(m.transactional_id)]
     return {
         "throttle_time_ms": 0,
