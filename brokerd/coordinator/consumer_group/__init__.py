@@ -1,0 +1,8 @@
+"""KIP-848 consumer groups (``group.protocol=consumer``): the broker assigns partitions.
+
+model.py holds a group's and its members' state (epochs, target and current assignments),
+assignors.py the server-side assignors, reconciliation.py how a member moves towards its
+target (revoke first, assign once the owner let go), records.py how all of it is stored in
+``__consumer_offsets``, and coordinator.py the ConsumerGroupHeartbeat state machine that
+ties them together.
+"""

@@ -1,0 +1,251 @@
+"""The KIP-848 consumer group coordinator in-process, against fakes of its ports: joining,
+epochs, revoke-before-assign between two members, fencing, static members, commits, and a
+second coordinator that replays the first one's records (a failover)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+
+import pytest
+from kafka.errors import (
+    FencedMemberEpochError,
+    GroupIdNotFoundError,
+    GroupMaxSizeReachedError,
+    InvalidRequestError,
+    StaleMemberEpochError,
+    UnknownMemberIdError,
+    UnreleasedInstanceIdError,
+    UnsupportedAssignorError,
+)
+
+from brokerd.coordinator.consumer_group.coordinator import (
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    Heartbeat,
+    HeartbeatResult,
+)
+from brokerd.coordinator.consumer_group.model import ConsumerGroupState
+from brokerd.coordinator.consumer_group.records import KEY_VERSIONS, ConsumerGroupRecord, Record
+
+TOPIC = "orders"
+TOPIC_ID = uuid.UUID(int=7)
+SESSION_MS = 45000
+
+
+class FakeGroupsLog:
+    def __init__(self) -> None:
+        self.written: list[Record] = []
+        self.classic: dict[str, int] = {}
+
+    def require_loaded(self, key: str) -> int:
+        return 0
+
+    async def append_records(self, group_id: str, records: Sequence[Record]) -> None:
+        self.written += records
+
+    def classic_group_size(self, group_id: str) -> int | None:
+        return self.classic.get(group_id)
+
+    def drop_classic_group(self, group_id: str) -> Record:
+        del self.classic[group_id]
+        return (b"classic-tombstone", None)
+
+    def replayable(self) -> list[ConsumerGroupRecord]:
+        import struct
+
+        return [
+            ConsumerGroupRecord(struct.unpack_from(">h", k)[0], k, v)
+            for k, v in self.written
+            if struct.unpack_from(">h", k)[0] in KEY_VERSIONS
+        ]
+
+
+class Topics:
+    def __init__(self) -> None:
+        self.topics = {TOPIC: (TOPIC_ID, 6)}
+
+    def topic_partitions(self) -> dict[str, tuple[uuid.UUID, int]]:
+        return self.topics
+
+
+class Timeouts:
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
+        return SESSION_MS
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int:
+        return 5000
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def coordinator(
+    log: FakeGroupsLog | None = None, max_size: int = 100
+) -> tuple[ConsumerGroupCoordinator, Clock]:
+    clock = Clock()
+    return (
+        ConsumerGroupCoordinator(
+            ConsumerGroupConfig(("uniform", "range"), max_size),
+            log or FakeGroupsLog(),
+            Topics(),
+            Timeouts(),
+            clock,
+        ),
+        clock,
+    )
+
+
+def join(c: ConsumerGroupCoordinator, member_id: str, **extra: object) -> HeartbeatResult:
+    request = Heartbeat(
+        "g", member_id, 0, rebalance_timeout_ms=30000, subscribed_topic_names=[TOPIC], owned={}
+    )
+    for name, value in extra.items():
+        setattr(request, name, value)
+    return asyncio.run(c.heartbeat(request))
+
+
+def beat(
+    c: ConsumerGroupCoordinator, member_id: str, epoch: int, owned: dict | None = None
+) -> HeartbeatResult:
+    return asyncio.run(c.heartbeat(Heartbeat("g", member_id, epoch, owned=owned)))
+
+
+def partitions(result: HeartbeatResult) -> frozenset[int]:
+    assert result.assignment is not None
+    return result.assignment.get(TOPIC_ID, frozenset())
+
+
+def test_two_members_share_the_topic_with_revocation_before_assignment() -> None:
+    c, _ = coordinator()
+    a = join(c, "a")
+    assert (a.member_epoch, partitions(a)) == (1, frozenset(range(6)))
+    b = join(c, "b")
+    assert b.member_epoch == 2
+    assert partitions(b) == frozenset()  # a still has them all
+    a2 = beat(c, "a", 1, {TOPIC_ID: frozenset(range(6))})
+    assert a2.member_epoch == 1  # must revoke first
+    kept = partitions(a2)
+    assert len(kept) == 3
+    a3 = beat(c, "a", 1, {TOPIC_ID: kept})
+    assert a3.member_epoch == 2
+    b2 = beat(c, "b", 2, {})
+    assert partitions(b2) == frozenset(range(6)) - kept
+    assert c.groups["g"].state() == ConsumerGroupState.STABLE
+
+
+def test_a_member_that_leaves_frees_its_partitions_for_the_others() -> None:
+    c, _ = coordinator()
+    join(c, "a")
+    join(c, "b")
+    a = beat(c, "a", 1, {TOPIC_ID: frozenset(range(6))})
+    beat(c, "a", 1, {TOPIC_ID: partitions(a)})
+    b = beat(c, "b", 2, {})
+    left = asyncio.run(c.heartbeat(Heartbeat("g", "b", -1)))
+    assert left.member_epoch == -1
+    a_after = beat(c, "a", 2, {TOPIC_ID: partitions(a)})
+    assert partitions(a_after) == frozenset(range(6))
+    assert a_after.member_epoch == 3
+    assert partitions(b)  # b had some before it left
+
+
+def test_epochs_are_checked() -> None:
+    c, _ = coordinator()
+    join(c, "a")
+    with pytest.raises(FencedMemberEpochError, match="greater epoch"):
+        beat(c, "a", 5, {})
+    with pytest.raises(UnknownMemberIdError):
+        beat(c, "nobody", 1, {})
+    join(c, "b")
+    beat(c, "a", 1, {TOPIC_ID: frozenset(range(6))})  # a is told to revoke, stays at epoch 1
+    with pytest.raises(GroupIdNotFoundError):
+        asyncio.run(c.heartbeat(Heartbeat("other", "x", 3)))
+
+
+def test_requests_are_validated_as_kafka_does() -> None:
+    c, _ = coordinator()
+    with pytest.raises(InvalidRequestError, match="RebalanceTimeoutMs must be provided"):
+        asyncio.run(c.heartbeat(Heartbeat("g", "a", 0, subscribed_topic_names=[TOPIC], owned={})))
+    with pytest.raises(InvalidRequestError, match="TopicPartitions must be empty"):
+        join(c, "a", owned={TOPIC_ID: frozenset({1})})
+    with pytest.raises(InvalidRequestError, match="MemberId can't be empty"):
+        join(c, "")
+    with pytest.raises(UnsupportedAssignorError, match="ServerAssignor sticky is not supported"):
+        join(c, "a", server_assignor="sticky")
+
+
+def test_session_timeout_fences_the_member() -> None:
+    c, clock = coordinator()
+    join(c, "a")
+    join(c, "b")
+    clock.now += SESSION_MS / 1000 - 1
+    beat(c, "b", 2, {})
+    clock.now += 2
+    asyncio.run(c.expire_sessions())
+    assert set(c.groups["g"].members) == {"b"}
+    with pytest.raises(UnknownMemberIdError):
+        beat(c, "a", 1, {})
+
+
+def test_group_size_and_static_members() -> None:
+    c, _ = coordinator(max_size=1)
+    join(c, "a", instance_id="i1")
+    with pytest.raises(GroupMaxSizeReachedError):
+        join(c, "b")
+    with pytest.raises(UnreleasedInstanceIdError):
+        join(c, "a2", instance_id="i1")
+    gone = asyncio.run(c.heartbeat(Heartbeat("g", "a", -2, instance_id="i1")))
+    assert gone.member_epoch == -2
+    back = join(c, "a2", instance_id="i1")
+    assert partitions(back) == frozenset(range(6))
+    assert set(c.groups["g"].members) == {"a2"}
+
+
+def test_offset_commits_need_the_current_member_epoch() -> None:
+    c, _ = coordinator()
+    join(c, "a")
+    c.validate_offset_commit("g", "a", 1)
+    with pytest.raises(StaleMemberEpochError):
+        c.validate_offset_commit("g", "a", 0)
+    with pytest.raises(UnknownMemberIdError):
+        c.validate_offset_commit("g", "b", 1)
+
+
+def test_a_new_coordinator_carries_on_with_the_stored_group() -> None:
+    log = FakeGroupsLog()
+    c, _ = coordinator(log)
+    join(c, "a")
+    join(c, "b")
+    a = beat(c, "a", 1, {TOPIC_ID: frozenset(range(6))})
+    beat(c, "a", 1, {TOPIC_ID: partitions(a)})
+    b = beat(c, "b", 2, {})
+    successor, _ = coordinator()
+    successor.load(0, log.replayable())
+    group = successor.groups["g"]
+    assert (group.group_epoch, group.assignment_epoch) == (2, 2)
+    assert group.members["a"].assigned == {TOPIC_ID: partitions(a)}
+    assert group.members["b"].member_epoch == 2
+    # the members heartbeat on with their epochs
+    assert beat(successor, "b", 2, {TOPIC_ID: partitions(b)}).member_epoch == 2
+    assert successor.groups["g"].state() == ConsumerGroupState.STABLE
+
+
+def test_an_empty_classic_group_is_converted_a_busy_one_refused() -> None:
+    log = FakeGroupsLog()
+    log.classic = {"g": 0}
+    c, _ = coordinator(log)
+    assert join(c, "a").member_epoch == 1
+    assert "g" not in log.classic
+    log.classic = {"busy": 2}
+    with pytest.raises(GroupIdNotFoundError, match="is not a consumer group"):
+        asyncio.run(
+            c.heartbeat(
+                Heartbeat("busy", "a", 0, rebalance_timeout_ms=1, subscribed_topic_names=[TOPIC], owned={})
+            )
+        )
