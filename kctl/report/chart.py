@@ -207,7 +207,7 @@ def _anomalies(axes: Axes, anomalies: list[Anomaly], t0: float, chart: str, labe
             axes.text(
                 x,
                 0.5,
-                f" {anomaly.kind}",
+                f" {anomaly.label}",
                 transform=at_top,
                 color=ANOMALY,
                 fontsize=8,

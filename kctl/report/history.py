@@ -1,82 +1,169 @@
 """The anomalies of a `kctl verify` history, to mark on a `kctl report` timeline.
 
-A history is JSON lines, one entry per operation, fault or finding, each with its time. Only
-the findings are read here: an entry whose "type" (or "kind") is "anomaly", at its "time"
-(seconds since the epoch; "time_ms" in milliseconds also works), named by its "anomaly",
-"check" or "what" field, and placed on the panel of its "topic" and "partition" when it names
-them (on every panel when it does not). Every other entry is skipped, so the history can
-grow new kinds of entries without breaking reports.
+A history is JSON lines, each with a "type" (see `kctl verify`'s docs): a "meta" line (the
+topic, and the wall-clock moment the run "started", ISO 8601) and then operations whose "time"
+is seconds since that start. Two kinds of lines are read here:
+
+- "anomaly" lines, wherever a history holds them: "anomaly" (or "check") names it, with
+  "topic"/"partition" when it concerns one partition (else it is marked on every panel);
+- the acknowledged writes the final read did not return: an "ack" of a value at
+  partition/offset, and the "final" line saying the final read reached the end of that
+  partition, but no "poll" of the process "final" returned the value. These are Jepsen's lost
+  writes, marked at the moment they were acknowledged, acknowledgements less than
+  LOST_GAP_S apart as one mark with their count.
+
+The start is given to the second, so marks land within a second of their moment. Every other
+line is skipped, so histories can grow new kinds of lines without breaking reports.
 """
 
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
-MAX_ANOMALIES = 10_000
-MAX_LINE_CHARS = 16 * 1024 * 1024
+MAX_LINE_CHARS = 4 * 1024 * 1024
+MAX_LINES = 20_000_000
+EPOCH_SECONDS = 1e9  # a "time" above this is seconds since 1970, not since the run started
+LOST_GAP_S = 1.0
+FINAL = "final"  # the process name of the final read
 
 
 @dataclass(frozen=True)
 class Anomaly:
-    time: float
+    time: float  # seconds since 1970
     kind: str
     topic: str | None = None
     partition: int | None = None
     detail: str = ""
+    count: int = 1
 
     def concerns(self, topic: str, partition: int) -> bool:
         return (self.topic is None or self.topic == topic) and (
             self.partition is None or self.partition == partition
         )
 
+    @property
+    def label(self) -> str:
+        return self.kind if self.count == 1 else f"{self.kind} x{self.count}"
+
+
+class _Reader:
+    """What the lines say, as they are read."""
+
+    def __init__(self) -> None:
+        self.started: float | None = None
+        self.topic: str | None = None
+        self.explicit: list[dict] = []
+        self.acks: dict[str, tuple[float, int, int]] = {}  # value -> (time, partition, offset)
+        self.final_values: set[str] = set()
+        self.reached: set[int] = set()
+
+    def add(self, doc: dict) -> None:
+        kind = doc.get("type") or doc.get("kind")
+        if kind == "meta":
+            self.started = _epoch(doc.get("started"))
+            self.topic = doc.get("topic") if isinstance(doc.get("topic"), str) else None
+        elif kind == "anomaly":
+            self.explicit.append(doc)
+        elif kind == "ack" and isinstance(doc.get("time"), int | float):
+            self.acks[str(doc.get("value"))] = (float(doc["time"]), int(doc["partition"]), int(doc["offset"]))
+        elif kind == "poll" and doc.get("process") == FINAL:
+            self.final_values.update(str(r[2]) for r in doc.get("records") or [])
+        elif kind == "final":
+            self.reached = {int(p) for p, r in (doc.get("reached") or {}).items() if r}
+
+    def anomalies(self) -> list[Anomaly]:
+        found = [a for a in (self._explicit(doc) for doc in self.explicit) if a is not None]
+        return sorted(found + self._lost_writes(), key=lambda a: a.time)
+
+    def _moment(self, value: object) -> float | None:
+        if not isinstance(value, int | float):
+            return None
+        if value > EPOCH_SECONDS:
+            return float(value)
+        return None if self.started is None else self.started + value
+
+    def _explicit(self, doc: dict) -> Anomaly | None:
+        moment = self._moment(doc.get("time"))
+        if moment is None:
+            return None
+        partition = doc.get("partition")
+        topic = doc.get("topic") if isinstance(doc.get("topic"), str) else None
+        return Anomaly(
+            moment,
+            str(doc.get("anomaly") or doc.get("check") or "anomaly"),
+            topic or (self.topic if isinstance(partition, int) else None),
+            partition if isinstance(partition, int) else None,
+            str(doc.get("detail") or doc.get("message") or ""),
+        )
+
+    def _lost_writes(self) -> list[Anomaly]:
+        if self.started is None:
+            return []
+        lost: dict[int, list[tuple[float, int, str]]] = defaultdict(list)
+        for value, (t, partition, offset) in self.acks.items():
+            if partition in self.reached and value not in self.final_values:
+                lost[partition].append((t, offset, value))
+        marks = []
+        for partition, writes in sorted(lost.items()):
+            runs: list[list[tuple[float, int, str]]] = []
+            for write in sorted(writes):
+                if runs and write[0] - runs[-1][-1][0] < LOST_GAP_S:
+                    runs[-1].append(write)
+                else:
+                    runs.append([write])
+            for run in runs:
+                offsets = sorted(o for _, o, _ in run)
+                marks.append(
+                    Anomaly(
+                        self.started + run[0][0],
+                        "lost-write",
+                        self.topic,
+                        partition,
+                        f"acknowledged at offsets {offsets[0]}..{offsets[-1]}, not in the final read",
+                        len(run),
+                    )
+                )
+        return marks
+
 
 def read(path: Path) -> list[Anomaly]:
-    """The anomalies in the history at `path` (exit 4 if missing)."""
+    """The anomalies in the history at `path` (exit 4 if missing, 5 if unreadable)."""
+    reader = _Reader()
     try:
-        lines = path.open(encoding="utf-8")
+        lines = path.open(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         raise KctlError(f"no such history: {path}", ExitCode.NOT_FOUND) from None
     except OSError as exc:
         raise KctlError(f"cannot read {path}: {exc.strerror}", ExitCode.INVALID_INPUT) from None
-    found: list[Anomaly] = []
     with lines:
-        for line in lines:
-            if len(line) > MAX_LINE_CHARS:
-                raise KctlError(f"{path}: a line over {MAX_LINE_CHARS} characters", ExitCode.INVALID_INPUT)
+        for number, line in enumerate(lines, 1):
+            if len(line) > MAX_LINE_CHARS or number > MAX_LINES:
+                raise KctlError(f"{path}:{number}: history too large to mark", ExitCode.INVALID_INPUT)
             try:
-                entry = json.loads(line)
+                doc = json.loads(line)
             except ValueError:
                 continue  # blank, or cut short by a run that was killed
-            anomaly = parse(entry) if isinstance(entry, dict) else None
-            if anomaly is not None:
-                found.append(anomaly)
-                if len(found) > MAX_ANOMALIES:
-                    raise KctlError(f"{path}: more than {MAX_ANOMALIES} anomalies", ExitCode.INVALID_INPUT)
-    return found
+            if isinstance(doc, dict):
+                try:
+                    reader.add(doc)
+                except (KeyError, TypeError, ValueError, IndexError):
+                    raise KctlError(
+                        f"{path}:{number}: not a line of a `kctl verify` history", ExitCode.INVALID_INPUT
+                    ) from None
+    return reader.anomalies()
 
 
-def parse(entry: dict) -> Anomaly | None:
-    """An anomaly entry of a history, or None for any other entry."""
-    if (entry.get("type") or entry.get("kind")) != "anomaly":
+def _epoch(started: object) -> float | None:
+    if not isinstance(started, str):
         return None
-    moment = entry.get("time")
-    if not isinstance(moment, int | float):
-        millis = entry.get("time_ms")
-        if not isinstance(millis, int | float):
-            return None
-        moment = millis / 1000
-    kind = entry.get("anomaly") or entry.get("check") or entry.get("what") or "anomaly"
-    partition = entry.get("partition")
-    detail = entry.get("detail") or entry.get("message") or ""
-    return Anomaly(
-        float(moment),
-        str(kind),
-        entry.get("topic") if isinstance(entry.get("topic"), str) else None,
-        partition if isinstance(partition, int) else None,
-        str(detail),
-    )
+    try:
+        return datetime.fromisoformat(started).timestamp()
+    except ValueError:
+        return None

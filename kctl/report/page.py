@@ -87,7 +87,7 @@ def _anomalies(start: float, anomalies: list[Anomaly]) -> list[str]:
         _row(
             [
                 _since(start, a.time),
-                a.kind,
+                a.label,
                 "" if a.topic is None else f"{a.topic}" + ("" if a.partition is None else f"/{a.partition}"),
                 a.detail,
             ]

@@ -16,6 +16,7 @@ import struct
 import subprocess
 import xml.etree.ElementTree as ET
 import zlib
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -273,22 +274,47 @@ def test_many_partitions_are_capped_with_a_message(recording, tmp_path):
     ]
 
 
+def verify_history(path: Path) -> None:
+    """A `kctl verify` history of demo: 40 writes acknowledged, one a second (and three more
+    at 15.1 s to 15.3 s, when broker 3 took over), that the final read returned but for those
+    three; and one anomaly line of the checker's kind."""
+    lines = [{"type": "meta", "version": 1, "topic": "demo", "partitions": 1, "started": iso(T0)}]
+    values = [(float(i), str(i)) for i in range(40)] + [(15.1, "lost-a"), (15.2, "lost-b"), (15.3, "lost-c")]
+    for offset, (t, value) in enumerate(values):
+        lines.append({"type": "send", "time": t - 0.01, "process": "p0", "value": value, "partition": 0})
+        lines.append(
+            {"type": "ack", "time": t, "process": "p0", "value": value, "partition": 0, "offset": offset}
+        )
+    lines.append(
+        {"type": "poll", "time": 31.0, "process": "final", "records": [[0, i, str(i)] for i in range(40)]}
+    )
+    lines.append(
+        {"type": "final", "time": 31.5, "process": "final", "ends": {"0": 40}, "reached": {"0": True}}
+    )
+    lines.append({"type": "anomaly", "time": 25.0, "anomaly": "duplicate", "detail": "7 read twice"})
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def iso(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="seconds")
+
+
 def test_anomalies_of_a_verify_history_are_marked(recording, tmp_path):
     history = tmp_path / "history.jsonl"
-    history.write_text(
-        json.dumps({"type": "send", "time": T0 + 1, "value": "1"})
-        + "\n"
-        + json.dumps(
-            {"type": "anomaly", "time": T0 + 16, "anomaly": "lost-write", "topic": "demo", "partition": 0}
-        )
-        + "\n"
-    )
-    out = tmp_path / "anomalies.svg"
-    result = report(str(recording), "--svg", str(out), "--verify-history", str(history))
+    verify_history(history)
+    out, page = tmp_path / "anomalies.svg", tmp_path / "anomalies.html"
+    result = report(str(recording), "--svg", str(out), "--html", str(page), "--verify-history", str(history))
     assert result.returncode == 0, result.stderr
-    ids = by_id(ET.parse(out).getroot())
-    assert texts(ids["anomaly-0-0-offsets-label"]) == ["lost-write"]
-    assert "anomaly (kctl verify)" in texts(ET.parse(out).getroot())
+    root = ET.parse(out).getroot()
+    ids = by_id(root)
+    assert texts(ids["anomaly-0-0-offsets-label"]) == ["lost-write x3"]
+    assert texts(ids["anomaly-1-0-offsets-label"]) == ["duplicate"]
+    assert "anomaly (kctl verify)" in texts(root)
+    change = xs(ids["leader-change-demo-0-epoch-1-line-offsets"])[0]
+    assert xs(ids["anomaly-0-0-offsets"])[0] == pytest.approx(change, abs=5)  # 0.1 s after it
+    html = page.read_text()
+    assert "<td>15.1 s</td><td>lost-write x3</td><td>demo/0</td>" in html
+    assert "acknowledged at offsets 40..42, not in the final read" in html
 
 
 def test_watch_durations():
