@@ -163,19 +163,19 @@ def check_partition_limit(topics, placement: list[list[int]], limit: int) -> Non
     (KIP-578's max.broker.partitions), so a typo cannot take a laptop down."""
     added: dict[int, int] = {}
     for replicas in placement:
-        for broker in replicas:
-            added[broker] = added.get(broker, 0) + 1
+        for broker_id in replicas:
+            added[broker_id] = added.get(broker_id, 0) + 1
     hosted = dict.fromkeys(added, 0)
     for topic in topics.values():
         for record in topic.partitions.values():
-            for broker in record.replicas:
-                if broker in hosted:
-                    hosted[broker] += 1
-    for broker, count in sorted(added.items()):
-        if hosted[broker] + count > limit:
+            for broker_id in record.replicas:
+                if broker_id in hosted:
+                    hosted[broker_id] += 1
+    for broker_id, count in sorted(added.items()):
+        if hosted[broker_id] + count > limit:
             raise PolicyViolationError(
-                f"Creating {len(placement)} partition(s) would place {hosted[broker] + count} "
-                f"replicas on broker {broker}, more than its limit of {limit} "
+                f"Creating {len(placement)} partition(s) would place {hosted[broker_id] + count} "
+                f"replicas on broker {broker_id}, more than its limit of {limit} "
                 f"({MAX_BROKER_PARTITIONS}, at most what the open file limit allows)"
             )
 
@@ -217,7 +217,7 @@ class LeaderRebalance:
 class PreferredLeadership:
     """One broker's leadership of the partitions it is the preferred (first) replica of."""
 
-    broker: int
+    broker_id: int
     preferred: int = 0
     led_elsewhere: list[tuple[str, int]] = field(default_factory=list)  # or led by none
 
@@ -266,7 +266,7 @@ def _elect_back(
         log.info(
             "broker %d leads %d of the %d partitions it is the preferred replica of, more "
             "than %s=%d%% led elsewhere: leadership of %d back to it",
-            share.broker,
+            share.broker_id,
             share.preferred - len(share.led_elsewhere),
             share.preferred,
             IMBALANCE_PERCENTAGE,

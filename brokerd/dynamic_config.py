@@ -94,9 +94,12 @@ def _keys(config_type: str, defaults: Mapping[str, str | None]) -> list[DynamicK
 
 _LOG_DEFAULTS = [
     DynamicKey(
-        broker, KEYS_BY_NAME[topic].config_type, KEYS_BY_NAME[topic].default, KEYS_BY_NAME[topic].parse
+        broker_name,
+        KEYS_BY_NAME[topic].config_type,
+        KEYS_BY_NAME[topic].default,
+        KEYS_BY_NAME[topic].parse,
     )
-    for topic, broker in TOPIC_CONFIG_SYNONYMS.items()
+    for topic, broker_name in TOPIC_CONFIG_SYNONYMS.items()
 ]
 
 # thread pools, the log cleaner, connection limits, metrics, producer state, tiered storage
