@@ -18,6 +18,7 @@ from brokerd.controller import Controller, LeaderRebalance
 from brokerd.coordinator.group_coordinator import GroupConfig, GroupCoordinator
 from brokerd.coordinator.group_metadata_manager import GroupMetadataManager, OffsetConfig
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
+from brokerd.coordinator.share_group.share_group_coordinator import ShareGroupConfig, ShareGroupCoordinator
 from brokerd.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 from brokerd.coordinator.txn_marker_writer import TransactionMarkerWriter, TxnMarkerAppender
@@ -41,6 +42,11 @@ from brokerd.security.sasl_server import SaslServer
 from brokerd.security.scram_credentials import ScramCredentialStore
 from brokerd.security.standard_authorizer import StandardAuthorizer
 from brokerd.server import KafkaServer
+from brokerd.share.settings import ShareSettings
+from brokerd.share.share_partition_manager import SharePartitionManager
+from brokerd.share.share_sessions import ShareSessionCache
+from brokerd.share.share_state import SHARE_STATE_TOPIC
+from brokerd.share.state_persister import ShareStateTopic
 from brokerd.state import BrokerRegistration, ClusterState, TopicRecord
 
 log = logging.getLogger(__name__)
@@ -119,6 +125,23 @@ class Broker:
         )
         self.coordinator = GroupCoordinator(GroupConfig.from_config(self.config), self.group_metadata)
         self.group_configs = GroupConfigs(self.config, self.state)
+        # KIP-932: share groups beside the consumer groups, share partitions beside the replicas
+        self.share_groups = ShareGroupCoordinator(
+            ShareGroupConfig.from_config(self.config), self.group_metadata, metadata, self.group_configs
+        )
+        self.share_sessions = ShareSessionCache(self.config.get("group.share.max.share.sessions"))
+        share_settings = ShareSettings(self.group_configs, self.config)
+        self.share_partitions = SharePartitionManager(
+            self.replicas,
+            ShareStateTopic(
+                self.config.get("share.coordinator.state.topic.num.partitions"),
+                metadata,
+                self.broker_client,
+                self.auto_create_topic,
+            ),
+            share_settings,
+            share_settings.max_record_locks,
+        )
         self.txn_markers = TxnMarkerAppender(self.replicas, self.group_metadata)
         self.transactions = TransactionCoordinator(
             self.broker_id,
@@ -224,6 +247,7 @@ class Broker:
         ]
         self._tasks = [asyncio.create_task(self._every(interval, action)) for interval, action in periodic]
         self._tasks.append(asyncio.create_task(self.coordinator.expire_sessions_on_time(TICK_S)))
+        self._tasks.append(asyncio.create_task(self.share_groups.expire_sessions_on_time(TICK_S)))
         threading.Thread(target=self._renew_lease, name="lease", daemon=True).start()
         log.info(
             "broker %d serving on %s",
@@ -328,6 +352,7 @@ class Broker:
         self.fetchers.update(self.replicas.partitions, fresh)
         self.coordinator.on_metadata_change()
         self.transactions.on_metadata_change()
+        self.share_partitions.forget_unled()
 
     def _apply_dynamic_configs(self) -> None:
         """Take up this broker's dynamic configs and the cluster-wide ones, which live beside
@@ -361,6 +386,19 @@ class Broker:
                 self.config.get("offsets.topic.num.partitions"),
                 min(self.config.get("offsets.topic.replication.factor"), live),
                 {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
+            )
+        if name == SHARE_STATE_TOPIC:
+            replication = min(self.config.get("share.coordinator.state.topic.replication.factor"), live)
+            min_isr = min(self.config.get("share.coordinator.state.topic.min.isr"), replication)
+            return (
+                self.config.get("share.coordinator.state.topic.num.partitions"),
+                replication,
+                {
+                    "cleanup.policy": "compact",
+                    "segment.bytes": str(100 * 1024 * 1024),
+                    "min.insync.replicas": str(min_isr),
+                    "unclean.leader.election.enable": "false",
+                },
             )
         if name == TRANSACTION_STATE_TOPIC:
             replication = min(self.config.get("transaction.state.log.replication.factor"), live)
@@ -451,6 +489,10 @@ class BrokerMetadataView:
 
     def live_broker_ids(self) -> set[int]:
         return {r.broker_id for r in self._broker.live_brokers}
+
+    def partition_count(self, topic: str) -> int | None:
+        record = self._broker.topics.get(topic)
+        return None if record is None else len(record.partitions)
 
     def broker_address(self, broker_id: int) -> tuple[str, int] | None:
         registration = self._broker.registration(broker_id)

@@ -33,6 +33,12 @@ def _client_auth(value: str) -> str:
     return value.lower()
 
 
+def _share_auto_offset_reset(value: str) -> str:
+    if value.lower() not in ("latest", "earliest"):
+        raise ValueError("expected latest or earliest")
+    return value.lower()
+
+
 # name -> (default, parser). Values arrive as strings from `brokerd -o name=value`.
 BROKER_DEFAULTS: dict[str, tuple[str, Callable[[str], object]]] = {
     "num.partitions": ("1", int),
@@ -120,6 +126,19 @@ BROKER_DEFAULTS: dict[str, tuple[str, Callable[[str], object]]] = {
     "group.share.delivery.count.limit": ("5", _integer(2, 10)),
     "group.share.min.delivery.count.limit": ("2", _integer(2, 10)),
     "group.share.max.delivery.count.limit": ("10", _integer(2, 10)),
+    # KIP-932's share partitions: members per share group, records in flight per share
+    # partition, share sessions per broker (Kafka's defaults), and __share_group_state, where
+    # share partitions persist their state (Kafka: 50 partitions; lighter here, as for
+    # __consumer_offsets).
+    "group.share.max.size": ("200", _integer(1, 1000)),
+    "group.share.partition.max.record.locks": ("2000", _integer(100, 10000)),
+    "group.share.max.share.sessions": ("2000", _integer(1, INT32_MAX)),
+    # where a share group starts reading a partition it never read (a group's own
+    # share.auto.offset.reset comes first); a broker-wide default here, for local clusters
+    "share.auto.offset.reset": ("latest", _share_auto_offset_reset),
+    "share.coordinator.state.topic.num.partitions": ("10", _integer(1, INT32_MAX)),
+    "share.coordinator.state.topic.replication.factor": ("3", _integer(1, 32767)),
+    "share.coordinator.state.topic.min.isr": ("2", _integer(1, 32767)),
 }
 
 

@@ -114,3 +114,27 @@ class GroupConfigSource(Protocol):
     none are set. brokerd/group_configs.py turns them into effective, typed values."""
 
     def group_configs(self, group_id: str) -> Mapping[str, str]: ...
+
+
+class GroupOwnership(Protocol):
+    """Whether this broker coordinates a group id: it leads and has loaded the group's
+    partition of __consumer_offsets (the group coordinator's own check). Returns the
+    partition, or raises NOT_COORDINATOR."""
+
+    def require_loaded(self, key: str) -> int: ...
+
+
+class TopicCatalog(Protocol):
+    """Each existing topic's partition count, as this broker last read the metadata (the
+    share group assignor's input)."""
+
+    def partition_count(self, topic: str) -> int | None: ...
+
+
+class ShareGroupTimeouts(Protocol):
+    """A share group's session timeout and heartbeat interval in effect (its own group
+    configs, else the broker's group.share.* settings)."""
+
+    def share_session_timeout_ms(self, group_id: str) -> int: ...
+
+    def share_heartbeat_interval_ms(self, group_id: str) -> int: ...

@@ -34,6 +34,10 @@ from brokerd.api import (
     producer_id,
     reassignments,
     scram_credentials,
+    share_acknowledge,
+    share_fetch,
+    share_group_describe,
+    share_group_heartbeat,
     topics,
     transactions,
 )
@@ -101,5 +105,9 @@ def build_handlers(services: BrokerServices) -> dict[int, Callable[[Request], Aw
         ApiKey.AlterUserScramCredentials: scram_credentials.handle_alter,
         ApiKey.DescribeClientQuotas: client_quotas.handle_describe,
         ApiKey.AlterClientQuotas: client_quotas.handle_alter,
+        ApiKey.ShareGroupHeartbeat: share_group_heartbeat.handle,
+        ApiKey.ShareGroupDescribe: share_group_describe.handle,
+        ApiKey.ShareFetch: share_fetch.handle,
+        ApiKey.ShareAcknowledge: share_acknowledge.handle,
     }
     return {key: partial(handler, services) for key, handler in table.items()}

@@ -21,13 +21,17 @@ if TYPE_CHECKING:
     from brokerd.config import BrokerConfig
     from brokerd.controller import Controller
     from brokerd.coordinator.group_coordinator import GroupCoordinator
+    from brokerd.coordinator.share_group.share_group_coordinator import ShareGroupCoordinator
     from brokerd.coordinator.transaction_coordinator import TransactionCoordinator
     from brokerd.coordinator.txn_marker_writer import TxnMarkerAppender
+    from brokerd.group_configs import GroupConfigs
     from brokerd.metadata.image import MetadataDelta
     from brokerd.ports import ProducerIdGenerator
     from brokerd.replica_manager import ReplicaManager
     from brokerd.security.scram_credentials import ScramCredentialStore
     from brokerd.security.standard_authorizer import StandardAuthorizer
+    from brokerd.share.share_partition_manager import SharePartitionManager
+    from brokerd.share.share_sessions import ShareSessionCache
     from brokerd.state import BrokerRegistration, ClusterState, TopicRecord
 
 
@@ -95,6 +99,23 @@ class BrokerServices(Protocol):
 
     @property
     def producer_ids(self) -> ProducerIdGenerator: ...
+
+    @property
+    def group_configs(self) -> GroupConfigs:
+        """Consumer and share group configs in effect (a group's own, else the broker's)."""
+
+    # -- share groups (KIP-932) -----------------------------------------------------------------
+    @property
+    def share_groups(self) -> ShareGroupCoordinator:
+        """Share group membership, on the group's coordinator."""
+
+    @property
+    def share_partitions(self) -> SharePartitionManager:
+        """The share partitions of the partitions led here: acquisition and acknowledgement."""
+
+    @property
+    def share_sessions(self) -> ShareSessionCache:
+        """The share sessions of the members fetching from this broker."""
 
     # -- security -----------------------------------------------------------------------------
     @property

@@ -59,6 +59,11 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.AlterUserScramCredentials: (0, 0),
     ApiKey.DescribeClientQuotas: (0, 1),  # KIP-546; flexible from 1
     ApiKey.AlterClientQuotas: (0, 1),
+    # KIP-932 share groups: v1 is the first stable version (v0 was Kafka 4.0's early access)
+    ApiKey.ShareGroupHeartbeat: (1, 1),
+    ApiKey.ShareGroupDescribe: (1, 1),
+    ApiKey.ShareFetch: (1, 1),
+    ApiKey.ShareAcknowledge: (1, 1),
 }
 
 # Produce v0–2 carry legacy message sets (magic 0/1). They are advertised only so old

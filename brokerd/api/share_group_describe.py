@@ -1,0 +1,66 @@
+"""ShareGroupDescribe (KIP-932): a share group's state, epochs and members with their
+subscriptions and assignments. Needs DESCRIBE on each group; an id that is not a share group
+answers GROUP_ID_NOT_FOUND, as Kafka does."""
+
+from __future__ import annotations
+
+from kafka.admin import ACLOperation, ResourceType
+from kafka.errors import GroupIdNotFoundError
+
+from brokerd.api.authorization import require
+from brokerd.api.errors import error_code, error_message
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
+from brokerd.api.share_group_heartbeat import assignment_by_topic_id
+
+ASSIGNOR = "simple"
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+
+
+async def handle(services: BrokerServices, request: Request) -> dict:
+    return {
+        "throttle_time_ms": 0,
+        "groups": [_describe(services, request, g) for g in request.body.group_ids],
+    }
+
+
+def _describe(services: BrokerServices, request: Request, group_id: str) -> dict:
+    try:
+        require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
+        group = services.share_groups.describe(group_id)
+        if group is None:
+            raise GroupIdNotFoundError(f"Group {group_id} not found.")
+    except Exception as exc:
+        return {
+            "error_code": error_code(exc),
+            "error_message": error_message(exc),
+            "group_id": group_id,
+            "group_state": "Dead",
+            "group_epoch": -1,
+            "assignment_epoch": -1,
+            "assignor_name": "",
+            "members": [],
+            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }
+    return {
+        "error_code": 0,
+        "error_message": None,
+        "group_id": group_id,
+        "group_state": group.state.value,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "assignor_name": ASSIGNOR,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": sorted(m.subscribed_topics),
+                "assignment": assignment_by_topic_id(services, m.assignment),
+            }
+            for m in group.members.values()
+        ],
+        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }

@@ -1,0 +1,355 @@
+"""The share partitions this broker leads (Kafka's SharePartitionManager): each share
+group's SharePartition of each partition, loaded from its persisted state when first used
+at a leader epoch, acquiring records for ShareFetch, taking acknowledgements (answered once
+persisted), releasing a member's records when its share session closes, and expiring
+acquisition locks on one timer for all of them (the earliest deadline, from a heap).
+
+A fetch reads whole record batches from the log as Fetch does and answers them as bytes,
+with the offset ranges the member acquired; records are never decoded here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kafka.errors import KafkaError, NotLeaderForPartitionError
+
+from brokerd.share.share_partition import Acknowledgement, AcquiredRecords, ShareConfig, SharePartition
+from brokerd.share.share_state import ShareKey, ShareState
+from brokerd.share.state_persister import StatePersister
+from brokerd.storage import iter_batch_spans
+from brokerd.waiters import Waiters
+
+log = logging.getLogger(__name__)
+
+LOAD_RETRY_S = 0.5
+
+
+class LeaderLog(Protocol):
+    @property
+    def log_start_offset(self) -> int: ...
+
+
+class LeaderReplica(Protocol):
+    """What a share partition uses of the data partition it leads (brokerd/partition.py)."""
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def log(self) -> LeaderLog: ...
+
+    @property
+    def waiters(self) -> Waiters: ...
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        for_follower: bool = False,
+        read_committed: bool = False,
+        min_one_message: bool = True,
+    ) -> bytes | memoryview: ...
+
+
+class LeaderReplicas(Protocol):
+    def get_leader(self, topic: str, index: int) -> LeaderReplica:
+        """The replica if this broker leads it; NOT_LEADER_OR_FOLLOWER or
+        UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+
+
+class ShareGroupSettings(Protocol):
+    """A share group's configs in effect (its own, else the broker's group.share.*)."""
+
+    def share_record_lock_duration_ms(self, group_id: str) -> int: ...
+
+    def share_delivery_count_limit(self, group_id: str) -> int: ...
+
+    def share_auto_offset_reset(self, group_id: str) -> str: ...
+
+
+@dataclass
+class _Entry:
+    key: ShareKey
+    topic: str
+    leader_epoch: int
+    partition: SharePartition | None = None  # None while loading
+    waiters: Waiters = field(default_factory=Waiters)  # records released, locks expired, loaded
+    version: int = 0  # changes made
+    persisted: int = 0  # changes durable
+    write_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    load_task: asyncio.Task | None = None
+
+
+@dataclass
+class PartitionFetch:
+    """What one partition answers a ShareFetch: whole batches and the ranges acquired."""
+
+    records: bytes
+    acquired: list[AcquiredRecords]
+    watched: list[Waiters]  # what to wait on when nothing was acquired
+
+
+class SharePartitionManager:
+    def __init__(
+        self,
+        replicas: LeaderReplicas,
+        persister: StatePersister,
+        settings: ShareGroupSettings,
+        max_record_locks: Callable[[], int],
+        clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000),
+    ) -> None:
+        self._replicas = replicas
+        self._persister = persister
+        self._settings = settings
+        self._max_record_locks = max_record_locks
+        self._clock_ms = clock_ms
+        self._entries: dict[ShareKey, _Entry] = {}
+        self._deadlines: list[tuple[int, int, ShareKey]] = []
+        self._pushed = 0
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: int | None = None
+        self._background: set[asyncio.Task] = set()
+
+    def config(self, group_id: str) -> ShareConfig:
+        return ShareConfig(
+            self._settings.share_record_lock_duration_ms(group_id),
+            self._settings.share_delivery_count_limit(group_id),
+            self._max_record_locks(),
+        )
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        return self._settings.share_record_lock_duration_ms(group_id)
+
+    # -- the partitions ----------------------------------------------------------------------
+    def _entry(self, group_id: str, topic: str, topic_id: str, index: int) -> tuple[_Entry, LeaderReplica]:
+        """The share partition of a partition led here, at the current leader epoch (a new
+        epoch starts from the persisted state: this broker may have been deposed and elected
+        again meanwhile)."""
+        replica = self._replicas.get_leader(topic, index)
+        key = ShareKey(group_id, topic_id, index)
+        entry = self._entries.get(key)
+        if entry is None or entry.leader_epoch != replica.leader_epoch:
+            if entry is not None and entry.load_task is not None:
+                entry.load_task.cancel()
+            entry = _Entry(key, topic, replica.leader_epoch)
+            self._entries[key] = entry
+            entry.load_task = asyncio.get_running_loop().create_task(self._load(entry, replica))
+        return entry, replica
+
+    async def _load(self, entry: _Entry, replica: LeaderReplica) -> None:
+        while True:
+            try:
+                state = await self._persister.read(entry.key)
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if not replica.is_leader or replica.leader_epoch != entry.leader_epoch:
+                    return
+                log.warning("share partition %s: cannot read its state yet: %r", entry.key, exc)
+                await asyncio.sleep(LOAD_RETRY_S)
+        config = self.config(entry.key.group_id)
+        if state is None:
+            earliest = self._settings.share_auto_offset_reset(entry.key.group_id) == "earliest"
+            start = replica.log.log_start_offset if earliest else replica.high_watermark
+            partition = SharePartition(config, start)
+            entry.version += 1  # the initial SPSO is persisted, so a new leader keeps it
+        else:
+            partition = SharePartition(config, state.start_offset, state.state_batches)
+        partition.move_start_to(replica.log.log_start_offset)
+        entry.partition = partition
+        log.info(
+            "share partition %s-%d of group %s: SPSO %d, %d in flight",
+            entry.topic,
+            entry.key.partition,
+            entry.key.group_id,
+            partition.start_offset,
+            partition.in_flight_count(),
+        )
+        entry.waiters.wake()
+        if entry.version > entry.persisted:
+            self._persist_later(entry)
+
+    async def loaded(
+        self, group_id: str, topic: str, topic_id: str, index: int, timeout_s: float
+    ) -> tuple[_Entry, SharePartition]:
+        """The share partition, once loaded (NOT_LEADER_OR_FOLLOWER if that takes longer
+        than ``timeout_s``: the client retries)."""
+        entry, _ = self._entry(group_id, topic, topic_id, index)
+        if entry.partition is None and entry.load_task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(entry.load_task), timeout_s)
+            except TimeoutError:
+                pass
+        if entry.partition is None:
+            raise NotLeaderForPartitionError(f"the share partition {topic}-{index} of {group_id} is loading")
+        return entry, entry.partition
+
+    # -- ShareFetch ----------------------------------------------------------------------------
+    def fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        topic: str,
+        topic_id: str,
+        index: int,
+        max_records: int,
+        max_bytes: int,
+    ) -> PartitionFetch:
+        """Acquire what ``member_id`` can have of the partition now (nothing while the
+        share partition loads or every record is held)."""
+        entry, replica = self._entry(group_id, topic, topic_id, index)
+        watched = [entry.waiters, replica.waiters]
+        partition = entry.partition
+        if partition is None or max_records <= 0 or max_bytes <= 0:
+            return PartitionFetch(b"", [], watched)
+        partition.move_start_to(replica.log.log_start_offset)
+        now = self._clock_ms()
+        partition.expire_locks(now)
+        offset = partition.next_fetch_offset()
+        if offset is None or offset >= replica.high_watermark:
+            return PartitionFetch(b"", [], watched)
+        data = replica.read(offset, max_bytes, min_one_message=True)
+        spans = [
+            (position, base, last, size)
+            for position, base, last, size in iter_batch_spans(data, 0, len(data))
+        ]
+        acquired = partition.acquire(
+            member_id, [(base, last) for _, base, last, _ in spans], max_records, now
+        )
+        if not acquired:
+            return PartitionFetch(b"", [], watched)
+        entry.version += 1
+        self._arm(entry.key, partition)
+        first, last = acquired[0].first_offset, acquired[-1].last_offset
+        kept = [(position, size) for position, base, end, size in spans if end >= first and base <= last]
+        start = kept[0][0]
+        stop = kept[-1][0] + kept[-1][1]
+        return PartitionFetch(bytes(data[start:stop]), acquired, watched)
+
+    # -- acknowledgements ----------------------------------------------------------------------
+    async def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        topic: str,
+        topic_id: str,
+        index: int,
+        acknowledgements: Sequence[Acknowledgement],
+        timeout_s: float,
+    ) -> None:
+        """Apply the member's acknowledgements and return once they are persisted."""
+        entry, partition = await self.loaded(group_id, topic, topic_id, index, timeout_s)
+        partition.acknowledge(member_id, acknowledgements, self._clock_ms())
+        entry.version += 1
+        self._arm(entry.key, partition)
+        entry.waiters.wake()  # released records can be delivered again
+        await self._persist(entry)
+
+    def release(self, group_id: str, member_id: str, partitions: Iterable[tuple[str, str, int]]) -> None:
+        """The member's share session closed: what it holds of these partitions is
+        available again (Kafka releases them at once rather than waiting for the locks)."""
+        for _topic, topic_id, index in partitions:
+            entry = self._entries.get(ShareKey(group_id, topic_id, index))
+            if entry is None or entry.partition is None:
+                continue
+            if entry.partition.release_member(member_id):
+                entry.version += 1
+                entry.waiters.wake()
+                self._persist_later(entry)
+
+    # -- persistence ---------------------------------------------------------------------------
+    async def _persist(self, entry: _Entry) -> None:
+        """Write the share partition's state, unless a write since covered this change;
+        writes of one share partition go one at a time, in order."""
+        target = entry.version
+        async with entry.write_lock:
+            if entry.persisted >= target or entry.partition is None:
+                return
+            version = entry.version
+            partition = entry.partition
+            state = ShareState(partition.start_offset, entry.leader_epoch, tuple(partition.state_batches()))
+            await self._persister.write(entry.key, state)
+            entry.persisted = max(entry.persisted, version)
+
+    def _persist_later(self, entry: _Entry) -> None:
+        task = asyncio.get_running_loop().create_task(self._persist_quietly(entry))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _persist_quietly(self, entry: _Entry) -> None:
+        try:
+            await self._persist(entry)
+        except (KafkaError, OSError, TimeoutError) as exc:
+            log.warning("share partition %s: state not persisted: %r", entry.key, exc)
+
+    # -- acquisition locks ---------------------------------------------------------------------
+    def _arm(self, key: ShareKey, partition: SharePartition) -> None:
+        """Make the lock timer fire by the partition's earliest lock deadline."""
+        deadline = partition.next_deadline_ms()
+        if deadline is None:
+            return
+        self._pushed += 1
+        heapq.heappush(self._deadlines, (deadline, self._pushed, key))
+        if self._timer_at is None or deadline < self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            loop = asyncio.get_running_loop()
+            delay_s = max(deadline - self._clock_ms(), 0) / 1000
+            self._timer = loop.call_later(delay_s, self._expire_locks)
+            self._timer_at = deadline
+
+    def _expire_locks(self) -> None:
+        self._timer, self._timer_at = None, None
+        now = self._clock_ms()
+        due: dict[ShareKey, None] = {}
+        while self._deadlines and self._deadlines[0][0] <= now:
+            due[heapq.heappop(self._deadlines)[2]] = None
+        for key in due:
+            entry = self._entries.get(key)
+            if entry is None or entry.partition is None:
+                continue
+            expired = entry.partition.expire_locks(now)
+            if expired:
+                log.info("share partition %s: %d records' acquisition locks expired", key, expired)
+                entry.version += 1
+                entry.waiters.wake()
+                self._persist_later(entry)
+            self._arm(key, entry.partition)
+        if self._deadlines and self._timer is None:
+            deadline = self._deadlines[0][0]
+            self._timer = asyncio.get_running_loop().call_later(
+                max(deadline - self._clock_ms(), 0) / 1000, self._expire_locks
+            )
+            self._timer_at = deadline
+
+    # -- describing ----------------------------------------------------------------------------
+    def start_offset(self, group_id: str, topic_id: str, index: int) -> int | None:
+        entry = self._entries.get(ShareKey(group_id, topic_id, index))
+        return None if entry is None or entry.partition is None else entry.partition.start_offset
+
+    def forget_unled(self) -> None:
+        """Drop the share partitions of partitions no longer led here."""
+        for key, entry in list(self._entries.items()):
+            try:
+                replica = self._replicas.get_leader(entry.topic, key.partition)
+            except KafkaError:
+                replica = None
+            if replica is None or replica.leader_epoch != entry.leader_epoch:
+                if entry.load_task is not None:
+                    entry.load_task.cancel()
+                entry.waiters.wake()
+                del self._entries[key]

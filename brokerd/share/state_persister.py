@@ -1,0 +1,210 @@
+"""Writing and reading share-partition state in __share_group_state, over the wire to the
+leader of the state partition (Kafka's persister, with Produce and Fetch in place of its
+Write/ReadShareGroupState): a write is acknowledged by every in-sync replica (acks=all)
+before the share partition answers the acknowledgement that caused it, so a new leader of
+the data partition, on any broker, reads back every acknowledgement.
+
+A read goes up to the state partition's latest offset as ListOffsets gives it; a leader that
+just took over answers OFFSET_NOT_AVAILABLE until its high watermark covers what the old
+one confirmed (KIP-207), so a read never stops short of a confirmed write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+from kafka.errors import for_code
+from kafka.protocol.api_key import ApiKey
+from kafka.record.memory_records import MemoryRecords
+
+from brokerd.coordinator.records import build_batch, partition_for
+from brokerd.ports import BrokerClientFactory, MetadataView
+from brokerd.replication.broker_client import BrokerClient
+from brokerd.share.share_state import SHARE_STATE_TOPIC, ShareKey, ShareState
+
+log = logging.getLogger(__name__)
+
+PRODUCE_VERSION = 8
+FETCH_VERSION = 11
+LIST_OFFSETS_VERSION = 4
+LATEST = -1
+READ_BYTES = 4 * 1024 * 1024
+RETRY_S = 0.2
+REQUEST_TIMEOUT_S = 15.0
+# retried: the state partition's leader is moving or catching up
+RETRIABLE = {3, 5, 6, 7, 13, 15, 19, 20, 45, 74, 75}  # UNKNOWN_TOPIC_OR_PARTITION ... OFFSET_NOT_AVAILABLE
+
+
+class StatePersister(Protocol):
+    """Where share partitions keep their state."""
+
+    async def read(self, key: ShareKey) -> ShareState | None: ...
+
+    async def write(self, key: ShareKey, state: ShareState) -> None: ...
+
+
+class ShareStateTopic:
+    """The StatePersister over __share_group_state."""
+
+    def __init__(
+        self,
+        num_partitions: int,
+        metadata: MetadataView,
+        clients: BrokerClientFactory,
+        create_topic: Callable[[str], object],
+        timeout_s: float = 30.0,
+    ) -> None:
+        self.num_partitions = num_partitions
+        self._metadata = metadata
+        self._clients = clients
+        self._create_topic = create_topic
+        self._timeout_s = timeout_s
+        self._connections: dict[int, BrokerClient] = {}
+
+    def partition_of(self, key: ShareKey) -> int:
+        return partition_for(key.hash_key, self.num_partitions)
+
+    async def write(self, key: ShareKey, state: ShareState) -> None:
+        batch = build_batch([(key.encode(), state.encode())])
+        partition = self.partition_of(key)
+        fields = {
+            "transactional_id": None,
+            "acks": -1,
+            "timeout_ms": int(REQUEST_TIMEOUT_S * 1000),
+            "topic_data": [
+                {"name": SHARE_STATE_TOPIC, "partition_data": [{"index": partition, "records": batch}]}
+            ],
+        }
+
+        def error_of(response) -> int:
+            return response.responses[0].partition_responses[0].error_code
+
+        await self._until_done(partition, ApiKey.Produce, PRODUCE_VERSION, fields, error_of)
+
+    async def read(self, key: ShareKey) -> ShareState | None:
+        """The latest snapshot of ``key`` (of the newest leader epoch), or None."""
+        partition = self.partition_of(key)
+        end = await self._offset(partition, LATEST)
+        offset, latest = 0, None
+        wanted = key.encode()
+        while offset < end:
+            records = await self._fetch(partition, offset)
+            last = offset - 1
+            batches = MemoryRecords(records)
+            while batches.has_next():
+                batch = batches.next_batch()
+                for record in batch:
+                    last = max(last, record.offset)
+                    if batch.is_control_batch or record.key != wanted or record.value is None:
+                        if record.key == wanted and record.value is None:
+                            latest = None
+                        continue
+                    state = ShareState.decode(record.value)
+                    if state.supersedes(latest):
+                        latest = state
+            if last < offset:
+                break  # nothing more to read below the end: a gap at the tail
+            offset = last + 1
+        return latest
+
+    async def _offset(self, partition: int, timestamp: int) -> int:
+        fields = {
+            "replica_id": -1,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": SHARE_STATE_TOPIC,
+                    "partitions": [
+                        {"partition_index": partition, "current_leader_epoch": -1, "timestamp": timestamp}
+                    ],
+                }
+            ],
+        }
+        response = await self._until_done(
+            partition,
+            ApiKey.ListOffsets,
+            LIST_OFFSETS_VERSION,
+            fields,
+            lambda r: r.topics[0].partitions[0].error_code,
+        )
+        return int(response.topics[0].partitions[0].offset)
+
+    async def _fetch(self, partition: int, offset: int) -> bytes:
+        fields = {
+            "replica_id": -1,
+            "max_wait_ms": 0,
+            "min_bytes": 0,
+            "max_bytes": READ_BYTES,
+            "isolation_level": 0,
+            "session_id": 0,
+            "session_epoch": -1,
+            "topics": [
+                {
+                    "topic": SHARE_STATE_TOPIC,
+                    "partitions": [
+                        {
+                            "partition": partition,
+                            "current_leader_epoch": -1,
+                            "fetch_offset": offset,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": READ_BYTES,
+                        }
+                    ],
+                }
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        response = await self._until_done(
+            partition,
+            ApiKey.Fetch,
+            FETCH_VERSION,
+            fields,
+            lambda r: r.error_code or r.responses[0].partitions[0].error_code,
+        )
+        return bytes(response.responses[0].partitions[0].records or b"")
+
+    async def _until_done(self, partition: int, api_key: int, version: int, fields: dict, error_of):
+        """Send to the state partition's leader until it answers without error; a moving
+        leader, a topic not there yet or a broken connection are retried, within the
+        timeout."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeout_s
+        last_error: Exception | None = None
+        while loop.time() < deadline:
+            leader = self._leader(partition)
+            client = self._client(leader) if leader is not None else None
+            if client is not None:
+                try:
+                    response = await client.request(api_key, version, fields)
+                except (TimeoutError, OSError, ConnectionError) as exc:
+                    self._connections.pop(leader, None)  # type: ignore[arg-type]
+                    last_error = exc
+                else:
+                    code = error_of(response)
+                    if code == 0:
+                        return response
+                    last_error = for_code(code)(f"{SHARE_STATE_TOPIC}-{partition}")
+                    if code not in RETRIABLE:
+                        raise last_error
+            await asyncio.sleep(RETRY_S)
+            self._metadata.refresh()
+        raise last_error or TimeoutError(f"{SHARE_STATE_TOPIC}-{partition} has no leader")
+
+    def _leader(self, partition: int) -> int | None:
+        if not self._metadata.has_topic(SHARE_STATE_TOPIC):
+            self._create_topic(SHARE_STATE_TOPIC)
+            return None
+        leader = self._metadata.partition_leader(SHARE_STATE_TOPIC, partition)
+        return leader if leader is not None and leader >= 0 else None
+
+    def _client(self, broker_id: int) -> BrokerClient | None:
+        client = self._connections.get(broker_id)
+        if client is None:
+            client = self._clients(broker_id, "share-state-persister", REQUEST_TIMEOUT_S)
+            if client is not None:
+                self._connections[broker_id] = client
+        return client

@@ -1,0 +1,235 @@
+"""Share groups (KIP-932) on real brokers with confluent-kafka ShareConsumers: several
+consumers share one partition and every record is accepted once; RELEASE delivers a record
+again with its delivery count raised, REJECT never again; what a consumer held when it
+closed, or when its process was SIGKILLed, comes back to another once its lock expires; and
+a SIGKILLed partition leader loses no acknowledgement (its successor reads the persisted
+share-partition state)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import AcknowledgeType, ShareConsumer
+
+from tests.cluster_harness import LocalCluster, running_cluster, wait_until
+from tests.kafka_helpers import create_topic, partition_record, produce_sync
+
+LOCK_MS = 3000
+SHARE_CONFIGS = {
+    "share.auto.offset.reset": "earliest",
+    "group.share.min.record.lock.duration.ms": "1000",
+    "group.share.record.lock.duration.ms": str(LOCK_MS),
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory) -> Iterator[LocalCluster]:
+    with running_cluster(tmp_path_factory.mktemp("share"), 1, SHARE_CONFIGS) as c:
+        yield c
+
+
+def share_consumer(bootstrap: str, group: str, topic: str, explicit: bool = False, **conf) -> ShareConsumer:
+    consumer = ShareConsumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "share.acknowledgement.mode": "explicit" if explicit else "implicit",
+            **conf,
+        }
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
+def poll_records(consumer: ShareConsumer, timeout: float = 1.0) -> list:
+    """The records of one poll (an error fails the test)."""
+    records = []
+    for message in consumer.poll(timeout):
+        assert message.error() is None, message.error()
+        records.append(message)
+    return records
+
+
+def poll_until(consumer: ShareConsumer, enough, what: str, timeout: float = 60.0) -> list:
+    """Poll until ``enough(records so far)``; every record polled is returned."""
+    records: list = []
+    deadline = time.monotonic() + timeout
+    while not enough(records):
+        assert time.monotonic() < deadline, (
+            f"timed out waiting for {what}; got {[m.offset() for m in records]}"
+        )
+        records += poll_records(consumer)
+    return records
+
+
+def produce(bootstrap: str, topic: str, count: int, start: int = 0) -> None:
+    """``count`` records, one batch each, so consumers can acquire them a few at a time."""
+    reports = produce_sync(
+        bootstrap, topic, [b"r%d" % i for i in range(start, start + count)], **{"batch.num.messages": 1}
+    )
+    assert all(error is None for error, _, _ in reports)
+
+
+def test_two_consumers_share_a_partition_and_each_record_is_accepted_once(cluster: LocalCluster) -> None:
+    create_topic(cluster, "shared", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "shared", 100)
+    first = share_consumer(cluster.bootstrap, "g-shared", "shared", **{"max.poll.records": 5})
+    second = share_consumer(cluster.bootstrap, "g-shared", "shared", **{"max.poll.records": 5})
+    seen: dict[object, list] = {first: [], second: []}
+    try:
+        deadline = time.monotonic() + 60
+        while sum(len(v) for v in seen.values()) < 100 or not all(seen.values()):
+            assert time.monotonic() < deadline, {id(c): len(v) for c, v in seen.items()}
+            for consumer in (first, second):
+                seen[consumer] += poll_records(consumer, 0.5)
+        for consumer in (first, second):  # implicit mode: the last poll's records are accepted
+            assert all(error is None for error in consumer.commit_sync(30).values())
+    finally:
+        first.close()
+        second.close()
+    offsets = [m.offset() for records in seen.values() for m in records]
+    assert sorted(offsets) == list(range(100))  # each delivered once, to one of them
+    assert all(m.delivery_count() == 1 for records in seen.values() for m in records)
+    # everything was accepted: a newcomer to the group starts at the next record
+    produce(cluster.bootstrap, "shared", 1, start=100)
+    late = share_consumer(cluster.bootstrap, "g-shared", "shared")
+    try:
+        records = poll_until(late, bool, "the record after the accepted ones")
+        late.commit_sync(30)
+    finally:
+        late.close()
+    assert [m.offset() for m in records] == [100]
+
+
+def test_released_records_come_again_and_rejected_ones_never(cluster: LocalCluster) -> None:
+    create_topic(cluster, "acks", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "acks", 3)
+    consumer = share_consumer(cluster.bootstrap, "g-acks", "acks", explicit=True)
+    try:
+        records = poll_until(consumer, lambda r: len(r) >= 3, "three records")
+        assert [(m.offset(), m.delivery_count()) for m in records] == [(0, 1), (1, 1), (2, 1)]
+        consumer.acknowledge(records[0], AcknowledgeType.RELEASE)
+        consumer.acknowledge(records[1], AcknowledgeType.REJECT)
+        consumer.acknowledge(records[2], AcknowledgeType.ACCEPT)
+        results = consumer.commit_sync(30)
+        assert all(error is None for error in results.values()), results
+        again = poll_until(consumer, bool, "the released record")
+        assert [(m.offset(), m.delivery_count(), m.value()) for m in again] == [(0, 2, b"r0")]
+        consumer.acknowledge(again[0], AcknowledgeType.ACCEPT)
+        consumer.commit_sync(30)
+        produce(cluster.bootstrap, "acks", 1, start=3)
+        after = poll_until(consumer, bool, "the next record")
+        assert [m.offset() for m in after] == [3]  # the rejected record 1 never again
+        consumer.acknowledge(after[0], AcknowledgeType.ACCEPT)
+    finally:
+        consumer.close()
+
+
+def test_what_a_closed_consumer_held_goes_to_another(cluster: LocalCluster) -> None:
+    create_topic(cluster, "closed", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "closed", 5)
+    holder = share_consumer(cluster.bootstrap, "g-closed", "closed", explicit=True)
+    try:
+        held = poll_until(holder, lambda r: len(r) >= 5, "five records")
+    finally:
+        holder.close()  # nothing acknowledged: its share session ends, the records are released
+    assert [m.delivery_count() for m in held] == [1] * 5
+    other = share_consumer(cluster.bootstrap, "g-closed", "closed")
+    try:
+        records = poll_until(other, lambda r: len(r) >= 5, "the released records")
+        other.commit_sync(30)
+    finally:
+        other.close()
+    assert [(m.offset(), m.delivery_count()) for m in records] == [(i, 2) for i in range(5)]
+
+
+HOLDER = """
+import sys
+from confluent_kafka import ShareConsumer
+consumer = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                          "share.acknowledgement.mode": "explicit"})
+consumer.subscribe([sys.argv[3]])
+held = 0
+while held < int(sys.argv[4]):
+    held += sum(1 for m in consumer.poll(1.0) if m.error() is None)
+print("held", held, flush=True)
+sys.stdin.read()  # holds its records, unacknowledged, until it is killed
+"""
+
+
+def test_what_a_killed_consumer_held_comes_back_when_its_lock_expires(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    create_topic(cluster, "killed", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "killed", 4)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, cluster.bootstrap, "g-killed", "killed", "4"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().split() == ["held", "4"]
+        holder.kill()
+        holder.wait(10)
+        killed_at = time.monotonic()
+        other = share_consumer(cluster.bootstrap, "g-killed", "killed")
+        try:
+            records = poll_until(other, lambda r: len(r) >= 4, "the killed consumer's records")
+            other.commit_sync(30)
+        finally:
+            other.close()
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+    assert [(m.offset(), m.delivery_count()) for m in records] == [(i, 2) for i in range(4)]
+    assert time.monotonic() - killed_at >= (LOCK_MS - 1000) / 1000  # not before the lock ran out
+
+
+def test_a_killed_leader_loses_no_acknowledgement(tmp_path: Path) -> None:
+    with running_cluster(tmp_path / "failover", 3, SHARE_CONFIGS) as cluster:
+        create_topic(cluster, "orders", 1, 3, {"min.insync.replicas": "2"}, wait_for_leaders=True)
+        produce(cluster.bootstrap, "orders", 40)
+        accepted: list[int] = []
+        consumer = share_consumer(
+            cluster.bootstrap, "g-failover", "orders", explicit=True, **{"max.poll.records": 5}
+        )
+        try:
+            while len(accepted) < 20:
+                records = poll_until(consumer, bool, "records before the failover")
+                for m in records:
+                    consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+                results = consumer.commit_sync(30)
+                assert all(error is None for error in results.values()), results
+                accepted += [m.offset() for m in records]
+            # acquired when the leader dies, their acknowledgement not sent yet
+            pending = [m.offset() for m in poll_until(consumer, bool, "records held through the failover")]
+            for offset in pending:
+                consumer.acknowledge_offset("orders", 0, offset, AcknowledgeType.ACCEPT)
+            old_leader = partition_record(cluster, "orders").leader
+            cluster.kill(old_leader)
+            wait_until(
+                lambda: partition_record(cluster, "orders").leader not in (-1, old_leader), 30, "a new leader"
+            )
+            deadline = time.monotonic() + 120
+            while len(accepted) < 40:
+                assert time.monotonic() < deadline, sorted(accepted)
+                results = consumer.commit_sync(30)
+                # an acknowledgement no leader confirmed does not count: those records come again
+                if pending and results and all(error is None for error in results.values()):
+                    accepted += pending
+                records = poll_records(consumer)
+                for m in records:
+                    consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+                pending = [m.offset() for m in records]
+        finally:
+            consumer.close()
+        assert sorted(accepted) == list(range(40))  # nothing accepted twice, nothing lost
