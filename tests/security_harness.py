@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
-from kctl import tls
+from kctl.cluster import tls
 from tests.cluster_harness import wait_until
 
 SUPER_USER = "admin"

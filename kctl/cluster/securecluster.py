@@ -6,7 +6,7 @@ before the first broker starts kctl makes what Kafka's operators make by hand:
 - the super user `admin` with a random password, whose SCRAM credentials go into the state
   directory as Kafka's `kafka-storage format --add-scram` puts them into the metadata log
   (salt, stored key and server key only: the password itself is never stored there);
-- for TLS, a private CA and the brokers' certificate (kctl.tls), and for SSL without SASL a
+- for TLS, a private CA and the brokers' certificate (kctl.cluster.tls), and for SSL without SASL a
   client certificate `CN=admin`, since there the certificate is the identity;
 - `<cluster>/admin.properties`, the admin's librdkafka settings (mode 0600, the only file
   holding the password): kctl's own commands use it against the local cluster, the brokers
@@ -26,7 +26,7 @@ import scramp
 
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
-from kctl import tls
+from kctl.cluster import tls
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 

@@ -19,10 +19,9 @@ from brokerd.security import client_properties
 from brokerd.security.acl import AclBinding
 from brokerd.security.authorizer import Decision
 from brokerd.state import ClusterState
-from kctl import tls
 from kctl.acl import acls
 from kctl.acl.aclexplain import Explanation
-from kctl.cluster import brokerconfig, securecluster, securityevents
+from kctl.cluster import brokerconfig, securecluster, securityevents, tls
 from kctl.kafka import clientprops, pyadmin
 from kctl.kafka.bootstrap import Bootstrap
 from kctl.shell.errors import KctlError
