@@ -12,7 +12,7 @@ from brokerd.storage.control_batch import (
     build_end_txn_marker,
     read_end_txn_marker,
 )
-from brokerd.storage.log_config import ConfigEntry, LogConfig
+from brokerd.storage.log_config import LogConfig
 from brokerd.storage.log_validator import stamp_batch, validate_client_batch
 from brokerd.storage.partition_log import AppendInfo, PartitionLog
 from brokerd.storage.record_batch import (
@@ -34,7 +34,6 @@ __all__ = [
     "AppendInfo",
     "EndTxnMarker",
     "BatchHeader",
-    "ConfigEntry",
     "LogConfig",
     "PartitionLog",
     "TimestampOffset",

@@ -396,14 +396,6 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}
 
 
-class ConfigEntry(NamedTuple):
-    """A row of DescribeConfigs output; type and documentation are in ``KEYS_BY_NAME``."""
-
-    name: str
-    value: str
-    is_default: bool
-
-
 def _parse(key: ConfigKey, text: str | None) -> object:
     if text is None:  # CreateTopics allows null values on the wire; Kafka refuses them
         raise InvalidConfigurationError(f"Null value not supported for configuration {key.name}")
@@ -488,14 +480,6 @@ class LogConfig:
             else:
                 configs[name] = value
         return LogConfig.from_configs(configs)
-
-    @staticmethod
-    def describe(configs: Mapping[str, str]) -> list[ConfigEntry]:
-        """Every topic config with its effective value given the explicit ``configs``."""
-        return [
-            ConfigEntry(key.name, configs.get(key.name, key.default), key.name not in configs)
-            for key in CONFIG_KEYS
-        ]
 
     @property
     def log_append_time(self) -> bool:

@@ -77,15 +77,6 @@ def test_merged_sets_and_resets_keys():
         config.merged({"segment.bytes": "-5"})
 
 
-def test_describe_lists_every_key_with_its_source():
-    rows = {
-        name: (value, is_default) for name, value, is_default in LogConfig.describe({"retention.ms": "5"})
-    }
-    assert rows["retention.ms"] == ("5", False)
-    assert rows["segment.bytes"] == ("1073741824", True)
-    assert rows.keys() == LogConfig.DEFAULTS.keys()
-
-
 def test_kafka_39_configs_have_kafkas_defaults():
     config = LogConfig.from_configs({})
     assert (config.compression_gzip_level, config.compression_lz4_level, config.compression_zstd_level) == (
