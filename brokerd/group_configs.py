@@ -97,11 +97,11 @@ class InvalidGroupConfig(ValueError):
 class GroupConfigs:
     """The group configs in effect: a group's own value, else the broker's default.
 
-    ``broker`` is read on every call, so a dynamic change of the broker's defaults or bounds
+    ``broker_config`` is read on every call, so a dynamic change of the broker's defaults or bounds
     applies at once, as in Kafka."""
 
-    def __init__(self, broker: BrokerConfig, source: GroupConfigSource) -> None:
-        self.broker = broker
+    def __init__(self, broker_config: BrokerConfig, source: GroupConfigSource) -> None:
+        self.broker_config = broker_config
         self.source = source
 
     def own(self, group_id: str) -> Mapping[str, str]:
@@ -117,7 +117,7 @@ class GroupConfigs:
         spec = _SPEC[name]
         if isinstance(spec, _Choice):
             return spec.default
-        return str(self.broker.get(spec.default))
+        return str(self.broker_config.get(spec.default))
 
     def _int(self, group_id: str, name: str) -> int:
         return int(self.value(group_id, name))
@@ -163,7 +163,7 @@ class GroupConfigs:
                     )
                 continue
             value = _parse_int(name, text)
-            low, high = self.broker.get(spec.minimum), self.broker.get(spec.maximum)
+            low, high = self.broker_config.get(spec.minimum), self.broker_config.get(spec.maximum)
             if value < low:
                 raise InvalidGroupConfig(f"{name} must be greater than or equal to {spec.minimum}")
             if value > high:

@@ -9,9 +9,9 @@ from brokerd.group_configs import SHARE_AUTO_OFFSET_RESET, GroupConfigs
 
 
 class ShareSettings:
-    def __init__(self, group_configs: GroupConfigs, broker: BrokerConfig) -> None:
+    def __init__(self, group_configs: GroupConfigs, broker_config: BrokerConfig) -> None:
         self._group_configs = group_configs
-        self._broker = broker
+        self._broker_config = broker_config
 
     def share_record_lock_duration_ms(self, group_id: str) -> int:
         return self._group_configs.share_record_lock_duration_ms(group_id)
@@ -21,7 +21,7 @@ class ShareSettings:
 
     def share_auto_offset_reset(self, group_id: str) -> str:
         own = self._group_configs.own(group_id).get(SHARE_AUTO_OFFSET_RESET)
-        return own if own is not None else str(self._broker.get("share.auto.offset.reset"))
+        return own if own is not None else str(self._broker_config.get("share.auto.offset.reset"))
 
     def max_record_locks(self) -> int:
-        return int(self._broker.get("group.share.partition.max.record.locks"))
+        return int(self._broker_config.get("group.share.partition.max.record.locks"))
