@@ -8,12 +8,14 @@ the tables a teacher reads the picture with: the faults and their durations, the
 from __future__ import annotations
 
 import html
+import re
 import time
 
 from kctl.report.history import Anomaly
 from kctl.report.recording import FAULT_WORDS, PartitionTimeline, Recording
 
 MAX_EVENT_ROWS = 2000
+_PARTITION_LINE = re.compile(r"(\S+)/(\d+): ")
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; }
@@ -51,7 +53,7 @@ def html_page(
     ]
     parts += _faults(recording)
     parts += _anomalies(recording.start, anomalies)
-    parts += _events(recording)
+    parts += _events(recording, {(t.topic, t.partition) for t in timelines})
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -97,14 +99,23 @@ def _anomalies(start: float, anomalies: list[Anomaly]) -> list[str]:
     return ["<h2>Anomalies found by kctl verify</h2>", _table(["at", "anomaly", "partition", "detail"], rows)]
 
 
-def _events(recording: Recording) -> list[str]:
-    if not recording.events:
-        return ["<h2>Changes narrated by kctl watch</h2><p>None.</p>"]
-    shown = recording.events[:MAX_EVENT_ROWS]
-    rows = [_row([_since(recording.start, t), _clock(t), line]) for t, line in shown]
-    more = len(recording.events) - len(shown)
+def _events(recording: Recording, drawn: set[tuple[str, int]]) -> list[str]:
+    """The narrated changes of the partitions drawn, and those of brokers, the controller and
+    groups."""
+    title = "<h2>Changes narrated by kctl watch</h2>"
+    shown = [(t, line) for t, line in recording.events if _about(line) in drawn or _about(line) is None]
+    if not shown:
+        return [title, "<p>None.</p>"]
+    rows = [_row([_since(recording.start, t), _clock(t), line]) for t, line in shown[:MAX_EVENT_ROWS]]
+    more = len(shown) - MAX_EVENT_ROWS
     tail = [f"<p>… and {more} more in the recording.</p>"] if more > 0 else []
-    return ["<h2>Changes narrated by kctl watch</h2>", _table(["at", "clock", "change"], rows), *tail]
+    return [title, _table(["at", "clock", "change"], rows), *tail]
+
+
+def _about(line: str) -> tuple[str, int] | None:
+    """The partition a narrated line is about ("payments/0: ..."), or None."""
+    match = _PARTITION_LINE.match(line)
+    return None if match is None else (match[1], int(match[2]))
 
 
 def _table(columns: list[str], rows: list[str]) -> str:
