@@ -127,9 +127,23 @@ class Broker:
         self.group_configs = GroupConfigs(self.config, self.state)
         # KIP-932: share groups beside the consumer groups, share partitions beside the replicas
         self.share_groups = ShareGroupCoordinator(
+        # KIP-848 consumer groups: their records share the offsets partitions, their ids and
+        # offsets the classic groups'
+        self.consumer_groups = ConsumerGroupCoordinator(
+            ConsumerGroupConfig.from_config(self.config),
+            self.group_metadata,
+            metadata,
+            self.group_configs,
+            self.group_metadata.clock,
+        )
+        self.group_metadata.modern_groups = self.consumer_groups
+        self.coordinator.consumer_groups = self.consumer_groups
             ShareGroupConfig.from_config(self.config), self.group_metadata, metadata, self.group_configs
         )
-        self.share_sessions = ShareSessionCache(self.config.get("group.share.max.share.sessions"))
+        self.share_sessions = ShareSessionCache(
+            self.config.get("group.share.max.share.sessions"),
+            self.config.get("group.share.max.session.timeout.ms") / 1000,
+        )
         share_settings = ShareSettings(self.group_configs, self.config)
         self.share_partitions = SharePartitionManager(
             self.replicas,

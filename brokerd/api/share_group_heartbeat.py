@@ -1,6 +1,7 @@
 """ShareGroupHeartbeat (KIP-932): a share group member joins (epoch 0), heartbeats and leaves
 (-1) at the group's coordinator, which answers its member epoch and, when it changed, the
-partitions assigned to it (by topic id). Needs READ on the group, as in Kafka."""
+partitions assigned to it (by topic id). Needs READ on the group and DESCRIBE on every topic
+it subscribes to (TOPIC_AUTHORIZATION_FAILED otherwise), as in Kafka."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import uuid
 
 from kafka.admin import ACLOperation, ResourceType
 
-from brokerd.api.authorization import require
+from brokerd.api.authorization import Permission, require
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
 from brokerd.api.services import BrokerServices
@@ -19,6 +20,11 @@ async def handle(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
         require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
+        for topic in body.subscribed_topic_names or ():
+            refused = describable.refusal(topic)
+            if refused is not None:
+                raise refused
         result = services.share_groups.heartbeat(
             body.group_id,
             body.member_id,

@@ -2,11 +2,18 @@
 partition leader it fetches from, holding the partitions it fetches. ShareSessionEpoch 0
 opens one (replacing any the member had), -1 closes it, and every other request carries the
 epoch after the last one: anything else is INVALID_SHARE_SESSION_EPOCH, and a member
-without a session is told SHARE_SESSION_NOT_FOUND."""
+without a session is told SHARE_SESSION_NOT_FOUND.
+
+The cache holds group.share.max.share.sessions sessions. Kafka drops a member's session when
+its connection closes; here a full cache makes room by evicting its least recently used
+session if that one has been idle for ``idle_eviction_s`` (a member that went away without
+closing it), and refuses a new one otherwise (SHARE_SESSION_LIMIT_REACHED)."""
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafka.errors import InvalidShareSessionEpochError, KafkaError, ShareSessionNotFoundError
@@ -32,11 +39,16 @@ class ShareSession:
     member_id: str
     epoch: int = 1  # the epoch the next request must carry
     partitions: set[TopicPartition] = field(default_factory=set)
+    last_used_s: float = 0.0
 
 
 class ShareSessionCache:
-    def __init__(self, max_sessions: int) -> None:
+    def __init__(
+        self, max_sessions: int, idle_eviction_s: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.max_sessions = max_sessions
+        self.idle_eviction_s = idle_eviction_s
+        self._clock = clock
         self._sessions: OrderedDict[tuple[str, str], ShareSession] = OrderedDict()
 
     def __len__(self) -> int:
@@ -49,11 +61,16 @@ class ShareSessionCache:
         """A new session for the member (epoch 0); returns it and the one it replaces."""
         key = (group_id, member_id)
         replaced = self._sessions.pop(key, None)
+        now = self._clock()
+        if len(self._sessions) >= self.max_sessions:
+            oldest_key, oldest = next(iter(self._sessions.items()))
+            if now - oldest.last_used_s >= self.idle_eviction_s:
+                del self._sessions[oldest_key]
         if len(self._sessions) >= self.max_sessions:
             raise ShareSessionLimitReachedError(
                 f"The share session cache is full ({self.max_sessions} sessions)"
             )
-        session = ShareSession(group_id, member_id)
+        session = ShareSession(group_id, member_id, last_used_s=now)
         self._sessions[key] = session
         return session, replaced
 
@@ -72,6 +89,7 @@ class ShareSessionCache:
                 f"The share session epoch {epoch} does not match the expected epoch {session.epoch}"
             )
         session.epoch = session.epoch + 1 if session.epoch < 2**31 - 1 else 1
+        session.last_used_s = self._clock()
         self._sessions.move_to_end((group_id, member_id))
         return session
 

@@ -3,7 +3,8 @@ consumers share one partition and every record is accepted once; RELEASE deliver
 again with its delivery count raised, REJECT never again; what a consumer held when it
 closed, or when its process was SIGKILLed, comes back to another once its lock expires; and
 a SIGKILLed partition leader loses no acknowledgement (its successor reads the persisted
-share-partition state)."""
+share-partition state); and on a secured cluster a member needs READ on the group and
+DESCRIBE on its topics."""
 
 from __future__ import annotations
 
@@ -14,10 +15,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import AcknowledgeType, ShareConsumer
+from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, ShareConsumer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
 
+from brokerd.state import ClusterState
 from tests.cluster_harness import LocalCluster, running_cluster, wait_until
 from tests.kafka_helpers import create_topic, partition_record, produce_sync
+from tests.security_harness import add_scram_user, sasl_settings, secure_cluster_dir
 
 LOCK_MS = 3000
 SHARE_CONFIGS = {
@@ -233,3 +244,71 @@ def test_a_killed_leader_loses_no_acknowledgement(tmp_path: Path) -> None:
         finally:
             consumer.close()
         assert sorted(accepted) == list(range(40))  # nothing accepted twice, nothing lost
+
+
+def test_share_consumers_need_read_on_the_group_and_describe_on_the_topics(tmp_path: Path) -> None:
+    directory = tmp_path / "secured"
+    admin_password, overrides = secure_cluster_dir(directory)
+    state = ClusterState(directory)
+    for user in ("reader", "no-group", "no-topic"):
+        add_scram_user(state, user, f"{user}-secret")
+    with running_cluster(directory, 1, {**overrides, **SHARE_CONFIGS}, "SASL_PLAINTEXT") as cluster:
+        admin_conf = {"bootstrap.servers": cluster.bootstrap, **sasl_settings("admin", admin_password)}
+        admin = AdminClient(admin_conf)
+        create_topic(admin, "guarded", 1, 1)
+        produce_sync(cluster.bootstrap, "guarded", [b"secret"], **sasl_settings("admin", admin_password))
+
+        def acl(user: str, operation: AclOperation, resource_type: ResourceType, name: str) -> AclBinding:
+            return AclBinding(
+                resource_type,
+                name,
+                ResourcePatternType.LITERAL,
+                f"User:{user}",
+                "*",
+                operation,
+                AclPermissionType.ALLOW,
+            )
+
+        bindings = [
+            acl("reader", AclOperation.READ, ResourceType.GROUP, "g-guarded"),
+            acl("reader", AclOperation.READ, ResourceType.TOPIC, "guarded"),
+            # DESCRIBE finds the coordinator; joining needs READ
+            acl("no-group", AclOperation.DESCRIBE, ResourceType.GROUP, "g-guarded"),
+            acl("no-group", AclOperation.READ, ResourceType.TOPIC, "guarded"),
+            acl("no-topic", AclOperation.READ, ResourceType.GROUP, "g-guarded"),
+        ]
+        for future in admin.create_acls(bindings).values():
+            future.result(10)
+
+        def first_error(user: str) -> int:
+            consumer = share_consumer(
+                cluster.bootstrap,
+                "g-guarded",
+                "guarded",
+                **sasl_settings(user, f"{user}-secret"),
+                log_level=0,
+            )
+            try:
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline:
+                    try:
+                        for message in consumer.poll(1.0):
+                            if message.error() is not None:
+                                return message.error().code()
+                    except KafkaException as exc:
+                        return exc.args[0].code()
+                raise AssertionError(f"{user} was not refused")
+            finally:
+                consumer.close()
+
+        assert first_error("no-group") == KafkaError.GROUP_AUTHORIZATION_FAILED
+        assert first_error("no-topic") == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        reader = share_consumer(
+            cluster.bootstrap, "g-guarded", "guarded", **sasl_settings("reader", "reader-secret")
+        )
+        try:
+            records = poll_until(reader, bool, "the reader's record")
+            reader.commit_sync(30)
+        finally:
+            reader.close()
+        assert [m.value() for m in records] == [b"secret"]
