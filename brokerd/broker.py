@@ -127,17 +127,6 @@ class Broker:
         self.group_configs = GroupConfigs(self.config, self.state)
         # KIP-932: share groups beside the consumer groups, share partitions beside the replicas
         self.share_groups = ShareGroupCoordinator(
-        # KIP-848 consumer groups: their records share the offsets partitions, their ids and
-        # offsets the classic groups'
-        self.consumer_groups = ConsumerGroupCoordinator(
-            ConsumerGroupConfig.from_config(self.config),
-            self.group_metadata,
-            metadata,
-            self.group_configs,
-            self.group_metadata.clock,
-        )
-        self.group_metadata.modern_groups = self.consumer_groups
-        self.coordinator.consumer_groups = self.consumer_groups
             ShareGroupConfig.from_config(self.config), self.group_metadata, metadata, self.group_configs
         )
         self.share_sessions = ShareSessionCache(
