@@ -38,6 +38,7 @@ from brokerd.api import (
     share_fetch,
     share_group_describe,
     share_group_heartbeat,
+    share_group_offsets,
     topics,
     transactions,
 )
@@ -109,5 +110,6 @@ def build_handlers(services: BrokerServices) -> dict[int, Callable[[Request], Aw
         ApiKey.ShareGroupDescribe: share_group_describe.handle,
         ApiKey.ShareFetch: share_fetch.handle,
         ApiKey.ShareAcknowledge: share_acknowledge.handle,
+        ApiKey.DescribeShareGroupOffsets: share_group_offsets.handle_describe,
     }
     return {key: partial(handler, services) for key, handler in table.items()}

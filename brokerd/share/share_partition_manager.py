@@ -337,9 +337,10 @@ class SharePartitionManager:
             self._timer_at = deadline
 
     # -- describing ----------------------------------------------------------------------------
-    def start_offset(self, group_id: str, topic_id: str, index: int) -> int | None:
-        entry = self._entries.get(ShareKey(group_id, topic_id, index))
-        return None if entry is None or entry.partition is None else entry.partition.start_offset
+    async def persisted_state(self, group_id: str, topic_id: str, index: int) -> ShareState | None:
+        """What a share partition last persisted (DescribeShareGroupOffsets), wherever it is
+        led; None when the group never read the partition."""
+        return await self._persister.read(ShareKey(group_id, topic_id, index))
 
     def forget_unled(self) -> None:
         """Drop the share partitions of partitions no longer led here."""

@@ -24,10 +24,12 @@ from confluent_kafka.admin import (
     ResourcePatternType,
     ResourceType,
 )
+from kafka.protocol.api_key import ApiKey
 
 from brokerd.state import ClusterState
 from tests.cluster_harness import LocalCluster, running_cluster, wait_until
 from tests.kafka_helpers import create_topic, partition_record, produce_sync
+from tests.raw_request import raw_request
 from tests.security_harness import add_scram_user, sasl_settings, secure_cluster_dir
 
 LOCK_MS = 3000
@@ -115,6 +117,17 @@ def test_two_consumers_share_a_partition_and_each_record_is_accepted_once(cluste
     finally:
         late.close()
     assert [m.offset() for m in records] == [100]
+    # the group's start offset on the partition, as persisted: past every accepted record
+    described = raw_request(
+        cluster.ports[1],
+        ApiKey.DescribeShareGroupOffsets,
+        0,
+        {"groups": [{"group_id": "g-shared", "topics": [{"topic_name": "shared", "partitions": [0]}]}]},
+    )
+    (group,) = described.groups
+    assert [(p.partition_index, p.start_offset, p.error_code) for p in group.topics[0].partitions] == [
+        (0, 101, 0)
+    ]
 
 
 def test_released_records_come_again_and_rejected_ones_never(cluster: LocalCluster) -> None:

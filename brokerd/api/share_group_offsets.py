@@ -1,0 +1,87 @@
+"""DescribeShareGroupOffsets (KIP-932, at the group's coordinator): each share partition's
+start offset (SPSO) and the leader epoch that wrote it, as persisted in __share_group_state;
+-1 for a partition the group never read. Without topics named, the topics the group's
+members subscribe to. Needs DESCRIBE on the group and on each topic, as in Kafka."""
+
+from __future__ import annotations
+
+import uuid
+
+from kafka.admin import ACLOperation, ResourceType
+from kafka.errors import KafkaError, UnknownTopicOrPartitionError
+
+from brokerd.api.authorization import Permission, require
+from brokerd.api.errors import error_code, error_message
+from brokerd.api.request import Request
+from brokerd.api.services import BrokerServices
+
+MAX_PARTITIONS = 10_000  # per group and request
+ZERO_UUID = uuid.UUID(int=0)
+
+
+async def handle_describe(services: BrokerServices, request: Request) -> dict:
+    describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
+    groups = [await _describe_group(services, request, g, describable) for g in request.body.groups]
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+async def _describe_group(services: BrokerServices, request: Request, asked, describable: Permission) -> dict:
+    group_id = asked.group_id
+    try:
+        require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
+        group = services.share_groups.describe(group_id)
+    except KafkaError as exc:
+        return {
+            "group_id": group_id,
+            "topics": [],
+            "error_code": error_code(exc),
+            "error_message": error_message(exc),
+        }
+    if asked.topics is None:
+        wanted = [(t, None) for t in sorted(group.subscribed_topics())] if group is not None else []
+    else:
+        wanted = [(t.topic_name, list(t.partitions)) for t in asked.topics]
+    topics = []
+    budget = MAX_PARTITIONS
+    for name, partitions in wanted:
+        record = services.topics.get(name)
+        refused = describable.refusal(name)
+        if record is None or refused is not None:
+            error = refused or UnknownTopicOrPartitionError("This server does not host this topic-partition.")
+            indexes = partitions or []
+            topics.append(
+                {
+                    "topic_name": name,
+                    "topic_id": ZERO_UUID,
+                    "partitions": [_partition(i, -1, -1, error) for i in indexes[:budget]],
+                }
+            )
+            budget -= len(indexes)
+            continue
+        indexes = sorted(record.partitions) if partitions is None else partitions
+        entries = []
+        for index in indexes[: max(budget, 0)]:
+            try:
+                if index not in record.partitions:
+                    raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
+                state = await services.share_partitions.persisted_state(group_id, record.topic_id, index)
+                entries.append(
+                    _partition(index, -1, -1, None)
+                    if state is None
+                    else _partition(index, state.start_offset, state.leader_epoch, None)
+                )
+            except (KafkaError, OSError, TimeoutError) as exc:
+                entries.append(_partition(index, -1, -1, exc))
+        budget -= len(indexes)
+        topics.append({"topic_name": name, "topic_id": uuid.UUID(hex=record.topic_id), "partitions": entries})
+    return {"group_id": group_id, "topics": topics, "error_code": 0, "error_message": None}
+
+
+def _partition(index: int, start_offset: int, leader_epoch: int, error: Exception | None) -> dict:
+    return {
+        "partition_index": index,
+        "start_offset": start_offset,
+        "leader_epoch": leader_epoch,
+        "error_code": 0 if error is None else error_code(error),
+        "error_message": None if error is None else error_message(error),
+    }
