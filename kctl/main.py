@@ -25,6 +25,7 @@ from kctl.shell.exit_codes import ExitCode, table
 from kctl.sql import sql
 from kctl.topic import topic
 from kctl.user import user
+from kctl.verify import verify
 from kctl.watch import watch
 
 EPILOG = "**Exit codes**\n\n" + "\n".join(f"* {code}: {meaning}" for code, meaning in table())
@@ -79,6 +80,7 @@ app.command(name="watch")(watch.watch)
 app.command(name="report")(report.report)
 app.add_typer(bench.app, name="bench")
 app.command(name="sql")(sql.sql)
+app.add_typer(verify.app, name="verify")
 app.add_typer(learn.app, name="learn")
 
 

@@ -19,6 +19,7 @@ class ExitCode(IntEnum):
     CONFLICT = 6
     NOT_AUTHORIZED = 7
     UNHEALTHY = 10
+    ANOMALIES = 11
     INTERRUPTED = 130
     BROKEN_PIPE = 141
 
@@ -36,6 +37,8 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.NOT_AUTHORIZED: "not authorized: authentication failed (wrong credentials or security "
     "settings), or no ACL allows the principal the operation",
     ExitCode.UNHEALTHY: "cluster unhealthy: a planned broker is down or paused, or there is no controller",
+    ExitCode.ANOMALIES: "`kctl verify` found anomalies: lost, duplicated or misordered records, reads "
+    "of aborted or uncommitted transactions",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C)",
     ExitCode.BROKEN_PIPE: "the reader of stdout went away (e.g. `| head`), as if killed by SIGPIPE",
 }

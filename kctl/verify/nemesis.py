@@ -1,0 +1,137 @@
+"""The nemesis: Jepsen's name for the process that injects faults while the workload runs.
+
+One fault at a time, on the local cluster's real daemons, through the same operations as
+`kctl broker`: kill -9 a broker and start it again, pause it (SIGSTOP) and resume it
+(SIGCONT), kill -9 whichever broker is the controller, or throttle what a broker copies from
+its leaders. Each fault lasts --fault-duration, then is healed; the next starts
+--fault-interval later. Kinds take turns, and the broker is drawn at random (seeded, so a
+run can be repeated). Every start and end goes to the history with its time; `heal_all`
+undoes whatever is still in effect, so a run never leaves a broker paused or dead.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from brokerd.state import ClusterState
+from kctl.cluster import brokerctl, brokerview
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.verify.history import HistoryWriter
+
+KINDS = ("kill", "pause", "kill-controller", "throttle")
+THROTTLE_BYTES_PER_S = 20_000
+PROCESS = "nemesis"
+
+
+@dataclass
+class Active:
+    """The fault in effect: its kind and broker."""
+
+    kind: str
+    broker: int
+
+
+class Nemesis(threading.Thread):
+    def __init__(
+        self,
+        state: ClusterState,
+        history: HistoryWriter,
+        kinds: tuple[str, ...],
+        interval: float,
+        duration: float,
+        seed: int | None,
+        say: Callable[[str], None],
+    ):
+        super().__init__(name=PROCESS, daemon=True)
+        self.state = state
+        self.history = history
+        self.kinds = kinds
+        self.interval = interval
+        self.duration = duration
+        self.random = random.Random(seed)
+        self.say = say
+        self.stopping = threading.Event()
+        self.active: Active | None = None
+        self.injected = 0
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            turn = 0
+            while not self.stopping.wait(self.interval):
+                self._inject(self.kinds[turn % len(self.kinds)])
+                turn += 1
+                self.stopping.wait(self.duration)
+                self.heal()
+        except BaseException as exc:  # reported by the command, after healing
+            self.error = exc
+
+    def stop(self) -> None:
+        """Stop injecting and heal what is in effect."""
+        self.stopping.set()
+        self.join()
+        self.heal()
+
+    def _inject(self, kind: str) -> None:
+        target = self._choose(kind)
+        if target is None:
+            return
+        try:
+            if kind in ("kill", "kill-controller"):
+                brokerctl.kill(self.state, target)
+            elif kind == "pause":
+                brokerctl.pause(self.state, target)
+            else:
+                brokerctl.throttle(self.state, target, THROTTLE_BYTES_PER_S)
+        except KctlError as exc:  # the broker changed state under us: no fault this time
+            self.history.write(
+                "fault", process=PROCESS, phase="start", kind=kind, broker=target, error=exc.message
+            )
+            return
+        self.active = Active(kind, target)
+        self.injected += 1
+        self.history.write("fault", process=PROCESS, phase="start", kind=kind, broker=target)
+        self.say(f"nemesis: {kind} broker {target}")
+
+    def _choose(self, kind: str) -> int | None:
+        alive = [b.id for b in brokerview.view(self.state) if b.state == brokerview.ALIVE]
+        if kind == "kill-controller":
+            controller = self.state.controller()
+            return controller[0] if controller is not None and controller[0] in alive else None
+        return self.random.choice(alive) if alive else None
+
+    def heal(self) -> None:
+        """Undo the fault in effect, if any: start, resume or unthrottle its broker."""
+        active, self.active = self.active, None
+        if active is None:
+            return
+        error = None
+        try:
+            if active.kind in ("kill", "kill-controller"):
+                brokerctl.start(self.state, active.broker)
+            elif active.kind == "pause":
+                brokerctl.resume(self.state, active.broker)
+            else:
+                brokerctl.throttle(self.state, active.broker, None)
+        except KctlError as exc:
+            error = exc.message
+        self.history.write(
+            "fault", process=PROCESS, phase="end", kind=active.kind, broker=active.broker, error=error
+        )
+        self.say(f"nemesis: healed {active.kind} of broker {active.broker}")
+
+
+def parse_kinds(text: str) -> tuple[str, ...]:
+    """`kill,pause`: the fault kinds to take turns with; unknown names are exit 5."""
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown or not kinds:
+        raise KctlError(
+            f"invalid --nemesis {text!r}: expected a comma-separated list of {', '.join(KINDS)}",
+            ExitCode.INVALID_INPUT,
+        )
+    return kinds

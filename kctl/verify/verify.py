@@ -1,0 +1,278 @@
+"""`kctl verify`: Jepsen on a laptop. Run a workload while a nemesis breaks the local cluster,
+record the history, check it, print the verdict; `kctl verify check FILE` checks a recorded
+history again."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from kctl.cluster import localcluster
+from kctl.kafka import clientprops, topics
+from kctl.kafka.client import Connection, checked, connect
+from kctl.shell import console
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+from kctl.shell.offsets import duration_ms
+from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.verify import checker, history, nemesis, verdict, workload
+
+FINAL_READ_TIMEOUT_S = 60.0
+_DURATION = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h))+")
+_SECONDS = re.compile(r"\d+(?:\.\d+)?")
+_RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:/\s*s)?")
+
+app = typer.Typer(
+    help="Jepsen on a laptop: idempotent acks=all producers and a consumer group (and, with "
+    "--txn, transactional writers) run while a nemesis kills, pauses, throttles and restarts "
+    "the local cluster's brokers and its controller. Every send, ack, poll, commit and fault "
+    "is recorded to a history file, which is then checked: acknowledged writes lost, "
+    "duplicates, offsets that disagree, records skipped by the group's commits, aborted or "
+    "uncommitted records returned to read_committed readers, torn transactions and G1c "
+    "cycles. Prints a verdict table; exits 11 on any anomaly.\n\n"
+    "Against another Kafka-compatible cluster (-b HOST:PORT), run it with --no-faults. "
+    "`kctl verify check FILE` checks a recorded history again.",
+    short_help="Check Kafka's guarantees under faults, Jepsen-style (history, checker, verdict).",
+    invoke_without_command=True,
+)
+
+HistoryFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--history",
+        metavar="FILE",
+        dir_okay=False,
+        show_default=False,
+        help="Where to write the history (JSON lines). Default: kctl-verify-DATE-TIME.jsonl in the "
+        "current directory.",
+    ),
+]
+
+
+@app.callback()
+def run(
+    ctx: typer.Context,
+    time_limit: Annotated[
+        str, typer.Option("--time-limit", metavar="DURATION", help="How long the workload runs: 30s, 2m, 90.")
+    ] = "30s",
+    rate: Annotated[
+        str, typer.Option("--rate", metavar="N/s", help="Values written per second, over all producers.")
+    ] = "100/s",
+    partitions: Annotated[
+        int, typer.Option("--partitions", "-p", min=1, help="Partitions of the topic.")
+    ] = 3,
+    replication_factor: Annotated[
+        int,
+        typer.Option(
+            "--replication-factor", "-r", min=1, help="Replicas of each partition (min.insync.replicas is 2)."
+        ),
+    ] = 3,
+    producers: Annotated[int, typer.Option("--producers", min=1, help="Idempotent acks=all producers.")] = 2,
+    consumers: Annotated[int, typer.Option("--consumers", min=1, help="Members of the consumer group.")] = 2,
+    txn: Annotated[
+        bool,
+        typer.Option(
+            "--txn",
+            help="Also run transactional writers: each reads (read_committed), then writes to several "
+            "partitions in one transaction; every fourth transaction is aborted on purpose.",
+        ),
+    ] = False,
+    txn_writers: Annotated[
+        int, typer.Option("--txn-writers", min=1, help="Transactional writers (with --txn).")
+    ] = 2,
+    txn_rate: Annotated[
+        str, typer.Option("--txn-rate", metavar="N/s", help="Transactions per second, over all writers.")
+    ] = "10/s",
+    faults: Annotated[
+        bool,
+        typer.Option(
+            "--faults/--no-faults",
+            help="Run the nemesis on the local cluster. Other clusters (-b) need --no-faults.",
+        ),
+    ] = True,
+    kinds: Annotated[
+        str,
+        typer.Option(
+            "--nemesis",
+            metavar="KINDS",
+            help=f"Fault kinds, taking turns: {','.join(nemesis.KINDS)}.",
+        ),
+    ] = ",".join(nemesis.KINDS),
+    fault_interval: Annotated[
+        str,
+        typer.Option(
+            "--fault-interval", metavar="DURATION", help="Time between one fault's end and the next."
+        ),
+    ] = "2s",
+    fault_duration: Annotated[
+        str, typer.Option("--fault-duration", metavar="DURATION", help="How long each fault lasts.")
+    ] = "2s",
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", show_default=False, help="Seed of the nemesis's choice of brokers."),
+    ] = None,
+    topic: Annotated[
+        str | None,
+        typer.Option(
+            "--topic", "-t", show_default=False, help="Topic to create for the run. Default: verify-RANDOM."
+        ),
+    ] = None,
+    history_file: HistoryFile = None,
+    json_output: Json = False,
+    bootstrap: Bootstrap = None,
+    cluster_dir: ClusterDir = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    settings: Settings = None,
+    command_config: CommandConfig = None,
+) -> None:
+    if ctx.invoked_subcommand is not None:
+        return
+    limit_s = parse_duration(time_limit, "--time-limit")
+    fault_kinds = nemesis.parse_kinds(kinds)
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    if faults and not clientprops.is_local(conn.bootstrap):
+        raise KctlError(
+            f"faults are injected only into the local cluster, and {conn.bootstrap.servers} is not "
+            "it: add --no-faults to verify another cluster without them",
+            ExitCode.USAGE,
+        )
+    local = localcluster.existing(cluster_dir) if faults else None
+    run_id = uuid.uuid4().hex[:8]
+    plan = workload.Plan(
+        topic=topic or f"verify-{run_id}",
+        partitions=partitions,
+        group=f"kctl-verify-{run_id}",
+        producers=producers,
+        consumers=consumers,
+        txn_writers=txn_writers if txn else 0,
+        rate=parse_rate(rate, "--rate"),
+        txn_rate=parse_rate(txn_rate, "--txn-rate"),
+    )
+    path = history_file or Path(f"kctl-verify-{datetime.now(UTC):%Y%m%d-%H%M%S}.jsonl")
+    _create_topic(checked(conn), plan, replication_factor)
+    recorder = history.HistoryWriter(path)
+    console.info(f"history: {path}")
+    try:
+        recorder.meta(
+            **workload.settings_for(plan),
+            bootstrap=conn.bootstrap.servers,
+            faults=faults,
+            started=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        nem = None
+        if local is not None:
+            nem = nemesis.Nemesis(
+                local,
+                recorder,
+                fault_kinds,
+                parse_duration(fault_interval, "--fault-interval"),
+                parse_duration(fault_duration, "--fault-duration"),
+                seed,
+                console.info,
+            )
+        _run(conn, plan, recorder, nem, limit_s)
+    finally:
+        recorder.close()
+    result = checker.check(history.read(path))
+    verdict.show(result, json_output)
+    if not result.valid:
+        raise typer.Exit(ExitCode.ANOMALIES)
+
+
+def _create_topic(conn: Connection, plan: workload.Plan, replication_factor: int) -> None:
+    configs = {
+        "min.insync.replicas": str(min(2, replication_factor)),
+        "unclean.leader.election.enable": "false",
+    }
+    topics.create(conn, plan.topic, plan.partitions, replication_factor, configs)
+
+
+def _run(
+    conn: Connection,
+    plan: workload.Plan,
+    recorder: history.HistoryWriter,
+    nem: nemesis.Nemesis | None,
+    limit_s: float,
+) -> None:
+    """The workload for `limit_s` (Ctrl-C ends it early) under the nemesis, then the final read
+    once every fault is healed. A client that failed is reported after the history is complete."""
+    load = workload.Workload(conn, plan, recorder)
+    load.start()
+    errors: list[BaseException] = []
+    try:
+        if nem is not None:
+            nem.start()
+        try:
+            time.sleep(limit_s)
+        except KeyboardInterrupt:
+            console.info("interrupted: stopping the workload, then the final read")
+    finally:
+        try:
+            if nem is not None:
+                nem.stop()
+                console.info(f"nemesis: {nem.injected} faults, all healed")
+        finally:
+            errors = load.stop()
+    console.info("final read: every partition from its start")
+    reached = load.final_read(FINAL_READ_TIMEOUT_S)
+    if not all(reached.values()):
+        short = ", ".join(str(p) for p, r in reached.items() if not r)
+        console.warn(
+            f"the final read did not reach the end of partition(s) {short} in {FINAL_READ_TIMEOUT_S:g}s"
+        )
+    if nem is not None and nem.error is not None:
+        raise nem.error
+    if errors:
+        raise errors[0]
+
+
+@app.command("check")
+def check(
+    file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE", exists=True, dir_okay=False, help="A history written by `kctl verify`."
+        ),
+    ],
+    json_output: Json = False,
+) -> None:
+    """Check a recorded history again: the same checks and verdict as at the end of a run.
+
+    The history may come from any cluster (`kctl verify -b HOST:PORT --no-faults`); the check
+    needs no cluster. Exits 11 on any anomaly, 0 when the history is valid.
+    """
+    result = checker.check(history.read(file))
+    verdict.show(result, json_output)
+    if not result.valid:
+        raise typer.Exit(ExitCode.ANOMALIES)
+
+
+def parse_duration(text: str, option: str) -> float:
+    """'30s', '2m', '1m30s', '500ms' or plain seconds ('90'), in seconds; more than 0."""
+    text = text.strip()
+    if _SECONDS.fullmatch(text):
+        seconds = float(text)
+    elif _DURATION.fullmatch(text):
+        seconds = duration_ms(text) / 1000
+    else:
+        seconds = 0
+    if seconds <= 0:
+        raise KctlError(
+            f"invalid {option} {text!r}: expected a duration such as 30s, 2m or 90", ExitCode.INVALID_INPUT
+        )
+    return seconds
+
+
+def parse_rate(text: str, option: str) -> float:
+    """'100/s' or '100': operations per second, more than 0."""
+    found = _RATE.fullmatch(text.strip())
+    rate = float(found[1]) if found else 0.0
+    if rate <= 0:
+        raise KctlError(f"invalid {option} {text!r}: expected a rate such as 100/s", ExitCode.INVALID_INPUT)
+    return rate

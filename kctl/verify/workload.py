@@ -1,0 +1,385 @@
+"""The clients of a `kctl verify` run, each in its own thread, writing what they do to the history.
+
+- producers: idempotent, acks=all, each writing unique values `p<i>-<seq>` round-robin over
+  the partitions at its share of --rate; nothing retries above the client (as in Jepsen's
+  "safe" mode), so a value is written at most once unless the cluster duplicates it;
+- group members: consumers of one group, read_committed, that commit (synchronously) the
+  positions of what a poll returned once they have "processed" it, so a commit never runs
+  ahead of what the group was given;
+- with transactions: transactional writers, each reading (read_committed) what the topic holds
+  so far and then writing one value to each of several partitions in one transaction;
+  every fourth transaction is aborted on purpose;
+- the final read: after the workload stops and every fault is healed, a read_committed read of
+  every partition from its start to its end.
+
+Each thread paces itself (a deadline per write, no busy loop) and polls in batches, so the
+history grows at the offered rate, not at whatever the machine could do.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kctl.kafka import consumer as consumers
+from kctl.kafka.client import Connection, Consumer, Producer, produce_waiting
+from kctl.kafka.consumer import Message
+from kctl.kafka.errors import KafkaError, KafkaException
+from kctl.verify.history import FINAL, HistoryWriter
+
+POLL_BATCH = 500
+POLL_TIMEOUT_S = 0.2
+MESSAGE_TIMEOUT_MS = 20000  # a record not acknowledged by then fails (indeterminately)
+TXN_TIMEOUT_MS = 20000
+TXN_PARTITIONS = 3  # partitions each transaction writes to (at most the topic's)
+ABORT_EVERY = 4  # every fourth transaction is aborted on purpose
+GROUP_SETTINGS = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}
+CLOSE_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the workload does: its topic, its clients and their pace."""
+
+    topic: str
+    partitions: int
+    group: str
+    producers: int
+    consumers: int
+    txn_writers: int
+    rate: float  # values per second over all producers
+    txn_rate: float  # transactions per second over all transactional writers
+
+
+class Worker(threading.Thread):
+    """A client thread that runs until stopped and keeps the first exception it met, which
+    the run reports instead of a silently shorter history."""
+
+    def __init__(self, name: str, stop: threading.Event):
+        super().__init__(name=name, daemon=True)
+        self.stop = stop
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.work()
+        except BaseException as exc:  # reported by Workload.finish
+            self.error = exc
+
+    def work(self) -> None:
+        raise NotImplementedError
+
+
+class Pacer:
+    """Deadlines at `rate` per second; waiting wakes early when the run stops."""
+
+    def __init__(self, rate: float, stop: threading.Event):
+        self.interval = 1.0 / rate
+        self.next = time.monotonic()
+        self.stop = stop
+
+    def wait(self) -> bool:
+        """False once the run is stopping."""
+        self.next += self.interval
+        delay = self.next - time.monotonic()
+        if delay < -1.0:  # fell behind (a stalled client): do not burst to catch up
+            self.next = time.monotonic()
+        return not self.stop.wait(max(0.0, delay))
+
+
+class ProducerWorker(Worker):
+    def __init__(
+        self, index: int, conn: Connection, plan: Plan, history: HistoryWriter, stop: threading.Event
+    ):
+        super().__init__(f"p{index}", stop)
+        self.conn, self.plan, self.history = conn, plan, history
+
+    def work(self) -> None:
+        producer = self.conn.producer(
+            {"enable.idempotence": True, "acks": "all", "message.timeout.ms": MESSAGE_TIMEOUT_MS}
+        )
+        pacer = Pacer(self.plan.rate / self.plan.producers, self.stop)
+        seq = 0
+        report = _delivery(self.history, self.name, None)
+        while pacer.wait():
+            value = f"{self.name}-{seq}"
+            partition = seq % self.plan.partitions
+            self.history.write("send", process=self.name, value=value, partition=partition)
+            produce_waiting(
+                producer, self.plan.topic, value=value.encode(), partition=partition, on_delivery=report
+            )
+            producer.poll(0)
+            seq += 1
+        producer.flush(CLOSE_TIMEOUT_S)
+
+
+def _delivery(
+    history: HistoryWriter, process: str, txn: str | None
+) -> Callable[[KafkaError | None, Message], None]:
+    """The delivery callback writing each ack or failure to the history."""
+
+    def report(error: KafkaError | None, message: Message) -> None:
+        value = (message.value() or b"").decode(errors="replace")
+        if error is not None:
+            history.write("fail", process=process, value=value, error=error.str(), txn=txn)
+        else:
+            history.write(
+                "ack",
+                process=process,
+                value=value,
+                partition=message.partition(),
+                offset=message.offset(),
+                txn=txn,
+            )
+
+    return report
+
+
+class GroupMember(Worker):
+    """A consumer of the group: poll, process (record), commit what the poll returned."""
+
+    def __init__(
+        self, index: int, conn: Connection, plan: Plan, history: HistoryWriter, stop: threading.Event
+    ):
+        super().__init__(f"c{index}", stop)
+        self.conn, self.plan, self.history = conn, plan, history
+
+    def work(self) -> None:
+        consumer = self.conn.consumer(
+            {
+                "group.id": self.plan.group,
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                **GROUP_SETTINGS,
+            }
+        )
+        consumers.subscribe(
+            consumer, self.plan.topic, self._on("assigned"), self._on("revoked"), self._on("lost")
+        )
+        try:
+            while not self.stop.is_set():
+                records = _poll(consumer, self.history, self.name, None)
+                positions: dict[int, int] = {}
+                for p, o, _ in records:
+                    positions[p] = max(positions.get(p, 0), o + 1)
+                if positions:
+                    failed = consumers.commit(consumer, self.plan.topic, positions)
+                    error = None if failed is None else failed[1]
+                    offsets = {str(p): o for p, o in positions.items()}
+                    self.history.write("commit", process=self.name, offsets=offsets, error=error)
+        finally:
+            consumer.close()
+
+    def _on(self, how: str) -> Callable[[list[int]], None]:
+        return lambda partitions: self.history.write(
+            "assign", process=self.name, how=how, partitions=partitions
+        )
+
+
+def _poll(
+    consumer: Consumer, history: HistoryWriter, process: str, txn: str | None
+) -> list[tuple[int, int, str]]:
+    """One poll: its records written to the history as one line (errors are librdkafka's to
+    retry; a partition's end is no record)."""
+    batch = consumer.consume(num_messages=POLL_BATCH, timeout=POLL_TIMEOUT_S)
+    records = [_record(m) for m in batch if m.error() is None]
+    if records:
+        history.write("poll", process=process, records=records, txn=txn)
+    return records
+
+
+def _record(m: Message) -> tuple[int, int, str]:
+    """(partition, offset, value) of a consumed record (or of a partition-end event)."""
+    partition, offset = m.partition(), m.offset()
+    assert partition is not None and offset is not None  # librdkafka sets both on consumed messages
+    return partition, offset, (m.value() or b"").decode(errors="replace")
+
+
+class TxnWriter(Worker):
+    """Read what is there, then write one value to each of several partitions atomically."""
+
+    def __init__(
+        self, index: int, conn: Connection, plan: Plan, history: HistoryWriter, stop: threading.Event
+    ):
+        super().__init__(f"t{index}", stop)
+        self.conn, self.plan, self.history = conn, plan, history
+        self.transactional_id = f"{plan.group}-{self.name}"
+
+    def work(self) -> None:
+        reader = self.conn.consumer({"isolation.level": "read_committed", "group.id": self.transactional_id})
+        consumers.assign(reader, self.plan.topic, dict.fromkeys(range(self.plan.partitions), 0))
+        producer = self._producer()
+        pacer = Pacer(self.plan.txn_rate / self.plan.txn_writers, self.stop)
+        n = 0
+        try:
+            while pacer.wait():
+                txn = f"{self.name}-{n}"
+                _poll(reader, self.history, self.name, txn)
+                if not self._transaction(producer, txn, abort=n % ABORT_EVERY == ABORT_EVERY - 1, n=n):
+                    producer = self._producer()  # the old one is unusable: fenced or fatal
+                n += 1
+        finally:
+            reader.close()
+            producer.flush(CLOSE_TIMEOUT_S)
+
+    def _producer(self) -> Producer:
+        producer = self.conn.producer(
+            {
+                "transactional.id": self.transactional_id,
+                "transaction.timeout.ms": TXN_TIMEOUT_MS,
+                "message.timeout.ms": MESSAGE_TIMEOUT_MS,
+            }
+        )
+        producer.init_transactions(CLOSE_TIMEOUT_S)
+        return producer
+
+    def _transaction(self, producer: Producer, txn: str, abort: bool, n: int) -> bool:
+        """One transaction; False when the producer must be replaced."""
+        count = min(TXN_PARTITIONS, self.plan.partitions)
+        report = _delivery(self.history, self.name, txn)
+        started = self.history.now()
+        try:
+            producer.begin_transaction()
+            for i in range(count):
+                value = f"{txn}.{i}"
+                partition = (n + i) % self.plan.partitions
+                self.history.write("send", process=self.name, value=value, partition=partition, txn=txn)
+                produce_waiting(
+                    producer, self.plan.topic, value=value.encode(), partition=partition, on_delivery=report
+                )
+            producer.poll(0)
+        except KafkaException as exc:
+            return self._end(producer, txn, started, exc.args[0], "abort")
+        return self._end(producer, txn, self.history.now(), None, "abort" if abort else "commit")
+
+    def _end(self, producer: Producer, txn: str, asked: float, error: KafkaError | None, how: str) -> bool:
+        """Commit or abort, and write the outcome: committed, aborted, or unknown when the
+        producer cannot say (fatal errors: the coordinator decides, after the timeout)."""
+        outcome, reason = "unknown", None if error is None else error.str()
+        try:
+            if how == "commit":
+                outcome = self._commit(producer)
+            else:
+                producer.abort_transaction(CLOSE_TIMEOUT_S)
+                outcome = "aborted"
+        except KafkaException as exc:
+            failure: KafkaError = exc.args[0]
+            reason = failure.str()
+            if failure.txn_requires_abort() and not failure.fatal():
+                outcome = self._abort_after(producer)
+        self.history.write(
+            "txn",
+            time=asked,
+            end=self.history.now(),
+            process=self.name,
+            txn=txn,
+            outcome=outcome,
+            error=reason,
+        )
+        return outcome != "unknown"
+
+    @staticmethod
+    def _commit(producer: Producer) -> str:
+        while True:
+            try:
+                producer.commit_transaction(CLOSE_TIMEOUT_S)
+                return "committed"
+            except KafkaException as exc:
+                if not exc.args[0].retriable() or exc.args[0].txn_requires_abort():
+                    raise
+
+    @staticmethod
+    def _abort_after(producer: Producer) -> str:
+        try:
+            producer.abort_transaction(CLOSE_TIMEOUT_S)
+            return "aborted"
+        except KafkaException:
+            return "unknown"
+
+
+class Workload:
+    """Starts every client thread, stops them, then reads every partition back."""
+
+    def __init__(self, conn: Connection, plan: Plan, history: HistoryWriter):
+        self.conn, self.plan, self.history = conn, plan, history
+        self.stop_writing = threading.Event()
+        self.stop_reading = threading.Event()
+        self.writers: list[Worker] = [
+            ProducerWorker(i, conn, plan, history, self.stop_writing) for i in range(plan.producers)
+        ]
+        self.writers += [
+            TxnWriter(i, conn, plan, history, self.stop_writing) for i in range(plan.txn_writers)
+        ]
+        self.readers: list[Worker] = [
+            GroupMember(i, conn, plan, history, self.stop_reading) for i in range(plan.consumers)
+        ]
+
+    def start(self) -> None:
+        for worker in self.readers + self.writers:
+            worker.start()
+
+    def stop(self) -> list[BaseException]:
+        """Stop writing (flushing what is in flight), then the group; the workers' errors."""
+        self.stop_writing.set()
+        for worker in self.writers:
+            worker.join()
+        self.stop_reading.set()
+        for worker in self.readers:
+            worker.join()
+        return [w.error for w in self.writers + self.readers if w.error is not None]
+
+    def final_read(self, timeout: float) -> dict[int, bool]:
+        """Read every partition from its start to its end (read_committed: the last stable
+        offset) as the process `final`; partition -> whether the read got there in time."""
+        reader = self.conn.consumer(
+            {
+                "isolation.level": "read_committed",
+                "enable.partition.eof": True,
+                "group.id": f"{self.plan.group}-final",
+            }
+        )
+        try:
+            starts, ends = {}, {}
+            for p in range(self.plan.partitions):
+                starts[p], ends[p] = consumers.watermarks(reader, self.conn, self.plan.topic, p)
+            reached = {p: ends[p] <= starts[p] for p in ends}
+            consumers.assign(reader, self.plan.topic, starts)
+            deadline = time.monotonic() + timeout
+            while not all(reached.values()) and time.monotonic() < deadline:
+                batch = reader.consume(num_messages=POLL_BATCH, timeout=POLL_TIMEOUT_S)
+                records = []
+                for m in batch:
+                    error = m.error()
+                    if error is None:
+                        records.append(_record(m))
+                    elif error.code() == KafkaError._PARTITION_EOF:
+                        p, end, _ = _record(m)
+                        reached[p] = reached[p] or end >= ends[p]
+                if records:
+                    self.history.write("poll", process=FINAL, records=records)
+            self.history.write(
+                "final",
+                process=FINAL,
+                ends={str(p): e for p, e in ends.items()},
+                reached={str(p): r for p, r in reached.items()},
+            )
+            return reached
+        finally:
+            reader.close()
+
+
+def settings_for(plan: Plan) -> dict[str, Any]:
+    """What the history's meta line says about the workload."""
+    return {
+        "topic": plan.topic,
+        "partitions": plan.partitions,
+        "group": plan.group,
+        "producers": plan.producers,
+        "consumers": plan.consumers,
+        "txn_writers": plan.txn_writers,
+        "rate": plan.rate,
+        "isolation": "read_committed",
+    }

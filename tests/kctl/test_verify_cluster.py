@@ -1,0 +1,95 @@
+"""`kctl verify` end to end on real brokerd daemons: a run with the nemesis killing, pausing,
+throttling and restarting brokers (and the controller) of a 3-broker `kctl cluster up`
+cluster finds every acknowledged write in the final read and exits 0; a run against a
+cluster named only by -b (any Kafka-compatible cluster) records a history that `kctl verify
+check` judges again the same way, later, without a cluster."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kctl.shell.exit_codes import ExitCode
+from tests.cluster_harness import running_cluster
+from tests.kctl.cli import run_kctl
+from tests.kctl.local import kctl_in
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def checks(doc: dict) -> dict[str, dict]:
+    return {c["check"]: c for c in doc["checks"]}
+
+
+def test_verify_under_faults_reads_back_every_acknowledged_write(cluster_dir, tmp_path):
+    kctl_in(cluster_dir, "cluster", "up")
+    path = tmp_path / "history.jsonl"
+    run = kctl_in(
+        cluster_dir,
+        "verify",
+        "--time-limit",
+        "20s",
+        "--rate",
+        "100/s",
+        "--txn",
+        "--fault-interval",
+        "1s",
+        "--fault-duration",
+        "1s",
+        "--seed",
+        "7",
+        "--history",
+        str(path),
+        "--json",
+        timeout=240,
+    )
+    doc = json.loads(run.stdout)
+    assert doc["valid"] is True and doc["anomalies"] == 0, doc
+    stats = doc["stats"]
+    assert stats["faults"] >= 4, run.stderr  # kill, pause, kill-controller, throttle took turns
+    assert stats["acknowledged"] > 500 and stats["final_read"] >= stats["acknowledged"]
+    assert stats["txn_committed"] > 0 and stats["txn_aborted"] > 0
+    found = checks(doc)
+    assert found["lost-write"]["count"] == 0 and found["unseen"]["count"] == 0
+    assert found["G1c"]["skipped"] is None and found["torn-transaction"]["skipped"] is None
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    faults = [line for line in lines if line["type"] == "fault"]
+    assert {f["kind"] for f in faults} == {"kill", "pause", "kill-controller", "throttle"}
+    assert sum(f["phase"] == "start" for f in faults) == sum(f["phase"] == "end" for f in faults)
+    assert "nemesis: kill broker" in run.stderr and f"history: {path}" in run.stderr
+    status = json.loads(kctl_in(cluster_dir, "broker", "list", "--json").stdout)
+    assert {b["state"] for b in status["brokers"]} == {"alive"}  # every fault healed
+    assert json.loads(kctl_in(cluster_dir, "verify", "check", str(path), "--json").stdout) == doc
+
+
+def test_a_history_recorded_with_bootstrap_and_no_faults_is_checked_again(tmp_path, isolated_env):
+    path = tmp_path / "remote.jsonl"
+    with running_cluster(tmp_path / "remote", brokers=3) as cluster:
+        refused = run_kctl("verify", "-b", cluster.bootstrap, "--time-limit", "1s", env=isolated_env)
+        assert refused.returncode == ExitCode.USAGE, refused.stderr
+        assert "add --no-faults" in refused.stderr
+        run = run_kctl(
+            "verify",
+            "-b",
+            cluster.bootstrap,
+            "--no-faults",
+            "--time-limit",
+            "5s",
+            "--partitions",
+            "2",
+            "--history",
+            str(path),
+            env=isolated_env,
+            timeout=180,
+        )
+    assert run.returncode == 0, run.stderr
+    text = run.stdout.decode()
+    assert "kctl verify: valid: no anomalies" in text and "lost-write" in text
+    meta = json.loads(path.read_text().splitlines()[0])
+    assert meta["bootstrap"] == cluster.bootstrap and meta["faults"] is False
+    again = run_kctl("verify", "check", str(path), "--json", env=isolated_env)  # the cluster is gone
+    assert again.returncode == 0, again.stderr
+    doc = json.loads(again.stdout)
+    assert doc["valid"] and doc["stats"]["faults"] == 0 and doc["stats"]["acknowledged"] > 0
+    assert doc["stats"]["final_read"] == doc["stats"]["acknowledged"]
