@@ -9,13 +9,19 @@ recording and the picture it draws must both show what happened.
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import signal
+import sys
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from tests.cluster_harness import wait_until
 from tests.kafka_helpers import create_topic, partition_record, produce_sync
+from tests.kctl.cli import kctl_command, kctl_env
 from tests.kctl.local import kctl_in
 
 pytestmark = pytest.mark.timeout(300)
@@ -105,3 +111,40 @@ def test_a_recording_of_a_paused_follower_shows_the_isr_shrink_and_draws_it(
     assert f"broker {follower} paused" in words and f"broker {follower} log end" in words
     assert f"lesson/0: leader {record.leader}, epoch {record.leader_epoch} at the start" in words
     assert "ISR shrank to [" in html.read_text()
+
+
+def test_the_live_watch_on_a_terminal_records_and_stops_after_its_duration(cluster_factory, tmp_path):
+    cluster = cluster_factory(1)
+    create_topic(cluster, "demo", 2, 1, wait_for_leaders=True)
+    path = tmp_path / "live.jsonl"
+    args = ("watch", "--interval", "0.1", "--record", str(path), "--duration", "2s")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: kctl watch with a terminal as stdout; never returns to pytest
+        try:
+            os.execve(
+                sys.executable,
+                kctl_command(*args),
+                {**kctl_env({"KCTL_HOME": str(cluster.dir)}), "COLUMNS": "120"},
+            )
+        finally:
+            os._exit(127)
+    screen = b""
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    chunk = os.read(fd, 65536)
+                except OSError:  # the child closed the terminal: it has exited
+                    break
+                if not chunk:
+                    break
+                screen += chunk
+        _, status = os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    assert os.waitstatus_to_exitcode(status) == 0, screen[-2000:]
+    assert screen.count(b"TOPIC demo") >= 2  # drawn live, redrawn
+    recorded = moments(path)
+    assert len(recorded) >= 5 and all(m["topics"][0]["topic"] == "demo" for m in recorded)
+    assert recorded[-1]["time"] - recorded[0]["time"] == pytest.approx(2, abs=1)
