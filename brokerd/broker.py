@@ -7,6 +7,7 @@ import logging
 import resource
 import threading
 import time
+import uuid
 from collections.abc import Callable
 
 from filelock import FileLock
@@ -15,6 +16,7 @@ from kafka.errors import TopicAlreadyExistsError
 from brokerd.api import build_handlers
 from brokerd.config import BrokerConfig
 from brokerd.controller import Controller, LeaderRebalance
+from brokerd.coordinator.consumer_group.coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
 from brokerd.coordinator.group_coordinator import GroupConfig, GroupCoordinator
 from brokerd.coordinator.group_metadata_manager import GroupMetadataManager, OffsetConfig
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
@@ -125,6 +127,17 @@ class Broker:
         )
         self.coordinator = GroupCoordinator(GroupConfig.from_config(self.config), self.group_metadata)
         self.group_configs = GroupConfigs(self.config, self.state)
+        # KIP-848 consumer groups: their records share the offsets partitions, their ids and
+        # offsets the classic groups'
+        self.consumer_groups = ConsumerGroupCoordinator(
+            ConsumerGroupConfig.from_config(self.config),
+            self.group_metadata,
+            metadata,
+            self.group_configs,
+            self.group_metadata.clock,
+        )
+        self.group_metadata.modern_groups = self.consumer_groups
+        self.coordinator.consumer_groups = self.consumer_groups
         # KIP-932: share groups beside the consumer groups, share partitions beside the replicas
         self.share_groups = ShareGroupCoordinator(
             ShareGroupConfig.from_config(self.config), self.group_metadata, metadata, self.group_configs
@@ -250,6 +263,7 @@ class Broker:
         ]
         self._tasks = [asyncio.create_task(self._every(interval, action)) for interval, action in periodic]
         self._tasks.append(asyncio.create_task(self.coordinator.expire_sessions_on_time(TICK_S)))
+        self._tasks.append(asyncio.create_task(self.consumer_groups.expire_sessions_on_time(TICK_S)))
         self._tasks.append(asyncio.create_task(self.share_groups.expire_sessions_on_time(TICK_S)))
         threading.Thread(target=self._renew_lease, name="lease", daemon=True).start()
         log.info(
@@ -496,6 +510,13 @@ class BrokerMetadataView:
     def partition_count(self, topic: str) -> int | None:
         record = self._broker.topics.get(topic)
         return None if record is None else len(record.partitions)
+
+    def topic_partitions(self) -> dict[str, tuple[uuid.UUID, int]]:
+        """Every topic's id and partition count (what consumer group assignors work on)."""
+        return {
+            name: (uuid.UUID(hex=record.topic_id), len(record.partitions))
+            for name, record in self._broker.topics.items()
+        }
 
     def broker_address(self, broker_id: int) -> tuple[str, int] | None:
         registration = self._broker.registration(broker_id)

@@ -1,4 +1,4 @@
-"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics and brokers.
+"""DescribeConfigs, AlterConfigs and IncrementalAlterConfigs for topics, brokers and groups.
 
 Broker resources are Kafka's dynamic broker configs (brokerd.dynamic_config): resource name
 "<id>" for one broker, which must be the broker asked (clients send a broker's configs to that
@@ -6,7 +6,9 @@ broker), and "" for the cluster-wide defaults.
 
 As in Kafka, describing a topic's configs needs DESCRIBE_CONFIGS on the topic (else
 TOPIC_AUTHORIZATION_FAILED), a broker's DESCRIBE_CONFIGS on the cluster (else
-CLUSTER_AUTHORIZATION_FAILED); altering them ALTER_CONFIGS likewise.
+CLUSTER_AUTHORIZATION_FAILED); altering them ALTER_CONFIGS likewise. A group's configs
+(KIP-848's consumer.*, KIP-932's share.*; brokerd.group_configs) need the operation on the
+group (else GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
 from brokerd.api.services import BrokerServices
 from brokerd.config import SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER, BrokerConfig, ConfigValue
+from brokerd.group_configs import GROUP_CONFIG_NAMES, InvalidGroupConfig
 from brokerd.security.acl import CLUSTER_NAME
 from brokerd.security.principal import Session
 from brokerd.security.standard_authorizer import StandardAuthorizer
@@ -36,7 +39,9 @@ from brokerd.storage.log_config import KEYS_BY_NAME
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP = 32
 SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_GROUP = 8  # Kafka's GROUP_CONFIG source
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
 
@@ -65,6 +70,8 @@ def _authorize(authorizer: StandardAuthorizer, session: Session, operation: ACLO
         require(authorizer, session, operation, ResourceType.TOPIC, resource.resource_name)
     elif resource.resource_type in (BROKER, BROKER_LOGGER):
         require(authorizer, session, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+    elif resource.resource_type == GROUP:
+        require(authorizer, session, operation, ResourceType.GROUP, resource.resource_name)
 
 
 def _describe(services: BrokerServices, resource) -> list[tuple[str, list[ConfigValue], bool]]:
@@ -75,6 +82,18 @@ def _describe(services: BrokerServices, resource) -> list[tuple[str, list[Config
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {resource.resource_name!r} does not exist")
         return [(name, _topic_values(services.config, topic.configs, name), False) for name in KEYS_BY_NAME]
+    if resource.resource_type == GROUP:
+        own = services.group_configs.own(resource.resource_name)
+        return [
+            (
+                name,
+                [ConfigValue(name, own[name], SOURCE_GROUP)]
+                if name in own
+                else [ConfigValue(name, services.group_configs.default(name), SOURCE_DEFAULT)],
+                False,
+            )
+            for name in GROUP_CONFIG_NAMES
+        ]
     if resource.resource_type != BROKER:
         raise InvalidRequestError(f"resource type {resource.resource_type} is not supported")
     if not resource.resource_name:  # the cluster-wide defaults: only what is set there
@@ -189,9 +208,11 @@ def _alter_all(services: BrokerServices, request: Request, change: Callable) -> 
                 _alter_topic(services.state, resource, change, body.validate_only)
             elif resource.resource_type == BROKER:
                 _alter_broker(services, resource, change, body.validate_only)
+            elif resource.resource_type == GROUP:
+                _alter_group(services, resource, change, body.validate_only)
             else:
                 raise InvalidRequestError(
-                    "AlterConfigs is only supported for topics and brokers, "
+                    "AlterConfigs is only supported for topics, brokers and groups, "
                     f"but resource type is {resource.resource_type}"
                 )
             responses.append(_result(resource, None))
@@ -240,6 +261,29 @@ def _alter_broker(services: BrokerServices, resource, change: Callable, validate
         altered(services.state.dynamic_broker_configs(broker_id))
         return
     with services.state.update_dynamic_broker_configs(broker_id) as configs:
+        updated = altered(configs)
+        configs.clear()
+        configs.update(updated)
+
+
+def _alter_group(services: BrokerServices, resource, change: Callable, validate_only: bool) -> None:
+    """A group's configs, checked against the broker's bounds (Kafka's GroupConfig.validate)
+    and written as ConfigRecords; the coordinators read them at each heartbeat."""
+    if not resource.resource_name:
+        raise InvalidRequestError("Group name must not be empty")
+
+    def altered(configs: Mapping[str, str]) -> dict[str, str]:
+        updated = change(dict(configs), resource.configs, lambda name: None)
+        try:
+            services.group_configs.validate(updated)
+        except InvalidGroupConfig as exc:
+            raise InvalidConfigurationError(str(exc)) from None
+        return updated
+
+    if validate_only:
+        altered(services.state.group_configs(resource.resource_name))
+        return
+    with services.state.update_group_configs(resource.resource_name) as configs:
         updated = altered(configs)
         configs.clear()
         configs.update(updated)

@@ -19,7 +19,6 @@ from brokerd.api.services import BrokerServices
 from brokerd.coordinator.group import Member
 from brokerd.coordinator.group_coordinator import MemberIdRequired
 
-CLASSIC = "classic"
 # KIP-394: from JoinGroup v4 a new dynamic member must come back with a member id
 FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID = 4
 # KIP-345: from LeaveGroup v3 a request lists members (member id, group instance id)
@@ -109,13 +108,10 @@ async def handle_leave(services: BrokerServices, request: Request) -> dict:
 
 
 async def handle_list(services: BrokerServices, request: Request) -> dict:
-    """Groups coordinated here, filtered by state (v4+) and type (v5+; every group here is a
-    classic one: the KIP-848 consumer protocol is not offered). Filters match case-insensitively,
-    as Kafka's do."""
+    """Groups coordinated here, filtered by state (v4+) and type (v5+: "classic" or, for a
+    KIP-848 group, "consumer"). Filters match case-insensitively, as Kafka's do."""
     states = {s.lower() for s in getattr(request.body, "states_filter", None) or ()}
     types = {t.lower() for t in getattr(request.body, "types_filter", None) or ()}
-    if types and CLASSIC not in types:
-        return {"error_code": 0, "groups": []}
     # Kafka filters silently: no denial is logged for a group left out
     describable = (
         decided(True)
@@ -127,9 +123,10 @@ async def handle_list(services: BrokerServices, request: Request) -> dict:
     return {
         "error_code": 0,
         "groups": [
-            {"group_id": g, "protocol_type": t, "group_state": s, "group_type": CLASSIC}
+            {"group_id": g, "protocol_type": t, "group_state": s, "group_type": k}
             for g, t, s in services.coordinator.list_groups()
-            if (not states or s.lower() in states) and describable.allows(g)
+            for k in (services.coordinator.group_type(g),)
+            if (not states or s.lower() in states) and (not types or k in types) and describable.allows(g)
         ],
     }
 

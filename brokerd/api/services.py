@@ -20,6 +20,7 @@ from brokerd.api.request import Request
 if TYPE_CHECKING:
     from brokerd.config import BrokerConfig
     from brokerd.controller import Controller
+    from brokerd.coordinator.consumer_group.coordinator import ConsumerGroupCoordinator
     from brokerd.coordinator.group_coordinator import GroupCoordinator
     from brokerd.coordinator.share_group.share_group_coordinator import ShareGroupCoordinator
     from brokerd.coordinator.transaction_coordinator import TransactionCoordinator
@@ -103,6 +104,10 @@ class BrokerServices(Protocol):
     @property
     def group_configs(self) -> GroupConfigs:
         """Consumer and share group configs in effect (a group's own, else the broker's)."""
+
+    @property
+    def consumer_groups(self) -> ConsumerGroupCoordinator:
+        """KIP-848 consumer groups (group.protocol=consumer), on the group's coordinator."""
 
     # -- share groups (KIP-932) -----------------------------------------------------------------
     @property

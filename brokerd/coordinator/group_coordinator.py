@@ -33,6 +33,7 @@ from kafka.errors import (
 )
 
 from brokerd.config import BrokerConfig
+from brokerd.coordinator.consumer_group.coordinator import ConsumerGroupCoordinator
 from brokerd.coordinator.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
 from brokerd.coordinator.group_metadata_manager import GroupMetadataManager
 from brokerd.coordinator.offsets_topic import CommittedOffset
@@ -75,6 +76,15 @@ class GroupCoordinator:
         self.initial_rebalance_delay_ms = config.initial_rebalance_delay_ms
         self.group_manager = group_manager
         self.clock = group_manager.clock  # session deadlines and the initial rebalance delay
+        # KIP-848 groups share the group id space and the offsets: set when they are offered
+        self.consumer_groups: ConsumerGroupCoordinator | None = None
+
+    def _is_consumer_group(self, group_id: str) -> bool:
+        return self.consumer_groups is not None and self.consumer_groups.get(group_id) is not None
+
+    def group_type(self, group_id: str) -> str:
+        """ListGroups' group type: "consumer" for a KIP-848 group, else "classic"."""
+        return "consumer" if self._is_consumer_group(group_id) else "classic"
 
     def partition_of(self, group_id: str) -> int:
         """The group's ``__consumer_offsets`` partition: its leader coordinates the group."""
@@ -98,6 +108,10 @@ class GroupCoordinator:
         member id is a new member: a static one (group.instance.id) takes over its instance's
         place, a dynamic one on JoinGroup v4+ is first sent back for a member id (KIP-394)."""
         self._owned(group_id)
+        if self._is_consumer_group(group_id):
+            raise InconsistentGroupProtocolError(
+                f"Group {group_id} is a consumer group, not a classic group."
+            )
         if not MIN_SESSION_TIMEOUT_MS <= candidate.session_timeout_ms <= MAX_SESSION_TIMEOUT_MS:
             raise InvalidSessionTimeoutError(f"session timeout {candidate.session_timeout_ms} ms")
         group = self.group_manager.get_group(group_id)
@@ -479,6 +493,9 @@ class GroupCoordinator:
         assign partitions themselves) only an empty group takes commits; with one, the
         committer must be the current member (a replaced static member is fenced)."""
         self._owned(group_id)
+        if self.consumer_groups is not None and self.consumer_groups.get(group_id) is not None:
+            self.consumer_groups.validate_offset_commit(group_id, member_id, generation)
+            return
         group = self.group_manager.get_group(group_id)
         if generation < 0 and (group is None or group.state == GroupState.EMPTY):
             return
@@ -513,15 +530,22 @@ class GroupCoordinator:
         """(group id, protocol type, state) of every group coordinated here."""
         offsets = self.group_manager.offsets
         names = set(self.group_manager.groups) | {g for g, offs in offsets.items() if offs}
+        modern = dict(self.consumer_groups.list_groups()) if self.consumer_groups is not None else {}
         rows = []
-        for name in sorted(names):
+        for name in sorted(names | modern.keys()):
+            if name in modern:
+                rows.append((name, CONSUMER_PROTOCOL_TYPE, modern[name].value))
+                continue
             group = self.group_manager.get_group(name) or Group(name)
             rows.append((name, group.protocol_type or "", group.state.value))
         return rows
 
     def describe(self, group_id: str) -> Group:
-        """The group; a group id with only offsets is an Empty group, without them Dead."""
+        """The group; a group id with only offsets is an Empty group, without them Dead. A
+        KIP-848 group is not described here (ConsumerGroupDescribe does), as in Kafka."""
         self._owned(group_id)
+        if self._is_consumer_group(group_id):
+            raise GroupIdNotFoundError(f"Group {group_id} is not a classic group.")
         group = self.group_manager.get_group(group_id)
         if group is not None:
             return group
@@ -531,6 +555,10 @@ class GroupCoordinator:
     async def delete_group(self, group_id: str) -> None:
         """DeleteGroups: only a group without members goes, offsets and all."""
         self._owned(group_id)
+        if self.consumer_groups is not None and self.consumer_groups.get(group_id) is not None:
+            await self.consumer_groups.delete(group_id)
+            await self.group_manager.delete_group(group_id)
+            return
         group = self.group_manager.get_group(group_id)
         if group is not None and group.members:
             raise NonEmptyGroupError(f"group {group_id} has active members")
@@ -546,10 +574,19 @@ class GroupCoordinator:
         GROUP_SUBSCRIBED_TO_TOPIC) and loses the rest; another kind of group with members
         refuses (NON_EMPTY_GROUP). Returns the partitions refused, with their errors."""
         self._owned(group_id)
-        group = self.group_manager.get_group(group_id)
-        if group is None and group_id not in self.group_manager.offsets:
-            raise GroupIdNotFoundError(f"group {group_id} does not exist")
+        modern = self.consumer_groups.get(group_id) if self.consumer_groups is not None else None
         refused: dict[TopicPartition, Exception] = {}
+        if modern is not None and modern.members:
+            refused = {
+                tp: GroupSubscribedToTopicError(f"group {group_id} subscribes to {tp[0]}")
+                for tp in partitions
+                if modern.is_subscribed_to(tp[0])
+            }
+            await self.group_manager.delete_offsets(group_id, [tp for tp in partitions if tp not in refused])
+            return refused
+        group = self.group_manager.get_group(group_id)
+        if group is None and group_id not in self.group_manager.offsets and modern is None:
+            raise GroupIdNotFoundError(f"group {group_id} does not exist")
         if group is not None and group.members:
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 raise NonEmptyGroupError(f"group {group_id} has active members")

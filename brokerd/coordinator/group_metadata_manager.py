@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from kafka.errors import (
     CoordinatorNotAvailableError,
@@ -31,6 +32,7 @@ from kafka.errors import (
 )
 
 from brokerd.config import BrokerConfig
+from brokerd.coordinator.consumer_group.records import ConsumerGroupRecord
 from brokerd.coordinator.group import Group, GroupState
 from brokerd.coordinator.offset_retention import expired_offsets
 from brokerd.coordinator.offsets_topic import (
@@ -62,6 +64,15 @@ _UNAVAILABLE = (
     NotEnoughReplicasAfterAppendError,
     RequestTimedOutError,
 )
+
+
+class ModernGroups(Protocol):
+    """The KIP-848 consumer groups kept in the same partitions (consumer_group/coordinator.py):
+    given their records when a partition is loaded, told when it is unloaded."""
+
+    def load(self, partition: int, found: Iterable[ConsumerGroupRecord]) -> None: ...
+
+    def unload(self, partition_of: Callable[[str], int], partition: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -107,6 +118,7 @@ class GroupMetadataManager(InternalTopicCoordinator):
         self.pending_txn_offsets: dict[str, dict[int, dict[TopicPartition, CommittedOffset | None]]] = {}
         # (offsets partition, producer id) -> (epoch, next sequence) of its transactional batches
         self._txn_sequences: dict[tuple[int, int], tuple[int, int]] = {}
+        self.modern_groups: ModernGroups | None = None  # set by whoever runs them
 
     def get_group(self, group_id: str) -> Group | None:
         return self.groups.get(group_id)
@@ -139,11 +151,15 @@ class GroupMetadataManager(InternalTopicCoordinator):
         starting now."""
         count = 0
         stored: dict[str, GroupMetadata | None] = {}
+        consumer_groups: list[ConsumerGroupRecord] = []
         for chunk in read_whole_log(log_):
             for batch in read_offsets_batches(chunk):
                 self._replay(partition, batch)
                 stored.update(batch.groups)
+                consumer_groups += batch.consumer_groups
                 count += len(batch.commits)
+        if self.modern_groups is not None:
+            self.modern_groups.load(partition, consumer_groups)
         now = self.clock()
         for group_id, metadata in stored.items():
             if metadata is not None:
@@ -173,6 +189,8 @@ class GroupMetadataManager(InternalTopicCoordinator):
 
     def _unload(self, partition: int) -> list[Group]:
         self.loaded.discard(partition)
+        if self.modern_groups is not None:
+            self.modern_groups.unload(self.partition_of, partition)
         unloaded = []
         known = set(self.groups) | set(self.offsets) | set(self.pending_txn_offsets)
         for group_id in [g for g in known if self.partition_of(g) == partition]:
@@ -279,6 +297,23 @@ class GroupMetadataManager(InternalTopicCoordinator):
         await self._append(group_id, [(offset_key(group_id, t, p), None) for t, p in partitions])
         for tp in partitions:
             self._cache(group_id, tp, None)
+
+    # -- what the KIP-848 consumer group coordinator writes and asks ------------------------
+    async def append_records(self, group_id: str, records: Sequence[Record]) -> None:
+        """Append a consumer group's records and wait for the in-sync replicas."""
+        await self._append(group_id, records)
+
+    def classic_group_size(self, group_id: str) -> int | None:
+        group = self.groups.get(group_id)
+        return None if group is None else len(group.members)
+
+    def drop_classic_group(self, group_id: str) -> Record:
+        """An empty classic group becomes a consumer group (Kafka's online upgrade): the
+        classic group is forgotten (its offsets stay) and its metadata record tombstoned."""
+        group = self.groups.pop(group_id, None)
+        if group is not None:
+            group.transition_to(GroupState.DEAD)
+        return group_metadata_key(group_id), None
 
     # -- appending to the offsets partition -------------------------------------------------
     async def _append(self, group_id: str, records: Sequence[Record]) -> None:

@@ -1,7 +1,8 @@
 """The ``__consumer_offsets`` topic's record format (a group's partition: records.partition_for).
 
 Records use Kafka's own key and value layouts (offset commit key v1, value v3; group metadata
-key v2, value v3), so the topic can be read with the same tools as a real cluster's:
+key v2, value v3; KIP-848 consumer groups key versions 3-8, see consumer_group/records.py),
+so the topic can be read with the same tools as a real cluster's:
 ``kctl consume __consumer_offsets``. The key version tells the two kinds apart.
 """
 
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 
 from kafka.record.memory_records import MemoryRecords
 
+from brokerd.coordinator.consumer_group.records import KEY_VERSIONS as CONSUMER_GROUP_KEY_VERSIONS
+from brokerd.coordinator.consumer_group.records import ConsumerGroupRecord
 from brokerd.coordinator.records import (
     read_bytes,
     read_nullable_string,
@@ -121,6 +124,7 @@ class OffsetsBatch:
     marker: bool | None
     commits: list[tuple[str, str, int, CommittedOffset | None]]
     groups: list[tuple[str, GroupMetadata | None]]
+    consumer_groups: list[ConsumerGroupRecord]  # KIP-848 groups' records (key versions 3-8)
 
 
 def read_offsets_batches(data: bytes):
@@ -130,6 +134,7 @@ def read_offsets_batches(data: bytes):
         batch = batches.next_batch()
         records = list(batch)
         marker, commits, groups = None, [], []
+        consumer_groups = []
         if batch.is_control_batch:
             marker = records[0].type == COMMIT_MARKER
         else:
@@ -139,6 +144,8 @@ def read_offsets_batches(data: bytes):
                     commits.append(_read_offset_commit(record.key, record.value))
                 elif version == GROUP_METADATA_KEY_VERSION:
                     groups.append(_read_group_metadata(record.key, record.value))
+                elif version in CONSUMER_GROUP_KEY_VERSIONS:
+                    consumer_groups.append(ConsumerGroupRecord(version, record.key, record.value))
         yield OffsetsBatch(
             batch.producer_id,
             batch.producer_epoch,
@@ -147,6 +154,7 @@ def read_offsets_batches(data: bytes):
             marker,
             commits,
             groups,
+            consumer_groups,
         )
 
 

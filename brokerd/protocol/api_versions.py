@@ -33,7 +33,7 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.SyncGroup: (0, 3),
     ApiKey.Heartbeat: (0, 3),
     ApiKey.LeaveGroup: (0, 3),  # v3: members by group instance id (KIP-345); flexible from 4
-    ApiKey.OffsetCommit: (2, 7),
+    ApiKey.OffsetCommit: (2, 9),  # v9: member epoch of a KIP-848 consumer group member
     ApiKey.OffsetFetch: (1, 7),  # v7: require_stable (KIP-447)
     ApiKey.ListGroups: (0, 5),  # v4: state filter, v5: type filter
     ApiKey.DescribeGroups: (0, 4),
@@ -59,6 +59,8 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.AlterUserScramCredentials: (0, 0),
     ApiKey.DescribeClientQuotas: (0, 1),  # KIP-546; flexible from 1
     ApiKey.AlterClientQuotas: (0, 1),
+    ApiKey.ConsumerGroupHeartbeat: (0, 1),  # KIP-848; v1: regex, client-made member ids
+    ApiKey.ConsumerGroupDescribe: (0, 1),  # v1: member type (KIP-1099)
     # KIP-932 share groups: v1 is the first stable version (v0 was Kafka 4.0's early access)
     ApiKey.ShareGroupHeartbeat: (1, 1),
     ApiKey.ShareGroupDescribe: (1, 1),

@@ -132,81 +132,50 @@ from brokerd.protocol.api_versions import ADVERTISED, is_supported
 UNSUPPORTED_VERSION = 35
 
 # Kafka 4 group APIs kafka-python 3.0 has no schemas for: their JSON lives in
-# brokerd.protocol.schemas and kafka-python's loader reads it from there.
+# brokerd.protocol.schemas, and kafka-python's loader reads it from there when the class is
+# made (as a class statement with ``load_json=`` would, which the type checker cannot follow).
 _SCHEMAS = "brokerd.protocol.schemas"
 
 
-class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
-    """KIP-848 member heartbeat: joins, leaves, reconciles (api key 68)."""
+def _message(name: str, **attrs: Any) -> type[ApiMessage]:
+    """The ApiMessage class generated from brokerd.protocol.schemas' ``<name>.json``."""
+    return cast(
+        "type[ApiMessage]",
+        type(ApiMessage)(name, (ApiMessage,), {"__module__": __name__, **attrs}, load_json=_SCHEMAS),
+    )
 
 
-class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
+def _authorized_operations_as_set(cls: type, json: dict[str, Any]) -> dict[str, Any]:
+    """A group's AuthorizedOperations is given as a set of operation codes (as for
+    DescribeGroups), packed into Kafka's 32-bit field."""
+    groups = next(f for f in json["fields"] if f["name"] == "Groups")
+    operations = next(f for f in groups["fields"] if f["name"] == "AuthorizedOperations")
+    operations["type"] = "bitfield"
+    return json
 
 
-class ConsumerGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):
-    """KIP-848 group description with member epochs and assignments (api key 69)."""
-
-
-class ConsumerGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class ShareGroupHeartbeatRequest(ApiMessage, load_json=_SCHEMAS):
-    """KIP-932 share group member heartbeat (api key 76)."""
-
-
-class ShareGroupHeartbeatResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class ShareGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):
-    """KIP-932 share group description (api key 77)."""
-
-
-class ShareGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class ShareFetchRequest(ApiMessage, load_json=_SCHEMAS):
-    """KIP-932 fetch that acquires records for a share group member (api key 78)."""
-
-
-class ShareFetchResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class ShareAcknowledgeRequest(ApiMessage, load_json=_SCHEMAS):
-    """KIP-932 acknowledgement of acquired records (api key 79)."""
-
-
-class ShareAcknowledgeResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class DescribeShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
-    """Share-partition start offsets of share groups (api key 90)."""
-
-
-class DescribeShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class AlterShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
-    """Resets share-partition start offsets of an empty share group (api key 91)."""
-
-
-class AlterShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
-
-
-class DeleteShareGroupOffsetsRequest(ApiMessage, load_json=_SCHEMAS):
-    """Drops an empty share group's state for whole topics (api key 92)."""
-
-
-class DeleteShareGroupOffsetsResponse(ApiMessage, load_json=_SCHEMAS):
-    pass
-
+# KIP-848 consumer groups
+ConsumerGroupHeartbeatRequest = _message("ConsumerGroupHeartbeatRequest")
+ConsumerGroupHeartbeatResponse = _message("ConsumerGroupHeartbeatResponse")
+ConsumerGroupDescribeRequest = _message("ConsumerGroupDescribeRequest")
+ConsumerGroupDescribeResponse = _message(
+    "ConsumerGroupDescribeResponse", json_patch=classmethod(_authorized_operations_as_set)
+)
+# KIP-932 share groups
+ShareGroupHeartbeatRequest = _message("ShareGroupHeartbeatRequest")
+ShareGroupHeartbeatResponse = _message("ShareGroupHeartbeatResponse")
+ShareGroupDescribeRequest = _message("ShareGroupDescribeRequest")
+ShareGroupDescribeResponse = _message("ShareGroupDescribeResponse")
+ShareFetchRequest = _message("ShareFetchRequest")
+ShareFetchResponse = _message("ShareFetchResponse")
+ShareAcknowledgeRequest = _message("ShareAcknowledgeRequest")
+ShareAcknowledgeResponse = _message("ShareAcknowledgeResponse")
+DescribeShareGroupOffsetsRequest = _message("DescribeShareGroupOffsetsRequest")
+DescribeShareGroupOffsetsResponse = _message("DescribeShareGroupOffsetsResponse")
+AlterShareGroupOffsetsRequest = _message("AlterShareGroupOffsetsRequest")
+AlterShareGroupOffsetsResponse = _message("AlterShareGroupOffsetsResponse")
+DeleteShareGroupOffsetsRequest = _message("DeleteShareGroupOffsetsRequest")
+DeleteShareGroupOffsetsResponse = _message("DeleteShareGroupOffsetsResponse")
 
 MESSAGES: dict[int, tuple[type[ApiMessage], type[ApiMessage]]] = {
     ApiKey.Produce: (ProduceRequest, ProduceResponse),

