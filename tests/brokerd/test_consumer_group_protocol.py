@@ -33,10 +33,11 @@ def cluster(tmp_path_factory):
         yield c
 
 
-def produce(bootstrap: str, topic: str, count: int) -> None:
+def produce(bootstrap: str, topic: str, count: int, prefix: bytes = b"") -> None:
+    """``count`` distinct values (``prefix`` keeps later batches distinct) over the partitions."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(count):
-        producer.produce(topic, b"%d" % i, partition=i % PARTITIONS)
+        producer.produce(topic, prefix + b"%d" % i, partition=i % PARTITIONS)
     assert producer.flush(30) == 0
 
 
@@ -130,11 +131,10 @@ def test_committed_offsets_count_for_the_next_member(cluster) -> None:
         settle([first], lambda: len(first.values) >= 600, "600 records read")
     finally:
         first.close()
-    produce(cluster.bootstrap, topic, 60)
+    produce(cluster.bootstrap, topic, 60, b"later-")
     second = Member(cluster.bootstrap, group, topic)
     try:
         settle([second], lambda: len(second.values) >= 60, "the 60 new records")
-        time.sleep(0)  # no wait: the assertion is on what was delivered
         assert len(second.values) == 60
     finally:
         second.close()
@@ -219,3 +219,60 @@ def test_classic_members_cannot_join_a_consumer_group(cluster) -> None:
     finally:
         classic.close()
         modern.close()
+
+
+def test_a_regex_subscription_gets_the_matching_topics(cluster) -> None:
+    create_topic(cluster, "kip848-re-a", 2, wait_for_leaders=True)
+    create_topic(cluster, "kip848-re-b", 2, wait_for_leaders=True)
+    create_topic(cluster, "kip848-other", 2, wait_for_leaders=True)
+    member = Member(cluster.bootstrap, "kip848-re-group", "^kip848-re-.*")
+    try:
+        settle(
+            [member],
+            lambda: (
+                {(tp.topic, tp.partition) for tp in member.consumer.assignment()}
+                == {(t, p) for t in ("kip848-re-a", "kip848-re-b") for p in range(2)}
+            ),
+            "the partitions of the matching topics",
+        )
+        described = group_description(cluster.bootstrap, "kip848-re-group")
+        assert described.type == ConsumerGroupType.CONSUMER
+    finally:
+        member.close()
+
+
+def test_the_group_and_its_offsets_survive_losing_the_coordinator(cluster_factory) -> None:
+    from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
+    from brokerd.coordinator.records import partition_for
+
+    cluster = cluster_factory(3, {"broker.session.timeout.ms": "1500", **FAST_GROUPS})
+    topic, group = "kip848-failover", "kip848-failover-group"
+    create_topic(cluster, topic, PARTITIONS, 3, wait_for_leaders=True)
+    produce(cluster.bootstrap, topic, 600)
+    a = Member(cluster.bootstrap, group, topic)
+    b = Member(cluster.bootstrap, group, topic)
+    try:
+        settle([a, b], lambda: len(a.owned()) == 3 and len(b.owned()) == 3, "3 partitions each")
+        settle([a, b], lambda: len(a.values) + len(b.values) >= 600, "600 records read")
+        before = {"a": a.owned(), "b": b.owned()}
+        offsets_partition = partition_for(group, 10)
+        coordinator = cluster.state.topics()[OFFSETS_TOPIC].partitions[offsets_partition].leader
+        cluster.kill(coordinator)
+        wait_until(
+            lambda: (
+                cluster.state.topics()[OFFSETS_TOPIC].partitions[offsets_partition].leader
+                not in (coordinator, -1)
+            ),
+            30,
+            "a new coordinator",
+        )
+        produce(cluster.bootstrap, topic, 300, b"after-")
+        settle([a, b], lambda: len(a.values) + len(b.values) >= 900, "the 300 records after the failover", 90)
+        seen = a.values + b.values
+        assert len(seen) == len(set(seen)) == 900  # nobody re-read: the group and its offsets were kept
+        assert {"a": a.owned(), "b": b.owned()} == before
+        described = group_description(cluster.bootstrap, group)
+        assert described.type == ConsumerGroupType.CONSUMER and len(described.members) == 2
+    finally:
+        a.close()
+        b.close()
