@@ -140,7 +140,11 @@ class Broker:
         self.coordinator.consumer_groups = self.consumer_groups
         # KIP-932: share groups beside the consumer groups, share partitions beside the replicas
         self.share_groups = ShareGroupCoordinator(
-            ShareGroupConfig.from_config(self.config), self.group_metadata, metadata, self.group_configs
+            ShareGroupConfig.from_config(self.config),
+            self.group_metadata,
+            metadata,
+            self.group_configs,
+            member_removed=self._share_member_removed,
         )
         self.share_sessions = ShareSessionCache(
             self.config.get("group.share.max.share.sessions"),
@@ -167,6 +171,12 @@ class Broker:
             self.producer_ids,
             TransactionMarkerWriter(self.broker_id, metadata, self.broker_client, self.txn_markers),
         )
+
+    def _share_member_removed(self, group_id: str, member_id: str) -> None:
+        """A share group member left or was fenced: its share session here ends and what it
+        held of the partitions led here is released (other leaders wait for its locks)."""
+        self.share_sessions.close(group_id, member_id)
+        self.share_partitions.release_member(group_id, member_id)
 
     def _init_security(self, config: BrokerConfig) -> None:
         """Listeners, credentials, the authorizer and how to reach other brokers; a setting

@@ -77,12 +77,16 @@ class ShareGroupCoordinator:
         topics: TopicCatalog,
         timeouts: ShareGroupTimeouts | None = None,
         clock: Callable[[], float] = time.monotonic,
+        member_removed: Callable[[str, str], None] = lambda group_id, member_id: None,
     ) -> None:
         self.config = config
         self._timeouts: ShareGroupTimeouts = timeouts or config
         self._ownership = ownership
         self._topics = topics
         self._clock = clock
+        # told of every member that left or was fenced (group id, member id): the share
+        # partitions led here release what it held at once instead of waiting for its locks
+        self._member_removed = member_removed
         self.groups: dict[str, ShareGroup] = {}
 
     # -- ShareGroupHeartbeat -----------------------------------------------------------------
@@ -159,6 +163,7 @@ class ShareGroupCoordinator:
         log.info(
             "share group %s: member %s %s, group epoch %d", group.group_id, member_id, why, group.group_epoch
         )
+        self._member_removed(group.group_id, member_id)
 
     def _update_target(self, group: ShareGroup) -> None:
         """A new target assignment when the group epoch rose or a subscribed topic's
