@@ -271,6 +271,16 @@ class SharePartitionManager:
                 entry.waiters.wake()
                 self._persist_later(entry)
 
+    def release_member(self, group_id: str, member_id: str) -> None:
+        """The member left the group or was fenced: what it holds of every share partition
+        of the group led here is available again."""
+        held = [
+            (entry.topic, key.topic_id, key.partition)
+            for key, entry in self._entries.items()
+            if key.group_id == group_id
+        ]
+        self.release(group_id, member_id, held)
+
     # -- persistence ---------------------------------------------------------------------------
     async def _persist(self, entry: _Entry) -> None:
         """Write the share partition's state, unless a write since covered this change;
