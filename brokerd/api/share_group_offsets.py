@@ -37,6 +37,7 @@ async def _describe_group(services: BrokerServices, request: Request, asked, des
             "error_code": error_code(exc),
             "error_message": error_message(exc),
         }
+    wanted: list[tuple[str, list[int] | None]]
     if asked.topics is None:
         wanted = [(t, None) for t in sorted(group.subscribed_topics())] if group is not None else []
     else:
@@ -48,15 +49,15 @@ async def _describe_group(services: BrokerServices, request: Request, asked, des
         refused = describable.refusal(name)
         if record is None or refused is not None:
             error = refused or UnknownTopicOrPartitionError("This server does not host this topic-partition.")
-            indexes = partitions or []
+            asked_indexes: list[int] = partitions or []
             topics.append(
                 {
                     "topic_name": name,
                     "topic_id": ZERO_UUID,
-                    "partitions": [_partition(i, -1, -1, error) for i in indexes[:budget]],
+                    "partitions": [_partition(i, -1, -1, error) for i in asked_indexes[:budget]],
                 }
             )
-            budget -= len(indexes)
+            budget -= len(asked_indexes)
             continue
         indexes = sorted(record.partitions) if partitions is None else partitions
         entries = []

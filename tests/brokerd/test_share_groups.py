@@ -100,6 +100,16 @@ def test_two_consumers_share_a_partition_and_each_record_is_accepted_once(cluste
             assert time.monotonic() < deadline, {id(c): len(v) for c, v in seen.items()}
             for consumer in (first, second):
                 seen[consumer] += poll_records(consumer, 0.5)
+        described = raw_request(
+            cluster.ports[1],
+            ApiKey.ShareGroupDescribe,
+            1,
+            {"group_ids": ["g-shared"], "include_authorized_operations": False},
+        )
+        (group,) = described.groups
+        assert (group.group_state, len(group.members)) == ("Stable", 2)
+        # one partition, two members: the SimpleAssignor gives it to both
+        assert all([tp.partitions for tp in m.assignment.topic_partitions] == [[0]] for m in group.members)
         for consumer in (first, second):  # implicit mode: the last poll's records are accepted
             assert all(error is None for error in consumer.commit_sync(30).values())
     finally:
@@ -170,6 +180,15 @@ def test_what_a_closed_consumer_held_goes_to_another(cluster: LocalCluster) -> N
     finally:
         other.close()
     assert [(m.offset(), m.delivery_count()) for m in records] == [(i, 2) for i in range(5)]
+    # both left the group as they closed
+    described = raw_request(
+        cluster.ports[1],
+        ApiKey.ShareGroupDescribe,
+        1,
+        {"group_ids": ["g-closed"], "include_authorized_operations": False},
+    )
+    (group,) = described.groups
+    assert (group.error_code, group.group_state, list(group.members)) == (0, "Empty", [])
 
 
 HOLDER = """
