@@ -18,9 +18,11 @@ from brokerd.api.request import Request
 from brokerd.api.services import BrokerServices
 from brokerd.coordinator.group import Member
 from brokerd.coordinator.group_coordinator import MemberIdRequired
+from brokerd.coordinator.share_group.share_group import ShareGroup
 
 # KIP-394: from JoinGroup v4 a new dynamic member must come back with a member id
 FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID = 4
+SHARE = "share"  # a KIP-932 share group's type and protocol type
 # KIP-345: from LeaveGroup v3 a request lists members (member id, group instance id)
 FIRST_LEAVE_VERSION_WITH_MEMBERS = 3
 
@@ -109,7 +111,8 @@ async def handle_leave(services: BrokerServices, request: Request) -> dict:
 
 async def handle_list(services: BrokerServices, request: Request) -> dict:
     """Groups coordinated here, filtered by state (v4+) and type (v5+: "classic" or, for a
-    KIP-848 group, "consumer"). Filters match case-insensitively, as Kafka's do."""
+    KIP-848 group, "consumer"; a KIP-932 share group is "share", its protocol type too).
+    Filters match case-insensitively, as Kafka's do."""
     states = {s.lower() for s in getattr(request.body, "states_filter", None) or ()}
     types = {t.lower() for t in getattr(request.body, "types_filter", None) or ()}
     # Kafka filters silently: no denial is logged for a group left out
@@ -124,8 +127,13 @@ async def handle_list(services: BrokerServices, request: Request) -> dict:
         "error_code": 0,
         "groups": [
             {"group_id": g, "protocol_type": t, "group_state": s, "group_type": k}
-            for g, t, s in services.coordinator.list_groups()
-            for k in (services.coordinator.group_type(g),)
+            for g, t, s, k in [
+                *(
+                    (g, t, s, services.coordinator.group_type(g))
+                    for g, t, s in services.coordinator.list_groups()
+                ),
+                *((g.group_id, SHARE, g.state.value, SHARE) for g in services.share_groups.list_groups()),
+            ]
             if (not states or s.lower() in states) and (not types or k in types) and describable.allows(g)
         ],
     }
@@ -152,6 +160,9 @@ async def handle_describe(services: BrokerServices, request: Request) -> dict:
 def _describe(services: BrokerServices, request: Request, group_id: str) -> dict:
     try:
         require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
+        share_group = services.share_groups.describe(group_id)
+        if share_group is not None:
+            return _describe_share_group(share_group)
         group = services.coordinator.describe(group_id)
     except Exception as exc:
         return {
@@ -176,6 +187,29 @@ def _describe(services: BrokerServices, request: Request, group_id: str) -> dict
                 "client_host": f"/{m.client_host}",
                 "member_metadata": m.metadata_for(group.protocol_name) if group.protocol_name else b"",
                 "member_assignment": m.assignment,
+            }
+            for m in group.members.values()
+        ],
+    }
+
+
+def _describe_share_group(group: ShareGroup) -> dict:
+    """A KIP-932 share group as DescribeGroups shows it: protocol type "share", its state and
+    members (their assignments are ShareGroupDescribe's to tell)."""
+    return {
+        "error_code": 0,
+        "group_id": group.group_id,
+        "group_state": group.state.value,
+        "protocol_type": SHARE,
+        "protocol_data": "",
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": None,
+                "client_id": m.client_id,
+                "client_host": f"/{m.client_host}",
+                "member_metadata": b"",
+                "member_assignment": b"",
             }
             for m in group.members.values()
         ],

@@ -56,7 +56,7 @@ def _describe(services: BrokerServices, request: Request, group_id: str) -> dict
                 "rack_id": m.rack_id,
                 "member_epoch": m.member_epoch,
                 "client_id": m.client_id,
-                "client_host": m.client_host,
+                "client_host": f"/{m.client_host}",
                 "subscribed_topic_names": sorted(m.subscribed_topics),
                 "assignment": assignment_by_topic_id(services, m.assignment),
             }

@@ -110,6 +110,20 @@ def test_two_consumers_share_a_partition_and_each_record_is_accepted_once(cluste
         assert (group.group_state, len(group.members)) == ("Stable", 2)
         # one partition, two members: the SimpleAssignor gives it to both
         assert all([tp.partitions for tp in m.assignment.topic_partitions] == [[0]] for m in group.members)
+        listed = raw_request(
+            cluster.ports[1], ApiKey.ListGroups, 5, {"states_filter": [], "types_filter": ["share"]}
+        )
+        assert [(g.group_id, g.group_type, g.group_state) for g in listed.groups] == [
+            ("g-shared", "share", "Stable")
+        ]
+        (classic_view,) = raw_request(
+            cluster.ports[1], ApiKey.DescribeGroups, 4, {"groups": ["g-shared"]}
+        ).groups
+        assert (classic_view.protocol_type, classic_view.group_state, len(classic_view.members)) == (
+            "share",
+            "Stable",
+            2,
+        )
         for consumer in (first, second):  # implicit mode: the last poll's records are accepted
             assert all(error is None for error in consumer.commit_sync(30).values())
     finally:

@@ -23,6 +23,7 @@ from kafka.errors import (
     FencedMemberEpochError,
     GroupMaxSizeReachedError,
     InvalidRequestError,
+    KafkaError,
     UnknownMemberIdError,
 )
 
@@ -207,6 +208,17 @@ class ShareGroupCoordinator:
         if group is not None:
             self._update_target(group)
         return group
+
+    def list_groups(self) -> list[ShareGroup]:
+        """The share groups this broker coordinates now (ListGroups)."""
+        owned = []
+        for group_id, group in sorted(self.groups.items()):
+            try:
+                self._ownership.require_loaded(group_id)
+            except KafkaError:
+                continue
+            owned.append(group)
+        return owned
 
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)
