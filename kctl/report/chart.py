@@ -4,10 +4,10 @@ One panel per partition, each two charts on one time axis: above, every replica'
 offset, the high watermark and the last stable offset; below, the ISR size against
 min.insync.replicas, shaded red while acks=all produce is refused. Leader changes are
 dashed vertical lines labelled with the new leader and its epoch, faults (a broker paused,
-dead or throttled) are shaded bands across every chart, and anomalies `kctl verify` found
-are red lines. Text stays text in the SVG (not glyph outlines), and the drawn things carry
-ids (fault-…, leader-change-…, under-min-isr-…, anomaly-…), so a page can be searched and a
-test can read the SVG.
+dead or throttled) are shaded bands across every chart; from a `kctl verify` history, the
+faults its nemesis injected are hatched bands and the anomalies red lines. Text stays text in
+the SVG (not glyph outlines), and the drawn things carry ids (fault-…, leader-change-…,
+under-min-isr-…, injected-…, anomaly-…), so a page can be searched and a test can read the SVG.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, StrMethodFormatter
 from matplotlib.transforms import blended_transform_factory
 
-from kctl.report.history import Anomaly
+from kctl.report.history import Anomaly, Findings, Injected
 from kctl.report.recording import FAULT_WORDS, Fault, PartitionTimeline, Recording
 
 FAULT_COLOURS = {"paused": "#f0a030", "dead": "#d03030", "shutting-down": "#909090", "throttled": "#e0d040"}
@@ -34,12 +34,13 @@ ISR = "#1f5fbf"
 MIN_ISR = "#d03030"
 LEADER_CHANGE = "#555555"
 ANOMALY = "#e00000"
+INJECTED = "#777777"
 PANEL_HEIGHT_IN = 3.4
 LABEL_CHAR_PT = 8 * 0.62  # the width of a character of fault words (8 pt), about
 WIDTH_IN = 13.0
 
 
-def svg(recording: Recording, timelines: list[PartitionTimeline], anomalies: list[Anomaly]) -> str:
+def svg(recording: Recording, timelines: list[PartitionTimeline], findings: Findings) -> str:
     """The picture as an SVG document."""
     with matplotlib.rc_context(
         {
@@ -50,13 +51,13 @@ def svg(recording: Recording, timelines: list[PartitionTimeline], anomalies: lis
             "axes.spines.right": False,
         }
     ):
-        figure = draw(recording, timelines, anomalies)
+        figure = draw(recording, timelines, findings)
         out = io.StringIO()
         figure.savefig(out, format="svg", metadata={"Date": None, "Creator": "kctl report"})
     return out.getvalue()
 
 
-def draw(recording: Recording, timelines: list[PartitionTimeline], anomalies: list[Anomaly]) -> Figure:
+def draw(recording: Recording, timelines: list[PartitionTimeline], findings: Findings) -> Figure:
     figure = Figure(figsize=(WIDTH_IN, 1.3 + PANEL_HEIGHT_IN * len(timelines)), layout="constrained")
     grid = figure.add_gridspec(2 * len(timelines), 1, height_ratios=[3, 1] * len(timelines))
     t0 = recording.start
@@ -73,7 +74,9 @@ def draw(recording: Recording, timelines: list[PartitionTimeline], anomalies: li
         _isr(isr, timeline, t0)
         _faults(offsets, recording.faults, t0, f"{index}-offsets", rows)
         _faults(isr, recording.faults, t0, f"{index}-isr", None)
-        mine = [a for a in anomalies if a.concerns(timeline.topic, timeline.partition)]
+        _injected(offsets, findings.injected, t0, f"{index}-offsets", labelled=False)
+        _injected(isr, findings.injected, t0, f"{index}-isr", labelled=True)
+        mine = [a for a in findings.anomalies if a.concerns(timeline.topic, timeline.partition)]
         _anomalies(offsets, mine, t0, f"{index}-offsets", labelled=True)
         _anomalies(isr, mine, t0, f"{index}-isr", labelled=False)
         _leader_changes(offsets, isr, timeline, t0)
@@ -88,7 +91,7 @@ def draw(recording: Recording, timelines: list[PartitionTimeline], anomalies: li
         fontsize=11,
     )
     figure.legend(
-        handles=_legend(sorted(brokers), recording.faults, anomalies), loc="outside lower center", ncols=6
+        handles=_legend(sorted(brokers), recording.faults, findings), loc="outside lower center", ncols=6
     )
     return figure
 
@@ -217,7 +220,34 @@ def _anomalies(axes: Axes, anomalies: list[Anomaly], t0: float, chart: str, labe
             )
 
 
-def _legend(brokers: list[int], faults: list[Fault], anomalies: list[Anomaly]) -> list:
+def _injected(axes: Axes, injected: list[Injected], t0: float, chart: str, labelled: bool) -> None:
+    """A hatched band per fault the nemesis injected, named on the ISR chart ("pause 2")."""
+    at_bottom = blended_transform_factory(axes.transData, axes.transAxes)
+    for index, fault in enumerate(injected):
+        gid = f"injected-{fault.kind}-broker-{fault.broker}-{index}-{chart}"
+        axes.axvspan(
+            fault.start - t0,
+            fault.end - t0,
+            facecolor="none",
+            edgecolor=INJECTED,
+            hatch="///",
+            linewidth=0,
+            gid=gid,
+        )
+        if labelled:
+            axes.text(
+                fault.start - t0,
+                0.04,
+                f" {fault.kind} {fault.broker}",
+                transform=at_bottom,
+                va="bottom",
+                fontsize=7,
+                color="#444444",
+                gid=gid + "-label",
+            )
+
+
+def _legend(brokers: list[int], faults: list[Fault], findings: Findings) -> list:
     handles: list = [
         Line2D([], [], color=broker_colour(b), linewidth=3.2, alpha=0.55, label=f"broker {b} log end")
         for b in brokers
@@ -238,7 +268,11 @@ def _legend(brokers: list[int], faults: list[Fault], anomalies: list[Anomaly]) -
                 label=f"broker {FAULT_WORDS.get(kind, kind)}",
             )
         )
-    if anomalies:
+    if findings.injected:
+        handles.append(
+            Patch(facecolor="none", edgecolor=INJECTED, hatch="///", label="fault injected by kctl verify")
+        )
+    if findings.anomalies:
         handles.append(Line2D([], [], color=ANOMALY, linewidth=1.6, label="anomaly (kctl verify)"))
     return handles
 

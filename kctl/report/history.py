@@ -2,7 +2,9 @@
 
 A history is JSON lines, each with a "type" (see `kctl verify`'s docs): a "meta" line (the
 topic, and the wall-clock moment the run "started", ISO 8601) and then operations whose "time"
-is seconds since that start. Two kinds of lines are read here:
+is seconds since that start. Read here are the faults its nemesis injected ("fault" lines,
+"phase" start and end, with the "kind" and "broker"), which a watch sees only once they show
+(a pause shorter than broker.session.timeout.ms never does), and the anomalies:
 
 - "anomaly" lines, wherever a history holds them: "anomaly" (or "check") names it, with
   "topic"/"partition" when it concerns one partition (else it is marked on every panel);
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -32,6 +34,17 @@ MAX_LINES = 20_000_000
 EPOCH_SECONDS = 1e9  # a "time" above this is seconds since 1970, not since the run started
 LOST_GAP_S = 1.0
 FINAL = "final"  # the process name of the final read
+
+
+@dataclass(frozen=True)
+class Injected:
+    """A fault the nemesis of `kctl verify` injected: `kind` (kill, pause, kill-controller,
+    throttle) on `broker`, from `start` to `end` (seconds since 1970)."""
+
+    kind: str
+    broker: int
+    start: float
+    end: float
 
 
 @dataclass(frozen=True)
@@ -53,6 +66,14 @@ class Anomaly:
         return self.kind if self.count == 1 else f"{self.kind} x{self.count}"
 
 
+@dataclass
+class Findings:
+    """What a history adds to a timeline."""
+
+    anomalies: list[Anomaly] = field(default_factory=list)
+    injected: list[Injected] = field(default_factory=list)
+
+
 class _Reader:
     """What the lines say, as they are read."""
 
@@ -63,6 +84,8 @@ class _Reader:
         self.acks: dict[str, tuple[float, int, int]] = {}  # value -> (time, partition, offset)
         self.final_values: set[str] = set()
         self.reached: set[int] = set()
+        self.faults: list[tuple[str, float, str, int]] = []  # (phase, time, kind, broker)
+        self.last = 0.0  # the latest time of any line
 
     def add(self, doc: dict) -> None:
         kind = doc.get("type") or doc.get("kind")
@@ -77,6 +100,27 @@ class _Reader:
             self.final_values.update(str(r[2]) for r in doc.get("records") or [])
         elif kind == "final":
             self.reached = {int(p) for p, r in (doc.get("reached") or {}).items() if r}
+        elif kind == "fault" and isinstance(doc.get("time"), int | float):
+            self.faults.append(
+                (str(doc.get("phase")), float(doc["time"]), str(doc["kind"]), int(doc["broker"]))
+            )
+
+    def injected(self, end: float) -> list[Injected]:
+        """Each fault from its start line to its end line (or `end`, seconds since the start,
+        for one a cut history never healed)."""
+        if self.started is None:
+            return []
+        started: dict[tuple[str, int], float] = {}
+        found = []
+        for phase, t, kind, broker in sorted(self.faults, key=lambda f: f[1]):
+            if phase == "start":
+                started.setdefault((kind, broker), t)
+            elif phase == "end" and (kind, broker) in started:
+                found.append(
+                    Injected(kind, broker, self.started + started.pop((kind, broker)), self.started + t)
+                )
+        found += [Injected(k, b, self.started + t, self.started + end) for (k, b), t in started.items()]
+        return sorted(found, key=lambda f: f.start)
 
     def anomalies(self) -> list[Anomaly]:
         found = [a for a in (self._explicit(doc) for doc in self.explicit) if a is not None]
@@ -133,8 +177,9 @@ class _Reader:
         return marks
 
 
-def read(path: Path) -> list[Anomaly]:
-    """The anomalies in the history at `path` (exit 4 if missing, 5 if unreadable)."""
+def read(path: Path) -> Findings:
+    """The anomalies and injected faults in the history at `path` (exit 4 if missing, 5 if
+    unreadable)."""
     reader = _Reader()
     try:
         lines = path.open(encoding="utf-8", errors="replace")
@@ -153,11 +198,13 @@ def read(path: Path) -> list[Anomaly]:
             if isinstance(doc, dict):
                 try:
                     reader.add(doc)
+                    if isinstance(doc.get("time"), int | float):
+                        reader.last = max(reader.last, float(doc["time"]))
                 except (KeyError, TypeError, ValueError, IndexError):
                     raise KctlError(
                         f"{path}:{number}: not a line of a `kctl verify` history", ExitCode.INVALID_INPUT
                     ) from None
-    return reader.anomalies()
+    return Findings(reader.anomalies(), reader.injected(reader.last))
 
 
 def _epoch(started: object) -> float | None:

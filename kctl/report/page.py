@@ -11,7 +11,7 @@ import html
 import re
 import time
 
-from kctl.report.history import Anomaly
+from kctl.report.history import Anomaly, Findings, Injected
 from kctl.report.recording import FAULT_WORDS, PartitionTimeline, Recording
 
 MAX_EVENT_ROWS = 2000
@@ -33,7 +33,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 def html_page(
     recording: Recording,
     timelines: list[PartitionTimeline],
-    anomalies: list[Anomaly],
+    findings: Findings,
     svg: str,
     note: str | None,
 ) -> str:
@@ -52,7 +52,8 @@ def html_page(
         f"<figure>{_inline(svg)}</figure>",
     ]
     parts += _faults(recording)
-    parts += _anomalies(recording.start, anomalies)
+    parts += _injected(recording.start, findings.injected)
+    parts += _anomalies(recording.start, findings.anomalies)
     parts += _events(recording, {(t.topic, t.partition) for t in timelines})
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
@@ -80,6 +81,24 @@ def _faults(recording: Recording) -> list[str]:
         for f in recording.faults
     ]
     return ["<h2>Faults</h2>", _table(["broker", "fault", "from", "to", "for"], rows)]
+
+
+def _injected(start: float, injected: list[Injected]) -> list[str]:
+    if not injected:
+        return []
+    rows = [
+        _row(
+            [
+                f"broker {f.broker}",
+                f.kind,
+                _since(start, f.start),
+                _since(start, f.end),
+                f"{f.end - f.start:.1f} s",
+            ]
+        )
+        for f in injected
+    ]
+    return ["<h2>Faults injected by kctl verify</h2>", _table(["broker", "fault", "from", "to", "for"], rows)]
 
 
 def _anomalies(start: float, anomalies: list[Anomaly]) -> list[str]:

@@ -68,7 +68,8 @@ def report(
             metavar="FILE",
             dir_okay=False,
             show_default=False,
-            help="A `kctl verify` history: mark the anomalies it records on the timeline.",
+            help="A `kctl verify` history: mark the faults its nemesis injected (hatched) and the "
+            "anomalies it shows (lost writes where they were acknowledged) on the timeline.",
         ),
     ] = None,
 ) -> None:
@@ -78,26 +79,27 @@ def report(
     replica's log end offset, the high watermark and the last stable offset over time;
     below, the ISR size against min.insync.replicas, shaded red while acks=all produce is
     refused. Leader changes are dashed lines labelled with the new leader and its leader
-    epoch; brokers paused, down or throttled are shaded bands; anomalies from a `kctl verify`
-    history are red lines. `--svg` writes the picture, `--html` a page with the picture and
-    the faults, narrated changes and anomalies as tables; give either or both.
+    epoch; brokers paused, down or throttled are shaded bands; the faults and anomalies of a
+    `kctl verify` history are hatched bands and red lines. `--svg` writes the picture, `--html`
+    a page with the picture and the faults, narrated changes and anomalies as tables; give
+    either or both.
     """
     if html_out is None and svg_out is None:
         raise KctlError("nothing to write: give --html OUT, --svg OUT or both", ExitCode.USAGE)
     recorded = recording.read(file)
     timelines, note = choose(recorded.partitions, topic or [], partition or [])
-    anomalies = [] if verify_history is None else history.read(verify_history)
+    findings = history.Findings() if verify_history is None else history.read(verify_history)
     # matplotlib takes a second to import: only this command pays for it
     from kctl.report import chart, page
 
-    picture = chart.svg(recorded, timelines, anomalies)
+    picture = chart.svg(recorded, timelines, findings)
     if note:
         console.warn(note)
     if svg_out is not None:
         _write(svg_out, picture)
         console.info(f"wrote {svg_out}")
     if html_out is not None:
-        _write(html_out, page.html_page(recorded, timelines, anomalies, picture, note))
+        _write(html_out, page.html_page(recorded, timelines, findings, picture, note))
         console.info(f"wrote {html_out}")
 
 

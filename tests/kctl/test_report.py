@@ -277,7 +277,7 @@ def test_many_partitions_are_capped_with_a_message(recording, tmp_path):
 def verify_history(path: Path) -> None:
     """A `kctl verify` history of demo: 40 writes acknowledged, one a second (and three more
     at 15.1 s to 15.3 s, when broker 3 took over), that the final read returned but for those
-    three; and one anomaly line of the checker's kind."""
+    three; the nemesis pausing broker 2 from 9.8 s to 19.9 s; and one anomaly line."""
     lines = [{"type": "meta", "version": 1, "topic": "demo", "partitions": 1, "started": iso(T0)}]
     values = [(float(i), str(i)) for i in range(40)] + [(15.1, "lost-a"), (15.2, "lost-b"), (15.3, "lost-c")]
     for offset, (t, value) in enumerate(values):
@@ -292,6 +292,12 @@ def verify_history(path: Path) -> None:
         {"type": "final", "time": 31.5, "process": "final", "ends": {"0": 40}, "reached": {"0": True}}
     )
     lines.append({"type": "anomaly", "time": 25.0, "anomaly": "duplicate", "detail": "7 read twice"})
+    lines.append(
+        {"type": "fault", "time": 9.8, "process": "nemesis", "phase": "start", "kind": "pause", "broker": 2}
+    )
+    lines.append(
+        {"type": "fault", "time": 19.9, "process": "nemesis", "phase": "end", "kind": "pause", "broker": 2}
+    )
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
 
 
@@ -312,7 +318,12 @@ def test_anomalies_of_a_verify_history_are_marked(recording, tmp_path):
     assert "anomaly (kctl verify)" in texts(root)
     change = xs(ids["leader-change-demo-0-epoch-1-line-offsets"])[0]
     assert xs(ids["anomaly-0-0-offsets"])[0] == pytest.approx(change, abs=5)  # 0.1 s after it
+    injected = ids["injected-pause-broker-2-0-0-isr"]
+    assert texts(ids["injected-pause-broker-2-0-0-isr-label"]) == ["pause 2"]
+    paused = xs(ids["fault-broker-2-paused-0-0-isr"])  # as the watch saw it: 10 s to 20 s
+    assert min(xs(injected)) < min(paused) < max(xs(injected)) < max(paused)
     html = page.read_text()
+    assert "<td>broker 2</td><td>pause</td><td>9.8 s</td><td>19.9 s</td><td>10.1 s</td>" in html
     assert "<td>15.1 s</td><td>lost-write x3</td><td>demo/0</td>" in html
     assert "acknowledged at offsets 40..42, not in the final read" in html
 
