@@ -3,13 +3,32 @@
 from __future__ import annotations
 
 from kctl.learn.lesson import Lesson
-from kctl.learn.lessons import highwatermark, isr
+from kctl.learn.lessons import (
+    acks,
+    controller,
+    failover,
+    groups,
+    highwatermark,
+    isr,
+    offsets,
+    partitions,
+    retention,
+    transactions,
+)
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 LESSONS: tuple[Lesson, ...] = (
+    partitions.LESSON,
+    offsets.LESSON,
     isr.LESSON,
     highwatermark.LESSON,
+    acks.LESSON,
+    failover.LESSON,
+    controller.LESSON,
+    transactions.LESSON,
+    groups.LESSON,
+    retention.LESSON,
 )
 
 

@@ -12,6 +12,7 @@ background thread so a lesson can show what happened while an experiment ran.
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -67,6 +68,7 @@ class Lab:
         self._stop_narrating = threading.Event()
         self._narrator: threading.Thread | None = None
         self._conn: Connection | None = None
+        self._closers: list[Callable[[], None]] = []
 
     # -- the cluster ---------------------------------------------------------------------
 
@@ -97,13 +99,24 @@ class Lab:
         state.initialize(ports)
         brokerconfig.remember(self.dir, self.broker_config)
         settings = brokerconfig.effective(self.broker_config, self.brokers)
-        self._procs = {i: localcluster.start(state, i, port, settings) for i, port in ports.items()}
+        for broker_id, port in ports.items():
+            self._spawn(broker_id, port, settings)
         localcluster.wait_ready(state, self._procs, START_TIMEOUT_S)
         self._narrator = threading.Thread(target=self._narrate, name="kctl-learn-watch", daemon=True)
         self._narrator.start()
 
+    def on_close(self, closer: Callable[[], None]) -> None:
+        """Run `closer` (a lesson's clients) before the brokers stop."""
+        self._closers.append(closer)
+
     def close(self) -> None:
-        """Stop every broker (paused ones too), reap the processes, remove the directory."""
+        """Close the lesson's clients, stop every broker (paused ones too), reap the
+        processes, remove the directory."""
+        for closer in reversed(self._closers):
+            try:
+                closer()
+            except Exception:  # a client of a cluster that is going away: nothing to save
+                pass
         self._stop_narrating.set()
         if self._narrator is not None:
             self._narrator.join(5)
@@ -142,9 +155,20 @@ class Lab:
         """Start a dead broker again with its data, as `kctl broker start` does."""
         state = self.state
         settings = brokerconfig.effective(self.broker_config, self.brokers)
-        proc = localcluster.start(state, broker_id, state.planned_brokers()[broker_id], settings)
-        self._procs[broker_id] = proc
+        proc = self._spawn(broker_id, state.planned_brokers()[broker_id], settings)
         localcluster.wait_ready(state, {broker_id: proc}, START_TIMEOUT_S)
+
+    def _spawn(self, broker_id: int, port: int, settings: dict[str, str]) -> subprocess.Popen:
+        """Start one broker and remember its process before Ctrl-C (or SIGTERM) can be acted
+        on, so `close` always knows every process it has to stop."""
+        deferred = {signal.SIGINT, signal.SIGTERM}
+        signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
+        try:
+            proc = localcluster.start(self.state, broker_id, port, settings)
+            self._procs[broker_id] = proc
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, deferred)
+        return proc
 
     # -- topics and partitions -----------------------------------------------------------
 
@@ -215,19 +239,20 @@ class Lab:
     def read(
         self, topic: str, partitions: list[int] | None = None, start: int = 0, **config: Any
     ) -> list[Message]:
-        """Every record of the partitions from `start` up to what a consumer may read now (the
-        high watermark, or with read_committed the last stable offset), in partition order."""
+        """Every record of the partitions from `start` (or the log start, if later) up to what a
+        consumer may read now (the high watermark, or with read_committed the last stable
+        offset), in partition order."""
         consumer = self.consumer(**config)
         try:
             wanted = (
                 partitions if partitions is not None else [p["partition"] for p in self.partitions(topic)]
             )
-            ends = {}
+            starts, ends = {}, {}
             for p in wanted:
                 low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=CLIENT_TIMEOUT_S)
-                ends[p] = high
-            pending = {p for p in wanted if ends[p] > start}
-            consumer.assign([TopicPartition(topic, p, start) for p in pending])
+                starts[p], ends[p] = max(start, low), high
+            pending = {p for p in wanted if ends[p] > starts[p]}
+            consumer.assign([TopicPartition(topic, p, starts[p]) for p in pending])
             records: list[Message] = []
             deadline = time.monotonic() + CLIENT_TIMEOUT_S
             while pending and time.monotonic() < deadline and len(records) < MAX_RECORDS:
@@ -240,6 +265,22 @@ class Lab:
                 if read_committed_done(consumer, pending, ends, topic):
                     break
             return sorted(records, key=lambda m: (m.partition() or 0, m.offset() or 0))
+        finally:
+            consumer.close()
+
+    def read_as_group(self, topic: str, group: str, count: int, **config: Any) -> list[Message]:
+        """`count` records read by a new member of `group` (subscribed: the group decides where
+        it starts); its consumer leaves the group afterwards, committing nothing itself."""
+        consumer = self.consumer(group_id=group, auto_offset_reset="earliest", **config)
+        records: list[Message] = []
+        try:
+            consumer.subscribe([topic])
+            deadline = time.monotonic() + 2 * CLIENT_TIMEOUT_S
+            while len(records) < count and time.monotonic() < deadline:
+                message = consumer.poll(0.2)
+                if message is not None and message.error() is None:
+                    records.append(message)
+            return records
         finally:
             consumer.close()
 
@@ -257,8 +298,9 @@ class Lab:
 
     # -- waiting ---------------------------------------------------------------------------
 
-    def wait(self, predicate: Callable[[], T], what: str, timeout: float = 20.0) -> T:
-        """Poll `predicate` until it returns something truthy; a LessonFailure after `timeout`."""
+    def wait(self, predicate: Callable[[], T | None], what: str, timeout: float = 20.0) -> T:
+        """Poll `predicate` until it returns something truthy (None or False: not yet); a
+        LessonFailure after `timeout`."""
         deadline = time.monotonic() + timeout
         while True:
             result = predicate()

@@ -37,8 +37,8 @@ def _pause_and_write(lab: Lab) -> str:
     lab.seen["ack_s"] = time.monotonic() - began
     lab.seen["acked"] = sum(1 for error, _ in reports if error is None)
     lab.wait(lambda: follower not in lab.partition(TOPIC)["isr"], f"broker {follower} to leave the ISR")
-    shrank = lab.changes("ISR shrank")
-    lab.seen["shrank_after_s"] = shrank[0][0] - paused_at if shrank else None
+    shrank = lab.wait(lambda: lab.changes("ISR shrank"), "the watch to narrate the ISR shrinking")
+    lab.seen["shrank_after_s"] = shrank[0][0] - paused_at
     lab.wait(lambda: lab.partition(TOPIC)["high_watermark"] == 15, "the high watermark to reach 15")
     return (
         f"broker {follower} paused (SIGSTOP); 5 records sent with acks=all, "
