@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,8 +13,10 @@ from kctl.consume.filters import FilterSyntaxError, Test, compile_filters
 from kctl.consume.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
 from kctl.consume.membership import GROUP_DEFAULTS, Membership, reset_policy
 from kctl.consume.reader import Commit, Reader, Render
+from kctl.consume.share import ShareReader
 from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic
 from kctl.kafka.consumer import ClusterWatch
+from kctl.kafka.share import Ack, share_consumer
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -120,6 +123,28 @@ def consume(
             "the group's offsets alone.",
         ),
     ] = None,
+    share_group: Annotated[
+        str | None,
+        typer.Option(
+            "--share-group",
+            "-G",
+            metavar="GROUP",
+            show_default=False,
+            help="Join this share group (KIP-932, a queue): its members share every partition, "
+            "the brokers hand each record to one member at a time, and a record is delivered "
+            "again unless it is acknowledged (see --ack) before its lock expires. Where a new "
+            "share group starts is the group's share.auto.offset.reset (latest).",
+        ),
+    ] = None,
+    ack: Annotated[
+        Ack,
+        typer.Option(
+            "--ack",
+            help="With --share-group: how each record printed is acknowledged. 'accept' (done "
+            "with), 'release' (delivered again, to any member, with its delivery count raised) "
+            "or 'reject' (never delivered again).",
+        ),
+    ] = Ack.ACCEPT,
     isolation: Annotated[
         Isolation,
         typer.Option(
@@ -152,8 +177,30 @@ def consume(
     header). Headers are a list, in order, repeated names included. So
     `kctl consume a --json -e | kctl produce b -J json` copies a topic, byte for byte,
     partitions and timestamps included.
+
+    --share-group G makes this a member of share group G (KIP-932, queues for Kafka): members
+    share every partition of the topic and each record goes to one of them at a time. Every
+    record printed is acknowledged once written (--ack accept, the default; release or
+    reject), so a member that dies leaves its records to the others after their lock expires.
     """
     spec, render, keep = _compile(offset, fmt, json_output, filters or [])
+    if share_group is not None:
+        _check_share_options(group, commit, partition, offset, exit_at_end)
+        _consume_shared(
+            topic,
+            share_group,
+            ack,
+            render,
+            keep,
+            count,
+            quiet,
+            bootstrap,
+            cluster_dir,
+            timeout,
+            settings,
+            command_config,
+        )
+        return
     partitions = parse_partitions(partition)
     if group is None and commit is not None:
         raise KctlError("--commit needs -g GROUP: only a group has offsets to commit", ExitCode.USAGE)
@@ -177,6 +224,56 @@ def consume(
     finally:
         consumer.close()
         if started and not quiet:
+            console.info(f"Processed a total of {reader.count} messages")
+
+
+def _check_share_options(
+    group: str | None, commit: Commit | None, partition: list[str] | None, offset: str, exit_at_end: bool
+) -> None:
+    """A share group hands out records, not partitions or offsets: the options that choose
+    those do not go with it."""
+    conflicting = [
+        name
+        for name, given in (
+            ("-g", group is not None),
+            ("--commit", commit is not None),
+            ("-p", bool(partition)),
+            ("-o", offset != "start"),
+            ("-e", exit_at_end),
+        )
+        if given
+    ]
+    if conflicting:
+        raise KctlError(f"--share-group does not go with {', '.join(conflicting)}", ExitCode.USAGE)
+
+
+def _consume_shared(
+    topic: str,
+    group: str,
+    ack: Ack,
+    render: Render,
+    keep: Test | None,
+    count: int | None,
+    quiet: bool,
+    bootstrap: str | None,
+    cluster_dir: Path | None,
+    timeout: float,
+    settings: list[str] | None,
+    command_config: Path | None,
+) -> None:
+    """Print the records the share group hands this member, acknowledging each as asked."""
+    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    consumer = share_consumer(conn, group, topic)
+    reader = ShareReader(consumer, render, ack, keep)
+    if not quiet:
+        console.info(f"share group {group}: reading {topic}, acknowledging records as {ack.value}")
+    try:
+        reader.run(count)
+    except KeyboardInterrupt:
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
+    finally:
+        consumer.close()
+        if not quiet:
             console.info(f"Processed a total of {reader.count} messages")
 
 
