@@ -5,6 +5,7 @@ from __future__ import annotations
 from kctl.learn.lesson import Lesson
 from kctl.learn.lessons import (
     acks,
+    acls,
     controller,
     failover,
     groups,
@@ -29,6 +30,7 @@ LESSONS: tuple[Lesson, ...] = (
     transactions.LESSON,
     groups.LESSON,
     retention.LESSON,
+    acls.LESSON,
 )
 
 

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 from brokerd.state import ClusterState
-from kctl.cluster import brokerconfig, brokerctl, localcluster, snapshot
+from kctl.cluster import brokerconfig, brokerctl, localcluster, securecluster, snapshot
 from kctl.kafka import groups, topics
 from kctl.kafka.client import Connection, local_connection
 from kctl.shell.console import Section
@@ -57,9 +57,12 @@ class LessonFailure(KctlError):
 class Lab:
     """A running lesson cluster; use as a context manager so it is always stopped."""
 
-    def __init__(self, brokers: int, broker_config: dict[str, str]) -> None:
+    def __init__(
+        self, brokers: int, broker_config: dict[str, str], security_protocol: str = "PLAINTEXT"
+    ) -> None:
         self.brokers = brokers
         self.broker_config = {**LAB_DEFAULTS, **broker_config}
+        self.security_protocol = security_protocol  # anything but PLAINTEXT: SASL/TLS and ACLs on
         self.seen: dict[str, Any] = {}  # what experiments observed, for the checks
         self._tmp: Path | None = None
         self._procs: dict[int, subprocess.Popen] = {}
@@ -97,7 +100,9 @@ class Lab:
         state = self.state
         ports = localcluster.plan(state, self.brokers, None)
         state.initialize(ports)
-        brokerconfig.remember(self.dir, self.broker_config)
+        # as `kctl cluster up --security-protocol` does: the super user admin, admin.properties
+        self.broker_config.update(securecluster.secure(state, self.security_protocol))
+        brokerconfig.remember(self.dir, self.broker_config, self.security_protocol)
         settings = brokerconfig.effective(self.broker_config, self.brokers)
         for broker_id, port in ports.items():
             self._spawn(broker_id, port, settings)
@@ -135,6 +140,16 @@ class Lab:
         if self._conn is None:
             self._conn = local_connection(self.dir, CLIENT_TIMEOUT_S)
         return self._conn
+
+    def as_user(self, user: str, password: str, mechanism: str = "SCRAM-SHA-512") -> Connection:
+        """A connection that authenticates as `user` (SASL) instead of the super user."""
+        properties = {
+            "security.protocol": self.security_protocol,
+            "sasl.mechanism": mechanism,
+            "sasl.username": user,
+            "sasl.password": password,
+        }
+        return Connection(self.conn.bootstrap, CLIENT_TIMEOUT_S, properties=properties)
 
     @property
     def bootstrap(self) -> str:

@@ -112,6 +112,7 @@ class Lesson:
     brokers: int
     broker_config: dict[str, str]
     steps: tuple[Step, ...]
+    security_protocol: str = "PLAINTEXT"  # as `kctl cluster up --security-protocol`
 
     @property
     def questions(self) -> list[Ask]:
@@ -260,7 +261,7 @@ def give(lesson: Lesson, answers: Answers, mode: str) -> Run:
     out.print(Panel(Text(lesson.title, style="bold"), subtitle=f"kctl learn run {lesson.name}"))
     out.print(Text(f"Starting a {lesson.brokers}-broker cluster for this lesson...", style="dim"))
     try:
-        with Lab(lesson.brokers, lesson.broker_config) as lab:
+        with Lab(lesson.brokers, lesson.broker_config, lesson.security_protocol) as lab:
             for step in lesson.steps:
                 entry = _take(step, lab, answers, run)
                 run.entries.append(entry)
