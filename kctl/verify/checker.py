@@ -3,8 +3,10 @@
 Each check is what Kafka promises, put as Jepsen's Kafka checker (jepsen.tests.kafka) puts it:
 
 - lost-write: a write acknowledged (acks=all, or in a committed transaction) that the final
-  read from the beginning did not return although it read past its offset. Kafka: "a
-  committed message will not be lost, as long as there is at least one in sync replica alive".
+  read from the beginning did not return although it reached the partition's end (which it
+  reads after every write was acknowledged or failed), or that no read returned although a
+  read got past its offset. Kafka: "a committed message will not be lost, as long as there is
+  at least one in sync replica alive".
 - unseen: acknowledged, never read, and no read got as far as its offset (the final read did
   not finish): Jepsen cannot tell it from lost either.
 - duplicate: one value at more than one offset. Values are unique and nothing retries above
@@ -139,7 +141,7 @@ def check(history: History) -> Verdict:
     outcomes = {t.txn: t for t in history.txns}
     checks = [
         *lost_writes(history),
-        duplicates(seen),
+        duplicates(seen, history.idempotent),
         inconsistent_offsets(seen),
         nonmonotonic_sends(history),
         *poll_order(history),
@@ -178,7 +180,7 @@ def _acknowledged(history: History) -> dict[str, tuple[int, int]]:
 
 def lost_writes(history: History) -> list[CheckResult]:
     """lost-write and unseen (Jepsen's rules, the final read standing for its last poll)."""
-    lost = _Found("lost-write", "acknowledged writes a read passed over without returning them")
+    lost = _Found("lost-write", "acknowledged writes the final read (or a read past them) did not return")
     unseen = _Found("unseen", "acknowledged writes no read reached (the final read did not finish)")
     final = history.final
     final_values = {r.value for r in history.reads if r.process == FINAL}
@@ -189,8 +191,12 @@ def lost_writes(history: History) -> list[CheckResult]:
     for value, (p, o) in sorted(_acknowledged(history).items(), key=lambda kv: kv[1]):
         if value in final_values:
             continue
-        if final is not None and final.reached.get(p, False) and o < final.ends.get(p, -1):
-            lost.add(f"{value} acked at {p}/{o}, not in the final read")
+        if final is not None and final.reached.get(p, False):
+            # The final read starts after every write was acknowledged or failed: a partition
+            # that now ends at or below an acknowledged offset was cut back under it.
+            end = final.ends.get(p, -1)
+            cut = "" if o < end else f" (the partition now ends at {end})"
+            lost.add(f"{value} acked at {p}/{o}, not in the final read{cut}")
         elif value in read_values:
             continue  # read before; the final read stopped short of it
         elif o < highest[p]:
@@ -200,8 +206,13 @@ def lost_writes(history: History) -> list[CheckResult]:
     return [lost.result(), unseen.result()]
 
 
-def duplicates(seen: Observations) -> CheckResult:
-    found = _Found("duplicate", "values at more than one offset")
+def duplicates(seen: Observations, idempotent: bool = True) -> CheckResult:
+    what = "values at more than one offset"
+    found = _Found(
+        "duplicate",
+        what if idempotent else what + " (allowed: the producers were not idempotent)",
+        idempotent,
+    )
     for value, places in sorted(seen.where.items()):
         if len(places) > 1:
             found.add(f"{value} at {', '.join(f'{p}/{o}' for p, o in sorted(places))}")
@@ -217,7 +228,10 @@ def inconsistent_offsets(seen: Observations) -> CheckResult:
 
 
 def nonmonotonic_sends(history: History) -> CheckResult:
-    found = _Found("nonmonotonic-send", "a producer's later write to a partition at a lower offset")
+    what = "a producer's later write to a partition at a lower offset"
+    if not history.idempotent:
+        what += " (allowed: the producers were not idempotent)"
+    found = _Found("nonmonotonic-send", what, history.idempotent)
     order = {s.value: i for i, s in enumerate(history.sends)}
     last: dict[tuple[str, int], tuple[int, str]] = {}
     for ack in sorted(history.acks, key=lambda a: order.get(a.value, a.line)):

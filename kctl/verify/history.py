@@ -152,6 +152,12 @@ class History:
     final: FinalRead | None = None
 
     @property
+    def idempotent(self) -> bool:
+        """Whether the producers were idempotent (the default); without it Kafka allows
+        duplicates and reordering from the client's own retries."""
+        return bool(self.meta.get("idempotence", True))
+
+    @property
     def read_committed(self) -> bool:
         """Whether the readers read with isolation.level=read_committed (the default)."""
         return self.meta.get("isolation", "read_committed") == "read_committed"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from brokerd.state import ClusterState
 from kctl.cluster import brokerctl, brokerview
@@ -22,7 +22,8 @@ from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.verify.history import HistoryWriter
 
-KINDS = ("kill", "pause", "kill-controller", "throttle")
+DEFAULT_KINDS = ("kill", "pause", "kill-controller", "throttle")
+KINDS = (*DEFAULT_KINDS, "lone-broker")
 THROTTLE_BYTES_PER_S = 20_000
 PROCESS = "nemesis"
 
@@ -33,6 +34,8 @@ class Active:
 
     kind: str
     broker: int
+    paused: list[int] = field(default_factory=list)  # lone-broker: the others, until resumed
+    killed: bool = False  # lone-broker: the lone broker was killed
 
 
 class Nemesis(threading.Thread):
@@ -77,6 +80,9 @@ class Nemesis(threading.Thread):
         self.heal()
 
     def _inject(self, kind: str) -> None:
+        if kind == "lone-broker":
+            self._lone_broker()
+            return
         target = self._choose(kind)
         if target is None:
             return
@@ -97,6 +103,52 @@ class Nemesis(threading.Thread):
         self.history.write("fault", process=PROCESS, phase="start", kind=kind, broker=target)
         self.say(f"nemesis: {kind} broker {target}")
 
+    def _lone_broker(self) -> None:
+        """Pause every broker but one: past broker.session.timeout.ms the ISRs shrink to it and
+        it goes on alone. After --fault-duration it is killed and the others resumed, so a
+        leader can only come from replicas that missed what it took alone: an unclean election
+        (unclean.leader.election.enable) loses that; with acks=all and min.insync.replicas=2 it
+        never acknowledged any of it. It is started again when the fault ends."""
+        alive = [b.id for b in brokerview.view(self.state) if b.state == brokerview.ALIVE]
+        if len(alive) < 2:
+            return
+        lone = self.random.choice(alive)
+        active = Active("lone-broker", lone)
+        try:
+            for other in alive:
+                if other != lone:
+                    brokerctl.pause(self.state, other)
+                    active.paused.append(other)
+        except KctlError as exc:
+            self._resume(active)
+            self.history.write(
+                "fault", process=PROCESS, phase="start", kind=active.kind, broker=lone, error=exc.message
+            )
+            return
+        self.active = active
+        self.injected += 1
+        self.history.write(
+            "fault", process=PROCESS, phase="start", kind=active.kind, broker=lone, paused=active.paused
+        )
+        self.say(f"nemesis: broker {lone} alone, {_ids(active.paused)} paused")
+        self.stopping.wait(self.duration)
+        try:
+            brokerctl.kill(self.state, lone)
+            active.killed = True
+        except KctlError:
+            pass  # it died by itself: the others are resumed all the same
+        resumed = self._resume(active)
+        self.say(f"nemesis: killed broker {lone}, resumed {_ids(resumed)}")
+
+    def _resume(self, active: Active) -> list[int]:
+        resumed, active.paused = active.paused, []
+        for broker in resumed:
+            try:
+                brokerctl.resume(self.state, broker)
+            except KctlError:
+                pass  # not running any more: nothing to resume
+        return resumed
+
     def _choose(self, kind: str) -> int | None:
         alive = [b.id for b in brokerview.view(self.state) if b.state == brokerview.ALIVE]
         if kind == "kill-controller":
@@ -111,7 +163,11 @@ class Nemesis(threading.Thread):
             return
         error = None
         try:
-            if active.kind in ("kill", "kill-controller"):
+            if active.kind == "lone-broker":
+                self._resume(active)
+                if active.killed:
+                    brokerctl.start(self.state, active.broker)
+            elif active.kind in ("kill", "kill-controller"):
                 brokerctl.start(self.state, active.broker)
             elif active.kind == "pause":
                 brokerctl.resume(self.state, active.broker)
@@ -123,6 +179,10 @@ class Nemesis(threading.Thread):
             "fault", process=PROCESS, phase="end", kind=active.kind, broker=active.broker, error=error
         )
         self.say(f"nemesis: healed {active.kind} of broker {active.broker}")
+
+
+def _ids(brokers: list[int]) -> str:
+    return ", ".join(str(b) for b in brokers) or "none"
 
 
 def parse_kinds(text: str) -> tuple[str, ...]:

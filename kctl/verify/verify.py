@@ -89,6 +89,23 @@ def run(
     txn_rate: Annotated[
         str, typer.Option("--txn-rate", metavar="N/s", help="Transactions per second, over all writers.")
     ] = "10/s",
+    acks: Annotated[
+        str,
+        typer.Option(
+            "--acks",
+            metavar="all|1",
+            help="The producers' acks: all (idempotent: the guarantees under test), or 1 (the leader "
+            "alone, not idempotent) to see what it loses.",
+        ),
+    ] = "all",
+    unclean: Annotated[
+        bool,
+        typer.Option(
+            "--unclean-leader-election",
+            help="Create the topic with unclean.leader.election.enable=true: a replica out of the "
+            "ISR may become leader, and what only the ISR had is lost.",
+        ),
+    ] = False,
     faults: Annotated[
         bool,
         typer.Option(
@@ -101,9 +118,11 @@ def run(
         typer.Option(
             "--nemesis",
             metavar="KINDS",
-            help=f"Fault kinds, taking turns: {','.join(nemesis.KINDS)}.",
+            help="Fault kinds, taking turns: kill, pause, kill-controller, throttle (one broker each); "
+            "lone-broker pauses every broker but one, then kills it and resumes the others (give it "
+            "a --fault-duration longer than broker.session.timeout.ms).",
         ),
-    ] = ",".join(nemesis.KINDS),
+    ] = ",".join(nemesis.DEFAULT_KINDS),
     fault_interval: Annotated[
         str,
         typer.Option(
@@ -134,6 +153,12 @@ def run(
     if ctx.invoked_subcommand is not None:
         return
     limit_s = parse_duration(time_limit, "--time-limit")
+    if acks not in ("all", "1"):
+        raise KctlError(
+            f"invalid --acks {acks!r}: all or 1 (acks=0 gets no offsets back to check)", ExitCode.USAGE
+        )
+    if txn and acks != "all":
+        raise KctlError("--txn needs --acks all: transactional producers are idempotent", ExitCode.USAGE)
     fault_kinds = nemesis.parse_kinds(kinds)
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     if faults and not clientprops.is_local(conn.bootstrap):
@@ -152,10 +177,11 @@ def run(
         consumers=consumers,
         txn_writers=txn_writers if txn else 0,
         rate=parse_rate(rate, "--rate"),
+        acks=acks,
         txn_rate=parse_rate(txn_rate, "--txn-rate"),
     )
     path = history_file or Path(f"kctl-verify-{datetime.now(UTC):%Y%m%d-%H%M%S}.jsonl")
-    _create_topic(checked(conn), plan, replication_factor)
+    _create_topic(checked(conn), plan, replication_factor, unclean)
     recorder = history.HistoryWriter(path)
     console.info(f"history: {path}")
     try:
@@ -185,10 +211,11 @@ def run(
         raise typer.Exit(ExitCode.ANOMALIES)
 
 
-def _create_topic(conn: Connection, plan: workload.Plan, replication_factor: int) -> None:
+def _create_topic(conn: Connection, plan: workload.Plan, replication_factor: int, unclean: bool) -> None:
+    """The run's topic, with min.insync.replicas=2: acks=all waits for two replicas at least."""
     configs = {
         "min.insync.replicas": str(min(2, replication_factor)),
-        "unclean.leader.election.enable": "false",
+        "unclean.leader.election.enable": str(unclean).lower(),
     }
     topics.create(conn, plan.topic, plan.partitions, replication_factor, configs)
 

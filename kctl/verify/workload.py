@@ -52,6 +52,7 @@ class Plan:
     txn_writers: int
     rate: float  # values per second over all producers
     txn_rate: float  # transactions per second over all transactional writers
+    acks: str = "all"  # "all": idempotent producers; "1": the leader alone, not idempotent
 
 
 class Worker(threading.Thread):
@@ -98,8 +99,13 @@ class ProducerWorker(Worker):
         self.conn, self.plan, self.history = conn, plan, history
 
     def work(self) -> None:
+        idempotent = self.plan.acks == "all"
         producer = self.conn.producer(
-            {"enable.idempotence": True, "acks": "all", "message.timeout.ms": MESSAGE_TIMEOUT_MS}
+            {
+                "enable.idempotence": idempotent,
+                "acks": self.plan.acks,
+                "message.timeout.ms": MESSAGE_TIMEOUT_MS,
+            }
         )
         pacer = Pacer(self.plan.rate / self.plan.producers, self.stop)
         seq = 0
@@ -381,5 +387,7 @@ def settings_for(plan: Plan) -> dict[str, Any]:
         "consumers": plan.consumers,
         "txn_writers": plan.txn_writers,
         "rate": plan.rate,
+        "acks": plan.acks,
+        "idempotence": plan.acks == "all",
         "isolation": "read_committed",
     }

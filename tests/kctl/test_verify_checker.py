@@ -299,3 +299,24 @@ def test_verify_check_prints_the_verdict_and_exits_11_on_anomalies(tmp_path, val
     lost = next(c for c in doc["checks"] if c["check"] == "lost-write")
     assert lost["count"] == (0 if valid else 1)
     assert valid or lost["examples"] == ["a acked at 0/0, not in the final read"]
+
+
+def test_a_write_beyond_where_the_partition_now_ends_is_lost():
+    """The final read got to the end, and the end is now below an acknowledged offset: the
+    log was cut back (truncated) under the write."""
+    h = H().write("p0", "a", 0, 0).write("p0", "b", 0, 1).write("p0", "c", 0, 2)
+    h.final((0, 0, "a"), ends={0: 1})
+    lost = only(h.verdict(), "lost-write")
+    assert (
+        lost.count == 2
+        and lost.examples[0] == "b acked at 0/1, not in the final read (the partition now ends at 1)"
+    )
+
+
+def test_without_idempotence_duplicates_and_reordering_are_allowed():
+    h = H(idempotence=False).write("p0", "a", 0, 1).write("p0", "b", 0, 0)
+    h.final((0, 0, "b"), (0, 1, "a"), (0, 2, "a"), ends={0: 3})
+    verdict = h.verdict()
+    assert verdict.valid, failed(verdict)
+    allowed = {c.name: c.count for c in verdict.checks if not c.bad}
+    assert allowed["duplicate"] == 1 and allowed["nonmonotonic-send"] == 1

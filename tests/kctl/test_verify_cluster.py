@@ -63,6 +63,53 @@ def test_verify_under_faults_reads_back_every_acknowledged_write(cluster_dir, tm
     assert json.loads(kctl_in(cluster_dir, "verify", "check", str(path), "--json").stdout) == doc
 
 
+def lone_broker_run(cluster_dir, path, *options, expect):
+    """A lone-broker fault: the others paused past broker.session.timeout.ms (3 s), then the
+    lone broker killed and the others resumed; it is started again 5 s later."""
+    run = kctl_in(
+        cluster_dir,
+        "verify",
+        "--nemesis",
+        "lone-broker",
+        "--time-limit",
+        "12s",
+        "--fault-interval",
+        "1s",
+        "--fault-duration",
+        "5s",
+        "--rate",
+        "200/s",
+        "--history",
+        str(path),
+        "--json",
+        *options,
+        expect=expect,
+        timeout=240,
+    )
+    return json.loads(run.stdout)
+
+
+def test_acks_1_with_unclean_elections_loses_writes_acks_all_does_not(cluster_dir, tmp_path):
+    """Jepsen's 2013 Kafka finding, on purpose: what the lone leader acknowledged with acks=1
+    is lost when a replica that missed it is elected uncleanly. With acks=all and
+    min.insync.replicas=2 the lone leader acknowledges nothing, and clean elections wait for it."""
+    kctl_in(cluster_dir, "cluster", "up")
+    broken = lone_broker_run(
+        cluster_dir,
+        tmp_path / "acks1.jsonl",
+        "--acks",
+        "1",
+        "--unclean-leader-election",
+        expect=ExitCode.ANOMALIES,
+    )
+    lost = checks(broken)["lost-write"]
+    assert not broken["valid"] and lost["count"] > 0 and lost["anomaly"], broken
+    assert "not in the final read" in lost["examples"][0]
+    safe = lone_broker_run(cluster_dir, tmp_path / "acks-all.jsonl", expect=0)
+    assert safe["valid"] and safe["stats"]["faults"] >= 1, safe
+    assert checks(safe)["lost-write"]["count"] == 0 and safe["stats"]["acknowledged"] > 0
+
+
 def test_a_history_recorded_with_bootstrap_and_no_faults_is_checked_again(tmp_path, isolated_env):
     path = tmp_path / "remote.jsonl"
     with running_cluster(tmp_path / "remote", brokers=3) as cluster:
