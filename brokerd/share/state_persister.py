@@ -102,7 +102,17 @@ class ShareStateTopic:
                         if record.key == wanted and record.value is None:
                             latest = None
                         continue
-                    state = ShareState.decode(record.value)
+                    try:
+                        state = ShareState.decode(record.value)
+                    except (ValueError, KeyError, TypeError) as exc:  # not written by a broker
+                        log.warning(
+                            "%s-%d: unreadable share state at %d: %r",
+                            SHARE_STATE_TOPIC,
+                            partition,
+                            record.offset,
+                            exc,
+                        )
+                        continue
                     if state.supersedes(latest):
                         latest = state
             if last < offset:

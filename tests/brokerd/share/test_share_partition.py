@@ -19,6 +19,7 @@ from brokerd.share.share_partition import (
     SharePartition,
     StateBatch,
 )
+from brokerd.share.share_state import ShareKey, ShareState
 
 LOCK_MS = 1000
 CONFIG = ShareConfig(record_lock_duration_ms=LOCK_MS, delivery_count_limit=3, max_record_locks=100)
@@ -163,3 +164,15 @@ def test_retention_moves_the_start_offset() -> None:
     assert sp.start_offset == 5
     assert sp.expire_locks(LOCK_MS) == 5
     assert sp.acquire("m2", [(5, 9)], 100, LOCK_MS) == [AcquiredRecords(5, 9, 2)]
+
+
+def test_a_persisted_state_reads_back_and_an_older_leader_never_replaces_a_newer_one() -> None:
+    state = ShareState(7, 3, (StateBatch(7, 9, 2, 1), StateBatch(10, 10, 0, 2)))
+    assert ShareState.decode(state.encode()) == state
+    key = ShareKey("g", "00ff", 2)
+    assert ShareKey.decode(key.encode()) == key
+    assert ShareKey.decode(b"not json") is None
+    assert ShareState(9, 2).supersedes(state) is False
+    assert ShareState(9, 3).supersedes(state) is True
+    with pytest.raises(ValueError):
+        ShareState.decode(b"garbage")
