@@ -128,24 +128,54 @@ def _is_known(topics: Mapping[str, TopicRecord], topic: str, partition: int) -> 
 
 async def handle_fetch(services: BrokerServices, request: Request) -> dict:
     """Committed offsets; with require_stable (v7) a partition an open transaction is
-    committing offsets for answers UNSTABLE_OFFSET_COMMIT, and the client asks again."""
+    committing offsets for answers UNSTABLE_OFFSET_COMMIT, and the client asks again. v8 asks
+    for several groups at once; v9 names the member asking, whose consumer group epoch must
+    be current (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID otherwise, as in Kafka)."""
     body = request.body
+    require_stable = getattr(body, "require_stable", False)
+    if request.header.api_version < 8:
+        code, topics = _fetch_group(services, request, body.group_id, body.topics, require_stable)
+        return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
+    groups = []
+    for group in body.groups:
+        code, topics = _fetch_group(
+            services,
+            request,
+            group.group_id,
+            group.topics,
+            require_stable,
+            getattr(group, "member_id", None),
+            getattr(group, "member_epoch", -1),
+        )
+        groups.append({"group_id": group.group_id, "topics": topics, "error_code": code})
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+def _fetch_group(
+    services: BrokerServices,
+    request: Request,
+    group_id: str,
+    requested,
+    require_stable: bool,
+    member_id: str | None = None,
+    member_epoch: int = -1,
+) -> tuple[int, list[dict]]:
+    """One group's committed offsets of the ``requested`` topics (None: all of them), and
+    the group's error code."""
     describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
     try:
-        require(
-            services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, body.group_id
-        )
+        require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
         wanted = (
             None
-            if body.topics is None
-            else [(t.name, p) for t in body.topics for p in t.partition_indexes if describable.allows(t.name)]
+            if requested is None
+            else [(t.name, p) for t in requested for p in t.partition_indexes if describable.allows(t.name)]
         )
-        committed = services.coordinator.committed(body.group_id, wanted)
-        unstable = (
-            services.coordinator.unstable(body.group_id) if getattr(body, "require_stable", False) else set()
-        )
+        committed = services.coordinator.committed(group_id, wanted)
+        if member_id:
+            services.consumer_groups.validate_offset_fetch(group_id, member_id, member_epoch)
+        unstable = services.coordinator.unstable(group_id) if require_stable else set()
     except Exception as exc:
-        return {"throttle_time_ms": 0, "topics": [], "error_code": error_code(exc)}
+        return error_code(exc), []
     by_topic: dict[str, list] = {}
     for (topic, partition), c in sorted(committed.items()):
         if not describable.allows(topic):  # every committed offset: the topic is left out
@@ -161,7 +191,7 @@ async def handle_fetch(services: BrokerServices, request: Request) -> dict:
                 "error_code": code,
             }
         )
-    for t in body.topics or ():
+    for t in requested or ():
         refused = describable.refusal(t.name)
         if refused is not None:
             by_topic.setdefault(t.name, []).extend(
@@ -174,11 +204,7 @@ async def handle_fetch(services: BrokerServices, request: Request) -> dict:
                 }
                 for p in t.partition_indexes
             )
-    return {
-        "throttle_time_ms": 0,
-        "error_code": 0,
-        "topics": [{"name": t, "partitions": ps} for t, ps in by_topic.items()],
-    }
+    return 0, [{"name": t, "partitions": ps} for t, ps in by_topic.items()]
 
 
 async def handle_delete(services: BrokerServices, request: Request) -> dict:

@@ -34,7 +34,7 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.Heartbeat: (0, 3),
     ApiKey.LeaveGroup: (0, 3),  # v3: members by group instance id (KIP-345); flexible from 4
     ApiKey.OffsetCommit: (2, 9),  # v9: member epoch of a KIP-848 consumer group member
-    ApiKey.OffsetFetch: (1, 7),  # v7: require_stable (KIP-447)
+    ApiKey.OffsetFetch: (1, 9),  # v7: require_stable (KIP-447); v8: groups; v9: member epoch
     ApiKey.ListGroups: (0, 5),  # v4: state filter, v5: type filter
     ApiKey.DescribeGroups: (0, 4),
     ApiKey.DeleteGroups: (0, 1),
