@@ -129,17 +129,17 @@ def _offsets(axes: Axes, timeline: PartitionTimeline, t0: float) -> None:
 
 def _isr(axes: Axes, timeline: PartitionTimeline, t0: float) -> None:
     x = [t - t0 for t in timeline.times]
-    size = [float(n) for n in timeline.isr_size]
+    size = _values(timeline.isr_size)
     need = _values(timeline.min_insync_replicas)
     axes.step(x, size, where="post", color=ISR, linewidth=1.8)
     axes.step(x, need, where="post", color=MIN_ISR, linewidth=1.2, linestyle="--")
-    below = [not math.isnan(n) and s < n for s, n in zip(size, need)]
+    below = [not math.isnan(n) and not math.isnan(s) and s < n for s, n in zip(size, need)]
     # a step lasts until the next moment: shade up to the moment the ISR was back
     under = [b or (i > 0 and below[i - 1]) for i, b in enumerate(below)]
     if any(under):
         band = axes.fill_between(x, 0, size, where=under, step="post", color=MIN_ISR, alpha=0.25, linewidth=0)
         band.set_gid(f"under-min-isr-{timeline.topic}-{timeline.partition}")
-    top = max([len(timeline.log_end_offsets), *timeline.isr_size, 1])
+    top = max([len(timeline.log_end_offsets), *(n for n in timeline.isr_size if n is not None), 1])
     axes.set_ylim(0, top + 0.5)
     axes.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes.set_ylabel("ISR size")

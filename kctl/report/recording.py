@@ -20,6 +20,7 @@ from kctl.shell.exit_codes import ExitCode
 
 MAX_MOMENTS = 500_000  # a day at the watch's default 0.5 s is 172,800
 MAX_LINE_CHARS = 16 * 1024 * 1024
+MIN_GAP_S = 5.0  # moments further apart are from two recordings appended to one file
 
 # A fault's kind, as the watch names a broker's state, in words for a picture.
 FAULT_WORDS = {"paused": "paused", "dead": "down", "shutting-down": "shutting down", "throttled": "throttled"}
@@ -48,7 +49,7 @@ class PartitionTimeline:
     high_watermark: list[int | None] = field(default_factory=list)
     last_stable_offset: list[int | None] = field(default_factory=list)
     log_end_offsets: dict[int, list[int | None]] = field(default_factory=dict)
-    isr_size: list[int] = field(default_factory=list)
+    isr_size: list[int | None] = field(default_factory=list)
     min_insync_replicas: list[int | None] = field(default_factory=list)
     leaders: list[int] = field(default_factory=list)
     epochs: list[int] = field(default_factory=list)
@@ -86,6 +87,19 @@ class PartitionTimeline:
         for series in self.log_end_offsets.values():  # a replica moved away: unknown from now on
             if len(series) == index:
                 series.append(None)
+
+    def gap(self, moment: float) -> None:
+        """Nothing known from `moment` to the next moment: the watch was not running (two
+        recordings appended to one file), so the lines stop there instead of bridging it."""
+        if not self.times:
+            return
+        self.times.append(moment)
+        self.leaders.append(self.leaders[-1])
+        self.epochs.append(self.epochs[-1])
+        for series in (self.high_watermark, self.last_stable_offset, self.isr_size, self.min_insync_replicas):
+            series.append(None)
+        for ends in self.log_end_offsets.values():
+            ends.append(None)
 
 
 @dataclass(frozen=True)
@@ -164,8 +178,16 @@ def build(path: Path, docs: list[dict]) -> Recording:
     events: list[tuple[float, str]] = []
     open_faults: dict[tuple[int, str], tuple[float, str]] = {}
     faults: list[Fault] = []
-    for doc in docs:
+    gap = _gap(docs)
+    for previous, doc in zip([None, *docs], docs):
         moment = float(doc["time"])
+        if previous is not None and moment - previous["time"] > gap:
+            for timeline in timelines.values():
+                timeline.gap(previous["time"] + gap / 10)
+            faults += [
+                Fault(k[0], k[1], t, previous["time"], detail) for k, (t, detail) in open_faults.items()
+            ]
+            open_faults.clear()
         for topic in doc["topics"]:
             for p in topic["partitions"]:
                 name = (topic["topic"], int(p["partition"]))
@@ -189,6 +211,14 @@ def build(path: Path, docs: list[dict]) -> Recording:
         sorted(faults, key=lambda f: (f.start, f.broker)),
         events,
     )
+
+
+def _gap(docs: list[dict]) -> float:
+    """The longest pause between two moments of one recording session: ten watch intervals
+    (the median time between moments), and at least MIN_GAP_S."""
+    steps = sorted(b["time"] - a["time"] for a, b in zip(docs, docs[1:]))
+    typical = steps[len(steps) // 2] if steps else 0.0
+    return max(MIN_GAP_S, 10 * typical)
 
 
 def _detail(fault: dict) -> str:

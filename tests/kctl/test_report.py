@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 from matplotlib import image
 
+from kctl.report import recording as timelines
 from kctl.watch.record import Recorder, seconds
 from tests.kctl.cli import run_kctl
 
@@ -335,3 +336,37 @@ def test_watch_durations():
     for bad in ("0", "-5", "soon", "5x"):
         with pytest.raises(Exception, match="invalid duration"):
             seconds(bad)
+
+
+def test_two_recordings_appended_to_one_file_are_not_bridged(recording):
+    first = recording.read_text().splitlines()
+    later = []
+    for line in first[20:30]:  # the watch run again a minute later, into the same file
+        doc = json.loads(line)
+        doc["time"] += 90
+        later.append(json.dumps(doc))
+    recording.write_text("\n".join(first + later) + "\n")
+    read = timelines.read(recording)
+    demo = read.partitions[0]
+    gap = demo.times.index(T0 + 100) - 1
+    assert demo.times[gap] == pytest.approx(T0 + 30.5) and demo.high_watermark[gap] is None
+    assert demo.high_watermark[gap - 1] is not None and demo.high_watermark[gap + 1] == 1000
+    assert [(f.broker, f.kind, f.start - T0, f.end - T0) for f in read.faults] == [
+        (2, "paused", 10, 20),
+        (1, "dead", 15, 25),
+        (2, "paused", 100, 104.5),  # open when the second recording ended: up to its last moment
+    ]
+
+
+def test_an_unclean_election_is_labelled_so(recording, tmp_path):
+    docs = [json.loads(line) for line in recording.read_text().splitlines()]
+    for doc in docs:
+        p = doc["topics"][0]["partitions"][0]
+        if p["leader_epoch"] == 1:
+            p.update(leader=2, last_unclean_election={"leader_epoch": 1, "isr": [3]})
+    recording.write_text("".join(json.dumps(doc) + "\n" for doc in docs))
+    out = tmp_path / "unclean.svg"
+    assert report(str(recording), "--svg", str(out)).returncode == 0
+    assert texts(by_id(ET.parse(out).getroot())["leader-change-demo-0-epoch-1"]) == [
+        "leader 2, epoch 1 (unclean)"
+    ]
