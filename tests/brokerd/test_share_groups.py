@@ -358,3 +358,28 @@ def test_share_consumers_need_read_on_the_group_and_describe_on_the_topics(tmp_p
         finally:
             reader.close()
         assert [m.value() for m in records] == [b"secret"]
+
+
+def test_each_record_of_a_topic_led_by_several_brokers_is_delivered_once(tmp_path: Path) -> None:
+    with running_cluster(tmp_path / "spread", 3, SHARE_CONFIGS) as cluster:
+        create_topic(cluster, "spread", 3, 2, wait_for_leaders=True)
+        for partition in range(3):
+            produce_sync(
+                cluster.bootstrap, "spread", [b"p%d-%d" % (partition, i) for i in range(10)], partition
+            )
+        first = share_consumer(cluster.bootstrap, "g-spread", "spread")
+        second = share_consumer(cluster.bootstrap, "g-spread", "spread")
+        seen: dict[object, list] = {first: [], second: []}
+        try:
+            deadline = time.monotonic() + 60
+            while sum(len(v) for v in seen.values()) < 30:
+                assert time.monotonic() < deadline, {id(c): len(v) for c, v in seen.items()}
+                for consumer in (first, second):
+                    seen[consumer] += poll_records(consumer, 0.5)
+            for consumer in (first, second):
+                assert all(error is None for error in consumer.commit_sync(30).values())
+        finally:
+            first.close()
+            second.close()
+        delivered = sorted((m.partition(), m.offset()) for records in seen.values() for m in records)
+        assert delivered == [(p, o) for p in range(3) for o in range(10)]  # each once
