@@ -122,7 +122,7 @@ def test_two_members_split_the_topic_and_read_every_record_once(cluster) -> None
         b.close()
 
 
-def test_committed_offsets_count_for_the_next_member(cluster) -> None:
+def test_committed_offsets_count_for_the_next_member_and_the_empty_group_can_be_deleted(cluster) -> None:
     topic, group = "kip848-commit", "kip848-commit-group"
     create_topic(cluster, topic, PARTITIONS, wait_for_leaders=True)
     produce(cluster.bootstrap, topic, 600)
@@ -138,6 +138,10 @@ def test_committed_offsets_count_for_the_next_member(cluster) -> None:
         assert len(second.values) == 60
     finally:
         second.close()
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.delete_consumer_groups([group], request_timeout=20)[group].result(20)
+    listed = admin.list_consumer_groups().result(20)
+    assert group not in {g.group_id for g in listed.valid}
 
 
 KILLED_MEMBER = textwrap.dedent(
