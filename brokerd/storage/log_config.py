@@ -471,16 +471,6 @@ class LogConfig:
         LogConfig.fromProps(brokerDefaults, topicOverrides)."""
         return cls.from_configs({**broker_defaults, **topic_configs})
 
-    def merged(self, updates: Mapping[str, str | None]) -> LogConfig:
-        """The config after AlterConfigs: a value sets a key, ``None`` resets it to the default."""
-        configs = dict(self.overrides)
-        for name, value in updates.items():
-            if value is None:
-                configs.pop(name, None)
-            else:
-                configs[name] = value
-        return LogConfig.from_configs(configs)
-
     @property
     def log_append_time(self) -> bool:
         return self.message_timestamp_type == "LogAppendTime"

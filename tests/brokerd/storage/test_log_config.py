@@ -68,15 +68,6 @@ def test_null_values_are_rejected_naming_the_key():
         LogConfig.from_configs({"retention.ms": None})
 
 
-def test_merged_sets_and_resets_keys():
-    config = LogConfig.from_configs({"retention.ms": "1000", "segment.bytes": "2048"})
-    altered = config.merged({"retention.ms": None, "max.message.bytes": "100"})
-    assert altered.overrides == {"segment.bytes": "2048", "max.message.bytes": "100"}
-    assert altered.retention_ms == 7 * 24 * 3600 * 1000 and altered.max_message_bytes == 100
-    with pytest.raises(InvalidConfigurationError):
-        config.merged({"segment.bytes": "-5"})
-
-
 def test_kafka_39_configs_have_kafkas_defaults():
     config = LogConfig.from_configs({})
     assert (config.compression_gzip_level, config.compression_lz4_level, config.compression_zstd_level) == (

@@ -281,7 +281,7 @@ def test_close_leaves_trimmed_files_and_a_clean_shutdown_marker(open_log, log_di
 def test_config_updates_apply_to_the_next_append(open_log):
     log = open_log()
     produce(log, 1)
-    log.update_config(log.config.merged({"max.message.bytes": "100"}))
+    log.update_config(LogConfig.from_configs({**log.config.overrides, "max.message.bytes": "100"}))
     with pytest.raises(MessageSizeTooLargeError):
         produce(log, 1)
 
