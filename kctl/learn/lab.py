@@ -221,10 +221,10 @@ class Lab:
     # -- clients -------------------------------------------------------------------------
 
     def producer(self, **config: Any) -> Producer:
-        return self.conn.producer({k.replace("_", "."): v for k, v in config.items()})
+        return self.conn.producer(_settings(config))
 
     def consumer(self, **config: Any) -> Consumer:
-        return self.conn.consumer({k.replace("_", "."): v for k, v in config.items()})
+        return self.conn.consumer(_settings(config))
 
     def produce(
         self,
@@ -385,3 +385,9 @@ def _reap(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _settings(config: dict[str, Any]) -> dict[str, Any]:
+    """Client settings given as Python keywords (acks="all", enable_idempotence=True) under
+    their librdkafka names; callbacks (stats_cb, error_cb) keep theirs."""
+    return {k if k.endswith("_cb") else k.replace("_", "."): v for k, v in config.items()}
