@@ -11,7 +11,7 @@ import typer
 from kctl.consume.assignment import plan
 from kctl.consume.filters import FilterSyntaxError, Test, compile_filters
 from kctl.consume.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
-from kctl.consume.membership import GROUP_DEFAULTS, Membership, reset_policy
+from kctl.consume.membership import GroupProtocol, Membership, group_settings, reset_policy
 from kctl.consume.reader import Commit, Reader, Render
 from kctl.consume.share import ShareReader
 from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic
@@ -113,6 +113,16 @@ def consume(
             "where a group without committed offsets begins.",
         ),
     ] = None,
+    group_protocol: Annotated[
+        GroupProtocol | None,
+        typer.Option(
+            "--group-protocol",
+            show_default=False,
+            help="With -g: 'classic' (the default) rebalances by JoinGroup/SyncGroup; 'consumer' "
+            "uses KIP-848 (group.protocol=consumer): the broker assigns and moves partitions "
+            "incrementally, and the session timeout is the broker's or the group's config.",
+        ),
+    ] = None,
     commit: Annotated[
         Commit | None,
         typer.Option(
@@ -204,6 +214,8 @@ def consume(
     partitions = parse_partitions(partition)
     if group is None and commit is not None:
         raise KctlError("--commit needs -g GROUP: only a group has offsets to commit", ExitCode.USAGE)
+    if group is None and group_protocol is not None:
+        raise KctlError("--group-protocol needs -g GROUP", ExitCode.USAGE)
     reset = None if group is None else reset_policy(spec, partitions, exit_at_end)
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     watch = ClusterWatch(conn)
@@ -212,7 +224,9 @@ def consume(
         consumer = conn.consumer({"enable.partition.eof": exit_at_end or spec.stop is not None, **common})
         reader = Reader(consumer, topic, render, keep=keep)
     else:
-        consumer = conn.consumer({**GROUP_DEFAULTS, "group.id": group, "auto.offset.reset": reset, **common})
+        consumer = conn.consumer(
+            {**group_settings(group, group_protocol or GroupProtocol.CLASSIC, reset), **common}
+        )
         reader = Reader(consumer, topic, render, commit or Commit.AFTER, bounded=False, keep=keep)
     started = False
     try:

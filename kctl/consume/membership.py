@@ -6,6 +6,8 @@ loss is one line on stderr, while records keep flowing on stdout.
 
 from __future__ import annotations
 
+from enum import Enum
+
 from kctl.consume.reader import Reader
 from kctl.kafka import consumer as consumers
 from kctl.kafka.client import Consumer
@@ -16,6 +18,23 @@ from kctl.shell.offsets import Kind, OffsetRange
 
 # librdkafka waits 45 s before giving a killed member's partitions away; a demo should not.
 GROUP_DEFAULTS = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}
+
+
+class GroupProtocol(str, Enum):
+    """How a member joins its group: the classic JoinGroup/SyncGroup rebalances, or KIP-848's
+    consumer protocol, where the broker assigns and moves partitions one at a time."""
+
+    CLASSIC = "classic"
+    CONSUMER = "consumer"
+
+
+def group_settings(group: str, protocol: GroupProtocol, reset: str | None) -> dict:
+    """The consumer settings of a group member. With the consumer protocol the session and
+    heartbeat belong to the broker (group.consumer.* or the group's configs): librdkafka
+    refuses session.timeout.ms and heartbeat.interval.ms there."""
+    if protocol is GroupProtocol.CONSUMER:
+        return {"group.id": group, "group.protocol": "consumer", "auto.offset.reset": reset}
+    return {**GROUP_DEFAULTS, "group.id": group, "auto.offset.reset": reset}
 
 
 def reset_policy(spec: OffsetRange, partitions: list[int] | None, exit_at_end: bool) -> str:

@@ -4,6 +4,7 @@ kafka-consumer-groups.sh show them."""
 from __future__ import annotations
 
 import time
+from enum import Enum
 from typing import Annotated
 
 import typer
@@ -32,8 +33,22 @@ Group = Annotated[str, typer.Argument(metavar="GROUP", help="Consumer group id."
 Partition = tuple[str, int]
 
 
+class GroupType(str, Enum):
+    CLASSIC = "classic"
+    CONSUMER = "consumer"
+
+
 @app.command("list")
 def list_groups(
+    group_type: Annotated[
+        GroupType | None,
+        typer.Option(
+            "--type",
+            show_default=False,
+            help="Only groups of this type: 'classic' (JoinGroup/SyncGroup) or 'consumer' "
+            "(KIP-848, group.protocol=consumer).",
+        ),
+    ] = None,
     bootstrap: Bootstrap = None,
     cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
@@ -41,16 +56,23 @@ def list_groups(
     command_config: CommandConfig = None,
     json_output: Json = False,
 ) -> None:
-    """List consumer groups with their state, protocol type, coordinator and member count."""
+    """List consumer groups with their type, state, protocol type, coordinator and member count."""
     conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
-    rows = groups.list_groups(conn)
+    rows = groups.list_groups(conn, None if group_type is None else group_type.value)
     if json_output:
         console.print_json(rows)
         return
     console.print_table(
-        ["group", "state", "protocol-type", "coordinator", "members"],
+        ["group", "type", "state", "protocol-type", "coordinator", "members"],
         [
-            [r["group"], r["state"], r["protocol_type"], sections.node(r["coordinator"]), r["members"]]
+            [
+                r["group"],
+                r["type"],
+                r["state"],
+                r["protocol_type"],
+                sections.node(r["coordinator"]),
+                r["members"],
+            ]
             for r in rows
         ],
     )

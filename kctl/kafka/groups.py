@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from typing import cast
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    TopicPartition,
+)
 from confluent_kafka.admin import ConsumerGroupDescription, MemberDescription
 
 from kctl.kafka import offsets
@@ -35,6 +40,11 @@ STATE_NAMES = {
 
 Partition = tuple[str, int]
 
+# ListGroups v5's group types (KIP-848): classic JoinGroup/SyncGroup groups, or groups whose
+# members use group.protocol=consumer and the broker assigns.
+GROUP_TYPES = {"classic": ConsumerGroupType.CLASSIC, "consumer": ConsumerGroupType.CONSUMER}
+TYPE_NAMES = {t: name for name, t in GROUP_TYPES.items()}
+
 
 def state_name(description: ConsumerGroupDescription) -> str:
     """The group's state as Kafka spells it."""
@@ -42,9 +52,14 @@ def state_name(description: ConsumerGroupDescription) -> str:
     return STATE_NAMES[cast(ConsumerGroupState, description.state)]
 
 
-def list_groups(conn: Connection) -> list[dict]:
-    """Every group with its state and coordinator (ListGroups before v4 carries no state)."""
-    listing = result(conn.admin().list_consumer_groups(request_timeout=conn.timeout), "list groups")
+def list_groups(conn: Connection, group_type: str | None = None) -> list[dict]:
+    """Every group with its type, state and coordinator (ListGroups before v4 carries no
+    state); ``group_type`` ("classic" or "consumer") keeps only groups of that type."""
+    options: dict = {"request_timeout": conn.timeout}
+    if group_type is not None:
+        options["types"] = {GROUP_TYPES[group_type]}
+    listing = result(conn.admin().list_consumer_groups(**options), "list groups")
+    types = {g.group_id: TYPE_NAMES.get(cast(ConsumerGroupType, g.type)) for g in listing.valid}
     ids = sorted(g.group_id for g in listing.valid)
     descriptions = _describe_all(conn, ids)
     rows = []
@@ -53,6 +68,7 @@ def list_groups(conn: Connection) -> list[dict]:
         rows.append(
             {
                 "group": group_id,
+                "type": types.get(group_id),
                 "state": state_name(description),
                 "protocol_type": _protocol_type(description),
                 "coordinator": _coordinator(description),
@@ -83,6 +99,7 @@ def describe(conn: Connection, group_id: str) -> dict:
         "group": group_id,
         "coordinator": _coordinator(description),
         "state": state_name(description),
+        "type": TYPE_NAMES.get(cast(ConsumerGroupType, description.type)),
         "protocol_type": _protocol_type(description),
         "assignor": description.partition_assignor or None,
         "members": [
@@ -90,8 +107,16 @@ def describe(conn: Connection, group_id: str) -> dict:
                 "member_id": m.member_id,
                 "client_id": m.client_id,
                 "host": m.host,
+                "group_instance_id": m.group_instance_id,
                 "assignment": [
                     {"topic": tp.topic, "partition": tp.partition} for tp in m.assignment.topic_partitions
+                ],
+                # KIP-848: the partitions the broker is moving the member towards
+                "target_assignment": None
+                if m.target_assignment is None
+                else [
+                    {"topic": tp.topic, "partition": tp.partition}
+                    for tp in m.target_assignment.topic_partitions
                 ],
             }
             for m in description.members

@@ -88,6 +88,7 @@ def group_summary(doc: dict) -> Section:
         ["group", doc["group"]],
         ["coordinator", node(doc["coordinator"])],
         ["state", doc["state"]],
+        ["type", doc.get("type")],
         ["protocol-type", doc["protocol_type"]],
         ["assignor", doc["assignor"]],
         ["members", len(doc["members"])],
