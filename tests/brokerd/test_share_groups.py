@@ -1,6 +1,7 @@
 """Share groups (KIP-932) on real brokers with confluent-kafka ShareConsumers: several
 consumers share one partition and every record is accepted once; RELEASE delivers a record
-again with its delivery count raised, REJECT never again; what a consumer held when it
+again with its delivery count raised, REJECT never again, nor a record released at the
+delivery count limit; what a consumer held when it
 closed, or when its process was SIGKILLed, comes back to another once its lock expires; and
 a SIGKILLed partition leader loses no acknowledgement (its successor reads the persisted
 share-partition state); and on a secured cluster a member needs READ on the group and
@@ -37,6 +38,7 @@ SHARE_CONFIGS = {
     "share.auto.offset.reset": "earliest",
     "group.share.min.record.lock.duration.ms": "1000",
     "group.share.record.lock.duration.ms": str(LOCK_MS),
+    "group.share.delivery.count.limit": "2",
 }
 
 
@@ -174,6 +176,25 @@ def test_released_records_come_again_and_rejected_ones_never(cluster: LocalClust
         after = poll_until(consumer, bool, "the next record")
         assert [m.offset() for m in after] == [3]  # the rejected record 1 never again
         consumer.acknowledge(after[0], AcknowledgeType.ACCEPT)
+    finally:
+        consumer.close()
+
+
+def test_a_record_released_at_the_delivery_count_limit_is_archived(cluster: LocalCluster) -> None:
+    create_topic(cluster, "poison", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "poison", 1)
+    consumer = share_consumer(cluster.bootstrap, "g-poison", "poison", explicit=True)
+    try:
+        for delivery in (1, 2):  # group.share.delivery.count.limit is 2 here
+            (record,) = poll_until(consumer, bool, f"delivery {delivery}")
+            assert (record.offset(), record.delivery_count()) == (0, delivery)
+            consumer.acknowledge(record, AcknowledgeType.RELEASE)
+            assert all(error is None for error in consumer.commit_sync(30).values())
+        produce(cluster.bootstrap, "poison", 1, start=1)
+        after = poll_until(consumer, bool, "the next record")
+        assert [m.offset() for m in after] == [1]  # record 0 was archived, not delivered a third time
+        consumer.acknowledge(after[0], AcknowledgeType.ACCEPT)
+        consumer.commit_sync(30)
     finally:
         consumer.close()
 
