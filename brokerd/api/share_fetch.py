@@ -44,8 +44,8 @@ async def handle(services: BrokerServices, request: Request) -> dict:
         return _response(share, lock_ms, top_level_error(exc))
     for forgotten in body.forgotten_topics_data or ():
         name = share.names.get(forgotten.topic_id)
-        for index in forgotten.partitions:
-            session.partitions.discard((name, index))  # type: ignore[arg-type]
+        for index in forgotten.partitions if name is not None else ():
+            session.partitions.discard((name, index))
     wanted = []
     for topic in body.topics:
         for p in topic.partitions:
