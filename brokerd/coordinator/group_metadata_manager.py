@@ -74,6 +74,10 @@ class ModernGroups(Protocol):
 
     def unload(self, partition_of: Callable[[str], int], partition: int) -> None: ...
 
+    def keeps_offsets_of(self, group_id: str) -> Callable[[str], bool] | None:
+        """For a consumer group with members: whether it keeps a topic's offsets (it
+        subscribes to the topic); None when no such group has members."""
+
 
 @dataclass(frozen=True)
 class OffsetConfig:
@@ -342,6 +346,17 @@ class GroupMetadataManager(InternalTopicCoordinator):
         offsets get tombstones, and an empty group left without offsets is removed."""
         now_ms = int(time.time() * 1000)
         for group_id in sorted(set(self.offsets) | set(self.groups)):
+            keeps = self.modern_groups.keeps_offsets_of(group_id) if self.modern_groups is not None else None
+            if keeps is not None:  # a live consumer group: only unsubscribed topics' offsets age
+                expired = sorted(
+                    tp
+                    for tp, c in self.offsets.get(group_id, {}).items()
+                    if not keeps(tp[0])
+                    and tp not in self.unstable(group_id)
+                    and now_ms - c.commit_timestamp >= self.retention_ms
+                )
+                self._remove_offsets(group_id, expired, "expired (offsets.retention.minutes)")
+                continue
             expired = expired_offsets(
                 self.groups.get(group_id),
                 self.offsets.get(group_id, {}),

@@ -454,6 +454,14 @@ class ConsumerGroupCoordinator:
     def get(self, group_id: str) -> ConsumerGroup | None:
         return self.groups.get(group_id)
 
+    def keeps_offsets_of(self, group_id: str) -> Callable[[str], bool] | None:
+        """Offset retention: a consumer group with members keeps the offsets of the topics it
+        subscribes to (KIP-211, as for classic consumer groups)."""
+        group = self.groups.get(group_id)
+        if group is None or not group.members:
+            return None
+        return group.is_subscribed_to
+
     def describe(self, group_id: str) -> ConsumerGroup:
         """ConsumerGroupDescribe: NOT_COORDINATOR unless the group is ours, GROUP_ID_NOT_FOUND
         unless it is a consumer group (a client then asks DescribeGroups)."""

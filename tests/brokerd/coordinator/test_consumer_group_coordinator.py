@@ -249,3 +249,13 @@ def test_an_empty_classic_group_is_converted_a_busy_one_refused() -> None:
                 Heartbeat("busy", "a", 0, rebalance_timeout_ms=1, subscribed_topic_names=[TOPIC], owned={})
             )
         )
+
+
+def test_a_live_group_keeps_the_offsets_of_its_subscribed_topics() -> None:
+    c, _ = coordinator()
+    assert c.keeps_offsets_of("g") is None
+    join(c, "a")
+    keeps = c.keeps_offsets_of("g")
+    assert keeps is not None and keeps(TOPIC) and not keeps("elsewhere")
+    asyncio.run(c.heartbeat(Heartbeat("g", "a", -1)))
+    assert c.keeps_offsets_of("g") is None
