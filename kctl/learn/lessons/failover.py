@@ -35,7 +35,7 @@ def _crash(lab: Lab) -> str:
     for broker in followers:
         lab.pause(broker)
     try:
-        time.sleep(2 * FOLLOWER_FETCH_WAIT_S)
+        time.sleep(3 * FOLLOWER_FETCH_WAIT_S)
         reports = lab.produce(
             TOPIC, [f"order {i} (acks=1)" for i in range(10, 15)], producer=lab.seen["producer"]
         )
