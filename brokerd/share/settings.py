@@ -23,5 +23,8 @@ class ShareSettings:
         own = self._group_configs.own(group_id).get(SHARE_AUTO_OFFSET_RESET)
         return own if own is not None else str(self._broker_config.get("share.auto.offset.reset"))
 
+    def share_isolation_level(self, group_id: str) -> str:
+        return self._group_configs.share_isolation_level(group_id)
+
     def max_record_locks(self) -> int:
         return int(self._broker_config.get("group.share.partition.max.record.locks"))

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from kafka.errors import KafkaError, NotLeaderForPartitionError
 
+from brokerd.share.aborted import aborted_positions
 from brokerd.share.share_partition import Acknowledgement, AcquiredRecords, ShareConfig, SharePartition
 from brokerd.share.share_state import ShareKey, ShareState
 from brokerd.share.state_persister import StatePersister
@@ -29,11 +30,15 @@ from brokerd.waiters import Waiters
 log = logging.getLogger(__name__)
 
 LOAD_RETRY_S = 0.5
+READ_COMMITTED = "read_committed"
 
 
 class LeaderLog(Protocol):
     @property
     def log_start_offset(self) -> int: ...
+
+    def aborted_transactions(self, start_offset: int, end_offset: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping the range."""
 
 
 class LeaderReplica(Protocol):
@@ -47,6 +52,9 @@ class LeaderReplica(Protocol):
 
     @property
     def high_watermark(self) -> int: ...
+
+    @property
+    def last_stable_offset(self) -> int: ...
 
     @property
     def log(self) -> LeaderLog: ...
@@ -78,6 +86,8 @@ class ShareGroupSettings(Protocol):
     def share_delivery_count_limit(self, group_id: str) -> int: ...
 
     def share_auto_offset_reset(self, group_id: str) -> str: ...
+
+    def share_isolation_level(self, group_id: str) -> str: ...
 
 
 @dataclass
@@ -220,13 +230,12 @@ class SharePartitionManager:
         now = self._clock_ms()
         partition.expire_locks(now)
         offset = partition.next_fetch_offset()
-        if offset is None or offset >= replica.high_watermark:
+        read_committed = self._settings.share_isolation_level(group_id) == READ_COMMITTED
+        bound = replica.last_stable_offset if read_committed else replica.high_watermark
+        if offset is None or offset >= bound:
             return PartitionFetch(b"", [], watched)
-        data = replica.read(offset, max_bytes, min_one_message=True)
-        spans = [
-            (position, base, last, size)
-            for position, base, last, size in iter_batch_spans(data, 0, len(data))
-        ]
+        data = replica.read(offset, max_bytes, read_committed=read_committed, min_one_message=True)
+        spans = list(iter_batch_spans(data, 0, len(data)))
         acquired = partition.acquire(
             member_id, [(base, last) for _, base, last, _ in spans], max_records, now
         )
@@ -235,10 +244,21 @@ class SharePartitionManager:
         entry.version += 1
         self._arm(entry.key, partition)
         first, last = acquired[0].first_offset, acquired[-1].last_offset
-        kept = [(position, size) for position, base, end, size in spans if end >= first and base <= last]
-        start = kept[0][0]
-        stop = kept[-1][0] + kept[-1][1]
-        return PartitionFetch(bytes(data[start:stop]), acquired, watched)
+        # batches of aborted transactions are left out: the member acknowledges their
+        # offsets as gaps, so they are archived and never delivered
+        skipped = (
+            aborted_positions(data, spans, replica.log.aborted_transactions(spans[0][1], last + 1))
+            if read_committed
+            else set()
+        )
+        kept = [
+            (position, size)
+            for position, base, end, size in spans
+            if end >= first and base <= last and position not in skipped
+        ]
+        if not skipped:
+            return PartitionFetch(bytes(data[kept[0][0] : kept[-1][0] + kept[-1][1]]), acquired, watched)
+        return PartitionFetch(b"".join(data[p : p + n] for p, n in kept), acquired, watched)
 
     # -- acknowledgements ----------------------------------------------------------------------
     async def acknowledge(

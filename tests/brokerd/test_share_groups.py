@@ -1,11 +1,11 @@
 """Share groups (KIP-932) on real brokers with confluent-kafka ShareConsumers: several
 consumers share one partition and every record is accepted once; RELEASE delivers a record
 again with its delivery count raised, REJECT never again, nor a record released at the
-delivery count limit; what a consumer held when it
-closed, or when its process was SIGKILLed, comes back to another once its lock expires; and
-a SIGKILLed partition leader loses no acknowledgement (its successor reads the persisted
-share-partition state); and on a secured cluster a member needs READ on the group and
-DESCRIBE on its topics."""
+delivery count limit; a read_committed group never gets records of aborted transactions;
+what a consumer held when it closed, or when its process was SIGKILLed, comes back to
+another once its lock expires; a SIGKILLed partition leader loses no acknowledgement (its
+successor reads the persisted share-partition state); and on a secured cluster a member
+needs READ on the group and DESCRIBE on its topics."""
 
 from __future__ import annotations
 
@@ -22,6 +22,9 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
     ResourcePatternType,
     ResourceType,
 )
@@ -29,7 +32,13 @@ from kafka.protocol.api_key import ApiKey
 
 from brokerd.state import ClusterState
 from tests.cluster_harness import LocalCluster, running_cluster, wait_until
-from tests.kafka_helpers import create_topic, partition_record, produce_sync
+from tests.kafka_helpers import (
+    create_topic,
+    partition_record,
+    produce_sync,
+    transactional_producer,
+    watermarks,
+)
 from tests.raw_request import raw_request
 from tests.security_harness import add_scram_user, sasl_settings, secure_cluster_dir
 
@@ -197,6 +206,49 @@ def test_a_record_released_at_the_delivery_count_limit_is_archived(cluster: Loca
         consumer.commit_sync(30)
     finally:
         consumer.close()
+
+
+def test_a_read_committed_share_group_never_gets_aborted_records(cluster: LocalCluster) -> None:
+    create_topic(cluster, "txns", 1, 1, wait_for_leaders=True)
+    producer = transactional_producer(cluster.bootstrap, "share-txn")
+    producer.begin_transaction()
+    producer.produce("txns", b"committed-1")
+    producer.produce("txns", b"committed-2")
+    producer.commit_transaction(30)
+    producer.begin_transaction()
+    producer.produce("txns", b"aborted")
+    producer.flush(30)  # written, then aborted
+    producer.abort_transaction(30)
+    produce_sync(cluster.bootstrap, "txns", [b"plain"])
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    setting = ConfigEntry(
+        "share.isolation.level", "read_committed", incremental_operation=AlterConfigOpType.SET
+    )
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, "g-rc", incremental_configs=[setting])]
+    ).values():
+        future.result(10)
+
+    def values(group: str) -> list[bytes]:
+        consumer = share_consumer(cluster.bootstrap, group, "txns")
+        try:
+            records = poll_until(consumer, lambda r: any(m.value() == b"plain" for m in r), "the last record")
+            consumer.commit_sync(30)
+        finally:
+            consumer.close()
+        return [m.value() for m in records]
+
+    assert values("g-rc") == [b"committed-1", b"committed-2", b"plain"]
+    assert values("g-ru") == [b"committed-1", b"committed-2", b"aborted", b"plain"]  # read_uncommitted
+    # the aborted record and both markers were acknowledged as gaps: nothing is left in flight
+    end = watermarks(cluster.bootstrap, "txns")[1]
+    described = raw_request(
+        cluster.ports[1],
+        ApiKey.DescribeShareGroupOffsets,
+        0,
+        {"groups": [{"group_id": "g-rc", "topics": [{"topic_name": "txns", "partitions": [0]}]}]},
+    )
+    assert described.groups[0].topics[0].partitions[0].start_offset == end
 
 
 def test_what_a_closed_consumer_held_goes_to_another(cluster: LocalCluster) -> None:
