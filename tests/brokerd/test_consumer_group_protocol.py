@@ -280,3 +280,50 @@ def test_the_group_and_its_offsets_survive_losing_the_coordinator(cluster_factor
     finally:
         a.close()
         b.close()
+
+
+def heartbeat(port: int, version: int = 1, **fields: object):
+    from kafka.protocol.api_key import ApiKey
+
+    from tests.raw_request import raw_request
+
+    body = {
+        "group_id": "kip848-wire",
+        "member_id": "wire-member-1",
+        "member_epoch": 0,
+        "rebalance_timeout_ms": 30000,
+        "subscribed_topic_names": ["kip848-wire-topic"],
+        "topic_partitions": [],
+        **fields,
+    }
+    return raw_request(port, ApiKey.ConsumerGroupHeartbeat, version, body)
+
+
+def test_heartbeats_are_answered_with_kafkas_errors(cluster) -> None:
+    port = next(iter(cluster.ports.values()))
+    create_topic(cluster, "kip848-wire-topic", 2, wait_for_leaders=True)
+    from kafka.protocol.api_key import ApiKey
+
+    from tests.raw_request import raw_request
+
+    def first_heartbeat():
+        # as a client does: FindCoordinator first (it creates __consumer_offsets)
+        raw_request(port, ApiKey.FindCoordinator, 2, {"key": "kip848-wire", "key_type": 0})
+        response = heartbeat(port)
+        return response if response.error_code == 0 else None
+
+    joined = wait_until(first_heartbeat, 30, "the first heartbeat", interval=0.2)
+    assert joined.member_id == "wire-member-1" and joined.member_epoch >= 1
+    assert sorted(joined.assignment.topic_partitions[0].partitions) == [0, 1]
+    first_request = heartbeat(port, rebalance_timeout_ms=-1)
+    assert first_request.error_code == 42  # INVALID_REQUEST
+    assert first_request.error_message == "RebalanceTimeoutMs must be provided in first request."
+    assert heartbeat(port, server_assignor="sticky").error_code == 112  # UNSUPPORTED_ASSIGNOR
+    ahead = heartbeat(port, member_epoch=joined.member_epoch + 5, topic_partitions=None)
+    assert ahead.error_code == 110  # FENCED_MEMBER_EPOCH
+    assert heartbeat(port, member_id="stranger", member_epoch=3).error_code == 25  # UNKNOWN_MEMBER_ID
+    # ConsumerGroupHeartbeat v0: the coordinator makes the member id
+    v0 = heartbeat(port, 0, member_id="")
+    assert v0.error_code == 0 and v0.member_id
+    left = heartbeat(port, member_epoch=-1)
+    assert (left.error_code, left.member_epoch) == (0, -1)
