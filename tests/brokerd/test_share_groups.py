@@ -5,7 +5,8 @@ delivery count limit; a read_committed group never gets records of aborted trans
 what a consumer held when it closed, or when its process was SIGKILLed, comes back to
 another once its lock expires; a SIGKILLed partition leader loses no acknowledgement (its
 successor reads the persisted share-partition state); and on a secured cluster a member
-needs READ on the group and DESCRIBE on its topics."""
+needs READ on the group and DESCRIBE on its topics. Share session epochs are checked on the
+wire, as Kafka checks them."""
 
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ from tests.raw_request import raw_request
 from tests.security_harness import add_scram_user, sasl_settings, secure_cluster_dir
 
 LOCK_MS = 3000
+SHARE_SESSION_NOT_FOUND = 122
+INVALID_SHARE_SESSION_EPOCH = 123
 SHARE_CONFIGS = {
     "share.auto.offset.reset": "earliest",
     "group.share.min.record.lock.duration.ms": "1000",
@@ -249,6 +252,38 @@ def test_a_read_committed_share_group_never_gets_aborted_records(cluster: LocalC
         {"groups": [{"group_id": "g-rc", "topics": [{"topic_name": "txns", "partitions": [0]}]}]},
     )
     assert described.groups[0].topics[0].partitions[0].start_offset == end
+
+
+def test_share_session_epochs_are_checked(cluster: LocalCluster) -> None:
+    port = cluster.ports[1]
+
+    def share_fetch(epoch: int):
+        body = {
+            "group_id": "g-raw",
+            "member_id": "raw-member",
+            "share_session_epoch": epoch,
+            "max_wait_ms": 0,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "max_records": 10,
+            "batch_size": 10,
+            "topics": [],
+            "forgotten_topics_data": [],
+        }
+        return raw_request(port, ApiKey.ShareFetch, 1, body).error_code
+
+    def share_acknowledge(epoch: int):
+        body = {"group_id": "g-raw", "member_id": "raw-member", "share_session_epoch": epoch, "topics": []}
+        return raw_request(port, ApiKey.ShareAcknowledge, 1, body).error_code
+
+    assert share_fetch(3) == SHARE_SESSION_NOT_FOUND
+    assert share_acknowledge(0) == INVALID_SHARE_SESSION_EPOCH  # only a fetch opens a session
+    assert share_fetch(0) == 0
+    assert share_fetch(1) == 0
+    assert share_fetch(1) == INVALID_SHARE_SESSION_EPOCH  # the next one is 2
+    assert share_acknowledge(2) == 0
+    assert share_fetch(-1) == 0  # closes it
+    assert share_fetch(3) == SHARE_SESSION_NOT_FOUND
 
 
 def test_what_a_closed_consumer_held_goes_to_another(cluster: LocalCluster) -> None:
