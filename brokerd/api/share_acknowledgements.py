@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import InvalidRequestError, KafkaError, UnknownTopicIdError
@@ -69,7 +71,7 @@ class ShareRequest:
         entry["error_code"] = error_code(exc)
         entry["error_message"] = error_message(exc)
 
-    async def acknowledge(self, topics) -> None:
+    async def acknowledge(self, topics: Iterable[Any]) -> None:
         """Apply every partition's acknowledgements, concurrently; each partition's outcome
         becomes its acknowledge error."""
         work = []
@@ -82,7 +84,7 @@ class ShareRequest:
         if work:
             await asyncio.gather(*work)
 
-    async def _acknowledge(self, key: PartitionKey, batches) -> None:
+    async def _acknowledge(self, key: PartitionKey, batches: Sequence[Any]) -> None:
         body = self.request.body
         try:
             name = self.topic(key[0])

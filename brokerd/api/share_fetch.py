@@ -12,6 +12,7 @@ expired locks. A closing fetch (-1) only acknowledges, then releases what the me
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from kafka.errors import GroupAuthorizationFailedError, InvalidRequestError, KafkaError
 
@@ -65,7 +66,9 @@ async def handle(services: BrokerServices, request: Request) -> dict:
     return _response(share, lock_ms, {"error_code": 0, "error_message": None})
 
 
-async def _acquire(services: BrokerServices, share: ShareRequest, partitions, body) -> None:
+async def _acquire(
+    services: BrokerServices, share: ShareRequest, partitions: set[tuple[str, int]], body: Any
+) -> None:
     """Acquire records across the session's partitions, long-polling while there are none."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + min(max(body.max_wait_ms, 0), MAX_WAIT_MS) / 1000

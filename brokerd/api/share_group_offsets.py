@@ -6,6 +6,7 @@ members subscribe to. Needs DESCRIBE on the group and on each topic, as in Kafka
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import KafkaError, UnknownTopicOrPartitionError
@@ -25,7 +26,9 @@ async def handle_describe(services: BrokerServices, request: Request) -> dict:
     return {"throttle_time_ms": 0, "groups": groups}
 
 
-async def _describe_group(services: BrokerServices, request: Request, asked, describable: Permission) -> dict:
+async def _describe_group(
+    services: BrokerServices, request: Request, asked: Any, describable: Permission
+) -> dict:
     group_id = asked.group_id
     try:
         require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)

@@ -96,7 +96,9 @@ class Acknowledgement:
 
 
 class SharePartition:
-    def __init__(self, config: ShareConfig, start_offset: int, state_batches: Iterable[StateBatch] = ()):
+    def __init__(
+        self, config: ShareConfig, start_offset: int, state_batches: Iterable[StateBatch] = ()
+    ) -> None:
         self.config = config
         self.start_offset = start_offset
         self.end_offset = start_offset

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from kafka.errors import for_code
 from kafka.protocol.api_key import ApiKey
@@ -177,7 +177,9 @@ class ShareStateTopic:
         )
         return bytes(response.responses[0].partitions[0].records or b"")
 
-    async def _until_done(self, partition: int, api_key: int, version: int, fields: dict, error_of):
+    async def _until_done(
+        self, partition: int, api_key: int, version: int, fields: dict, error_of: Callable[[Any], int]
+    ) -> Any:
         """Send to the state partition's leader until it answers without error; a moving
         leader, a topic not there yet or a broken connection are retried, within the
         timeout."""
