@@ -327,3 +327,22 @@ def test_heartbeats_are_answered_with_kafkas_errors(cluster) -> None:
     assert v0.error_code == 0 and v0.member_id
     left = heartbeat(port, member_epoch=-1)
     assert (left.error_code, left.member_epoch) == (0, -1)
+
+
+def test_a_static_member_that_comes_back_gets_its_partitions_again(cluster) -> None:
+    topic, group = "kip848-static", "kip848-static-group"
+    create_topic(cluster, topic, PARTITIONS, wait_for_leaders=True)
+    a = Member(cluster.bootstrap, group, topic, **{"group.instance.id": "instance-a"})
+    b = Member(cluster.bootstrap, group, topic, **{"group.instance.id": "instance-b"})
+    restarted = None
+    try:
+        settle([a, b], lambda: len(a.owned()) == 3 and len(b.owned()) == 3, "3 partitions each")
+        before = a.owned()
+        a.close()
+        restarted = Member(cluster.bootstrap, group, topic, **{"group.instance.id": "instance-a"})
+        settle([restarted, b], lambda: restarted.owned() == before, "instance-a's partitions back")
+        assert len(b.owned()) == 3 and not b.owned() & before
+    finally:
+        b.close()
+        if restarted is not None:
+            restarted.close()

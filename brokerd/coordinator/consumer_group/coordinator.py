@@ -188,13 +188,13 @@ class ConsumerGroupCoordinator:
         group = self._group_for(request, written)
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return await self._leave(group, request, written)
-        member = self._member_for(group, request, written)
+        member, joined = self._member_for(group, request, written)
         before = (dict(member.assigned), member.member_epoch)
         subscription_changed = _update_member(member, request)
-        if subscription_changed:
+        if subscription_changed or request.member_epoch == 0:  # a (re)joining member is stored
             written.append(records.member_metadata(group.group_id, member))
         metadata = self._subscribed_metadata(group)
-        if subscription_changed or metadata != group.subscribed_metadata:
+        if joined or subscription_changed or metadata != group.subscribed_metadata:
             group.group_epoch += 1
             written.append(records.group_metadata(group))
         if group.group_epoch > group.assignment_epoch:
@@ -250,12 +250,15 @@ class ConsumerGroupCoordinator:
 
     def _member_for(
         self, group: ConsumerGroup, request: Heartbeat, written: list[Record]
-    ) -> ConsumerGroupMember:
+    ) -> tuple[ConsumerGroupMember, bool]:
+        """The member the heartbeat comes from, and whether it is new to the group (a reason
+        to compute a new assignment; a static member taking its place back is not)."""
         member_id = request.member_id
         if request.member_epoch == 0:
             if request.instance_id is not None:
                 return self._join_static(group, request, written)
             member = group.members.get(member_id) if member_id else None
+            joined = member is None
             if member is None:
                 self._check_size(group)
                 member_id = member_id or _new_member_id()
@@ -266,7 +269,7 @@ class ConsumerGroupCoordinator:
                 member.state = MemberState.STABLE
             member.member_epoch = 0
             member.client_id, member.client_host = request.client_id, request.client_host
-            return member
+            return member, joined
         member = group.members.get(member_id)
         if request.instance_id is not None:
             static_id = group.static_member_id(request.instance_id)
@@ -280,11 +283,11 @@ class ConsumerGroupCoordinator:
         if member is None:
             raise UnknownMemberIdError(f"Member {member_id} is not a member of group {group.group_id}.")
         _check_epoch(member, request)
-        return member
+        return member, False
 
     def _join_static(
         self, group: ConsumerGroup, request: Heartbeat, written: list[Record]
-    ) -> ConsumerGroupMember:
+    ) -> tuple[ConsumerGroupMember, bool]:
         """KIP-345 for consumer groups: a static member that left with epoch -2 is taken
         over by the instance's new member id, with its epoch and assignment, and no new
         assignment is computed; an instance id another live member holds is refused."""
@@ -296,7 +299,7 @@ class ConsumerGroupCoordinator:
             self._check_size(group)
             member = group.members[member_id] = ConsumerGroupMember(member_id, instance_id)
             member.client_id, member.client_host = request.client_id, request.client_host
-            return member
+            return member, True
         existing = group.members[existing_id]
         if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise UnreleasedInstanceIdError(
@@ -308,15 +311,15 @@ class ConsumerGroupCoordinator:
         existing.member_epoch = 0  # reconciles back to the target it keeps
         existing.client_id, existing.client_host = request.client_id, request.client_host
         group.members[member_id] = existing
+        if existing_id != member_id:
+            written += records.member_tombstones(group.group_id, existing_id)
         if existing_id in group.target:
             group.target[member_id] = group.target.pop(existing_id)
             written.append(
                 records.target_assignment_member(group.group_id, member_id, group.target[member_id])
             )
-        written += records.member_tombstones(group.group_id, existing_id)
-        written.append(records.member_metadata(group.group_id, existing))
         log.info("group %s: static member %s rejoined as %s", group.group_id, instance_id, member_id)
-        return existing
+        return existing, False
 
     def _check_size(self, group: ConsumerGroup) -> None:
         if len(group.members) >= self.config.max_size:
@@ -597,8 +600,6 @@ def _update_member(member: ConsumerGroupMember, request: Heartbeat) -> bool:
         assignor = _assignor_name(request.server_assignor)
         changed |= assignor != member.server_assignor
         member.server_assignor = assignor
-    if request.member_epoch == 0:
-        changed = True  # a (re)joining member is stored as it is now
     return changed
 
 

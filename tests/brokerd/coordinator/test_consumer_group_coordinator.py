@@ -202,9 +202,11 @@ def test_group_size_and_static_members() -> None:
         join(c, "a2", instance_id="i1")
     gone = asyncio.run(c.heartbeat(Heartbeat("g", "a", -2, instance_id="i1")))
     assert gone.member_epoch == -2
+    epoch = c.groups["g"].group_epoch
     back = join(c, "a2", instance_id="i1")
     assert partitions(back) == frozenset(range(6))
     assert set(c.groups["g"].members) == {"a2"}
+    assert c.groups["g"].group_epoch == epoch  # taking its place back is no reason to assign
 
 
 def test_offset_commits_need_the_current_member_epoch() -> None:
