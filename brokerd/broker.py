@@ -161,6 +161,7 @@ class Broker:
             ),
             share_settings,
             share_settings.max_record_locks,
+            refresh_metadata=self.refresh_metadata,
         )
         self.txn_markers = TxnMarkerAppender(self.replicas, self.group_metadata)
         self.transactions = TransactionCoordinator(

@@ -120,8 +120,10 @@ class SharePartitionManager:
         settings: ShareGroupSettings,
         max_record_locks: Callable[[], int],
         clock_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000),
+        refresh_metadata: Callable[[], None] = lambda: None,
     ) -> None:
         self._replicas = replicas
+        self._refresh_metadata = refresh_metadata
         self._persister = persister
         self._settings = settings
         self._max_record_locks = max_record_locks
@@ -271,13 +273,23 @@ class SharePartitionManager:
         acknowledgements: Sequence[Acknowledgement],
         timeout_s: float,
     ) -> None:
-        """Apply the member's acknowledgements and return once they are persisted."""
+        """Apply the member's acknowledgements and return once they are persisted.
+
+        A leader deposed while it wrote (paused, say, while another took over) must not
+        answer success: its write carries the old leader epoch, which the new leader's
+        state supersedes. So leadership is checked again, on fresh metadata, after the
+        write; NOT_LEADER_OR_FOLLOWER then, and the records are delivered again."""
         entry, partition = await self.loaded(group_id, topic, topic_id, index, timeout_s)
         partition.acknowledge(member_id, acknowledgements, self._clock_ms())
         entry.version += 1
         self._arm(entry.key, partition)
         entry.waiters.wake()  # released records can be delivered again
         await self._persist(entry)
+        self._refresh_metadata()
+        if self._replicas.get_leader(topic, index).leader_epoch != entry.leader_epoch:
+            raise NotLeaderForPartitionError(
+                f"{topic}-{index} has a new leader epoch: the acknowledgement may not be kept"
+            )
 
     def release(self, group_id: str, member_id: str, partitions: Iterable[tuple[str, str, int]]) -> None:
         """The member's share session closed: what it holds of these partitions is
