@@ -52,7 +52,7 @@ def _plain(lab: Lab) -> str:
     lab.seen["plain"] = (copies, told)
     return (
         f"broker {lab.seen['follower']} stalled for {STALL_S:g} s; 'payment 1' sent once with "
-        f"enable.idempotence=false, acknowledged at offset {told}; the log holds {copies} copies"
+        f"enable.idempotence=false, acknowledged at offset {_offsets(told)}; the log holds {copies} copies"
     )
 
 
@@ -69,8 +69,8 @@ def _idempotent(lab: Lab) -> str:
     producers = topics.describe_producers(lab.conn, TOPIC, [0])[0]
     lab.seen["producers"] = producers
     return (
-        f"'payment 2' sent the same way with enable.idempotence=true, acknowledged at offset {told}; "
-        f"the log holds {copies} copy"
+        f"'payment 2' sent the same way with enable.idempotence=true, acknowledged at offset "
+        f"{_offsets(told)}; the log holds {copies} copy"
     )
 
 
@@ -149,3 +149,7 @@ LESSON = Lesson(
         ),
     ),
 )
+
+
+def _offsets(told: list[int]) -> str:
+    return ", ".join(map(str, told)) or "none"
