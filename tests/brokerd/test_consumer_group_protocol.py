@@ -346,3 +346,38 @@ def test_a_static_member_that_comes_back_gets_its_partitions_again(cluster) -> N
         b.close()
         if restarted is not None:
             restarted.close()
+
+
+def test_an_empty_classic_group_becomes_a_consumer_group_with_its_offsets(cluster) -> None:
+    topic, group = "kip848-upgrade", "kip848-upgrade-group"
+    create_topic(cluster, topic, PARTITIONS, wait_for_leaders=True)
+    produce(cluster.bootstrap, topic, 40)
+    classic = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,
+        }
+    )
+    classic.subscribe([topic])
+    read: list = []
+    try:
+
+        def classic_read_all() -> bool:
+            read.extend(m for m in classic.consume(100, 0.1) if m.error() is None)
+            return len(read) >= 40
+
+        wait_until(classic_read_all, 30, "the classic member to read 40 records", interval=0)
+        classic.commit(asynchronous=False)
+    finally:
+        classic.close()
+    produce(cluster.bootstrap, topic, 10, b"new-")
+    modern = Member(cluster.bootstrap, group, topic)
+    try:
+        settle([modern], lambda: len(modern.values) >= 10, "the records after the classic commit")
+        assert sorted(modern.values) == sorted(b"new-%d" % i for i in range(10))
+        assert group_description(cluster.bootstrap, group).type == ConsumerGroupType.CONSUMER
+    finally:
+        modern.close()
