@@ -115,5 +115,7 @@ def build_handlers(services: BrokerServices) -> dict[int, Callable[[Request], Aw
         ApiKey.ShareFetch: share_fetch.handle,
         ApiKey.ShareAcknowledge: share_acknowledge.handle,
         ApiKey.DescribeShareGroupOffsets: share_group_offsets.handle_describe,
+        ApiKey.AlterShareGroupOffsets: share_group_offsets.handle_alter,
+        ApiKey.DeleteShareGroupOffsets: share_group_offsets.handle_delete,
     }
     return {key: partial(handler, services) for key, handler in table.items()}

@@ -38,6 +38,10 @@ async def handle(services: BrokerServices, request: Request) -> dict:
         lock_ms = services.share_partitions.lock_duration_ms(body.group_id)
         sessions = services.share_sessions
         if body.share_session_epoch == INITIAL_EPOCH:
+            if not sessions.has_sessions_of(body.group_id):
+                # the group's first member here since it emptied: its share partitions are
+                # read back, as an admin may have reset them meanwhile
+                services.share_partitions.forget_idle_group(body.group_id)
             session, _ = sessions.open(body.group_id, body.member_id)
         else:
             session = sessions.use(body.group_id, body.member_id, body.share_session_epoch)

@@ -1,7 +1,16 @@
-"""DescribeShareGroupOffsets (KIP-932, at the group's coordinator): each share partition's
-start offset (SPSO) and the leader epoch that wrote it, as persisted in __share_group_state;
--1 for a partition the group never read. Without topics named, the topics the group's
-members subscribe to. Needs DESCRIBE on the group and on each topic, as in Kafka."""
+"""The share group offsets admin APIs (KIP-932), at the group's coordinator.
+
+DescribeShareGroupOffsets: each share partition's start offset (SPSO) and the leader epoch
+that wrote it, as persisted in __share_group_state; -1 for a partition the group never read.
+Without topics named, the topics the group's members subscribe to. Needs DESCRIBE on the
+group and on each topic.
+
+AlterShareGroupOffsets starts share partitions over at the given offsets, and
+DeleteShareGroupOffsets forgets the share partitions of whole topics (the group then starts
+as its share.auto.offset.reset says); both only for a group without members (NON_EMPTY_GROUP
+otherwise), needing READ (Alter) or DELETE (Delete) on the group and READ on each topic, as
+in Kafka. The records' states are dropped with the old start offset.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +18,7 @@ import uuid
 from typing import Any
 
 from kafka.admin import ACLOperation, ResourceType
-from kafka.errors import KafkaError, UnknownTopicOrPartitionError
+from kafka.errors import KafkaError, NonEmptyGroupError, UnknownTopicOrPartitionError
 
 from brokerd.api.authorization import Permission, require
 from brokerd.api.errors import error_code, error_message
@@ -89,3 +98,94 @@ def _partition(index: int, start_offset: int, leader_epoch: int, error: Exceptio
         "error_code": 0 if error is None else error_code(error),
         "error_message": None if error is None else error_message(error),
     }
+
+
+def _require_empty(services: BrokerServices, group_id: str) -> None:
+    """NOT_COORDINATOR unless this broker coordinates the group; NON_EMPTY_GROUP while it
+    has members."""
+    group = services.share_groups.describe(group_id)
+    if group is not None and group.members:
+        raise NonEmptyGroupError(
+            "The group is not empty: its share group offsets can be changed only while it has no members."
+        )
+
+
+async def handle_alter(services: BrokerServices, request: Request) -> dict:
+    body = request.body
+    try:
+        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        _require_empty(services, body.group_id)
+    except KafkaError as exc:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": error_code(exc),
+            "error_message": error_message(exc),
+            "responses": [],
+        }
+    readable = Permission(services.authorizer, request.session, ACLOperation.READ)
+    responses = []
+    budget = MAX_PARTITIONS
+    for topic in body.topics:
+        record = services.topics.get(topic.topic_name)
+        entries = []
+        for p in topic.partitions[: max(budget, 0)]:
+            try:
+                refused = readable.refusal(topic.topic_name)
+                if refused is not None:
+                    raise refused
+                if record is None or p.partition_index not in record.partitions:
+                    raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
+                await services.share_partitions.reset_state(
+                    body.group_id, record.topic_id, p.partition_index, max(p.start_offset, 0)
+                )
+                entries.append({"partition_index": p.partition_index, "error_code": 0, "error_message": None})
+            except (KafkaError, OSError, TimeoutError) as exc:
+                entries.append(
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": error_code(exc),
+                        "error_message": error_message(exc),
+                    }
+                )
+        budget -= len(topic.partitions)
+        topic_id = uuid.UUID(hex=record.topic_id) if record is not None else ZERO_UUID
+        responses.append({"topic_name": topic.topic_name, "topic_id": topic_id, "partitions": entries})
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}
+
+
+async def handle_delete(services: BrokerServices, request: Request) -> dict:
+    body = request.body
+    try:
+        require(services.authorizer, request.session, ACLOperation.DELETE, ResourceType.GROUP, body.group_id)
+        _require_empty(services, body.group_id)
+    except KafkaError as exc:
+        return {
+            "throttle_time_ms": 0,
+            "error_code": error_code(exc),
+            "error_message": error_message(exc),
+            "responses": [],
+        }
+    readable = Permission(services.authorizer, request.session, ACLOperation.READ)
+    responses = []
+    for topic in body.topics[:MAX_PARTITIONS]:
+        record = services.topics.get(topic.topic_name)
+        try:
+            refused = readable.refusal(topic.topic_name)
+            if refused is not None:
+                raise refused
+            if record is None:
+                raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
+            for index in sorted(record.partitions):
+                await services.share_partitions.reset_state(body.group_id, record.topic_id, index, None)
+            error: Exception | None = None
+        except (KafkaError, OSError, TimeoutError) as exc:
+            error = exc
+        responses.append(
+            {
+                "topic_name": topic.topic_name,
+                "topic_id": uuid.UUID(hex=record.topic_id) if record is not None else ZERO_UUID,
+                "error_code": 0 if error is None else error_code(error),
+                "error_message": None if error is None else error_message(error),
+            }
+        )
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "responses": responses}

@@ -67,6 +67,8 @@ ADVERTISED: dict[int, tuple[int, int]] = {
     ApiKey.ShareFetch: (1, 1),
     ApiKey.ShareAcknowledge: (1, 1),
     ApiKey.DescribeShareGroupOffsets: (0, 0),  # at the group coordinator; flexible from v0
+    ApiKey.AlterShareGroupOffsets: (0, 0),
+    ApiKey.DeleteShareGroupOffsets: (0, 0),
 }
 
 # Produce v0–2 carry legacy message sets (magic 0/1). They are advertised only so old

@@ -96,6 +96,7 @@ class _Entry:
     topic: str
     leader_epoch: int
     partition: SharePartition | None = None  # None while loading
+    state_epoch: int = 0  # of the persisted state it was loaded from
     waiters: Waiters = field(default_factory=Waiters)  # records released, locks expired, loaded
     version: int = 0  # changes made
     persisted: int = 0  # changes durable
@@ -174,7 +175,8 @@ class SharePartitionManager:
                 log.warning("share partition %s: cannot read its state yet: %r", entry.key, exc)
                 await asyncio.sleep(LOAD_RETRY_S)
         config = self.config(entry.key.group_id)
-        if state is None:
+        entry.state_epoch = 0 if state is None else state.state_epoch
+        if state is None or state.deleted:
             earliest = self._settings.share_auto_offset_reset(entry.key.group_id) == "earliest"
             start = replica.log.log_start_offset if earliest else replica.high_watermark
             partition = SharePartition(config, start)
@@ -323,7 +325,12 @@ class SharePartitionManager:
                 return
             version = entry.version
             partition = entry.partition
-            state = ShareState(partition.start_offset, entry.leader_epoch, tuple(partition.state_batches()))
+            state = ShareState(
+                partition.start_offset,
+                entry.leader_epoch,
+                tuple(partition.state_batches()),
+                entry.state_epoch,
+            )
             await self._persister.write(entry.key, state)
             entry.persisted = max(entry.persisted, version)
 
@@ -377,6 +384,37 @@ class SharePartitionManager:
                 max(deadline - self._clock_ms(), 0) / 1000, self._expire_locks
             )
             self._timer_at = deadline
+
+    # -- admin: AlterShareGroupOffsets, DeleteShareGroupOffsets ---------------------------------
+    async def reset_state(self, group_id: str, topic_id: str, index: int, start_offset: int | None) -> None:
+        """Start the share partition over at ``start_offset`` (None: as the group's
+        share.auto.offset.reset says, the state deleted), for a group without members. The
+        state epoch rises, so whatever a leader still writes from the state it loaded
+        before is superseded; a leader adopts the new state when it next loads it (see
+        ``forget_idle_group``)."""
+        key = ShareKey(group_id, topic_id, index)
+        current = await self._persister.read(key)
+        epochs = (0, 0) if current is None else (current.state_epoch, current.leader_epoch)
+        await self._persister.write(
+            key,
+            ShareState(start_offset or 0, epochs[1], (), epochs[0] + 1, deleted=start_offset is None),
+        )
+
+    def forget_idle_group(self, group_id: str) -> None:
+        """A member of a group with no share session here opens one: the group's share
+        partitions are loaded again from their persisted state (which an admin may have
+        reset while the group was empty), unless one still holds records or has state
+        not persisted yet."""
+        for key, entry in list(self._entries.items()):
+            partition = entry.partition
+            if (
+                key.group_id == group_id
+                and partition is not None
+                and partition.acquired_count() == 0
+                and entry.persisted >= entry.version
+                and not entry.write_lock.locked()
+            ):
+                del self._entries[key]
 
     # -- describing ----------------------------------------------------------------------------
     async def persisted_state(self, group_id: str, topic_id: str, index: int) -> ShareState | None:

@@ -93,5 +93,9 @@ class ShareSessionCache:
         self._sessions.move_to_end((group_id, member_id))
         return session
 
+    def has_sessions_of(self, group_id: str) -> bool:
+        """Whether any member of the group has a share session here."""
+        return any(key[0] == group_id for key in self._sessions)
+
     def close(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.pop((group_id, member_id), None)

@@ -52,12 +52,18 @@ class ShareState:
     start_offset: int
     leader_epoch: int
     state_batches: tuple[StateBatch, ...] = ()
+    # raised by AlterShareGroupOffsets and DeleteShareGroupOffsets: a leader still writing
+    # the state it loaded before is then superseded, whatever its leader epoch
+    state_epoch: int = 0
+    deleted: bool = False  # DeleteShareGroupOffsets: the group starts afresh here
 
     def encode(self) -> bytes:
         return json.dumps(
             {
                 "start_offset": self.start_offset,
                 "leader_epoch": self.leader_epoch,
+                "state_epoch": self.state_epoch,
+                "deleted": self.deleted,
                 "state_batches": [
                     [b.first_offset, b.last_offset, b.state, b.delivery_count] for b in self.state_batches
                 ],
@@ -75,9 +81,15 @@ class ShareState:
             int(value["start_offset"]),
             int(value["leader_epoch"]),
             tuple(StateBatch(int(f), int(last), int(s), int(c)) for f, last, s, c in batches),
+            int(value.get("state_epoch", 0)),
+            bool(value.get("deleted", False)),
         )
 
     def supersedes(self, other: ShareState | None) -> bool:
-        """A later record of a leader at an older epoch (a deposed leader's late write)
-        does not replace what the current one wrote."""
-        return other is None or self.leader_epoch >= other.leader_epoch
+        """A later record of an older state epoch (written from state loaded before an
+        admin reset it), or of a leader at an older epoch (a deposed leader's late write),
+        does not replace what is there."""
+        return other is None or (self.state_epoch, self.leader_epoch) >= (
+            other.state_epoch,
+            other.leader_epoch,
+        )

@@ -46,6 +46,7 @@ from tests.security_harness import add_scram_user, sasl_settings, secure_cluster
 LOCK_MS = 3000
 SHARE_SESSION_NOT_FOUND = 122
 INVALID_SHARE_SESSION_EPOCH = 123
+NON_EMPTY_GROUP = 68
 SHARE_CONFIGS = {
     "share.auto.offset.reset": "earliest",
     "group.share.min.record.lock.duration.ms": "1000",
@@ -252,6 +253,58 @@ def test_a_read_committed_share_group_never_gets_aborted_records(cluster: LocalC
         {"groups": [{"group_id": "g-rc", "topics": [{"topic_name": "txns", "partitions": [0]}]}]},
     )
     assert described.groups[0].topics[0].partitions[0].start_offset == end
+
+
+def test_an_empty_share_group_is_reset_and_its_offsets_deleted(cluster: LocalCluster) -> None:
+    create_topic(cluster, "reset", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "reset", 10)
+    port = cluster.ports[1]
+
+    def read(expected: int) -> list[int]:
+        consumer = share_consumer(cluster.bootstrap, "g-reset", "reset")
+        try:
+            records = poll_until(consumer, lambda r: len(r) >= expected, f"{expected} records")
+            consumer.commit_sync(30)
+        finally:
+            consumer.close()
+        return [m.offset() for m in records]
+
+    def start_offset() -> int:
+        body = {"groups": [{"group_id": "g-reset", "topics": [{"topic_name": "reset", "partitions": [0]}]}]}
+        return (
+            raw_request(port, ApiKey.DescribeShareGroupOffsets, 0, body)
+            .groups[0]
+            .topics[0]
+            .partitions[0]
+            .start_offset
+        )
+
+    assert read(10) == list(range(10))
+    assert start_offset() == 10
+    alter = {
+        "group_id": "g-reset",
+        "topics": [{"topic_name": "reset", "partitions": [{"partition_index": 0, "start_offset": 6}]}],
+    }
+    altered = raw_request(port, ApiKey.AlterShareGroupOffsets, 0, alter)
+    assert (altered.error_code, altered.responses[0].partitions[0].error_code) == (0, 0)
+    assert start_offset() == 6
+    assert read(4) == [6, 7, 8, 9]  # from the new start offset, delivered afresh
+    deleted = raw_request(
+        port, ApiKey.DeleteShareGroupOffsets, 0, {"group_id": "g-reset", "topics": [{"topic_name": "reset"}]}
+    )
+    assert (deleted.error_code, deleted.responses[0].error_code) == (0, 0)
+    assert read(10) == list(range(10))  # share.auto.offset.reset (earliest here) decides again
+    # a group with members is refused
+    member = share_consumer(cluster.bootstrap, "g-reset", "reset")
+    try:
+        poll_records(member)
+        wait_until(
+            lambda: raw_request(port, ApiKey.AlterShareGroupOffsets, 0, alter).error_code == NON_EMPTY_GROUP,
+            30,
+            "NON_EMPTY_GROUP while a member is in the group",
+        )
+    finally:
+        member.close()
 
 
 def test_share_session_epochs_are_checked(cluster: LocalCluster) -> None:

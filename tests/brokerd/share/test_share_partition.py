@@ -174,5 +174,8 @@ def test_a_persisted_state_reads_back_and_an_older_leader_never_replaces_a_newer
     assert ShareKey.decode(b"not json") is None
     assert ShareState(9, 2).supersedes(state) is False
     assert ShareState(9, 3).supersedes(state) is True
+    reset = ShareState(0, 1, (), state_epoch=1)  # an admin reset, whatever the leader epoch
+    assert reset.supersedes(state) and not state.supersedes(reset)
+    assert ShareState.decode(ShareState(0, 0, (), 2, deleted=True).encode()).deleted
     with pytest.raises(ValueError):
         ShareState.decode(b"garbage")
