@@ -381,3 +381,25 @@ def test_an_empty_classic_group_becomes_a_consumer_group_with_its_offsets(cluste
         assert group_description(cluster.bootstrap, group).type == ConsumerGroupType.CONSUMER
     finally:
         modern.close()
+
+
+def test_group_configs_are_checked_against_the_brokers_bounds(cluster) -> None:
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+    def alter(name: str, value: str) -> None:
+        entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource(ResourceType.GROUP, "kip848-configs", incremental_configs=[entry])
+        admin.incremental_alter_configs([resource])[resource].result(20)
+
+    with pytest.raises(KafkaException) as refused:
+        alter("consumer.session.timeout.ms", "1000")  # the test cluster's minimum is 6000
+    assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert "consumer.session.timeout.ms must be greater than or equal to" in refused.value.args[0].str()
+    alter("share.auto.offset.reset", "earliest")
+    described = admin.describe_configs([ConfigResource(ResourceType.GROUP, "kip848-configs")])
+    configs = next(iter(described.values())).result(20)
+    assert configs["share.auto.offset.reset"].value == "earliest"
+    assert configs["consumer.session.timeout.ms"].value == "45000"  # the broker's default
+    assert configs["consumer.heartbeat.interval.ms"].value == "1000"  # the test cluster's
