@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from confluent_kafka import AcknowledgeType, KafkaError, KafkaException, ShareConsumer
+from confluent_kafka import AcknowledgeType, Consumer, KafkaError, KafkaException, ShareConsumer
 from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
@@ -47,6 +47,7 @@ LOCK_MS = 3000
 SHARE_SESSION_NOT_FOUND = 122
 INVALID_SHARE_SESSION_EPOCH = 123
 NON_EMPTY_GROUP = 68
+GROUP_ID_NOT_FOUND = 69
 SHARE_CONFIGS = {
     "share.auto.offset.reset": "earliest",
     "group.share.min.record.lock.duration.ms": "1000",
@@ -305,6 +306,33 @@ def test_an_empty_share_group_is_reset_and_its_offsets_deleted(cluster: LocalClu
         )
     finally:
         member.close()
+
+
+def test_a_consumer_group_id_is_not_taken_by_a_share_group(cluster: LocalCluster) -> None:
+    create_topic(cluster, "taken", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "taken", 1)
+    classic = Consumer(
+        {"bootstrap.servers": cluster.bootstrap, "group.id": "g-taken", "auto.offset.reset": "earliest"}
+    )
+    try:
+        classic.subscribe(["taken"])
+        deadline = time.monotonic() + 30
+        while classic.poll(0.5) is None:
+            assert time.monotonic() < deadline, "the consumer group got no record"
+        body = {
+            "group_id": "g-taken",
+            "member_id": "share-member",
+            "member_epoch": 0,
+            "rack_id": None,
+            "subscribed_topic_names": ["taken"],
+        }
+        answer = raw_request(cluster.ports[1], ApiKey.ShareGroupHeartbeat, 1, body)
+        assert (answer.error_code, answer.error_message) == (
+            GROUP_ID_NOT_FOUND,
+            "Group g-taken is not a share group.",
+        )
+    finally:
+        classic.close()
 
 
 def test_share_session_epochs_are_checked(cluster: LocalCluster) -> None:
