@@ -124,7 +124,8 @@ class Observations:
     def of(cls, history: History) -> Observations:
         seen = cls()
         for ack in history.acks:
-            seen.add(ack.partition, ack.offset, ack.value)
+            if ack.offset is not None:  # None: acknowledged as a duplicate of an earlier send
+                seen.add(ack.partition, ack.offset, ack.value)
         for r in history.reads:
             seen.add(r.partition, r.offset, r.value)
         return seen
@@ -171,7 +172,7 @@ def stats(history: History) -> dict[str, int]:
     }
 
 
-def _acknowledged(history: History) -> dict[str, tuple[int, int]]:
+def _acknowledged(history: History) -> dict[str, tuple[int, int | None]]:
     """Value -> (partition, offset) of every write the cluster promised to keep: acked outside
     a transaction, or acked in a transaction that committed."""
     committed = {t.txn for t in history.txns if t.outcome == "committed"}
@@ -188,21 +189,22 @@ def lost_writes(history: History) -> list[CheckResult]:
     highest: dict[int, int] = defaultdict(lambda: -1)
     for r in history.reads:
         highest[r.partition] = max(highest[r.partition], r.offset)
-    for value, (p, o) in sorted(_acknowledged(history).items(), key=lambda kv: kv[1]):
+    for value, (p, o) in sorted(_acknowledged(history).items(), key=lambda kv: (kv[1][0], kv[1][1] or -1)):
         if value in final_values:
             continue
+        at = f"{p}/{o}" if o is not None else f"{p} (offset not reported)"
         if final is not None and final.reached.get(p, False):
             # The final read starts after every write was acknowledged or failed: a partition
             # that now ends at or below an acknowledged offset was cut back under it.
             end = final.ends.get(p, -1)
-            cut = "" if o < end else f" (the partition now ends at {end})"
-            lost.add(f"{value} acked at {p}/{o}, not in the final read{cut}")
+            cut = "" if o is None or o < end else f" (the partition now ends at {end})"
+            lost.add(f"{value} acked at {at}, not in the final read{cut}")
         elif value in read_values:
             continue  # read before; the final read stopped short of it
-        elif o < highest[p]:
-            lost.add(f"{value} acked at {p}/{o}, never read; {p}/{highest[p]} was")
+        elif o is not None and o < highest[p]:
+            lost.add(f"{value} acked at {at}, never read; {p}/{highest[p]} was")
         else:
-            unseen.add(f"{value} acked at {p}/{o}, never read")
+            unseen.add(f"{value} acked at {at}, never read")
     return [lost.result(), unseen.result()]
 
 
@@ -235,6 +237,8 @@ def nonmonotonic_sends(history: History) -> CheckResult:
     order = {s.value: i for i, s in enumerate(history.sends)}
     last: dict[tuple[str, int], tuple[int, str]] = {}
     for ack in sorted(history.acks, key=lambda a: order.get(a.value, a.line)):
+        if ack.offset is None:
+            continue
         key = (ack.process, ack.partition)
         previous = last.get(key)
         if previous is not None and ack.offset <= previous[0]:
@@ -449,7 +453,7 @@ def _version_orders(
     for (p, o), values in seen.at.items():
         for v in values:
             txn = txn_of.get(v)
-            if txn in visible:
+            if txn is not None and txn in visible:
                 chains[p].append((o, txn, v))
     return {p: [(t, v) for _, t, v in sorted(c)] for p, c in chains.items()}
 

@@ -9,7 +9,8 @@ Lines (the `type` field says which; every line but `meta` has `time` and `proces
 
 - `meta`: the run: topic, partitions, isolation of the readers, whether faults were on;
 - `send`: a producer handed a value to its client (`txn`: the transaction it belongs to);
-- `ack`: the cluster acknowledged a value at `partition`/`offset`;
+- `ack`: the cluster acknowledged a value at `partition`/`offset` (null when the client was
+  not told: an idempotent producer's retry the broker recognised as a duplicate);
 - `fail`: the value's delivery failed with `error`. Without a transaction this is
   indeterminate, as in Jepsen's `:info`: a timed-out record may still have been written;
 - `poll`: what one poll returned: `records` as `[partition, offset, value]` (`txn`: the
@@ -62,7 +63,7 @@ class Ack:
     process: str
     value: str
     partition: int
-    offset: int
+    offset: int | None  # None: librdkafka reported it delivered, offset unknown (a retried duplicate)
     txn: str | None
 
 
@@ -247,7 +248,9 @@ def _add(h: History, n: int, doc: dict[str, Any]) -> None:
     if kind == "send":
         h.sends.append(Send(n, t, process, str(doc["value"]), _opt_int(doc.get("partition")), txn))
     elif kind == "ack":
-        h.acks.append(Ack(n, t, process, str(doc["value"]), int(doc["partition"]), int(doc["offset"]), txn))
+        h.acks.append(
+            Ack(n, t, process, str(doc["value"]), int(doc["partition"]), _opt_int(doc["offset"]), txn)
+        )
     elif kind == "fail":
         h.fails.append(Fail(n, t, process, str(doc["value"]), str(doc.get("error")), txn))
     elif kind == "poll":

@@ -16,6 +16,7 @@ import typer
 from kctl.cluster import localcluster
 from kctl.kafka import clientprops, topics
 from kctl.kafka.client import Connection, checked, connect
+from kctl.kafka.errors import KafkaException
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -202,13 +203,17 @@ def run(
                 seed,
                 console.info,
             )
-        _run(conn, plan, recorder, nem, limit_s)
+        problems = _run(conn, plan, recorder, nem, limit_s)
     finally:
         recorder.close()
     result = checker.check(history.read(path))
     verdict.show(result, json_output)
     if not result.valid:
         raise typer.Exit(ExitCode.ANOMALIES)
+    if problems:
+        raise KctlError(
+            f"the workload did not run as planned ({'; '.join(problems)}); the history holds what it did"
+        )
 
 
 def _create_topic(conn: Connection, plan: workload.Plan, replication_factor: int, unclean: bool) -> None:
@@ -226,12 +231,13 @@ def _run(
     recorder: history.HistoryWriter,
     nem: nemesis.Nemesis | None,
     limit_s: float,
-) -> None:
+) -> list[str]:
     """The workload for `limit_s` (Ctrl-C ends it early) under the nemesis, then the final read
-    once every fault is healed. A client that failed is reported after the history is complete."""
+    once every fault is healed. What went wrong with a client or the nemesis is returned, to be
+    reported after the verdict: the history still holds everything they did."""
     load = workload.Workload(conn, plan, recorder)
     load.start()
-    errors: list[BaseException] = []
+    errors: dict[str, BaseException] = {}
     try:
         if nem is not None:
             nem.start()
@@ -254,9 +260,19 @@ def _run(
             f"the final read did not reach the end of partition(s) {short} in {FINAL_READ_TIMEOUT_S:g}s"
         )
     if nem is not None and nem.error is not None:
-        raise nem.error
-    if errors:
-        raise errors[0]
+        errors[nemesis.PROCESS] = nem.error
+    for name, error in errors.items():
+        console.warn(f"{name} stopped early: {_describe(error)}")
+    return [f"{name}: {_describe(error)}" for name, error in errors.items()]
+
+
+def _describe(error: BaseException) -> str:
+    """One line for a client's or the nemesis's failure."""
+    if isinstance(error, KctlError):
+        return error.message
+    if isinstance(error, KafkaException):
+        return error.args[0].str() if error.args else repr(error)
+    return f"{type(error).__name__}: {error}"
 
 
 @app.command("check")

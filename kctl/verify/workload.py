@@ -21,13 +21,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kctl.kafka import consumer as consumers
 from kctl.kafka.client import Connection, Consumer, Producer, produce_waiting
 from kctl.kafka.consumer import Message
 from kctl.kafka.errors import KafkaError, KafkaException
+from kctl.shell.errors import KctlError
 from kctl.verify.history import FINAL, HistoryWriter
 
 POLL_BATCH = 500
@@ -99,14 +100,7 @@ class ProducerWorker(Worker):
         self.conn, self.plan, self.history = conn, plan, history
 
     def work(self) -> None:
-        idempotent = self.plan.acks == "all"
-        producer = self.conn.producer(
-            {
-                "enable.idempotence": idempotent,
-                "acks": self.plan.acks,
-                "message.timeout.ms": MESSAGE_TIMEOUT_MS,
-            }
-        )
+        producer = self._producer()
         pacer = Pacer(self.plan.rate / self.plan.producers, self.stop)
         seq = 0
         report = _delivery(self.history, self.name, None)
@@ -114,12 +108,29 @@ class ProducerWorker(Worker):
             value = f"{self.name}-{seq}"
             partition = seq % self.plan.partitions
             self.history.write("send", process=self.name, value=value, partition=partition)
-            produce_waiting(
-                producer, self.plan.topic, value=value.encode(), partition=partition, on_delivery=report
-            )
-            producer.poll(0)
+            try:
+                produce_waiting(
+                    producer, self.plan.topic, value=value.encode(), partition=partition, on_delivery=report
+                )
+                producer.poll(0)
+            except KafkaException as exc:  # refused at once; a fatal error ends this producer
+                error: KafkaError = exc.args[0]
+                self.history.write("fail", process=self.name, value=value, error=error.str(), txn=None)
+                if error.fatal():
+                    producer.flush(CLOSE_TIMEOUT_S)  # its queued records fail, each in the history
+                    producer = self._producer()
             seq += 1
         producer.flush(CLOSE_TIMEOUT_S)
+
+    def _producer(self) -> Producer:
+        idempotent = self.plan.acks == "all"
+        return self.conn.producer(
+            {
+                "enable.idempotence": idempotent,
+                "acks": self.plan.acks,
+                "message.timeout.ms": MESSAGE_TIMEOUT_MS,
+            }
+        )
 
 
 def _delivery(
@@ -232,15 +243,23 @@ class TxnWriter(Worker):
             producer.flush(CLOSE_TIMEOUT_S)
 
     def _producer(self) -> Producer:
-        producer = self.conn.producer(
-            {
-                "transactional.id": self.transactional_id,
-                "transaction.timeout.ms": TXN_TIMEOUT_MS,
-                "message.timeout.ms": MESSAGE_TIMEOUT_MS,
-            }
-        )
-        producer.init_transactions(CLOSE_TIMEOUT_S)
-        return producer
+        """A producer registered with the transaction coordinator (which fences any older one
+        with the same transactional.id and aborts what it left open). Registering is retried
+        while the coordinator is moving (a fault), until the run stops."""
+        while True:
+            producer = self.conn.producer(
+                {
+                    "transactional.id": self.transactional_id,
+                    "transaction.timeout.ms": TXN_TIMEOUT_MS,
+                    "message.timeout.ms": MESSAGE_TIMEOUT_MS,
+                }
+            )
+            try:
+                producer.init_transactions(CLOSE_TIMEOUT_S)
+                return producer
+            except KafkaException as exc:
+                if self.stop.is_set() or not (exc.args[0].retriable() or exc.args[0].fatal()):
+                    raise
 
     def _transaction(self, producer: Producer, txn: str, abort: bool, n: int) -> bool:
         """One transaction; False when the producer must be replaced."""
@@ -327,15 +346,15 @@ class Workload:
         for worker in self.readers + self.writers:
             worker.start()
 
-    def stop(self) -> list[BaseException]:
-        """Stop writing (flushing what is in flight), then the group; the workers' errors."""
+    def stop(self) -> dict[str, BaseException]:
+        """Stop writing (flushing what is in flight), then the group; each failed worker's error."""
         self.stop_writing.set()
         for worker in self.writers:
             worker.join()
         self.stop_reading.set()
         for worker in self.readers:
             worker.join()
-        return [w.error for w in self.writers + self.readers if w.error is not None]
+        return {w.name: w.error for w in self.writers + self.readers if w.error is not None}
 
     def final_read(self, timeout: float) -> dict[int, bool]:
         """Read every partition from its start to its end (read_committed: the last stable
@@ -347,14 +366,19 @@ class Workload:
                 "group.id": f"{self.plan.group}-final",
             }
         )
+        patient = replace(self.conn, timeout=timeout)  # leaders may still be moving after the faults
         try:
-            starts, ends = {}, {}
+            starts, ends, unknown = {}, {}, set()
             for p in range(self.plan.partitions):
-                starts[p], ends[p] = consumers.watermarks(reader, self.conn, self.plan.topic, p)
-            reached = {p: ends[p] <= starts[p] for p in ends}
+                try:
+                    starts[p], ends[p] = consumers.watermarks(reader, patient, self.plan.topic, p)
+                except KctlError:  # no end to reach: what it reads is written, the rest is unseen
+                    starts[p], ends[p] = 0, -1
+                    unknown.add(p)
+            reached = {p: p not in unknown and ends[p] <= starts[p] for p in ends}
             consumers.assign(reader, self.plan.topic, starts)
             deadline = time.monotonic() + timeout
-            while not all(reached.values()) and time.monotonic() < deadline:
+            while not all(r for p, r in reached.items() if p not in unknown) and time.monotonic() < deadline:
                 batch = reader.consume(num_messages=POLL_BATCH, timeout=POLL_TIMEOUT_S)
                 records = []
                 for m in batch:
@@ -363,7 +387,7 @@ class Workload:
                         records.append(_record(m))
                     elif error.code() == KafkaError._PARTITION_EOF:
                         p, end, _ = _record(m)
-                        reached[p] = reached[p] or end >= ends[p]
+                        reached[p] = reached[p] or (p not in unknown and end >= ends[p])
                 if records:
                     self.history.write("poll", process=FINAL, records=records)
             self.history.write(

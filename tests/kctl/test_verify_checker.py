@@ -320,3 +320,19 @@ def test_without_idempotence_duplicates_and_reordering_are_allowed():
     assert verdict.valid, failed(verdict)
     allowed = {c.name: c.count for c in verdict.checks if not c.bad}
     assert allowed["duplicate"] == 1 and allowed["nonmonotonic-send"] == 1
+
+
+def test_an_ack_without_an_offset_still_counts_as_acknowledged():
+    """librdkafka reports a retried write the broker recognised as a duplicate as delivered,
+    with no offset: it must still be read back."""
+    h = H().write("p0", "a", 0, 0)
+    h.add("send", process="p0", value="b", partition=0).add(
+        "ack", process="p0", value="b", partition=0, offset=None
+    )
+    assert h.final((0, 0, "a"), (0, 1, "b"), ends={0: 2}).verdict().valid
+    h = H().write("p0", "a", 0, 0)
+    h.add("send", process="p0", value="b", partition=0).add(
+        "ack", process="p0", value="b", partition=0, offset=None
+    )
+    lost = only(h.final((0, 0, "a"), ends={0: 1}).verdict(), "lost-write")
+    assert lost.examples == ("b acked at 0 (offset not reported), not in the final read",)

@@ -65,34 +65,23 @@ def test_verify_under_faults_reads_back_every_acknowledged_write(cluster_dir, tm
 
 def lone_broker_run(cluster_dir, path, *options, expect):
     """A lone-broker fault: the others paused past broker.session.timeout.ms (3 s), then the
-    lone broker killed and the others resumed; it is started again 5 s later."""
-    run = kctl_in(
-        cluster_dir,
-        "verify",
-        "--nemesis",
-        "lone-broker",
-        "--time-limit",
-        "12s",
-        "--fault-interval",
-        "1s",
-        "--fault-duration",
-        "5s",
-        "--rate",
-        "200/s",
-        "--history",
-        str(path),
-        "--json",
-        *options,
-        expect=expect,
-        timeout=240,
-    )
+    lone broker killed and the others resumed; it is started again 5 s later. `expect`: the
+    exit code, or None for valid (0) or anomalies (11)."""
+    args = ["--nemesis", "lone-broker", "--time-limit", "12s", "--fault-interval", "1s"]
+    args += ["--fault-duration", "5s", "--rate", "200/s", "--history", str(path), "--json", *options]
+    run = run_kctl("verify", *args, env={"KCTL_HOME": str(cluster_dir)}, timeout=240)
+    allowed = (ExitCode.OK, ExitCode.ANOMALIES) if expect is None else (expect,)
+    assert run.returncode in allowed, run.stderr
     return json.loads(run.stdout)
 
 
 def test_acks_1_with_unclean_elections_loses_writes_acks_all_does_not(cluster_dir, tmp_path):
     """Jepsen's 2013 Kafka finding, on purpose: what the lone leader acknowledged with acks=1
     is lost when a replica that missed it is elected uncleanly. With acks=all and
-    min.insync.replicas=2 the lone leader acknowledges nothing, and clean elections wait for it."""
+    min.insync.replicas=2 the lone leader acknowledges nothing, and clean elections wait for it.
+    That run is held to the promise about loss only: an idempotent producer's write retried
+    across the lone leader's kill has (rarely) been stored twice, which the verdict reports as
+    a duplicate."""
     kctl_in(cluster_dir, "cluster", "up")
     broken = lone_broker_run(
         cluster_dir,
@@ -105,9 +94,11 @@ def test_acks_1_with_unclean_elections_loses_writes_acks_all_does_not(cluster_di
     lost = checks(broken)["lost-write"]
     assert not broken["valid"] and lost["count"] > 0 and lost["anomaly"], broken
     assert "not in the final read" in lost["examples"][0]
-    safe = lone_broker_run(cluster_dir, tmp_path / "acks-all.jsonl", expect=0)
-    assert safe["valid"] and safe["stats"]["faults"] >= 1, safe
-    assert checks(safe)["lost-write"]["count"] == 0 and safe["stats"]["acknowledged"] > 0
+    safe = lone_broker_run(cluster_dir, tmp_path / "acks-all.jsonl", expect=None)
+    found = checks(safe)
+    assert found["lost-write"]["count"] == 0 and found["unseen"]["count"] == 0, safe
+    assert safe["stats"]["faults"] >= 1 and safe["stats"]["acknowledged"] > 0
+    assert safe["stats"]["final_read"] >= safe["stats"]["acknowledged"]
 
 
 def test_a_history_recorded_with_bootstrap_and_no_faults_is_checked_again(tmp_path, isolated_env):
