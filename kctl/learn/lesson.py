@@ -269,7 +269,10 @@ def give(lesson: Lesson, answers: Answers, mode: str) -> Run:
             run.finished = True
     except KctlError as exc:
         run.failure = exc.message
-        out.print(Text(f"The lesson stopped: {exc.message}", style="bold red"))
+    except Exception as exc:  # a client error the experiment did not expect: told, not a traceback
+        run.failure = f"{type(exc).__name__}: {exc}"
+    if run.failure is not None:
+        out.print(Text(f"The lesson stopped: {run.failure}", style="bold red"))
     _print_end(run)
     return run
 
