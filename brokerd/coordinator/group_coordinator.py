@@ -542,10 +542,11 @@ class GroupCoordinator:
 
     def describe(self, group_id: str) -> Group:
         """The group; a group id with only offsets is an Empty group, without them Dead. A
-        KIP-848 group is not described here (ConsumerGroupDescribe does), as in Kafka."""
+        KIP-848 group is not described here (ConsumerGroupDescribe does): DescribeGroups
+        before v6 answers it as Dead, as Kafka does for any group that is not classic."""
         self._owned(group_id)
         if self._is_consumer_group(group_id):
-            raise GroupIdNotFoundError(f"Group {group_id} is not a classic group.")
+            return Group(group_id, state=GroupState.DEAD)
         group = self.group_manager.get_group(group_id)
         if group is not None:
             return group

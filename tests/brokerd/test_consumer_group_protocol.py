@@ -219,6 +219,21 @@ def test_classic_members_cannot_join_a_consumer_group(cluster) -> None:
             return KafkaError.INCONSISTENT_GROUP_PROTOCOL in errors
 
         wait_until(refused, 30, "INCONSISTENT_GROUP_PROTOCOL for the classic member", interval=0)
+        from kafka.protocol.api_key import ApiKey
+
+        from tests.raw_request import raw_request
+
+        port = next(iter(cluster.ports.values()))
+        # DescribeGroups before v6 answers a group that is not classic as Dead, as Kafka does
+        described = raw_request(port, ApiKey.DescribeGroups, 4, {"groups": [group]}).groups[0]
+        assert (described.error_code, described.group_state, list(described.members)) == (0, "Dead", [])
+        listed = raw_request(port, ApiKey.ListGroups, 5, {"states_filter": [], "types_filter": ["Consumer"]})
+        row = next(g for g in listed.groups if g.group_id == group)
+        assert (row.group_type, row.protocol_type, row.group_state) == ("consumer", "consumer", "Stable")
+        classic_only = raw_request(
+            port, ApiKey.ListGroups, 5, {"states_filter": [], "types_filter": ["classic"]}
+        )
+        assert group not in {g.group_id for g in classic_only.groups}
         assert "assigned" not in errors
     finally:
         classic.close()
