@@ -38,6 +38,7 @@ Each check is what Kafka promises, put as Jepsen's Kafka checker (jepsen.tests.k
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -255,7 +256,7 @@ def poll_order(history: History) -> list[CheckResult]:
     back = _Found("nonmonotonic-poll", "a reader went back to an offset at or below one it had read")
     skip = _Found("poll-skip", "a reader jumped over records between two polls of one partition")
     index = _version_index(history.reads)
-    resets = defaultdict(list)
+    resets: dict[str, list[int]] = defaultdict(list)  # lines of each reader's rebalances, ascending
     for a in history.assignments:
         resets[a.process].append(a.line)
     last: dict[tuple[str, int], tuple[int, int]] = {}  # (process, partition) -> (offset, line)
@@ -263,7 +264,8 @@ def poll_order(history: History) -> list[CheckResult]:
         key = (r.process, r.partition)
         previous = last.get(key)
         last[key] = (r.offset, r.line)
-        if previous is None or any(previous[1] < line < r.line for line in resets[r.process]):
+        lines = resets[r.process]
+        if previous is None or bisect_right(lines, previous[1]) < bisect_left(lines, r.line):
             continue
         q = previous[0]
         if r.offset <= q:
