@@ -10,10 +10,10 @@ from kctl.learn.lab import Lab
 from kctl.learn.lesson import Ask, Check, Experiment, Explain, Lesson, Narrate, Observed, Show
 
 TOPIC = "lesson"
-LAG_MS = 2000
-# The leader counts a follower's lag from the last fetch that caught it up, which may come up
-# to one fetch wait (brokerd's replica fetcher: 500 ms) before the pause.
-EARLIEST_S = LAG_MS / 1000 - 0.6
+LAG_MS = 3000
+# The leader counts a follower's lag from the last fetch that caught it up, which comes before
+# the pause: by up to one fetch wait (brokerd's replica fetcher: 500 ms), more on a busy machine.
+EARLIEST_S = LAG_MS / 1000 - 1.0
 
 
 def _create(lab: Lab) -> str:
