@@ -174,6 +174,14 @@ class HistoryWriter:
         self._file: IO[str] = open(path, "w", encoding="utf-8")  # noqa: SIM115 (closed in close())
         self._started = time.monotonic()
 
+    @classmethod
+    def open(cls, path: Path) -> HistoryWriter:
+        """A writer of a new history at `path`; a path that cannot be written is exit 5."""
+        try:
+            return cls(path)
+        except OSError as exc:
+            raise KctlError(f"cannot write history {path}: {exc.strerror}", ExitCode.INVALID_INPUT) from None
+
     def now(self) -> float:
         """Seconds since the run started, the clock of every line."""
         return round(time.monotonic() - self._started, 6)

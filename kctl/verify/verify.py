@@ -182,9 +182,13 @@ def run(
         txn_rate=parse_rate(txn_rate, "--txn-rate"),
     )
     path = history_file or Path(f"kctl-verify-{datetime.now(UTC):%Y%m%d-%H%M%S}.jsonl")
-    _create_topic(checked(conn), plan, replication_factor, unclean)
-    recorder = history.HistoryWriter(path)
+    recorder = history.HistoryWriter.open(path)
     console.info(f"history: {path}")
+    try:
+        _create_topic(checked(conn), plan, replication_factor, unclean)
+    except BaseException:
+        recorder.close()
+        raise
     try:
         recorder.meta(
             **workload.settings_for(plan),

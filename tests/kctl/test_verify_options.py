@@ -32,6 +32,14 @@ def test_refused_before_connecting(args, code, says, isolated_env):
     assert len(lines) == 1 and lines[0].startswith("kctl: error: ") and says in lines[0], result.stderr
 
 
+def test_a_history_that_cannot_be_written_is_invalid_input(tmp_path, isolated_env):
+    path = tmp_path / "no" / "such" / "dir" / "h.jsonl"
+    result = CliRunner().invoke(
+        app, ["verify", "-b", NOWHERE, "--no-faults", "--history", str(path)], env=isolated_env
+    )
+    assert result.exit_code == ExitCode.INVALID_INPUT and "cannot write history" in result.stderr
+
+
 def test_a_missing_history_file_is_a_usage_error(tmp_path, isolated_env):
     result = CliRunner().invoke(app, ["verify", "check", str(tmp_path / "none.jsonl")], env=isolated_env)
     assert result.exit_code == ExitCode.USAGE and "does not exist" in result.stderr
