@@ -170,7 +170,17 @@ def stats(history: History) -> dict[str, int]:
         "txn_aborted": sum(1 for t in history.txns if t.outcome == "aborted"),
         "txn_unknown": sum(1 for t in history.txns if t.outcome == "unknown"),
         "faults": sum(1 for f in history.faults if f.phase == "start" and f.error is None),
+        **_faults_by_kind(history),
     }
+
+
+def _faults_by_kind(history: History) -> dict[str, int]:
+    """`faults.<kind>`: how many faults of each kind were injected."""
+    counts: dict[str, int] = defaultdict(int)
+    for f in history.faults:
+        if f.phase == "start" and f.error is None:
+            counts[f"faults.{f.kind}"] += 1
+    return dict(sorted(counts.items()))
 
 
 def _acknowledged(history: History) -> dict[str, tuple[int, int | None]]:

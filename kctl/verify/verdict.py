@@ -38,6 +38,9 @@ def summary(verdict: Verdict) -> str:
         f"{s.get('failed', 0)} failed (indeterminate), {s.get('polled', 0)} polled by the group, "
         f"{s.get('final_read', 0)} in the final read; {s.get('faults', 0)} faults"
     )
+    kinds = [f"{name.removeprefix('faults.')} {n}" for name, n in s.items() if name.startswith("faults.")]
+    if kinds:
+        text += f" ({', '.join(kinds)})"
     if s.get("txn_committed") or s.get("txn_aborted") or s.get("txn_unknown"):
         text += (
             f"; transactions: {s.get('txn_committed', 0)} committed, {s.get('txn_aborted', 0)} aborted, "

@@ -48,6 +48,12 @@ def test_verify_under_faults_reads_back_every_acknowledged_write(cluster_dir, tm
     assert doc["valid"] is True and doc["anomalies"] == 0, doc
     stats = doc["stats"]
     assert stats["faults"] >= 4, run.stderr  # kill, pause, kill-controller, throttle took turns
+    assert {k for k in stats if k.startswith("faults.")} == {
+        "faults.kill",
+        "faults.pause",
+        "faults.kill-controller",
+        "faults.throttle",
+    }
     assert stats["acknowledged"] > 500 and stats["final_read"] >= stats["acknowledged"]
     assert stats["txn_committed"] > 0 and stats["txn_aborted"] > 0
     found = checks(doc)
