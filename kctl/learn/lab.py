@@ -11,6 +11,7 @@ background thread so a lesson can show what happened while an experiment ran.
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import subprocess
@@ -32,10 +33,11 @@ from kctl.shell.errors import KctlError
 from kctl.watch import dashboard, events
 
 T = TypeVar("T")
+_PARTITION_CHANGE = re.compile(r"([a-zA-Z0-9._-]+)/\d+: ")
 
 START_TIMEOUT_S = 45.0  # several brokers starting on a busy laptop
 CLIENT_TIMEOUT_S = 15.0
-NARRATE_EVERY_S = 0.1
+NARRATE_EVERY_S = 0.2  # leaders publish every 0.5 s: often enough to see each moment
 PUBLISH_PERIOD_S = 0.5  # how often a leader publishes its partitions' view (brokerd)
 MAX_EVENTS = 200  # narrated changes kept for one lesson
 MAX_RECORDS = 10_000  # what a lesson ever reads back from one topic
@@ -358,9 +360,16 @@ class Lab:
         sections = dashboard.build(snap, [])
         if not brokers:
             sections = sections[1:]
-        fresh = [line for _, line in self._events[self._shown :]]
+        fresh = [line for _, line in self._events[self._shown :] if _about(line, topic)]
         self._shown = len(self._events)
         return sections, fresh
+
+
+def _about(line: str, topic: str | None) -> bool:
+    """Whether a narrated change belongs in the slice of `topic`: every change but those of
+    another topic's partitions ("orders/0: ...")."""
+    found = _PARTITION_CHANGE.match(line)
+    return topic is None or found is None or found[1] == topic
 
 
 def read_committed_done(consumer: Consumer, pending: set[int], ends: dict[int, int], topic: str) -> bool:
