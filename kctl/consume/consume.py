@@ -10,8 +10,20 @@ import typer
 
 from kctl.consume.assignment import plan
 from kctl.consume.filters import FilterSyntaxError, Test, compile_filters
-from kctl.consume.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
-from kctl.consume.membership import GroupProtocol, Membership, group_settings, reset_policy
+from kctl.consume.formatting import (
+    DEFAULT_FORMAT,
+    FormatError,
+    compile_format,
+    record_json,
+    shared_record_json,
+)
+from kctl.consume.membership import (
+    GroupProtocol,
+    Membership,
+    RemoteAssignor,
+    group_settings,
+    reset_policy,
+)
 from kctl.consume.reader import Commit, Reader, Render
 from kctl.consume.share import ShareReader
 from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic
@@ -72,7 +84,8 @@ def consume(
             "--format",
             "-f",
             help="Output format: %t topic, %p partition, %o offset, %k key, %v or %s value, "
-            "%T timestamp ms, %h headers, %K/%S key/value length, %%; escapes \\n \\t \\\\.",
+            "%T timestamp ms, %h headers, %K/%S key/value length, %d delivery count (with "
+            "--share-group), %%; escapes \\n \\t \\\\.",
         ),
     ] = DEFAULT_FORMAT,
     json_output: Annotated[
@@ -80,8 +93,8 @@ def consume(
         typer.Option(
             "--json",
             help="One JSON object per record: topic, partition, offset, timestamp, key, "
-            "value, headers; lossless, so `kctl produce -J json` reads it back "
-            "(see below).",
+            "value, headers (and delivery_count with --share-group); lossless, so `kctl "
+            "produce -J json` reads it back (see below).",
         ),
     ] = False,
     filters: Annotated[
@@ -121,6 +134,16 @@ def consume(
             help="With -g: 'classic' (the default) rebalances by JoinGroup/SyncGroup; 'consumer' "
             "uses KIP-848 (group.protocol=consumer): the broker assigns and moves partitions "
             "incrementally, and the session timeout is the broker's or the group's config.",
+        ),
+    ] = None,
+    remote_assignor: Annotated[
+        RemoteAssignor | None,
+        typer.Option(
+            "--remote-assignor",
+            show_default=False,
+            help="With --group-protocol consumer: the broker's assignor (group.remote.assignor), "
+            "'uniform' (spread evenly) or 'range' (co-partitioned topics together). Default: "
+            "the broker's first of group.consumer.assignors.",
         ),
     ] = None,
     commit: Annotated[
@@ -193,7 +216,7 @@ def consume(
     record printed is acknowledged once written (--ack accept, the default; release or
     reject), so a member that dies leaves its records to the others after their lock expires.
     """
-    spec, render, keep = _compile(offset, fmt, json_output, filters or [])
+    spec, render, keep = _compile(offset, fmt, json_output, filters or [], share_group is not None)
     if share_group is not None:
         _check_share_options(group, commit, partition, offset, exit_at_end)
         _consume_shared(
@@ -216,6 +239,8 @@ def consume(
         raise KctlError("--commit needs -g GROUP: only a group has offsets to commit", ExitCode.USAGE)
     if group is None and group_protocol is not None:
         raise KctlError("--group-protocol needs -g GROUP", ExitCode.USAGE)
+    if remote_assignor is not None and group_protocol is not GroupProtocol.CONSUMER:
+        raise KctlError("--remote-assignor needs -g GROUP --group-protocol consumer", ExitCode.USAGE)
     reset = None if group is None else reset_policy(spec, partitions, exit_at_end)
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     watch = ClusterWatch(conn)
@@ -225,7 +250,10 @@ def consume(
         reader = Reader(consumer, topic, render, keep=keep)
     else:
         consumer = conn.consumer(
-            {**group_settings(group, group_protocol or GroupProtocol.CLASSIC, reset), **common}
+            {
+                **group_settings(group, group_protocol or GroupProtocol.CLASSIC, reset, remote_assignor),
+                **common,
+            }
         )
         reader = Reader(consumer, topic, render, commit or Commit.AFTER, bounded=False, keep=keep)
     started = False
@@ -310,14 +338,19 @@ def _start(
 
 
 def _compile(
-    offset: str, fmt: str, json_output: bool, filters: list[str]
+    offset: str, fmt: str, json_output: bool, filters: list[str], shared: bool
 ) -> tuple[OffsetRange, Render, Test | None]:
-    """Check the offset spec, output format and filters before touching the cluster."""
+    """Check the offset spec, output format and filters before touching the cluster; records
+    of a share group (``shared``) have a delivery count to show."""
     if json_output and fmt != DEFAULT_FORMAT:
         raise KctlError("use either --format or --json, not both", ExitCode.USAGE)
     try:
         spec = parse(offset, now_ms=int(time.time() * 1000))
-        render = record_json if json_output else compile_format(fmt)
+        render: Render
+        if json_output:
+            render = shared_record_json if shared else record_json
+        else:
+            render = compile_format(fmt, shared)
         return spec, render, compile_filters(filters)
     except (OffsetSyntaxError, FormatError, FilterSyntaxError) as exc:
         raise KctlError(str(exc), ExitCode.INVALID_INPUT) from None

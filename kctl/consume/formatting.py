@@ -5,6 +5,7 @@ single join over them: the consume loop stays cheap however rich the format is.
 
     %t topic   %p partition   %o offset   %T timestamp (ms)   %h headers (k=v,k=v)
     %k key     %K key length (-1: null)   %v / %s value   %S value length (-1: null)
+    %d delivery count (share groups: 1 the first time, +1 for each delivery again)
     %% a percent sign;   escapes \\n \\t \\r \\0 \\\\ and \\xHH
 """
 
@@ -46,13 +47,17 @@ _TOKENS: dict[str, Part] = {
     "S": lambda r: _length(r.value()),
     "T": lambda r: str(r.timestamp()[1]).encode(),
     "h": _headers,
+    "d": lambda r: str(r.delivery_count()).encode(),
 }
+# Tokens only records handed out by a share group have.
+_SHARE_TOKENS = {"d"}
 _ESCAPES = {"n": b"\n", "t": b"\t", "r": b"\r", "0": b"\0", "\\": b"\\"}
 
 
-def compile_format(fmt: str) -> Callable[[Record], bytes]:
-    """Compile a format string into a function from a record to its output bytes."""
-    parts = _parse(fmt)
+def compile_format(fmt: str, shared: bool = False) -> Callable[[Record], bytes]:
+    """Compile a format string into a function from a record to its output bytes; ``shared``
+    records come from a share group, the only ones with a delivery count (%d)."""
+    parts = _parse(fmt, shared)
     literals = [p for p in parts if isinstance(p, bytes)]
     if len(literals) == len(parts):
         constant = b"".join(literals)
@@ -68,7 +73,7 @@ def _literal(text: bytes) -> Part:
 _LEXEME = re.compile(r"%(?P<token>.?)|\\x(?P<hex>[0-9a-fA-F]{2})|\\(?P<escape>.?)|(?P<text>[^%\\]+)", re.S)
 
 
-def _parse(fmt: str) -> list[bytes | Part]:
+def _parse(fmt: str, shared: bool) -> list[bytes | Part]:
     """Split a format into literal byte runs and token functions."""
     parts: list[bytes | Part] = []
     literal = bytearray()
@@ -88,6 +93,8 @@ def _parse(fmt: str) -> list[bytes | Part]:
             literal += _ESCAPES[escape]
         elif token == "%":
             literal += b"%"
+        elif token in _SHARE_TOKENS and not shared:
+            raise FormatError(f"format token %{token} (delivery count) needs --share-group")
         elif token in _TOKENS:
             if literal:
                 parts.append(bytes(literal))
@@ -105,6 +112,19 @@ def _parse(fmt: str) -> list[bytes | Part]:
 def record_json(record: Record) -> bytes:
     """One compact JSON line, lossless: UTF-8 keys, values and header values as text, others
     as base64 with a `*_encoding` field saying so (the scheme is in kctl.shell.recordjson)."""
+    return _json_line(_record_doc(record))
+
+
+def shared_record_json(record: Record) -> bytes:
+    """record_json's line with the delivery count of a record a share group handed out."""
+    return _json_line({**_record_doc(record), "delivery_count": record.delivery_count()})
+
+
+def _json_line(doc: dict) -> bytes:
+    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+def _record_doc(record: Record) -> dict:
     doc = {
         "topic": record.topic(),
         "partition": record.partition(),
@@ -114,4 +134,4 @@ def record_json(record: Record) -> bytes:
     put_bytes(doc, "key", record.key())
     put_bytes(doc, "value", record.value())
     doc["headers"] = [header_json(k, v) for k, v in record.headers() or []]
-    return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    return doc

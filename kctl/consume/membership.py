@@ -28,12 +28,23 @@ class GroupProtocol(str, Enum):
     CONSUMER = "consumer"
 
 
-def group_settings(group: str, protocol: GroupProtocol, reset: str | None) -> dict:
+class RemoteAssignor(str, Enum):
+    """The broker-side assignors of KIP-848 (group.remote.assignor)."""
+
+    UNIFORM = "uniform"
+    RANGE = "range"
+
+
+def group_settings(
+    group: str, protocol: GroupProtocol, reset: str | None, assignor: RemoteAssignor | None = None
+) -> dict:
     """The consumer settings of a group member. With the consumer protocol the session and
     heartbeat belong to the broker (group.consumer.* or the group's configs): librdkafka
-    refuses session.timeout.ms and heartbeat.interval.ms there."""
+    refuses session.timeout.ms and heartbeat.interval.ms there. ``assignor`` asks the broker
+    for its uniform or range assignor (its default is the first of group.consumer.assignors)."""
     if protocol is GroupProtocol.CONSUMER:
-        return {"group.id": group, "group.protocol": "consumer", "auto.offset.reset": reset}
+        chosen = {} if assignor is None else {"group.remote.assignor": assignor.value}
+        return {"group.id": group, "group.protocol": "consumer", "auto.offset.reset": reset, **chosen}
     return {**GROUP_DEFAULTS, "group.id": group, "auto.offset.reset": reset}
 
 

@@ -36,6 +36,7 @@ Partition = tuple[str, int]
 class GroupType(str, Enum):
     CLASSIC = "classic"
     CONSUMER = "consumer"
+    SHARE = "share"
 
 
 @app.command("list")
@@ -45,8 +46,8 @@ def list_groups(
         typer.Option(
             "--type",
             show_default=False,
-            help="Only groups of this type: 'classic' (JoinGroup/SyncGroup) or 'consumer' "
-            "(KIP-848, group.protocol=consumer).",
+            help="Only groups of this type: 'classic' (JoinGroup/SyncGroup), 'consumer' "
+            "(KIP-848, group.protocol=consumer) or 'share' (KIP-932 share groups, queues).",
         ),
     ] = None,
     bootstrap: Bootstrap = None,
@@ -56,7 +57,8 @@ def list_groups(
     command_config: CommandConfig = None,
     json_output: Json = False,
 ) -> None:
-    """List consumer groups with their type, state, protocol type, coordinator and member count."""
+    """List consumer and share groups with their type, state, protocol type, coordinator and
+    member count."""
     conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
     rows = groups.list_groups(conn, None if group_type is None else group_type.value)
     if json_output:
@@ -97,6 +99,16 @@ def describe(
     stable offset (LSO) is where read_committed consumers (kctl's default) stop; it is below
     the high watermark, in yellow, while a transaction is open, and lag above it is records
     the group cannot read until that transaction ends, not records it missed.
+
+    A KIP-848 group (type consumer) also shows its group epoch (bumped by each join, leave
+    or subscription change), the epoch of its target assignment, and per member its member
+    epoch, its partitions and, while the broker is still moving partitions to or from it,
+    its target assignment. A share group (type share) shows its members with their epochs
+    and assignments (members share partitions), and per partition the share-partition start
+    offset (every record below it is acknowledged or archived) and the lag, the high
+    watermark minus that start offset. Which records are in flight (acquired, with their
+    delivery counts) is not told by Kafka's admin APIs: a member sees a record's delivery
+    count (kctl consume --share-group -f %d).
     """
     conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
     doc = groups.describe(conn, group)
@@ -104,6 +116,8 @@ def describe(
         console.print_json(doc)
         return
     console.print_section(sections.group_summary(doc))
+    if doc["type"] in ("consumer", "share"):
+        console.print_section(sections.group_members(doc))
     console.print_section(sections.group_partitions(doc))
 
 
@@ -273,6 +287,11 @@ def _require_empty(conn: Connection, group: str, doing: str) -> None:
     if not group:
         raise KctlError("the group id must not be empty", ExitCode.INVALID_INPUT)
     description = groups.describe_one(conn, group)
+    if description is None:
+        raise KctlError(
+            f"group {group!r} is a share group: kctl group cannot {doing} (consumer groups only)",
+            ExitCode.INVALID_INPUT,
+        )
     if description.members:
         state = groups.state_name(description)
         raise KctlError(

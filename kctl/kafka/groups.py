@@ -12,17 +12,20 @@ transaction is open, so lag above it is records they cannot read yet, not record
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from typing import cast
 
 from confluent_kafka import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     ConsumerGroupType,
+    KafkaError,
+    KafkaException,
     TopicPartition,
 )
 from confluent_kafka.admin import ConsumerGroupDescription, MemberDescription
 
-from kctl.kafka import offsets
+from kctl.kafka import groupapis, offsets
 from kctl.kafka.client import Connection, result
 from kctl.kafka.errors import from_kafka
 from kctl.shell.errors import KctlError
@@ -54,7 +57,24 @@ def state_name(description: ConsumerGroupDescription) -> str:
 
 def list_groups(conn: Connection, group_type: str | None = None) -> list[dict]:
     """Every group with its type, state and coordinator (ListGroups before v4 carries no
-    state); ``group_type`` ("classic" or "consumer") keeps only groups of that type."""
+    state); ``group_type`` ("classic", "consumer" or "share") keeps only groups of that type.
+    Share groups come from ListGroups v5 and ShareGroupDescribe (kctl.kafka.groupapis):
+    confluent-kafka lists only the groups it can describe."""
+    rows = [] if group_type == "share" else _consumer_groups(conn, group_type)
+    if group_type in (None, "share"):
+        rows += [
+            {**row, "type": "share", "protocol_type": "share"} for row in groupapis.list_share_groups(conn)
+        ]
+    return sorted(rows, key=lambda r: r["group"])
+
+
+def group_ids(conn: Connection) -> list[str]:
+    """The ids of every consumer and share group, without describing them."""
+    listing = result(conn.admin().list_consumer_groups(request_timeout=conn.timeout), "list groups")
+    return sorted({g.group_id for g in listing.valid} | set(groupapis.share_group_ids(conn)))
+
+
+def _consumer_groups(conn: Connection, group_type: str | None) -> list[dict]:
     options: dict = {"request_timeout": conn.timeout}
     if group_type is not None:
         options["types"] = {GROUP_TYPES[group_type]}
@@ -65,6 +85,8 @@ def list_groups(conn: Connection, group_type: str | None = None) -> list[dict]:
     rows = []
     for group_id in ids:
         description = descriptions[group_id]
+        if description is None:
+            continue
         rows.append(
             {
                 "group": group_id,
@@ -79,8 +101,14 @@ def list_groups(conn: Connection, group_type: str | None = None) -> list[dict]:
 
 
 def describe(conn: Connection, group_id: str) -> dict:
-    """Summary, members and per-partition offsets and lag of one group; exit 4 if unknown."""
+    """Summary, members and per-partition offsets and lag of one group; exit 4 if unknown.
+
+    A KIP-848 consumer group also has its group epoch, the epoch of its target assignment
+    and each member's epoch (ConsumerGroupDescribe); a share group is described by
+    describe_share."""
     description = describe_one(conn, group_id)
+    if description is None:
+        return describe_share(conn, group_id)
     committed = committed_offsets(conn, group_id)
     owners = {
         (tp.topic, tp.partition): m for m in description.members for tp in m.assignment.topic_partitions
@@ -95,11 +123,12 @@ def describe(conn: Connection, group_id: str) -> dict:
         _partition_row(key, committed.get(key), starts[key], stables[key], ends[key], owners.get(key))
         for key in keys
     ]
-    return {
+    group_type = TYPE_NAMES.get(cast(ConsumerGroupType, description.type))
+    doc = {
         "group": group_id,
         "coordinator": _coordinator(description),
         "state": state_name(description),
-        "type": TYPE_NAMES.get(cast(ConsumerGroupType, description.type)),
+        "type": group_type,
         "protocol_type": _protocol_type(description),
         "assignor": description.partition_assignor or None,
         "members": [
@@ -124,6 +153,75 @@ def describe(conn: Connection, group_id: str) -> dict:
         "total_lag": sum(p["lag"] for p in partitions if p["lag"] is not None),
         "partitions": partitions,
     }
+    if group_type == "consumer":
+        _add_epochs(doc, groupapis.describe_consumer_group(conn, group_id))
+    return doc
+
+
+def _add_epochs(doc: dict, described: dict) -> None:
+    """The epochs of a KIP-848 group: the group epoch (bumped by every membership or
+    subscription change), the assignment epoch (the target assignment's), and each member's
+    epoch (where its reconciliation has got to), matched by member id."""
+    doc["group_epoch"] = described["group_epoch"]
+    doc["assignment_epoch"] = described["assignment_epoch"]
+    doc["assignor"] = doc["assignor"] or described["assignor"]
+    epochs = {m["member_id"]: m["member_epoch"] for m in described["members"]}
+    for member in doc["members"]:
+        member["member_epoch"] = epochs.get(member["member_id"])
+
+
+def describe_share(conn: Connection, group_id: str) -> dict:
+    """A share group (KIP-932): its members with their epochs and assignments, and per
+    partition the share-partition start offset (SPSO: every record below it is acknowledged
+    or archived), the log start, the high watermark and the lag, here the high watermark
+    minus the start offset (records above the start offset already acknowledged are counted
+    too: Kafka's admin APIs do not say which records are in flight, nor their delivery
+    counts). Exit 4 if unknown."""
+    described = groupapis.describe_share_group(conn, group_id)
+    assigned: dict[Partition, list[str]] = {}
+    for m in described["members"]:
+        for key in m["assignment"]:
+            assigned.setdefault(key, []).append(m["member_id"])
+    keys = sorted(set(described["start_offsets"]) | set(assigned))
+    starts = offsets.log_starts(conn, keys)
+    ends = offsets.high_watermarks(conn, keys)
+    partitions = []
+    for key in keys:
+        start, end = described["start_offsets"].get(key), ends[key]
+        partitions.append(
+            {
+                "topic": key[0],
+                "partition": key[1],
+                "start_offset": start,
+                "log_start_offset": starts[key],
+                "high_watermark": end,
+                "lag": None if start is None or end is None else max(0, end - start),
+                "members": assigned.get(key, []),
+            }
+        )
+    return {
+        "group": group_id,
+        "coordinator": described["coordinator"],
+        "state": described["state"],
+        "type": "share",
+        "protocol_type": "share",
+        "assignor": described["assignor"],
+        "group_epoch": described["group_epoch"],
+        "assignment_epoch": described["assignment_epoch"],
+        "members": [
+            {
+                "member_id": m["member_id"],
+                "member_epoch": m["member_epoch"],
+                "client_id": m["client_id"],
+                "host": m["host"],
+                "assignment": [{"topic": t, "partition": p} for t, p in m["assignment"]],
+                "target_assignment": None,
+            }
+            for m in described["members"]
+        ],
+        "total_lag": sum(p["lag"] for p in partitions if p["lag"] is not None),
+        "partitions": partitions,
+    }
 
 
 def committed_offsets(conn: Connection, group_id: str) -> dict[Partition, int]:
@@ -134,8 +232,9 @@ def committed_offsets(conn: Connection, group_id: str) -> dict[Partition, int]:
     return {(tp.topic, tp.partition): tp.offset for tp in found.topic_partitions if tp.offset >= 0}
 
 
-def describe_one(conn: Connection, group_id: str) -> ConsumerGroupDescription:
-    """The group's state, coordinator and members; an unknown group is described as Dead."""
+def describe_one(conn: Connection, group_id: str) -> ConsumerGroupDescription | None:
+    """The group's state, coordinator and members; an unknown group is described as Dead;
+    None for a share group (confluent-kafka describes only consumer groups)."""
     return _describe_all(conn, [group_id])[group_id]
 
 
@@ -158,11 +257,22 @@ def delete(conn: Connection, group_id: str) -> None:
     result(future, f"delete group {group_id!r}")
 
 
-def _describe_all(conn: Connection, ids: list[str]) -> dict[str, ConsumerGroupDescription]:
+def _describe_all(conn: Connection, ids: list[str]) -> dict[str, ConsumerGroupDescription | None]:
     if not ids:
         return {}
     futures = conn.admin().describe_consumer_groups(ids, request_timeout=conn.timeout)
-    return {group_id: result(future, f"describe group {group_id!r}") for group_id, future in futures.items()}
+    return {group_id: _description(future, group_id) for group_id, future in futures.items()}
+
+
+def _description(future: Future, group_id: str) -> ConsumerGroupDescription | None:
+    """librdkafka refuses a group whose protocol type is not "consumer" with _INVALID_ARG
+    ("is not a consumer group (share)"): None then, for the caller to ask for a share group."""
+    try:
+        return future.result()
+    except KafkaException as exc:
+        if exc.args[0].code() == KafkaError._INVALID_ARG:
+            return None
+    return result(future, f"describe group {group_id!r}")
 
 
 def _partition_row(

@@ -94,7 +94,38 @@ def group_summary(doc: dict) -> Section:
         ["members", len(doc["members"])],
         ["total-lag", doc["total_lag"]],
     ]
+    if "group_epoch" in doc:  # KIP-848 and share groups
+        rows[5:5] = [["group-epoch", doc["group_epoch"]], ["assignment-epoch", doc["assignment_epoch"]]]
     return Section("SUMMARY", ["key", "value"], rows)
+
+
+def group_members(doc: dict) -> Section:
+    """Per member of a KIP-848 or share group: its epoch and partitions, and (KIP-848) the
+    target assignment the broker is moving it to, in yellow, while it differs."""
+    rows = []
+    for m in doc["members"]:
+        target = m.get("target_assignment")
+        moving = target is not None and _pairs(target) != _pairs(m["assignment"])
+        rows.append(
+            [
+                m["member_id"],
+                m.get("member_epoch"),
+                m["client_id"],
+                m["host"],
+                _assignment(m["assignment"]),
+                Text(_assignment(target), style="yellow") if moving and target is not None else None,
+            ]
+        )
+    return Section("MEMBERS", ["member-id", "epoch", "client-id", "host", "assignment", "target"], rows)
+
+
+def _pairs(assignment: list[dict]) -> list[tuple[str, int]]:
+    return sorted((p["topic"], p["partition"]) for p in assignment)
+
+
+def _assignment(assignment: list[dict]) -> str:
+    """TOPIC/P,TOPIC/P (whitespace-free, one word per column when piped)."""
+    return ",".join(f"{t}/{p}" for t, p in _pairs(assignment)) or "-"
 
 
 _GROUP_COLUMNS = [
@@ -115,7 +146,9 @@ _WIDE_ONLY = {"last-stable-offset", "client-id", "host"}
 def group_partitions(doc: dict, title: str = "PARTITIONS", wide: bool = True) -> Section:
     """rpk's columns plus the last stable offset, where read_committed consumers stop (lag
     above it is an open transaction); `wide=False` (the dashboard) leaves out the last stable
-    offset, client id and host."""
+    offset, client id and host. A share group has share partitions instead."""
+    if doc.get("type") == "share":
+        return _share_partitions(doc, title)
     columns = [c for c in _GROUP_COLUMNS if wide or c not in _WIDE_ONLY]
     rows = []
     for p in doc["partitions"]:
@@ -138,6 +171,26 @@ def group_partitions(doc: dict, title: str = "PARTITIONS", wide: bool = True) ->
             )
         )
         rows.append([cells[c] for c in columns])
+    return Section(title, columns, rows)
+
+
+def _share_partitions(doc: dict, title: str) -> Section:
+    """kafka-share-groups.sh --describe --offsets' columns: the share-partition start offset
+    (all below it acknowledged or archived), the log start and end, the lag between them and
+    the members the partition is assigned to (several may share it)."""
+    rows = [
+        [
+            p["topic"],
+            p["partition"],
+            p["start_offset"],
+            p["log_start_offset"],
+            p["high_watermark"],
+            Text(str(p["lag"]), style="yellow") if p["lag"] else p["lag"],
+            ",".join(p["members"]) or None,
+        ]
+        for p in doc["partitions"]
+    ]
+    columns = ["topic", "partition", "start-offset", "log-start-offset", "log-end-offset", "lag", "members"]
     return Section(title, columns, rows)
 
 

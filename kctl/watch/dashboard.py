@@ -62,9 +62,12 @@ def _group(doc: dict) -> Section:
     if "error" in doc:
         return Section(f"GROUP {doc['group']}", ["error"], [[doc["error"]]])
     coordinator = doc["coordinator"]["id"] if doc["coordinator"] else "none"
+    # KIP-848 and share groups say so, with the group epoch their rebalances step
+    kind = f" ({doc['type']})" if doc.get("type") in ("consumer", "share") else ""
+    epoch = f", group epoch {doc['group_epoch']}" if doc.get("group_epoch") is not None else ""
     title = (
-        f"GROUP {doc['group']}: {doc['state']}, {len(doc['members'])} member(s), "
-        f"coordinator {coordinator}, total lag {doc['total_lag']}"
+        f"GROUP {doc['group']}{kind}: {doc['state']}, "
+        f"{len(doc['members'])} member(s){epoch}, coordinator {coordinator}, total lag {doc['total_lag']}"
     )
     return sections.group_partitions(doc, title=title, wide=False)
 

@@ -6,7 +6,11 @@ woke up fenced), a leader was elected with a higher epoch (out of sync, in an un
 election; or the preferred one back, on the controller's imbalance check, and why), the ISR
 shrank or grew, fell below min.insync.replicas, the high watermark stalled, a replica
 truncated a divergent tail, retention or DeleteRecords moved the log start, a transaction
-opened or ended, a group started rebalancing.
+opened or ended, a group started rebalancing; in a KIP-848 consumer group, each step of a
+rebalance (a member joining or leaving, the group epoch, a partition revoked from one member
+and assigned to another, with the member epochs); in a share group, members joining and
+leaving and each share partition's start offset moving on. A share group's in-flight records
+and their deliveries are not told by Kafka's admin APIs, so the watch cannot narrate them.
 """
 
 from __future__ import annotations
@@ -217,10 +221,102 @@ def _group_changes(before: dict, after: dict) -> list[str]:
         old = was.get(group["group"])
         if old is None or "state" not in group:
             continue
+        name = group["group"]
         if old["state"] != group["state"]:
-            lines.append(f"group {group['group']}: {old['state']} -> {group['state']}")
-        if len(old["members"]) != len(group["members"]):
+            lines.append(f"group {name}: {old['state']} -> {group['state']}")
+        if group.get("type") in ("consumer", "share") and old.get("type") == group.get("type"):
+            lines += _member_changes(name, old, group) + _partition_moves(name, old, group)
+            lines += _pending_moves(name, old, group) + _start_offset_moves(name, old, group)
+        elif len(old["members"]) != len(group["members"]):
+            lines.append(f"group {name}: {len(old['members'])} -> {len(group['members'])} member(s)")
+    return lines
+
+
+# KIP-848 consumer groups and KIP-932 share groups: the coordinator gives every member an
+# epoch and moves partitions one at a time, so a rebalance is told as the steps it is made of.
+
+
+def _member_changes(name: str, old: dict, new: dict) -> list[str]:
+    """Members that joined or left, and the group epoch that counted it."""
+    was = {m["member_id"] for m in old["members"]}
+    now = {m["member_id"]: m for m in new["members"]}
+    lines = [
+        f"group {name}: member {member_id} joined at epoch {m.get('member_epoch')}"
+        for member_id, m in now.items()
+        if member_id not in was
+    ]
+    lines += [f"group {name}: member {member_id} left" for member_id in sorted(was - set(now))]
+    if old.get("group_epoch") != new.get("group_epoch") and new.get("group_epoch") is not None:
+        lines.append(f"group {name}: group epoch {old.get('group_epoch')} -> {new['group_epoch']}")
+    return lines
+
+
+def _owners(doc: dict, field: str = "assignment") -> dict[str, dict[str, int | None]]:
+    """'topic/partition' -> {member id: member epoch} of the members holding it (a share
+    group's partitions may have several)."""
+    owners: dict[str, dict[str, int | None]] = {}
+    for m in doc["members"]:
+        for p in m.get(field) or []:
+            owners.setdefault(f"{p['topic']}/{p['partition']}", {})[m["member_id"]] = m.get("member_epoch")
+    return owners
+
+
+def _partition_moves(name: str, old: dict, new: dict) -> list[str]:
+    """Partitions a member gave up (revoked; "lost" if the member itself is gone), then
+    partitions a member got, each with the member epoch it was seen at: the epoch it held the
+    partition in, and the epoch it got it in."""
+    before, after = _owners(old), _owners(new)
+    current = {m["member_id"] for m in new["members"]}
+    revoked, assigned = [], []
+    for partition in sorted(set(before) | set(after)):
+        held, holds = before.get(partition, {}), after.get(partition, {})
+        for member_id, epoch in held.items():
+            if member_id not in holds:
+                how = "revoked from" if member_id in current else "lost by departed"
+                revoked.append(f"group {name}: {partition} {how} member {member_id} at epoch {epoch}")
+        for member_id, epoch in holds.items():
+            if member_id not in held:
+                assigned.append(f"group {name}: {partition} assigned to member {member_id} at epoch {epoch}")
+    return revoked + assigned
+
+
+def _pending_moves(name: str, old: dict, new: dict) -> list[str]:
+    """KIP-848's incremental step, newly seen: a partition in one member's target assignment
+    that another member still holds waits until that member revokes it."""
+    was_pending = _pending(old)
+    lines = []
+    for partition, (member_id, epoch, holder) in sorted(_pending(new).items()):
+        if was_pending.get(partition, (None,))[0] != member_id:
             lines.append(
-                f"group {group['group']}: {len(old['members'])} -> {len(group['members'])} member(s)"
+                f"group {name}: {partition} to move to member {member_id} (target epoch {epoch}) "
+                f"once member {holder} revokes it"
+            )
+    return lines
+
+
+def _pending(doc: dict) -> dict[str, tuple[str, int | None, str]]:
+    """partition -> (member it goes to, the target's epoch, the member still holding it)."""
+    held, targets = _owners(doc), _owners(doc, "target_assignment")
+    epoch = doc.get("assignment_epoch")
+    pending = {}
+    for partition, members in targets.items():
+        holders = [m for m in held.get(partition, {}) if m not in members]
+        for member_id in members:
+            if member_id not in held.get(partition, {}) and holders:
+                pending[partition] = (member_id, epoch, holders[0])
+    return pending
+
+
+def _start_offset_moves(name: str, old: dict, new: dict) -> list[str]:
+    """A share partition's start offset moving on: every record below it is acknowledged
+    (accepted or rejected) or archived, so no member gets those again."""
+    was = {(p["topic"], p["partition"]): p.get("start_offset") for p in old.get("partitions", [])}
+    lines = []
+    for p in new.get("partitions", []):
+        start, before = p.get("start_offset"), was.get((p["topic"], p["partition"]))
+        if start is not None and before is not None and start > before:
+            lines.append(
+                f"group {name}: {p['topic']}/{p['partition']} share start offset {before} -> {start}: "
+                "records below it acknowledged or archived"
             )
     return lines

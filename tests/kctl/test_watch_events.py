@@ -156,3 +156,68 @@ def test_truncations_log_start_moves_and_a_fenced_controller():
         "controller: broker 1 woke up with controller epoch 1, superseded by epoch 2: fenced, it resigned"
     ]
     assert changes(fenced, fenced) == []
+
+
+def kip848(group_epoch, *members):
+    """A KIP-848 group document: members as (id, epoch, assignment, target) with partitions of
+    topic demo."""
+    return {
+        "group": "g",
+        "state": "Stable",
+        "type": "consumer",
+        "group_epoch": group_epoch,
+        "assignment_epoch": group_epoch,
+        "members": [
+            {
+                "member_id": member_id,
+                "member_epoch": epoch,
+                "assignment": [{"topic": "demo", "partition": p} for p in owned],
+                "target_assignment": [{"topic": "demo", "partition": p} for p in target],
+            }
+            for member_id, epoch, owned, target in members
+        ],
+        "partitions": [],
+    }
+
+
+def test_a_kip848_rebalance_is_told_step_by_step_with_member_epochs():
+    alone = kip848(5, ("A", 5, [0, 1], [0, 1]))
+    joined = kip848(6, ("A", 5, [0, 1], [0]), ("B", 6, [], [1]))
+    revoked = kip848(6, ("A", 6, [0], [0]), ("B", 6, [], [1]))
+    assigned = kip848(6, ("A", 6, [0], [0]), ("B", 6, [1], [1]))
+    assert changes(snap(groups=[alone]), snap(groups=[joined])) == [
+        "group g: member B joined at epoch 6",
+        "group g: group epoch 5 -> 6",
+        "group g: demo/1 to move to member B (target epoch 6) once member A revokes it",
+    ]
+    assert changes(snap(groups=[joined]), snap(groups=[revoked])) == [
+        "group g: demo/1 revoked from member A at epoch 5"
+    ]
+    assert changes(snap(groups=[revoked]), snap(groups=[assigned])) == [
+        "group g: demo/1 assigned to member B at epoch 6"
+    ]
+    left = kip848(7, ("B", 7, [1], [0, 1]))
+    assert changes(snap(groups=[assigned]), snap(groups=[left])) == [
+        "group g: member A left",
+        "group g: group epoch 6 -> 7",
+        "group g: demo/0 lost by departed member A at epoch 6",
+    ]
+
+
+def test_a_share_group_start_offset_moving_on_is_told():
+    def share(start, members=("A",)):
+        return {
+            "group": "w",
+            "state": "Stable",
+            "type": "share",
+            "group_epoch": len(members),
+            "members": [{"member_id": m, "member_epoch": 1, "assignment": []} for m in members],
+            "partitions": [{"topic": "demo", "partition": 0, "start_offset": start}],
+        }
+
+    assert changes(snap(groups=[share(3)]), snap(groups=[share(8, ("A", "B"))])) == [
+        "group w: member B joined at epoch 1",
+        "group w: group epoch 1 -> 2",
+        "group w: demo/0 share start offset 3 -> 8: records below it acknowledged or archived",
+    ]
+    assert changes(snap(groups=[share(None)]), snap(groups=[share(8)])) == []

@@ -1,0 +1,234 @@
+"""Kafka 4's group APIs that confluent-kafka's AdminClient lacks, sent through kafka-python.
+
+confluent-kafka describes a KIP-848 consumer group without its epochs and cannot list or
+describe share groups (KIP-932) at all. Those answers come from ConsumerGroupDescribe (API
+69: the group epoch, the target assignment's epoch, each member's epoch, assignment and
+target assignment), ShareGroupDescribe (API 77: members and their assignments) and
+DescribeShareGroupOffsets (API 90: each share partition's start offset), each asked of the
+group's coordinator, and ListGroups v5 with a type filter. The message classes are Kafka's
+JSON schemas as brokerd.protocol carries them; the requests are plain Kafka protocol, so
+these work against any Kafka 4 cluster.
+
+Everything a response lists is cut to MAX_MEMBERS members and MAX_PARTITIONS partitions per
+group, and a listing to MAX_GROUPS groups: a description is for reading, not for holding a
+whole cluster.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from kafka.errors import for_code
+from kafka.protocol.metadata import MetadataRequest
+
+from brokerd.protocol.codec import (
+    ConsumerGroupDescribeRequest,
+    DescribeShareGroupOffsetsRequest,
+    ShareGroupDescribeRequest,
+)
+from kctl.kafka import pyadmin
+from kctl.kafka.client import Connection
+from kctl.shell.errors import KctlError
+from kctl.shell.exit_codes import ExitCode
+
+MAX_GROUPS = 10_000
+MAX_MEMBERS = 10_000
+MAX_PARTITIONS = 100_000
+GROUP_ID_NOT_FOUND = 69
+
+T = TypeVar("T")
+Partition = tuple[str, int]
+
+
+def _session(conn: Connection, doing: str, work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
+    """Run ``work(admin)`` on kafka-python's network thread, in one admin client session."""
+    return pyadmin.call(conn, doing, lambda admin, _timeout_ms: admin._manager.run(work, admin))
+
+
+def _check(code: int, message: str | None, doing: str) -> None:
+    if code == 0:
+        return
+    error = for_code(code)
+    exit_code = ExitCode.NOT_FOUND if code == GROUP_ID_NOT_FOUND else pyadmin.exit_code(error)
+    raise KctlError(f"cannot {doing}: {error.__name__}: {message or error.description}", exit_code)
+
+
+def share_group_ids(conn: Connection) -> list[str]:
+    """The ids of every share group of the cluster (ListGroups v5 for type share)."""
+
+    async def work(admin: Any) -> list[str]:
+        return await _share_group_ids(admin)
+
+    return _session(conn, "list share groups", work)
+
+
+def list_share_groups(conn: Connection) -> list[dict]:
+    """Every share group of the cluster, each described by its coordinator:
+    [{"group", "state", "coordinator", "members"}]."""
+
+    async def work(admin: Any) -> list[dict]:
+        rows = []
+        for group_id in await _share_group_ids(admin):
+            node = await admin._find_coordinator_id(group_id)
+            described = await admin._manager.send(
+                ShareGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False),
+                node_id=node,
+            )
+            group = described.groups[0]
+            if group.error_code == 0:  # else gone since it was listed
+                rows.append(
+                    {
+                        "group": group_id,
+                        "state": group.group_state,
+                        "coordinator": _node(admin, node),
+                        "members": len(group.members),
+                    }
+                )
+        return rows
+
+    return _session(conn, "list share groups", work)
+
+
+async def _share_group_ids(admin: Any) -> list[str]:
+    """ListGroups v5 for type share, asked of each broker (each lists the groups it
+    coordinates)."""
+    found = []
+    for broker in admin._manager.cluster.brokers():
+        request = admin._list_groups_request(types_filter=["share"])
+        response = await admin._manager.send(request, node_id=broker.node_id)
+        _check(response.error_code, None, "list share groups")
+        found += [g.group_id for g in response.groups[:MAX_GROUPS]]
+    return sorted(set(found))[:MAX_GROUPS]
+
+
+def describe_consumer_group(conn: Connection, group_id: str) -> dict:
+    """A KIP-848 group as its coordinator has it (ConsumerGroupDescribe): {"group_epoch",
+    "assignment_epoch", "assignor", "state", "members": [{"member_id", "member_epoch",
+    "client_id", "host", "instance_id", "subscribed_topics", "subscribed_regex",
+    "assignment", "target_assignment"}]}, assignments as sorted (topic, partition) lists."""
+    doing = f"describe consumer group {group_id!r}"
+
+    async def work(admin: Any) -> Any:
+        node = await admin._find_coordinator_id(group_id)
+        request = ConsumerGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False)
+        return await admin._manager.send(request, node_id=node)
+
+    group = _session(conn, doing, work).groups[0]
+    _check(group.error_code, group.error_message, doing)
+    return {
+        "state": group.group_state,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "assignor": group.assignor_name or None,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "host": m.client_host,
+                "instance_id": m.instance_id,
+                "subscribed_topics": list(m.subscribed_topic_names or []),
+                "subscribed_regex": m.subscribed_topic_regex,
+                "assignment": _partitions(m.assignment.topic_partitions),
+                "target_assignment": _partitions(m.target_assignment.topic_partitions),
+            }
+            for m in group.members[:MAX_MEMBERS]
+        ],
+    }
+
+
+def describe_share_group(conn: Connection, group_id: str) -> dict:
+    """A share group (ShareGroupDescribe and DescribeShareGroupOffsets at its coordinator):
+    {"state", "group_epoch", "assignment_epoch", "assignor", "coordinator", "members":
+    [{"member_id", "member_epoch", "client_id", "host", "subscribed_topics", "assignment"}],
+    "start_offsets": {(topic, partition): offset or None}}; a partition the group never
+    read has no start offset (None). Exit 4 for an unknown group."""
+    doing = f"describe share group {group_id!r}"
+
+    async def work(admin: Any) -> tuple[Any, Any, dict | None, dict[uuid.UUID, str]]:
+        node = await admin._find_coordinator_id(group_id)
+        described = await admin._manager.send(
+            ShareGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False), node_id=node
+        )
+        offsets = await admin._manager.send(
+            DescribeShareGroupOffsetsRequest(
+                groups=[
+                    DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(
+                        group_id=group_id, topics=None
+                    )
+                ]
+            ),
+            node_id=node,
+        )
+        names = await _topic_names(admin) if _unnamed(described) else {}
+        return described, offsets, _node(admin, node), names
+
+    described, offsets, node, names = _session(conn, doing, work)
+    group = described.groups[0]
+    _check(group.error_code, group.error_message, doing)
+    return {
+        "state": group.group_state,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "assignor": group.assignor_name or None,
+        "coordinator": node,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "host": m.client_host,
+                "subscribed_topics": list(m.subscribed_topic_names or []),
+                "assignment": _partitions(m.assignment.topic_partitions, names),
+            }
+            for m in group.members[:MAX_MEMBERS]
+        ],
+        "start_offsets": _start_offsets(offsets, doing),
+    }
+
+
+def _node(admin: Any, node_id: int) -> dict | None:
+    """A coordinator as kctl's group documents name it: {"id", "host", "port"}."""
+    broker = admin._manager.cluster.broker_metadata(node_id)
+    return None if broker is None else {"id": broker.node_id, "host": broker.host, "port": broker.port}
+
+
+def _start_offsets(response: Any, doing: str) -> dict[Partition, int | None]:
+    group = response.groups[0]
+    _check(group.error_code, group.error_message, doing)
+    starts: dict[Partition, int | None] = {}
+    for topic in group.topics:
+        for p in topic.partitions:
+            if len(starts) >= MAX_PARTITIONS:
+                return starts
+            if p.error_code == 0:
+                starts[(topic.topic_name, p.partition_index)] = (
+                    p.start_offset if p.start_offset >= 0 else None
+                )
+    return starts
+
+
+def _unnamed(described: Any) -> bool:
+    """Whether an assignment names a topic by id only (Kafka sends both the id and the name)."""
+    return any(
+        not t.topic_name for g in described.groups for m in g.members for t in m.assignment.topic_partitions
+    )
+
+
+async def _topic_names(admin: Any) -> dict[uuid.UUID, str]:
+    """Topic id -> name, from a Metadata request for every topic."""
+    response = await admin._manager.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    return {t.topic_id: t.name for t in response.topics}
+
+
+def _partitions(topics: Any, names: dict[uuid.UUID, str] | None = None) -> list[Partition]:
+    """(topic, partition) pairs of an assignment, sorted, at most MAX_PARTITIONS; a topic sent
+    by id only is named from ``names`` (or by its id)."""
+    pairs = [
+        (t.topic_name or (names or {}).get(t.topic_id, str(t.topic_id)), p)
+        for t in topics
+        for p in t.partitions[:MAX_PARTITIONS]
+    ]
+    return sorted(pairs)[:MAX_PARTITIONS]
