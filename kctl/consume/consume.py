@@ -17,6 +17,7 @@ from kctl.consume.formatting import (
     record_json,
     shared_record_json,
 )
+from kctl.consume.interrupts import Interrupts
 from kctl.consume.membership import (
     GroupProtocol,
     Membership,
@@ -219,6 +220,12 @@ def consume(
     spec, render, keep = _compile(offset, fmt, json_output, filters or [], share_group is not None)
     if share_group is not None:
         _check_share_options(group, commit, partition, offset, exit_at_end)
+        if group_protocol is not None or remote_assignor is not None:
+            raise KctlError(
+                "--share-group does not go with --group-protocol or --remote-assignor: a share "
+                "group has its own protocol",
+                ExitCode.USAGE,
+            )
         _consume_shared(
             topic,
             share_group,
@@ -257,16 +264,21 @@ def consume(
         )
         reader = Reader(consumer, topic, render, commit or Commit.AFTER, bounded=False, keep=keep)
     started = False
-    try:
-        _start(reader, conn, topic, partitions, spec, exit_at_end, group, quiet)
-        started = True
-        reader.run(count, watch)
-    except KeyboardInterrupt:
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
-    finally:
-        consumer.close()
-        if started and not quiet:
-            console.info(f"Processed a total of {reader.count} messages")
+    with Interrupts() as interrupts:
+        try:
+            _start(reader, conn, topic, partitions, spec, exit_at_end, group, quiet)
+            started = True
+            reader.run(count, watch)
+        except KeyboardInterrupt:
+            raise typer.Exit(ExitCode.INTERRUPTED) from None
+        except SystemError:
+            if interrupts.seen:  # Ctrl-C inside a callback (kctl.consume.interrupts)
+                raise typer.Exit(ExitCode.INTERRUPTED) from None
+            raise
+        finally:
+            consumer.close()
+            if started and not quiet:
+                console.info(f"Processed a total of {reader.count} messages")
 
 
 def _check_share_options(

@@ -154,7 +154,11 @@ def describe(conn: Connection, group_id: str) -> dict:
         "partitions": partitions,
     }
     if group_type == "consumer":
-        _add_epochs(doc, groupapis.describe_consumer_group(conn, group_id))
+        try:
+            _add_epochs(doc, groupapis.describe_consumer_group(conn, group_id))
+        except KctlError as exc:  # gone since: described without its epochs
+            if exc.code != ExitCode.NOT_FOUND:
+                raise
     return doc
 
 

@@ -166,7 +166,7 @@ def test_a_kip848_rebalance_is_described_with_epochs_and_watched_step_by_step(
 
     for member in (a, b, watch):
         member.proc.send_signal(signal.SIGINT)
-        assert member.finish() == ExitCode.INTERRUPTED, member.err
+        assert member.finish() == ExitCode.INTERRUPTED, "\n".join(member.err)
 
 
 def test_remote_assignor_needs_the_consumer_protocol(cluster):
@@ -174,5 +174,7 @@ def test_remote_assignor_needs_the_consumer_protocol(cluster):
         cluster.dir, "consume", "t", "-g", "g", "--remote-assignor", "range", expect=ExitCode.USAGE
     )
     assert "--remote-assignor needs -g GROUP --group-protocol consumer" in refused.stderr
+    shared = ("consume", "t", "--share-group", "w", "--group-protocol", "consumer")
+    assert "a share group has its own protocol" in kctl_in(cluster.dir, *shared, expect=ExitCode.USAGE).stderr
     bad = kctl_in(cluster.dir, "consume", "t", "-f", "%d\\n", expect=ExitCode.INVALID_INPUT)
     assert "%d (delivery count) needs --share-group" in bad.stderr
