@@ -1,6 +1,7 @@
 """`kctl learn run` on a terminal: the questions are asked with a prompt, the learner's typed
 answers are checked (a choice that does not exist is asked again), and the lesson goes on to
-its end on real brokers. The terminal is a real pseudo-terminal, as a learner's would be.
+its end on real brokers. The terminal is a real pseudo-terminal, as a learner's would be; the
+projector demo (`--auto`) plays in a tmux window whose screen is captured.
 """
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from __future__ import annotations
 import os
 import pty
 import select
+import shlex
 import signal
 import subprocess
 import time
@@ -16,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from kctl.learn import catalogue
+from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env
 
 pytestmark = pytest.mark.timeout(180)
@@ -104,3 +107,29 @@ def test_a_learner_answers_on_the_terminal(tmp_path: Path):
         assert f"Answer given: **{given}** ({verdict})" in text
     assert f"Predictions: {len(typed) - 1} of {len(typed)} right." in text
     assert "Lesson complete" in terminal.screen.decode(errors="replace")
+
+
+def test_auto_mode_plays_a_lesson_on_a_tmux_screen(tmp_path: Path):
+    """The projector demo: `--auto` in a tmux window, read back as the screen shows it."""
+    lesson = catalogue.find("high-watermark")
+    env = kctl_env({"KCTL_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)})
+    done = tmp_path / "status"
+    command = (
+        f"{shlex.join(kctl_command('learn', 'run', lesson.name, '--auto'))}; echo $? > {done}; sleep 600"
+    )
+    tmux = ["tmux", "-L", f"kctl-learn-{os.getpid()}", "-f", os.devnull]
+    subprocess.run(
+        [*tmux, "new-session", "-d", "-x", "110", "-y", "50", "-s", "demo", command], env=env, check=True
+    )
+    try:
+        wait_until(done.exists, 150, "the --auto lesson to finish")
+        screen = subprocess.run(
+            [*tmux, "capture-pane", "-p", "-J", "-S", "-3000", "-t", "demo"], capture_output=True, text=True
+        ).stdout
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
+    assert done.read_text().strip() == "0", screen[-3000:]
+    for number, ask in enumerate(lesson.questions, 1):
+        assert f"Question {number}. {ask.question}" in " ".join(screen.split()), screen[-3000:]
+    assert "Your prediction" not in screen  # nobody is asked in --auto
+    assert "Lesson complete; its cluster is stopped and removed." in screen
