@@ -9,6 +9,7 @@ KRaft broker whose heartbeats stop is fenced by the controller.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import time
 from dataclasses import dataclass, field
@@ -67,7 +68,7 @@ class BrokerRegistrations(StateDirectory):
         however it dies; a second process claiming the same id fails here.
         """
         (self.dir / "brokers").mkdir(parents=True, exist_ok=True)
-        # Probes by other processes (is_alive) hold the lock for microseconds: wait those out.
+        # Probes (is_alive) hold the lock shared for microseconds: wait those out.
         liveness = FileLock(str(self._broker_file(broker_id, ".lock")), timeout=2)
         try:
             liveness.acquire()
@@ -101,13 +102,22 @@ class BrokerRegistrations(StateDirectory):
         write_json(path, dict(read_json(path), shutting_down=True))
 
     def is_alive(self, broker_id: int) -> bool:
-        """True while some process holds the broker's liveness lock."""
-        probe = FileLock(str(self._broker_file(broker_id, ".lock")), timeout=0)
+        """True while some process holds the broker's liveness lock.
+
+        The broker holds the lock exclusively; a probe asks for it shared, so probes never
+        block each other (two at the same moment would otherwise each see the other's
+        probe as a live broker) and a probe never holds the lock a broker is taking.
+        """
         try:
-            probe.acquire()
-        except Timeout:
+            fd = os.open(self._broker_file(broker_id, ".lock"), os.O_RDONLY)
+        except FileNotFoundError:
+            return False  # never registered here
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
             return True
-        probe.release()
+        finally:
+            os.close(fd)  # also drops the shared lock, if the probe took it
         return False
 
     def brokers(self) -> list[BrokerRegistration]:

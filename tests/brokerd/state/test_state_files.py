@@ -4,7 +4,11 @@ files; and that a change of nothing appends no metadata record."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import stat
+import subprocess
+import sys
 
 import pytest
 
@@ -88,3 +92,35 @@ def test_unchanged_broker_configs_append_no_metadata_record(state):
         pass
     assert ClusterState(state.cluster_dir).metadata_image().offset == before
     assert state.dynamic_broker_configs(None) == {"log.retention.ms": "5000"}
+
+
+def test_liveness_is_the_lock_a_live_process_holds_and_probes_never_disturb_each_other(state, tmp_path):
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from brokerd.state import ClusterState; "
+            f"lock = ClusterState({str(tmp_path)!r}).register_broker(1, '127.0.0.1', 9001, 3000); "
+            "print('registered', flush=True); sys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "registered\n"
+        assert state.is_alive(1)
+        holder.kill()
+        holder.wait()
+        (lock_file,) = tmp_path.rglob("brokers/1.lock")
+        another_probe = os.open(lock_file, os.O_RDONLY)
+        try:
+            fcntl.flock(another_probe, fcntl.LOCK_SH | fcntl.LOCK_NB)  # a probe at the same moment
+            assert not state.is_alive(1)  # dead, though another probe holds the lock just now
+        finally:
+            os.close(another_probe)
+        assert not state.is_alive(2)  # never registered
+        state.register_broker(1, "127.0.0.1", 9001, 3000).release()  # the id is free again
+    finally:
+        holder.kill()
+        holder.wait()
