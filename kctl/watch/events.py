@@ -137,7 +137,10 @@ def _leader_rebalance(new: dict) -> str:
 
 def _min_isr_change(name: str, old: dict, new: dict) -> list[str]:
     """Crossing min.insync.replicas: below it the leader refuses acks=all produce."""
-    need, was_need = new.get("min_insync_replicas"), old.get("min_insync_replicas")
+    # A new leader publishes the topic's setting a moment after its election: until then the
+    # last one known stands, so an ISR that shrinks as the leader moves is still told.
+    need = new.get("min_insync_replicas") or old.get("min_insync_replicas")
+    was_need = old.get("min_insync_replicas") or need
     if need is None or was_need is None:
         return []
     under, was_under = len(new["isr"]) < need, len(old["isr"]) < was_need

@@ -221,3 +221,14 @@ def test_a_share_group_start_offset_moving_on_is_told():
         "group w: demo/0 share start offset 3 -> 8: records below it acknowledged or archived",
     ]
     assert changes(snap(groups=[share(None)]), snap(groups=[share(8)])) == []
+
+
+def test_an_isr_under_min_insync_replicas_as_the_leader_moves_is_told():
+    """The new leader publishes min.insync.replicas a moment after its election."""
+    before = with_partition(isr=[1, 2])
+    elected = snap(leader=2, epoch=1, isr=(2,))
+    assert "demo/0: ISR of 1 < min.insync.replicas=2: acks=all produce refused (NOT_ENOUGH_REPLICAS)" in (
+        changes(before, elected)
+    )
+    published = with_partition(leader=2, leader_epoch=1, isr=[2])
+    assert changes(elected, published) == []
