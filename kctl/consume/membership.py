@@ -71,20 +71,28 @@ class Membership:
         self.group = group
         self.reader = reader
         self.quiet = quiet
+        self.held: set[int] = set()
 
     def subscribe(self, consumer: Consumer, topic: str) -> None:
         consumers.subscribe(consumer, topic, self._assigned, self._revoked, self._lost)
 
     def _assigned(self, partitions: list[int]) -> None:
+        """An empty assignment means no partitions only for a member holding none: with
+        KIP-848 each assignment is a step that adds partitions, and after a revocation an
+        empty step adds none to those the member keeps."""
         self.reader.add(partitions)
-        self._say("assigned", partitions, "no partitions: the group has more members than partitions")
+        self.held |= set(partitions)
+        idle = "no partitions: the group has more members than partitions" if not self.held else None
+        self._say("assigned", partitions, idle)
 
     def _revoked(self, partitions: list[int]) -> None:
         self.reader.remove(partitions)
+        self.held -= set(partitions)
         self._say("revoked", partitions)
 
     def _lost(self, partitions: list[int]) -> None:
         self.reader.remove(partitions)
+        self.held -= set(partitions)
         self._say("lost (the group moved on without this member)", partitions)
 
     def _say(self, what: str, partitions: list[int], none: str | None = None) -> None:

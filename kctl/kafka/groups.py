@@ -165,7 +165,10 @@ def describe(conn: Connection, group_id: str) -> dict:
 def _add_epochs(doc: dict, described: dict) -> None:
     """The epochs of a KIP-848 group: the group epoch (bumped by every membership or
     subscription change), the assignment epoch (the target assignment's), and each member's
-    epoch (where its reconciliation has got to), matched by member id."""
+    epoch (where its reconciliation has got to), matched by member id; and its state as
+    Kafka names it (confluent-kafka knows only the classic states: Unknown for Assigning
+    and Reconciling)."""
+    doc["state"] = described["state"]  # KIP-848's own states (Assigning, Reconciling, ...)
     doc["group_epoch"] = described["group_epoch"]
     doc["assignment_epoch"] = described["assignment_epoch"]
     doc["assignor"] = doc["assignor"] or described["assignor"]

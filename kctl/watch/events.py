@@ -265,7 +265,7 @@ def _owners(doc: dict, field: str = "assignment") -> dict[str, dict[str, int | N
 
 
 def _partition_moves(name: str, old: dict, new: dict) -> list[str]:
-    """Partitions a member gave up (revoked; "lost" if the member itself is gone), then
+    """Partitions a member gave up (revoked, or given up as it left the group), then
     partitions a member got, each with the member epoch it was seen at: the epoch it held the
     partition in, and the epoch it got it in."""
     before, after = _owners(old), _owners(new)
@@ -275,7 +275,7 @@ def _partition_moves(name: str, old: dict, new: dict) -> list[str]:
         held, holds = before.get(partition, {}), after.get(partition, {})
         for member_id, epoch in held.items():
             if member_id not in holds:
-                how = "revoked from" if member_id in current else "lost by departed"
+                how = "revoked from" if member_id in current else "given up by departed"
                 revoked.append(f"group {name}: {partition} {how} member {member_id} at epoch {epoch}")
         for member_id, epoch in holds.items():
             if member_id not in held:

@@ -200,7 +200,7 @@ def test_a_kip848_rebalance_is_told_step_by_step_with_member_epochs():
     assert changes(snap(groups=[assigned]), snap(groups=[left])) == [
         "group g: member A left",
         "group g: group epoch 6 -> 7",
-        "group g: demo/0 lost by departed member A at epoch 6",
+        "group g: demo/0 given up by departed member A at epoch 6",
     ]
 
 
