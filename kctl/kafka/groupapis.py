@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from kafka.errors import for_code
+from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError, for_code
 from kafka.protocol.metadata import MetadataRequest
 
 from brokerd.protocol.codec import (
@@ -97,7 +97,10 @@ async def _share_group_ids(admin: Any) -> list[str]:
     found = []
     for broker in admin._manager.cluster.brokers():
         request = admin._list_groups_request(types_filter=["share"])
-        response = await admin._manager.send(request, node_id=broker.node_id)
+        try:
+            response = await admin._manager.send(request, node_id=broker.node_id)
+        except (IncompatibleBrokerVersion, UnsupportedVersionError):
+            return []  # a broker before Kafka 4 (no ListGroups v5): no share groups
         _check(response.error_code, None, "list share groups")
         found += [g.group_id for g in response.groups[:MAX_GROUPS]]
     return sorted(set(found))[:MAX_GROUPS]

@@ -28,6 +28,7 @@ from confluent_kafka.admin import ConsumerGroupDescription, MemberDescription
 from kctl.kafka import groupapis, offsets
 from kctl.kafka.client import Connection, result
 from kctl.kafka.errors import from_kafka
+from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -63,15 +64,31 @@ def list_groups(conn: Connection, group_type: str | None = None) -> list[dict]:
     rows = [] if group_type == "share" else _consumer_groups(conn, group_type)
     if group_type in (None, "share"):
         rows += [
-            {**row, "type": "share", "protocol_type": "share"} for row in groupapis.list_share_groups(conn)
+            {**row, "type": "share", "protocol_type": "share"} for row in _share_groups(conn, group_type)
         ]
     return sorted(rows, key=lambda r: r["group"])
+
+
+def _share_groups(conn: Connection, group_type: str | None) -> list[dict]:
+    """Share groups as list_share_groups has them; listing every type, a cluster kafka-python
+    cannot ask (or too old to have share groups) lists the others, with a warning."""
+    try:
+        return groupapis.list_share_groups(conn)
+    except KctlError as exc:
+        if group_type == "share":
+            raise
+        console.warn(f"share groups not listed: {exc.message}")
+        return []
 
 
 def group_ids(conn: Connection) -> list[str]:
     """The ids of every consumer and share group, without describing them."""
     listing = result(conn.admin().list_consumer_groups(request_timeout=conn.timeout), "list groups")
-    return sorted({g.group_id for g in listing.valid} | set(groupapis.share_group_ids(conn)))
+    try:
+        shared = groupapis.share_group_ids(conn)
+    except KctlError:  # a cluster kafka-python cannot ask: its consumer groups still count
+        shared = []
+    return sorted({g.group_id for g in listing.valid} | set(shared))
 
 
 def _consumer_groups(conn: Connection, group_type: str | None) -> list[dict]:
