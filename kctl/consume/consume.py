@@ -266,7 +266,7 @@ def consume(
     started = False
     with Interrupts() as interrupts:
         try:
-            _start(reader, conn, topic, partitions, spec, exit_at_end, group, quiet)
+            _start(reader, conn, topic, partitions, spec, exit_at_end, group, quiet, group_protocol)
             started = True
             reader.run(count, watch)
         except KeyboardInterrupt:
@@ -340,13 +340,15 @@ def _start(
     exit_at_end: bool,
     group: str | None,
     quiet: bool,
+    protocol: GroupProtocol | None,
 ) -> None:
     """Assign the planned partition ranges, or join the group (after checking the topic)."""
     if group is None:
         reader.assign(plan(reader.consumer, conn, topic, partitions, spec, exit_at_end))
         return
     find_topic(fetch_metadata(reader.consumer, conn, topic), topic)
-    Membership(group, reader, quiet).subscribe(reader.consumer, topic)
+    incremental = protocol is GroupProtocol.CONSUMER
+    Membership(group, reader, quiet, incremental).subscribe(reader.consumer, topic)
 
 
 def _compile(

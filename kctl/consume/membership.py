@@ -67,10 +67,11 @@ def reset_policy(spec: OffsetRange, partitions: list[int] | None, exit_at_end: b
 class Membership:
     """Rebalance callbacks: keep the reader's partitions in step and say what happened."""
 
-    def __init__(self, group: str, reader: Reader, quiet: bool):
+    def __init__(self, group: str, reader: Reader, quiet: bool, incremental: bool = False):
         self.group = group
         self.reader = reader
         self.quiet = quiet
+        self.incremental = incremental  # KIP-848: the broker hands partitions out step by step
         self.held: set[int] = set()
 
     def subscribe(self, consumer: Consumer, topic: str) -> None:
@@ -82,8 +83,15 @@ class Membership:
         empty step adds none to those the member keeps."""
         self.reader.add(partitions)
         self.held |= set(partitions)
-        idle = "no partitions: the group has more members than partitions" if not self.held else None
-        self._say("assigned", partitions, idle)
+        self._say("assigned", partitions, None if self.held else self._idle())
+
+    def _idle(self) -> str:
+        if self.incremental:
+            return (
+                "no partitions yet: the broker waits for other members to revoke them, or the "
+                "group has more members than partitions"
+            )
+        return "no partitions: the group has more members than partitions"
 
     def _revoked(self, partitions: list[int]) -> None:
         self.reader.remove(partitions)
