@@ -7,7 +7,8 @@ target assignment), ShareGroupDescribe (API 77: members and their assignments) a
 DescribeShareGroupOffsets (API 90: each share partition's start offset), each asked of the
 group's coordinator, and ListGroups v5 with a type filter. The message classes are Kafka's
 JSON schemas as brokerd.protocol carries them; the requests are plain Kafka protocol, so
-these work against any Kafka 4 cluster.
+these work against any Kafka 4 cluster. kafka-python's admin client has no call for them:
+they go through its connection manager (its coordinator lookup and send), as `quotas` does.
 
 Everything a response lists is cut to MAX_MEMBERS members and MAX_PARTITIONS partitions per
 group, and a listing to MAX_GROUPS groups: a description is for reading, not for holding a
