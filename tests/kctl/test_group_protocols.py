@@ -181,3 +181,43 @@ def test_remote_assignor_needs_the_consumer_protocol(cluster):
     assert "a share group has its own protocol" in kctl_in(cluster.dir, *shared, expect=ExitCode.USAGE).stderr
     bad = kctl_in(cluster.dir, "consume", "t", "-f", "%d\\n", expect=ExitCode.INVALID_INPUT)
     assert "%d (delivery count) needs --share-group" in bad.stderr
+
+
+def test_the_watch_tells_a_share_start_offset_moving_on_and_a_member_leaving(cluster_factory, kctl_processes):
+    cluster = cluster_factory(1, SETTINGS)
+    kctl_in(cluster.dir, "topic", "create", "jobs", "-p", "1")
+    # --json: every moment the watch sees (its groups and the changes it tells), one a line
+    watch = kctl_processes(cluster.dir, "watch", "jobs", "-g", "workers", "--json", "--duration", "180s")
+    kctl_in(cluster.dir, "produce", "jobs", input="a\nb\n")
+    member = kctl_processes(cluster.dir, "consume", "jobs", "--share-group", "workers", "-f", "%o\\n")
+    member.wait_for(lambda: member.out == ["0", "1"], "the first two records")
+
+    def moments() -> list[dict]:
+        return [json.loads(line) for line in list(watch.out)]
+
+    def start_offset_seen(offset: int) -> bool:
+        return any(
+            p.get("start_offset") == offset
+            for m in moments()
+            for g in m["groups"]
+            for p in g.get("partitions", [])
+        )
+
+    watch.wait_for(
+        lambda: start_offset_seen(2), "the watch to see the first two records accepted", timeout=30
+    )
+    kctl_in(cluster.dir, "produce", "jobs", input="c\nd\n")
+    member.wait_for(lambda: member.out == ["0", "1", "2", "3"], "the next two records")
+    told = re.compile(r"group workers: jobs/0 share start offset [23] -> 4: records below it acknowledged")
+    watch.wait_for(
+        lambda: any(told.match(e) for m in moments() for e in m["events"]),
+        "the start offset moving on",
+        timeout=30,
+    )
+
+    member.proc.send_signal(signal.SIGINT)
+    assert member.finish() == ExitCode.INTERRUPTED
+    left = re.compile(r"group workers: member \S+ left")
+    watch.wait_for(lambda: any(left.match(e) for m in moments() for e in m["events"]), "a leave", timeout=30)
+    watch.proc.send_signal(signal.SIGINT)
+    assert watch.finish() == ExitCode.INTERRUPTED
