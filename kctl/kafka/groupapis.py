@@ -151,25 +151,23 @@ def describe_share_group(conn: Connection, group_id: str) -> dict:
     read has no start offset (None). Exit 4 for an unknown group."""
     doing = f"describe share group {group_id!r}"
 
-    async def work(admin: Any) -> tuple[Any, Any, dict | None, dict[uuid.UUID, str]]:
+    async def work(admin: Any) -> tuple[Any, Any, bool, dict | None, dict[uuid.UUID, str]]:
         node = await admin._find_coordinator_id(group_id)
         described = await admin._manager.send(
             ShareGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False), node_id=node
         )
-        offsets = await admin._manager.send(
-            DescribeShareGroupOffsetsRequest(
-                groups=[
-                    DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(
-                        group_id=group_id, topics=None
-                    )
-                ]
-            ),
-            node_id=node,
-        )
+        offsets = await admin._manager.send(_offsets_request(group_id, None), node_id=node)
+        everything: dict[str, list[int]] = {}
+        if not described.groups[0].members and not offsets.groups[0].topics:
+            # Without members a broker may know no topics to answer for: ask for every topic
+            # (a partition the group never read comes back without a start offset).
+            everything = await _every_partition(admin)
+            if everything:
+                offsets = await admin._manager.send(_offsets_request(group_id, everything), node_id=node)
         names = await _topic_names(admin) if _unnamed(described) else {}
-        return described, offsets, _node(admin, node), names
+        return described, offsets, bool(everything), _node(admin, node), names
 
-    described, offsets, node, names = _session(conn, doing, work)
+    described, offsets, asked_everything, node, names = _session(conn, doing, work)
     group = described.groups[0]
     _check(group.error_code, group.error_message, doing)
     return {
@@ -189,8 +187,36 @@ def describe_share_group(conn: Connection, group_id: str) -> dict:
             }
             for m in group.members[:MAX_MEMBERS]
         ],
-        "start_offsets": _start_offsets(offsets, doing),
+        "start_offsets": _start_offsets(offsets, doing, read_only=asked_everything),
     }
+
+
+def _offsets_request(group_id: str, topics: dict[str, list[int]] | None) -> Any:
+    """DescribeShareGroupOffsets for one group: these topics' partitions, or (None) the
+    topics the coordinator knows the group reads."""
+    group = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
+    named = (
+        None
+        if topics is None
+        else [
+            group.DescribeShareGroupOffsetsRequestTopic(topic_name=name, partitions=partitions)
+            for name, partitions in topics.items()
+        ]
+    )
+    return DescribeShareGroupOffsetsRequest(groups=[group(group_id=group_id, topics=named)])
+
+
+async def _every_partition(admin: Any) -> dict[str, list[int]]:
+    """Topic -> partitions of every topic but the internal ones, at most MAX_PARTITIONS."""
+    response = await admin._manager.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    found: dict[str, list[int]] = {}
+    budget = MAX_PARTITIONS
+    for t in sorted(response.topics, key=lambda t: t.name or ""):
+        if t.is_internal or not t.name or t.name.startswith("__") or budget <= 0:
+            continue
+        found[t.name] = sorted(p.partition_index for p in t.partitions)[:budget]
+        budget -= len(found[t.name])
+    return found
 
 
 def _node(admin: Any, node_id: int) -> dict | None:
@@ -199,7 +225,9 @@ def _node(admin: Any, node_id: int) -> dict | None:
     return None if broker is None else {"id": broker.node_id, "host": broker.host, "port": broker.port}
 
 
-def _start_offsets(response: Any, doing: str) -> dict[Partition, int | None]:
+def _start_offsets(response: Any, doing: str, read_only: bool = False) -> dict[Partition, int | None]:
+    """(topic, partition) -> start offset, None where the group never read; ``read_only``
+    leaves out the partitions the group never read."""
     group = response.groups[0]
     _check(group.error_code, group.error_message, doing)
     starts: dict[Partition, int | None] = {}
@@ -207,7 +235,7 @@ def _start_offsets(response: Any, doing: str) -> dict[Partition, int | None]:
         for p in topic.partitions:
             if len(starts) >= MAX_PARTITIONS:
                 return starts
-            if p.error_code == 0:
+            if p.error_code == 0 and (p.start_offset >= 0 or not read_only):
                 starts[(topic.topic_name, p.partition_index)] = (
                     p.start_offset if p.start_offset >= 0 else None
                 )

@@ -55,7 +55,14 @@ def test_released_records_come_back_with_delivery_count_2_and_rejected_ones_neve
     assert all(g["group"] != "workers" for g in kctl_json(cluster.dir, "group", "list", "--type", "consumer"))
     assert "workers" in kctl_in(cluster.dir, "group", "list").stdout.decode()
 
-    doc = kctl_json(cluster.dir, "group", "describe", "workers")
+    def described_at_the_end() -> dict | None:
+        doc = kctl_json(cluster.dir, "group", "describe", "workers")
+        done = [(p["partition"], p["start_offset"], p["lag"]) for p in doc["partitions"]] == [(0, 7, 0)]
+        return doc if done else None
+
+    # every record acknowledged: the share-partition start offset is past them all, also
+    # once the group has no members left
+    doc = wait_until(described_at_the_end, 30, "the start offset to pass every acknowledged record")
     assert (doc["type"], doc["protocol_type"], doc["state"], doc["members"]) == (
         "share",
         "share",
