@@ -174,8 +174,9 @@ class Broker:
         )
 
     def _share_member_removed(self, group_id: str, member_id: str) -> None:
-        """A share group member left or was fenced: its share session here ends and what it
-        held of the partitions led here is released (other leaders wait for its locks)."""
+        """A share group member was fenced (its session timed out): its share session here
+        ends and what it held of the partitions led here is released (other leaders wait for
+        its locks)."""
         self.share_sessions.close(group_id, member_id)
         self.share_partitions.release_member(group_id, member_id)
 

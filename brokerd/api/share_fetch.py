@@ -66,7 +66,8 @@ async def handle(services: BrokerServices, request: Request) -> dict:
     await share.acknowledge(body.topics)
     if share.close_if_final(session):
         return _response(share, lock_ms, {"error_code": 0, "error_message": None})
-    await _acquire(services, share, session.partitions, body)
+    if body.max_bytes > 0:  # MaxBytes 0: acknowledgements only, no records (as Kafka)
+        await _acquire(services, share, session.partitions, body)
     return _response(share, lock_ms, {"error_code": 0, "error_message": None})
 
 
@@ -80,7 +81,7 @@ async def _acquire(
     manager = services.share_partitions
     while True:
         budget = max(body.max_records, 1)
-        bytes_left = body.max_bytes if body.max_bytes > 0 else 2**31 - 1
+        bytes_left = body.max_bytes
         watched = []
         acquired_any = False
         for name, index in sorted(partitions):

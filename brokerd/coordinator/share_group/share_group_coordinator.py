@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
+FENCED = "was fenced (session timed out)"
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,10 @@ class ShareGroupCoordinator:
         self._ownership = ownership
         self._topics = topics
         self._clock = clock
-        # told of every member that left or was fenced (group id, member id): the share
-        # partitions led here release what it held at once instead of waiting for its locks
+        # told of every member fenced for its session timeout (group id, member id): the
+        # share partitions led here release what it held at once instead of waiting for its
+        # locks. Not of a member that leaves: it closes its share sessions itself, and its
+        # last acknowledgements may reach a leader after its leave reached the coordinator
         self._member_removed = member_removed
         self.groups: dict[str, ShareGroup] = {}
 
@@ -164,7 +167,8 @@ class ShareGroupCoordinator:
         log.info(
             "share group %s: member %s %s, group epoch %d", group.group_id, member_id, why, group.group_epoch
         )
-        self._member_removed(group.group_id, member_id)
+        if why == FENCED:
+            self._member_removed(group.group_id, member_id)
 
     def _update_target(self, group: ShareGroup) -> None:
         """A new target assignment when the group epoch rose or a subscribed topic's
@@ -190,7 +194,7 @@ class ShareGroupCoordinator:
         for group in list(self.groups.values()):
             for member in list(group.members.values()):
                 if member.session_deadline_s <= now:
-                    self._remove(group, member.member_id, "timed out")
+                    self._remove(group, member.member_id, FENCED)
 
     async def expire_sessions_on_time(self, tick_s: float) -> None:
         while True:
