@@ -4,6 +4,8 @@ answers GROUP_ID_NOT_FOUND, as Kafka does."""
 
 from __future__ import annotations
 
+import uuid
+
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import GroupIdNotFoundError
 
@@ -11,7 +13,7 @@ from brokerd.api.authorization import require
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
 from brokerd.api.services import BrokerServices
-from brokerd.api.share_group_heartbeat import assignment_by_topic_id
+from brokerd.coordinator.share_group.assignor import Assignment
 
 ASSIGNOR = "simple"
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -58,9 +60,25 @@ def _describe(services: BrokerServices, request: Request, group_id: str) -> dict
                 "client_id": m.client_id,
                 "client_host": f"/{m.client_host}",
                 "subscribed_topic_names": sorted(m.subscribed_topics),
-                "assignment": assignment_by_topic_id(services, m.assignment),
+                "assignment": _assignment(services, m.assignment),
             }
             for m in group.members.values()
         ],
         "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
+
+
+def _assignment(services: BrokerServices, assignment: Assignment) -> dict:
+    """A member's assignment as ShareGroupDescribe answers it: each topic by id and, as
+    Kafka fills it in, by name."""
+    return {
+        "topic_partitions": [
+            {
+                "topic_id": uuid.UUID(hex=services.topics[topic].topic_id),
+                "topic_name": topic,
+                "partitions": sorted(partitions),
+            }
+            for topic, partitions in sorted(assignment.items())
+            if topic in services.topics
+        ]
     }

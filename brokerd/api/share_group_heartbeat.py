@@ -64,7 +64,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
 
 
 def assignment_by_topic_id(services: BrokerServices, assignment: Assignment) -> dict:
-    """An assignment as ShareGroupHeartbeat and ShareGroupDescribe carry it: by topic id."""
+    """An assignment as ShareGroupHeartbeat carries it: by topic id."""
     return {
         "topic_partitions": [
             {"topic_id": uuid.UUID(hex=services.topics[topic].topic_id), "partitions": sorted(partitions)}

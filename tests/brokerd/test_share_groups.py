@@ -126,6 +126,10 @@ def test_two_consumers_share_a_partition_and_each_record_is_accepted_once(cluste
         assert (group.group_state, len(group.members)) == ("Stable", 2)
         # one partition, two members: the SimpleAssignor gives it to both
         assert all([tp.partitions for tp in m.assignment.topic_partitions] == [[0]] for m in group.members)
+        # each assigned topic by id and by name, as Kafka describes it
+        assert all(
+            [tp.topic_name for tp in m.assignment.topic_partitions] == ["shared"] for m in group.members
+        )
         listed = raw_request(
             cluster.ports[1], ApiKey.ListGroups, 5, {"states_filter": [], "types_filter": ["share"]}
         )
