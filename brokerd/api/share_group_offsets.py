@@ -2,7 +2,8 @@
 
 DescribeShareGroupOffsets: each share partition's start offset (SPSO) and the leader epoch
 that wrote it, as persisted in __share_group_state; -1 for a partition the group never read.
-Without topics named, the topics the group's members subscribe to. Needs DESCRIBE on the
+Without topics named, every partition the group has share state for (as Kafka answers from
+the group's initialized share partitions), with or without members. Needs DESCRIBE on the
 group and on each topic.
 
 AlterShareGroupOffsets starts share partitions over at the given offsets, and
@@ -24,6 +25,7 @@ from brokerd.api.authorization import Permission, require
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
 from brokerd.api.services import BrokerServices
+from brokerd.share.share_state import ShareState
 
 MAX_PARTITIONS = 10_000  # per group and request
 ZERO_UUID = uuid.UUID(int=0)
@@ -41,7 +43,7 @@ async def _describe_group(
     group_id = asked.group_id
     try:
         require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
-        group = services.share_groups.describe(group_id)
+        services.share_groups.describe(group_id)  # NOT_COORDINATOR unless coordinated here
     except KafkaError as exc:
         return {
             "group_id": group_id,
@@ -50,8 +52,21 @@ async def _describe_group(
             "error_message": error_message(exc),
         }
     wanted: list[tuple[str, list[int] | None]]
+    known: dict[tuple[str, int], ShareState] | None = None  # read already
     if asked.topics is None:
-        wanted = [(t, None) for t in sorted(group.subscribed_topics())] if group is not None else []
+        try:
+            known = {
+                (key.topic_id, key.partition): state
+                for key, state in (await services.share_partitions.persisted_states(group_id)).items()
+            }
+            wanted = _partitions_of(services, known, describable)
+        except (KafkaError, OSError, TimeoutError) as exc:
+            return {
+                "group_id": group_id,
+                "topics": [],
+                "error_code": error_code(exc),
+                "error_message": error_message(exc),
+            }
     else:
         wanted = [(t.topic_name, list(t.partitions)) for t in asked.topics]
     topics = []
@@ -77,7 +92,11 @@ async def _describe_group(
             try:
                 if index not in record.partitions:
                     raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
-                state = await services.share_partitions.persisted_state(group_id, record.topic_id, index)
+                state = (
+                    known.get((record.topic_id, index))
+                    if known is not None
+                    else await services.share_partitions.persisted_state(group_id, record.topic_id, index)
+                )
                 entries.append(
                     _partition(index, -1, -1, None)
                     if state is None
@@ -88,6 +107,21 @@ async def _describe_group(
         budget -= len(indexes)
         topics.append({"topic_name": name, "topic_id": uuid.UUID(hex=record.topic_id), "partitions": entries})
     return {"group_id": group_id, "topics": topics, "error_code": 0, "error_message": None}
+
+
+def _partitions_of(
+    services: BrokerServices, known: dict[tuple[str, int], ShareState], describable: Permission
+) -> list[tuple[str, list[int] | None]]:
+    """Every partition the group has share state for (Kafka's initialized share partitions
+    of the group), whether or not a member subscribes to its topic now; topics deleted
+    since, or not describable, left out."""
+    names = {record.topic_id: name for name, record in services.topics.items()}
+    by_topic: dict[str, list[int]] = {}
+    for topic_id, index in known:
+        name = names.get(topic_id)
+        if name is not None and describable.allows(name):
+            by_topic.setdefault(name, []).append(index)
+    return [(name, sorted(indexes)) for name, indexes in sorted(by_topic.items())]
 
 
 def _partition(index: int, start_offset: int, leader_epoch: int, error: Exception | None) -> dict:

@@ -422,6 +422,12 @@ class SharePartitionManager:
         led; None when the group never read the partition."""
         return await self._persister.read(ShareKey(group_id, topic_id, index))
 
+    async def persisted_states(self, group_id: str) -> dict[ShareKey, ShareState]:
+        """What every share partition of the group last persisted, wherever it is led: the
+        partitions the group read (one DeleteShareGroupOffsets forgot is left out)."""
+        states = await self._persister.read_group(group_id)
+        return {key: state for key, state in states.items() if not state.deleted}
+
     def forget_unled(self) -> None:
         """Drop the share partitions of partitions no longer led here."""
         for key, entry in list(self._entries.items()):

@@ -45,6 +45,10 @@ class StatePersister(Protocol):
 
     async def write(self, key: ShareKey, state: ShareState) -> None: ...
 
+    async def read_group(self, group_id: str) -> dict[ShareKey, ShareState]:
+        """The latest state of every share partition of the group."""
+        ...
+
 
 class ShareStateTopic:
     """The StatePersister over __share_group_state."""
@@ -86,10 +90,28 @@ class ShareStateTopic:
 
     async def read(self, key: ShareKey) -> ShareState | None:
         """The latest snapshot of ``key`` (of the newest leader epoch), or None."""
-        partition = self.partition_of(key)
-        end = await self._offset(partition, LATEST)
-        offset, latest = 0, None
         wanted = key.encode()
+        return (await self._scan(self.partition_of(key), lambda raw: raw == wanted)).get(wanted)
+
+    async def read_group(self, group_id: str) -> dict[ShareKey, ShareState]:
+        """The latest snapshot of every share partition of the group, from every state
+        partition (what DescribeShareGroupOffsets answers when no topics are named)."""
+        scans = await asyncio.gather(
+            *(self._scan(p, lambda raw: _group_of(raw) == group_id) for p in range(self.num_partitions))
+        )
+        states = {}
+        for found in scans:
+            for raw, state in found.items():
+                key = ShareKey.decode(raw)
+                if key is not None and state is not None:
+                    states[key] = state
+        return states
+
+    async def _scan(self, partition: int, wanted: Callable[[bytes], bool]) -> dict[bytes, ShareState | None]:
+        """The latest snapshot of each wanted key in the state partition (None: deleted)."""
+        end = await self._offset(partition, LATEST)
+        offset = 0
+        latest: dict[bytes, ShareState | None] = {}
         while offset < end:
             records = await self._fetch(partition, offset)
             last = offset - 1
@@ -98,9 +120,10 @@ class ShareStateTopic:
                 batch = batches.next_batch()
                 for record in batch:
                     last = max(last, record.offset)
-                    if batch.is_control_batch or record.key != wanted or record.value is None:
-                        if record.key == wanted and record.value is None:
-                            latest = None
+                    if batch.is_control_batch or record.key is None or not wanted(record.key):
+                        continue
+                    if record.value is None:
+                        latest[record.key] = None
                         continue
                     try:
                         state = ShareState.decode(record.value)
@@ -113,8 +136,8 @@ class ShareStateTopic:
                             exc,
                         )
                         continue
-                    if state.supersedes(latest):
-                        latest = state
+                    if state.supersedes(latest.get(record.key)):
+                        latest[record.key] = state
             if last < offset:
                 break  # nothing more to read below the end: a gap at the tail
             offset = last + 1
@@ -220,3 +243,8 @@ class ShareStateTopic:
             if client is not None:
                 self._connections[broker_id] = client
         return client
+
+
+def _group_of(raw: bytes) -> str | None:
+    key = ShareKey.decode(raw)
+    return None if key is None else key.group_id

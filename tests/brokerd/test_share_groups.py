@@ -312,6 +312,40 @@ def test_an_empty_share_group_is_reset_and_its_offsets_deleted(cluster: LocalClu
         member.close()
 
 
+def test_all_offsets_of_a_share_group_without_members_are_those_it_read(cluster: LocalCluster) -> None:
+    create_topic(cluster, "all-read", 2, 1, wait_for_leaders=True)
+    create_topic(cluster, "all-unread", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "all-read", 6)
+    consumer = share_consumer(cluster.bootstrap, "g-all", "all-read")
+    try:
+        poll_until(consumer, lambda r: len(r) >= 6, "six records")
+        consumer.commit_sync(30)
+    finally:
+        consumer.close()
+    ends = {p: watermarks(cluster.bootstrap, "all-read", p)[1] for p in (0, 1)}
+    # no topics named: every partition the group has share state for, though none subscribes
+    described = raw_request(
+        cluster.ports[1],
+        ApiKey.DescribeShareGroupOffsets,
+        0,
+        {"groups": [{"group_id": "g-all", "topics": None}]},
+    )
+    (group,) = described.groups
+    assert group.error_code == 0
+    assert [
+        (t.topic_name, [(p.partition_index, p.start_offset, p.error_code) for p in t.partitions])
+        for t in group.topics
+    ] == [("all-read", [(0, ends[0], 0), (1, ends[1], 0)])]
+    # a group that read nothing has nothing to describe
+    (nothing,) = raw_request(
+        cluster.ports[1],
+        ApiKey.DescribeShareGroupOffsets,
+        0,
+        {"groups": [{"group_id": "g-none", "topics": None}]},
+    ).groups
+    assert (nothing.error_code, list(nothing.topics)) == (0, [])
+
+
 def test_a_consumer_group_id_is_not_taken_by_a_share_group(cluster: LocalCluster) -> None:
     create_topic(cluster, "taken", 1, 1, wait_for_leaders=True)
     produce(cluster.bootstrap, "taken", 1)
