@@ -171,6 +171,7 @@ class ConsumerGroupCoordinator:
                 member.session_deadline = now + self.timeouts.consumer_session_timeout_ms(group_id) / 1000
             # Kafka stores a hash of the subscribed topics' metadata; the topics as they are
             # now stand in for it, so a failover alone does not start a new assignment.
+            group.resolved_regexes = group.subscribed_regexes()
             group.subscribed_metadata = self._subscribed_metadata(group)
             self.groups[group_id] = group
         if loaded:
@@ -190,11 +191,12 @@ class ConsumerGroupCoordinator:
             return await self._leave(group, request, written)
         member, joined = self._member_for(group, request, written)
         before = (dict(member.assigned), member.member_epoch)
-        subscription_changed = _update_member(member, request)
+        regexes_resolved = _resolve_regexes(group)
+        subscription_changed = _update_member(member, request, group.resolved_regexes)
         if subscription_changed or request.member_epoch == 0:  # a (re)joining member is stored
             written.append(records.member_metadata(group.group_id, member))
         metadata = self._subscribed_metadata(group)
-        if joined or subscription_changed or metadata != group.subscribed_metadata:
+        if joined or subscription_changed or regexes_resolved or metadata != group.subscribed_metadata:
             group.group_epoch += 1
             written.append(records.group_metadata(group))
         if group.group_epoch > group.assignment_epoch:
@@ -373,14 +375,14 @@ class ConsumerGroupCoordinator:
         catalog = self.topics.topic_partitions()
         names = set(group.subscribed_topic_names())
         for member in group.members.values():
-            names |= _matching(member.subscribed_topic_regex, catalog)
+            names |= _matching(_resolved(group, member), catalog)
         return {name: catalog[name] for name in sorted(names) if name in catalog}
 
     def _assign(self, group: ConsumerGroup, metadata: dict[str, tuple[uuid.UUID, int]]) -> list[Record]:
         catalog = self.topics.topic_partitions()
         subscriptions = []
         for member in group.members.values():
-            names = set(member.subscribed_topic_names) | _matching(member.subscribed_topic_regex, catalog)
+            names = set(member.subscribed_topic_names) | _matching(_resolved(group, member), catalog)
             subscriptions.append(
                 MemberSubscription(
                     member.member_id, frozenset(metadata[n][0] for n in names if n in metadata)
@@ -579,8 +581,29 @@ def _check_epoch(member: ConsumerGroupMember, request: Heartbeat) -> None:
             )
 
 
-def _update_member(member: ConsumerGroupMember, request: Heartbeat) -> bool:
-    """Take what the heartbeat changed; True when the subscription did (a reason to assign)."""
+def _resolve_regexes(group: ConsumerGroup) -> bool:
+    """Resolve the regular expressions members subscribed to since the last heartbeat, and
+    forget those no member subscribes to any more (Kafka's regex tombstone). True when one was
+    resolved: its member's topics changed, a reason to assign again even if another member
+    already had them."""
+    subscribed = group.subscribed_regexes()
+    new = subscribed - group.resolved_regexes
+    group.resolved_regexes = subscribed
+    if new:
+        log.info("group %s: resolved regular expression(s) %s", group.group_id, ", ".join(sorted(new)))
+    return bool(new)
+
+
+def _resolved(group: ConsumerGroup, member: ConsumerGroupMember) -> str | None:
+    """The member's regex once the group has resolved it; until then it brings no topics."""
+    regex = member.subscribed_topic_regex
+    return regex if regex in group.resolved_regexes else None
+
+
+def _update_member(member: ConsumerGroupMember, request: Heartbeat, resolved_regexes: set[str]) -> bool:
+    """Take what the heartbeat changed; True when the subscription did (a reason to assign).
+    A regex no member had before brings its topics only once resolved, after this heartbeat
+    (Kafka resolves it in the background), so it is no reason to assign yet."""
     changed = False
     if request.rack_id is not None:
         member.rack_id = request.rack_id
@@ -594,7 +617,8 @@ def _update_member(member: ConsumerGroupMember, request: Heartbeat) -> bool:
         member.subscribed_topic_names = names
     if request.subscribed_topic_regex is not None:
         regex = request.subscribed_topic_regex or None
-        changed |= regex != member.subscribed_topic_regex
+        if regex != member.subscribed_topic_regex:
+            changed |= regex is None or regex in resolved_regexes or member.subscribed_topic_regex is not None
         member.subscribed_topic_regex = regex
     if request.server_assignor is not None:
         assignor = _assignor_name(request.server_assignor)

@@ -73,6 +73,10 @@ class ConsumerGroup:
     target: dict[str, Assignment] = field(default_factory=dict)  # member id -> target
     # what the last assignment was computed over: topic name -> (id, partitions)
     subscribed_metadata: dict[str, tuple[uuid.UUID, int]] = field(default_factory=dict)
+    # the members' regular expressions the coordinator has resolved; one a member has just
+    # subscribed to is resolved after its heartbeat is answered, as Kafka does it in the
+    # background, so that heartbeat's assignment leaves its topics out
+    resolved_regexes: set[str] = field(default_factory=set)
 
     def state(self) -> ConsumerGroupState:
         if not self.members:
@@ -100,6 +104,9 @@ class ConsumerGroup:
                     for partition in partitions:
                         owned[(topic_id, partition)] = member.member_epoch
         return owned
+
+    def subscribed_regexes(self) -> set[str]:
+        return {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex}
 
     def subscribed_topic_names(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topic_names}

@@ -261,3 +261,25 @@ def test_a_live_group_keeps_the_offsets_of_its_subscribed_topics() -> None:
     assert keeps is not None and keeps(TOPIC) and not keeps("elsewhere")
     asyncio.run(c.heartbeat(Heartbeat("g", "a", -1)))
     assert c.keeps_offsets_of("g") is None
+
+
+def test_a_new_regex_brings_its_topics_at_the_next_heartbeat() -> None:
+    """As Kafka resolves a regex in the background: the heartbeat that subscribes to a regex no
+    member had gets the named topics only, the next one the matching topics too; a regex the
+    group no longer has (its member left) is resolved again when subscribed to anew."""
+    c, _ = coordinator()
+    payments = uuid.UUID(int=8)
+    c.topics.topics["payments"] = (payments, 2)  # type: ignore[attr-defined]
+    for _rejoin in range(2):
+        first = join(c, "a", subscribed_topic_names=["payments"], subscribed_topic_regex="^ord.*")
+        assert first.assignment == {payments: frozenset({0, 1})}
+        second = beat(c, "a", first.member_epoch, {payments: frozenset({0, 1})})
+        assert second.member_epoch > first.member_epoch
+        assert second.assignment == {payments: frozenset({0, 1}), TOPIC_ID: frozenset(range(6))}
+        left = asyncio.run(c.heartbeat(Heartbeat("g", "a", -1)))
+        assert left.member_epoch == -1
+    b = join(c, "b", subscribed_topic_names=[], subscribed_topic_regex="^ord.*")
+    assert b.assignment == {}
+    other = join(c, "c", subscribed_topic_names=[], subscribed_topic_regex="^ord.*")
+    assert other.member_epoch == b.member_epoch + 1  # the regex is resolved: no waiting
+    assert asyncio.run(c.heartbeat(Heartbeat("g", "b", b.member_epoch, owned={}))).assignment
