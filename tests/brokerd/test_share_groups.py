@@ -13,6 +13,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -48,6 +49,7 @@ SHARE_SESSION_NOT_FOUND = 122
 INVALID_SHARE_SESSION_EPOCH = 123
 NON_EMPTY_GROUP = 68
 GROUP_ID_NOT_FOUND = 69
+COORDINATOR_NOT_READY = (14, 15, 16)  # loading, not available, not the coordinator yet
 SHARE_CONFIGS = {
     "share.auto.offset.reset": "earliest",
     "group.share.min.record.lock.duration.ms": "1000",
@@ -403,6 +405,127 @@ def test_share_session_epochs_are_checked(cluster: LocalCluster) -> None:
     assert share_acknowledge(2) == 0
     assert share_fetch(-1) == 0  # closes it
     assert share_fetch(3) == SHARE_SESSION_NOT_FOUND
+
+
+def test_acknowledgements_after_the_member_left_the_group_are_kept(cluster: LocalCluster) -> None:
+    # a closing consumer's last ShareAcknowledge may reach a partition leader after its leave
+    # reached the coordinator (here the same broker): its share session and records stay
+    # until that acknowledgement closes the session
+    create_topic(cluster, "left", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "left", 5)
+    port = cluster.ports[1]
+    member = str(uuid.uuid4())
+
+    def heartbeat(epoch: int):
+        body = {
+            "group_id": "g-left",
+            "member_id": member,
+            "member_epoch": epoch,
+            "rack_id": None,
+            "subscribed_topic_names": ["left"] if epoch == 0 else None,
+        }
+        return raw_request(port, ApiKey.ShareGroupHeartbeat, 1, body)
+
+    member_epoch, assignment = 0, None
+
+    def assigned():
+        nonlocal member_epoch, assignment
+        response = heartbeat(member_epoch)
+        if response.error_code in COORDINATOR_NOT_READY:  # as a client, ask where it is first
+            raw_request(port, ApiKey.FindCoordinator, 1, {"key": "g-left", "key_type": 0})
+            return False
+        assert response.error_code == 0, response
+        member_epoch = response.member_epoch
+        assignment = response.assignment or assignment
+        return assignment is not None and assignment.topic_partitions
+
+    wait_until(assigned, 30, "an assignment")
+    (topic_id,) = [tp.topic_id for tp in assignment.topic_partitions]
+    epoch = 0
+    acquired: list = []
+
+    def share_fetch() -> bool:
+        nonlocal epoch
+        body = {
+            "group_id": "g-left",
+            "member_id": member,
+            "share_session_epoch": epoch,
+            "max_wait_ms": 500,
+            "min_bytes": 1,
+            "max_bytes": 1 << 20,
+            "max_records": 10,
+            "batch_size": 10,
+            "topics": [
+                {"topic_id": topic_id, "partitions": [{"partition_index": 0, "acknowledgement_batches": []}]}
+            ],
+            "forgotten_topics_data": [],
+        }
+        response = raw_request(port, ApiKey.ShareFetch, 1, body)
+        assert response.error_code == 0, response
+        epoch += 1
+        for topic in response.responses:
+            for p in topic.partitions:
+                acquired.extend(range(r.first_offset, r.last_offset + 1) for r in p.acquired_records)
+        return sum(len(r) for r in acquired) >= 5
+
+    wait_until(share_fetch, 30, "five records acquired")
+    assert sorted(o for r in acquired for o in r) == list(range(5))
+    left = heartbeat(-1)
+    assert (left.error_code, left.member_epoch) == (0, -1)
+    acknowledged = raw_request(
+        port,
+        ApiKey.ShareAcknowledge,
+        1,
+        {
+            "group_id": "g-left",
+            "member_id": member,
+            "share_session_epoch": -1,
+            "topics": [
+                {
+                    "topic_id": topic_id,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "acknowledgement_batches": [
+                                {"first_offset": 0, "last_offset": 4, "acknowledge_types": [1]}
+                            ],
+                        }
+                    ],
+                }
+            ],
+        },
+    )
+    assert acknowledged.error_code == 0, acknowledged
+    assert [(p.partition_index, p.error_code) for t in acknowledged.responses for p in t.partitions] == [
+        (0, 0)
+    ]
+    (group,) = raw_request(
+        port,
+        ApiKey.DescribeShareGroupOffsets,
+        0,
+        {"groups": [{"group_id": "g-left", "topics": [{"topic_name": "left", "partitions": [0]}]}]},
+    ).groups
+    assert group.topics[0].partitions[0].start_offset == 5  # every record accepted
+
+
+def test_a_share_consumer_with_fetch_max_bytes_zero_gets_no_records(cluster: LocalCluster) -> None:
+    create_topic(cluster, "no-bytes", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "no-bytes", 10)
+    consumer = share_consumer(cluster.bootstrap, "g-no-bytes", "no-bytes", **{"fetch.max.bytes": 0})
+    try:
+        # as in Kafka, a ShareFetch with MaxBytes 0 acquires nothing
+        received = [m for _ in range(5) for m in poll_records(consumer, 1.0)]
+    finally:
+        consumer.close()
+    assert received == []
+    # the records are still there for a consumer that asks for bytes
+    other = share_consumer(cluster.bootstrap, "g-no-bytes", "no-bytes")
+    try:
+        records = poll_until(other, lambda r: len(r) >= 10, "the ten records")
+        other.commit_sync(30)
+    finally:
+        other.close()
+    assert [(m.offset(), m.delivery_count()) for m in records] == [(i, 1) for i in range(10)]
 
 
 def test_what_a_closed_consumer_held_goes_to_another(cluster: LocalCluster) -> None:
