@@ -484,6 +484,9 @@ class Broker:
         document = self.replicas.status_document()
         if document is not None:
             self.state.publish_replica_status(self.broker_id, document)
+        shares = self.share_partitions.status_document()
+        if shares is not None:
+            self.state.publish_share_status(self.broker_id, shares)
         events = self.audit.take_if_changed()
         if events is not None:
             self.state.publish_security_events(self.broker_id, events)

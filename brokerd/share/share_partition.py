@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 from kafka.errors import InvalidRecordStateError, InvalidRequestError
@@ -66,6 +66,29 @@ class Run:
         return self.last - self.first + 1
 
 
+@dataclass
+class ShareCounters:
+    """Running counts of what happened to a share partition's records at this leader, for
+    the status `kctl watch` narrates: records acquired (delivered), those of them delivered
+    again (delivery count above 1, and how many at each delivery count), released (RELEASE,
+    or held by a member that left), rejected (REJECT), archived at the delivery count limit,
+    returned by an expired acquisition lock, and accepted."""
+
+    delivered: int = 0
+    redelivered: int = 0
+    released: int = 0
+    rejected: int = 0
+    archived: int = 0
+    lock_expired: int = 0
+    accepted: int = 0
+    redelivered_at: dict[int, int] = field(default_factory=dict)  # delivery count -> records
+
+    def to_json(self) -> dict:
+        doc: dict = dict(vars(self))
+        doc["redelivered_at"] = {str(count): n for count, n in sorted(self.redelivered_at.items())}
+        return doc
+
+
 @dataclass(frozen=True)
 class AcquiredRecords:
     """What a ShareFetch response says a member now holds (AcquiredRecords)."""
@@ -97,9 +120,14 @@ class Acknowledgement:
 
 class SharePartition:
     def __init__(
-        self, config: ShareConfig, start_offset: int, state_batches: Iterable[StateBatch] = ()
+        self,
+        config: ShareConfig,
+        start_offset: int,
+        state_batches: Iterable[StateBatch] = (),
+        counters: ShareCounters | None = None,
     ) -> None:
         self.config = config
+        self.counters = counters if counters is not None else ShareCounters()
         self.start_offset = start_offset
         self.end_offset = start_offset
         self._runs: list[Run] = []
@@ -126,6 +154,27 @@ class SharePartition:
 
     def acquired_count(self) -> int:
         return sum(r.count for r in self._runs if r.state is RecordState.ACQUIRED)
+
+    def in_flight_status(self) -> dict[str, int]:
+        """What is in flight now (one pass over the runs, made only when the partition
+        changed): records acquired, records available below the end offset, and the highest
+        delivery count among the records still to be acknowledged."""
+        acquired = available = highest = 0
+        for run in self._runs:
+            if run.state is RecordState.ACQUIRED:
+                acquired += run.count
+            elif run.state is RecordState.AVAILABLE:
+                available += run.count
+            else:
+                continue
+            highest = max(highest, run.delivery_count)
+        return {
+            "acquired": acquired,
+            "available": available,
+            "max_delivery_count": highest,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+        }
 
     def next_fetch_offset(self) -> int | None:
         """Where the next fetch should read the log: the first AVAILABLE offset in flight,
@@ -205,6 +254,11 @@ class SharePartition:
         run.state = RecordState.ACQUIRED
         run.member_id = member_id
         run.delivery_count += 1
+        self.counters.delivered += run.count
+        if run.delivery_count > 1:
+            self.counters.redelivered += run.count
+            at = self.counters.redelivered_at
+            at[run.delivery_count] = at.get(run.delivery_count, 0) + run.count
         self._lock(run, deadline_ms)
 
     def _lock(self, run: Run, deadline_ms: int) -> None:
@@ -257,10 +311,14 @@ class SharePartition:
         self._split_at(last + 1)
         for run in self._slice(first, last):
             if ack_type == ACCEPT:
+                self.counters.accepted += run.count
                 self._settle(run, RecordState.ACKNOWLEDGED)
             elif ack_type == RELEASE:
+                self.counters.released += run.count
                 self._release(run)
             else:  # REJECT, GAP
+                if ack_type == REJECT:
+                    self.counters.rejected += run.count
                 self._settle(run, RecordState.ARCHIVED)
 
     def _settle(self, run: Run, state: RecordState) -> None:
@@ -272,6 +330,8 @@ class SharePartition:
         """Back to AVAILABLE for another delivery, or ARCHIVED once delivered
         group.share.delivery.count.limit times."""
         limit_reached = run.delivery_count >= self.config.delivery_count_limit
+        if limit_reached:
+            self.counters.archived += run.count
         self._settle(run, RecordState.ARCHIVED if limit_reached else RecordState.AVAILABLE)
 
     # -- releasing -------------------------------------------------------------------------
@@ -282,6 +342,7 @@ class SharePartition:
         for run in self._runs:
             if run.state is RecordState.ACQUIRED and run.member_id == member_id:
                 released += run.count
+                self.counters.released += run.count
                 self._release(run)
         self._advance_start()
         return released
@@ -302,6 +363,7 @@ class SharePartition:
             deadline, _, run = heapq.heappop(self._deadlines)
             if run.state is RecordState.ACQUIRED and run.deadline_ms == deadline:
                 expired += run.count
+                self.counters.lock_expired += run.count
                 self._release(run)
         if expired:
             self._advance_start()

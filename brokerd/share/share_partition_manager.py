@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -21,7 +22,13 @@ from typing import Protocol
 from kafka.errors import KafkaError, NotLeaderForPartitionError
 
 from brokerd.share.aborted import aborted_positions
-from brokerd.share.share_partition import Acknowledgement, AcquiredRecords, ShareConfig, SharePartition
+from brokerd.share.share_partition import (
+    Acknowledgement,
+    AcquiredRecords,
+    ShareConfig,
+    ShareCounters,
+    SharePartition,
+)
 from brokerd.share.share_state import ShareKey, ShareState
 from brokerd.share.state_persister import StatePersister
 from brokerd.storage import iter_batch_spans
@@ -135,6 +142,11 @@ class SharePartitionManager:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._background: set[asyncio.Task] = set()
+        # what `kctl watch` reads: counters kept while the partition is led here, and each
+        # share partition's status as last encoded, encoded again only once it changed
+        self._counters: dict[ShareKey, ShareCounters] = {}
+        self._status_changed: set[ShareKey] = set()
+        self._status_json: dict[ShareKey, str] = {}
 
     def config(self, group_id: str) -> ShareConfig:
         return ShareConfig(
@@ -176,15 +188,17 @@ class SharePartitionManager:
                 await asyncio.sleep(LOAD_RETRY_S)
         config = self.config(entry.key.group_id)
         entry.state_epoch = 0 if state is None else state.state_epoch
+        counters = self._counters.setdefault(entry.key, ShareCounters())
         if state is None or state.deleted:
             earliest = self._settings.share_auto_offset_reset(entry.key.group_id) == "earliest"
             start = replica.log.log_start_offset if earliest else replica.high_watermark
-            partition = SharePartition(config, start)
+            partition = SharePartition(config, start, counters=counters)
             entry.version += 1  # the initial SPSO is persisted, so a new leader keeps it
         else:
-            partition = SharePartition(config, state.start_offset, state.state_batches)
+            partition = SharePartition(config, state.start_offset, state.state_batches, counters)
         partition.move_start_to(replica.log.log_start_offset)
         entry.partition = partition
+        self._status_changed.add(entry.key)
         log.info(
             "share partition %s-%d of group %s: SPSO %d, %d in flight",
             entry.topic,
@@ -230,9 +244,11 @@ class SharePartitionManager:
         partition = entry.partition
         if partition is None or max_records <= 0 or max_bytes <= 0:
             return PartitionFetch(b"", [], watched)
+        start = partition.start_offset
         partition.move_start_to(replica.log.log_start_offset)
         now = self._clock_ms()
-        partition.expire_locks(now)
+        if partition.expire_locks(now) or partition.start_offset != start:
+            self._status_changed.add(entry.key)
         offset = partition.next_fetch_offset()
         read_committed = self._settings.share_isolation_level(group_id) == READ_COMMITTED
         bound = replica.last_stable_offset if read_committed else replica.high_watermark
@@ -246,6 +262,7 @@ class SharePartitionManager:
         if not acquired:
             return PartitionFetch(b"", [], watched)
         entry.version += 1
+        self._status_changed.add(entry.key)
         self._arm(entry.key, partition)
         first, last = acquired[0].first_offset, acquired[-1].last_offset
         # batches of aborted transactions are left out: the member acknowledges their
@@ -284,6 +301,7 @@ class SharePartitionManager:
         entry, partition = await self.loaded(group_id, topic, topic_id, index, timeout_s)
         partition.acknowledge(member_id, acknowledgements, self._clock_ms())
         entry.version += 1
+        self._status_changed.add(entry.key)
         self._arm(entry.key, partition)
         entry.waiters.wake()  # released records can be delivered again
         await self._persist(entry)
@@ -302,6 +320,7 @@ class SharePartitionManager:
                 continue
             if entry.partition.release_member(member_id):
                 entry.version += 1
+                self._status_changed.add(entry.key)
                 entry.waiters.wake()
                 self._persist_later(entry)
 
@@ -375,6 +394,7 @@ class SharePartitionManager:
             if expired:
                 log.info("share partition %s: %d records' acquisition locks expired", key, expired)
                 entry.version += 1
+                self._status_changed.add(key)
                 entry.waiters.wake()
                 self._persist_later(entry)
             self._arm(key, entry.partition)
@@ -440,3 +460,31 @@ class SharePartitionManager:
                     entry.load_task.cancel()
                 entry.waiters.wake()
                 del self._entries[key]
+                self._counters.pop(key, None)
+                self._status_changed.add(key)
+
+    # -- status --------------------------------------------------------------------------------
+    def status_document(self) -> bytes | None:
+        """The share partitions led here as the JSON document `kctl watch` reads (a list:
+        group, topic, partition, leader epoch, the running counters and what is in flight),
+        or None when none changed since the last call. Only the share partitions that
+        changed are visited and encoded again."""
+        if not self._status_changed:
+            return None
+        changed, self._status_changed = self._status_changed, set()
+        for key in changed:
+            entry = self._entries.get(key)
+            if entry is None or entry.partition is None:
+                if key not in self._counters:
+                    self._status_json.pop(key, None)
+                continue
+            status = {
+                "group": key.group_id,
+                "topic": entry.topic,
+                "partition": key.partition,
+                "leader_epoch": entry.leader_epoch,
+                **entry.partition.counters.to_json(),
+                **entry.partition.in_flight_status(),
+            }
+            self._status_json[key] = json.dumps(status, sort_keys=True)
+        return ("[" + ",".join(self._status_json.values()) + "]").encode()

@@ -9,7 +9,10 @@ follower's last fetch offset). Taken from one moment, these never contradict eac
 follower ahead of its leader, no high watermark above an in-sync replica's log end. Until the
 leader of the current leader epoch has published, they are unknown (null). Truncations are the
 last each replica's own broker made. Security events are the brokers' latest authentication
-failures and authorization denials.
+failures and authorization denials. Share partitions are what each one's leader last
+published of it (KIP-932): records acquired, delivered again, released, rejected, archived at
+the delivery count limit and returned by an expired acquisition lock so far, and what is in
+flight.
 """
 
 from __future__ import annotations
@@ -47,7 +50,26 @@ def take(state: ClusterState, topic: str | None = None) -> dict:
             }
             for name in names
         ],
+        "share_partitions": share_partitions(state, records, set(names)),
     }
+
+
+def share_partitions(state: ClusterState, records: dict, names: set[str]) -> list[dict]:
+    """The share partitions of the `names` topics, each as its current leader published it
+    (one published at an older leader epoch, or by a broker no longer leading, is left out)."""
+    out = []
+    for broker, entries in state.share_status().items():
+        for entry in entries:
+            topic = records.get(entry.get("topic"))
+            record = topic.partitions.get(entry.get("partition")) if topic is not None else None
+            if (
+                entry.get("topic") in names
+                and record is not None
+                and record.leader == broker
+                and record.leader_epoch == entry.get("leader_epoch")
+            ):
+                out.append(entry)
+    return sorted(out, key=lambda e: (e["group"], e["topic"], e["partition"]))
 
 
 def partitions(state: ClusterState, topic: str) -> list[dict]:

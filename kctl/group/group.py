@@ -108,7 +108,8 @@ def describe(
     offset (every record below it is acknowledged or archived) and the lag, the high
     watermark minus that start offset. Which records are in flight (acquired, with their
     delivery counts) is not told by Kafka's admin APIs: a member sees a record's delivery
-    count (kctl consume --share-group -f %d).
+    count (kctl consume --share-group -f %d), and kctl watch -g G narrates the deliveries,
+    releases, rejections and lock expiries each partition's leader counts.
     """
     conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
     doc = groups.describe(conn, group)

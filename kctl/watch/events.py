@@ -9,8 +9,11 @@ truncated a divergent tail, retention or DeleteRecords moved the log start, a tr
 opened or ended, a group started rebalancing; in a KIP-848 consumer group, each step of a
 rebalance (a member joining or leaving, the group epoch, a partition revoked from one member
 and assigned to another, with the member epochs); in a share group, members joining and
-leaving and each share partition's start offset moving on. A share group's in-flight records
-and their deliveries are not told by Kafka's admin APIs, so the watch cannot narrate them.
+leaving and each share partition's start offset moving on, and what happened to its records
+since the last moment, as the partition's leader counts it (Kafka's admin APIs do not tell
+in-flight records): records acquired, acquired again with a higher delivery count, released,
+rejected, accepted, back after an acquisition lock expired, archived at the delivery count
+limit, and how many are in flight.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def changes(before: dict, after: dict) -> list[str]:
         + _controller_fencing(before, after)
         + _partition_changes(before, after)
         + _group_changes(before, after)
+        + _share_partition_changes(before, after)
     )
 
 
@@ -323,3 +327,59 @@ def _start_offset_moves(name: str, old: dict, new: dict) -> list[str]:
                 "records below it acknowledged or archived"
             )
     return lines
+
+
+# KIP-932 share partitions: the leader's running counts, told as what changed between two
+# moments (a share partition seen for the first time counts from zero).
+
+SHARE_COUNTS = (
+    ("delivered", "{n} acquired"),
+    ("redelivered", "{n} of them acquired again"),
+    ("released", "{n} released"),
+    ("lock_expired", "{n} back after their acquisition lock expired"),
+    ("rejected", "{n} rejected"),
+    ("archived", "{n} archived at the delivery count limit"),
+    ("accepted", "{n} accepted"),
+)
+
+
+def _share_partition_changes(before: dict, after: dict) -> list[str]:
+    was = {(s["group"], s["topic"], s["partition"]): s for s in before.get("share_partitions") or []}
+    lines = []
+    for new in after.get("share_partitions") or []:
+        old = was.get((new["group"], new["topic"], new["partition"]))
+        if old is not None and old.get("leader_epoch") != new.get("leader_epoch"):
+            old = None  # a new leader counts from where it took over: nothing to compare
+        line = _share_partition_change(new, old or {})
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _share_partition_change(new: dict, old: dict) -> str | None:
+    """One line for a share partition whose counts went up, e.g. "group G: orders/0: 3
+    acquired, 2 of them acquired again (delivery count 2), 1 released; 3 in flight, 3
+    acquired"."""
+    parts = []
+    for field, words in SHARE_COUNTS:
+        n = (new.get(field) or 0) - (old.get(field) or 0)
+        if n > 0:
+            text = words.format(n=n)
+            if field == "redelivered":
+                text += _delivery_counts(new.get("redelivered_at") or {}, old.get("redelivered_at") or {})
+            parts.append(text)
+    if not parts:
+        return None
+    in_flight = (new.get("acquired") or 0) + (new.get("available") or 0)
+    tail = f"{in_flight} in flight, {new.get('acquired') or 0} acquired"
+    return f"group {new['group']}: {new['topic']}/{new['partition']}: {', '.join(parts)}; {tail}"
+
+
+def _delivery_counts(new: dict, old: dict) -> str:
+    """The delivery counts records were acquired again with since the last moment."""
+    counts = sorted(int(c) for c, n in new.items() if n > (old.get(c) or 0))
+    if not counts:
+        return ""
+    if len(counts) == 1:
+        return f" (delivery count {counts[0]})"
+    return f" (delivery counts {counts[0]}-{counts[-1]})"

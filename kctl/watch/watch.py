@@ -97,7 +97,10 @@ def watch(
     the ISR shrinking and growing, the ISR below min.insync.replicas (acks=all refused), the
     high watermark stalled on an in-sync replica, a replica truncating a divergent tail,
     retention or DeleteRecords moving the log start, a paused controller waking up fenced,
-    a broker throttled, transactions opening and ending. Each partition is one moment its
+    a broker throttled, transactions opening and ending; in a share group, records acquired,
+    acquired again (with their delivery count), released, rejected, accepted, archived at
+    the delivery count limit and back after an acquisition lock expired, as each share
+    partition's leader counts them, and how many are in flight. Each partition is one moment its
     leader published (every 0.5 s), so its numbers never contradict each other. Brokers and
     partitions come from the local cluster's state directory, so they stay visible while
     brokers are dead or paused; groups are asked of the cluster. Kill, pause and throttle

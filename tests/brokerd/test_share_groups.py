@@ -6,7 +6,8 @@ what a consumer held when it closed, or when its process was SIGKILLed, comes ba
 another once its lock expires; a SIGKILLed partition leader loses no acknowledgement (its
 successor reads the persisted share-partition state); and on a secured cluster a member
 needs READ on the group and DESCRIBE on its topics. Share session epochs are checked on the
-wire, as Kafka checks them."""
+wire, as Kafka checks them. The leader publishes each share partition's counts of records
+acquired, released, rejected, accepted and returned by an expired lock, for `kctl watch`."""
 
 from __future__ import annotations
 
@@ -217,6 +218,71 @@ def test_a_record_released_at_the_delivery_count_limit_is_archived(cluster: Loca
         consumer.commit_sync(30)
     finally:
         consumer.close()
+
+
+def published_share_status(cluster: LocalCluster, group: str, topic: str) -> dict | None:
+    """The status of the group's share partition 0 of ``topic`` as its leader last published
+    it in the state directory (what `kctl watch` reads)."""
+    for entries in cluster.state.share_status().values():
+        for entry in entries:
+            if (entry["group"], entry["topic"], entry["partition"]) == (group, topic, 0):
+                return entry
+    return None
+
+
+def test_the_leader_publishes_deliveries_releases_rejections_and_lock_expiries(cluster: LocalCluster) -> None:
+    create_topic(cluster, "counted", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "counted", 3)
+    consumer = share_consumer(cluster.bootstrap, "g-counted", "counted", explicit=True)
+    try:
+        records = poll_until(consumer, lambda r: len(r) >= 3, "three records")
+        consumer.acknowledge(records[0], AcknowledgeType.RELEASE)
+        consumer.acknowledge(records[1], AcknowledgeType.REJECT)
+        consumer.acknowledge(records[2], AcknowledgeType.ACCEPT)
+        assert all(error is None for error in consumer.commit_sync(30).values())
+        again = poll_until(consumer, bool, "the released record")
+        assert [(m.offset(), m.delivery_count()) for m in again] == [(0, 2)]
+        consumer.acknowledge(again[0], AcknowledgeType.ACCEPT)
+        assert all(error is None for error in consumer.commit_sync(30).values())
+    finally:
+        consumer.close()
+    # a member that dies holding a record: its acquisition lock expires on the leader's timer
+    produce(cluster.bootstrap, "counted", 1, start=3)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, cluster.bootstrap, "g-counted", "counted", "1"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert holder.stdout.readline().split() == ["held", "1"]
+    finally:
+        holder.kill()
+        holder.wait(10)
+
+    def expired() -> dict | None:
+        status = published_share_status(cluster, "g-counted", "counted")
+        return status if status is not None and status["lock_expired"] >= 1 else None
+
+    status = wait_until(expired, 30, "the leader to publish the expired acquisition lock")
+    counts = {k: v for k, v in status.items() if k not in ("group", "topic", "partition", "leader_epoch")}
+    assert counts == {
+        "delivered": 5,  # records 0-2, record 0 again, record 3
+        "redelivered": 1,
+        "redelivered_at": {"2": 1},
+        "released": 1,
+        "rejected": 1,
+        "archived": 0,
+        "lock_expired": 1,
+        "accepted": 2,
+        "acquired": 0,
+        "available": 1,  # record 3, back after its lock expired
+        "max_delivery_count": 1,
+        "start_offset": 3,
+        "end_offset": 4,
+    }
 
 
 def test_a_read_committed_share_group_never_gets_aborted_records(cluster: LocalCluster) -> None:

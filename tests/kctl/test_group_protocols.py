@@ -1,7 +1,8 @@
 """Kafka 4's group protocols through the CLI on a real broker: a share group's delivery
 counts, releases and rejections as `kctl consume --share-group` shows them, `kctl group
 list --type share` and `kctl group describe` of share and KIP-848 groups (epochs, members,
-start offsets), and `kctl watch` telling a KIP-848 rebalance step by step."""
+start offsets), and `kctl watch` telling a KIP-848 rebalance step by step and a share
+group's records acquired, released, acquired again and back after an expired lock."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import re
 import signal
 
 import pytest
+from confluent_kafka import ShareConsumer
 
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
@@ -226,5 +228,51 @@ def test_the_watch_tells_a_share_start_offset_moving_on_and_a_member_leaving(clu
     assert member.finish() == ExitCode.INTERRUPTED
     left = re.compile(r"group workers: member \S+ left")
     watch.wait_for(lambda: any(left.match(e) for m in moments() for e in m["events"]), "a leave", timeout=30)
+    watch.proc.send_signal(signal.SIGINT)
+    assert watch.finish() == ExitCode.INTERRUPTED
+
+
+def test_the_watch_tells_a_release_a_redelivery_and_a_lock_expiry(cluster_factory, kctl_processes):
+    locks = {"group.share.min.record.lock.duration.ms": "1000", "group.share.record.lock.duration.ms": "2000"}
+    cluster = cluster_factory(1, {**SETTINGS, **locks})
+    kctl_in(cluster.dir, "topic", "create", "jobs", "-p", "1")
+    watch = kctl_processes(cluster.dir, "watch", "jobs", "-g", "workers", "--json", "--duration", "180s")
+    kctl_in(cluster.dir, "produce", "jobs", input="a\n")
+    share = ("consume", "jobs", "--share-group", "workers", "-n", "1", "-f", "%o %d\\n")
+    assert lines(kctl_in(cluster.dir, *share, "--ack", "release")) == ["0 1"]
+    assert lines(kctl_in(cluster.dir, *share)) == ["0 2"]
+
+    def told(pattern: str) -> bool:
+        said = re.compile(pattern)
+        return any(said.search(e) for line in list(watch.out) for e in json.loads(line)["events"])
+
+    watch.wait_for(lambda: told(r"^group workers: jobs/0: .*\b1 released"), "the release", timeout=30)
+    watch.wait_for(
+        lambda: told(r"^group workers: jobs/0: .*1 of them acquired again \(delivery count 2\)"),
+        "the redelivery",
+        timeout=30,
+    )
+    watch.wait_for(lambda: told(r"^group workers: jobs/0: .*1 accepted"), "the acceptance", timeout=30)
+
+    # a member that holds a record without acknowledging it: its acquisition lock expires
+    kctl_in(cluster.dir, "produce", "jobs", input="b\n")
+    holder = ShareConsumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": "workers",
+            "share.acknowledgement.mode": "explicit",
+        }
+    )
+    try:
+        holder.subscribe(["jobs"])
+        held = wait_until(lambda: [m.offset() for m in holder.poll(1.0) if m.error() is None], 30, "record 1")
+        assert held == [1]
+        watch.wait_for(
+            lambda: told(r"^group workers: jobs/0: .*1 back after their acquisition lock expired"),
+            "the lock expiry",
+            timeout=30,
+        )
+    finally:
+        holder.close()
     watch.proc.send_signal(signal.SIGINT)
     assert watch.finish() == ExitCode.INTERRUPTED

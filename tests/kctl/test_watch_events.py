@@ -232,3 +232,63 @@ def test_an_isr_under_min_insync_replicas_as_the_leader_moves_is_told():
     )
     published = with_partition(leader=2, leader_epoch=1, isr=[2])
     assert changes(elected, published) == []
+
+
+def share_partition(leader_epoch=0, **counts):
+    status = {
+        "group": "workers",
+        "topic": "jobs",
+        "partition": 0,
+        "leader_epoch": leader_epoch,
+        "delivered": 0,
+        "redelivered": 0,
+        "released": 0,
+        "rejected": 0,
+        "archived": 0,
+        "lock_expired": 0,
+        "accepted": 0,
+        "acquired": 0,
+        "available": 0,
+        "max_delivery_count": 0,
+        "redelivered_at": {},
+        "start_offset": 0,
+        "end_offset": 0,
+    }
+    return {**snap(), "share_partitions": [{**status, **counts}]}
+
+
+def test_share_partition_deliveries_releases_rejections_and_lock_expiries_are_told():
+    first = share_partition(delivered=5, acquired=5, max_delivery_count=1, end_offset=5)
+    assert changes(share_partition(), first) == ["group workers: jobs/0: 5 acquired; 5 in flight, 5 acquired"]
+    second = share_partition(
+        delivered=7,
+        redelivered=2,
+        redelivered_at={"2": 2},
+        released=2,
+        rejected=1,
+        accepted=1,
+        lock_expired=1,
+        acquired=3,
+        available=1,
+        max_delivery_count=2,
+        start_offset=1,
+        end_offset=5,
+    )
+    assert changes(first, second) == [
+        "group workers: jobs/0: 2 acquired, 2 of them acquired again (delivery count 2), 2 released, "
+        "1 back after their acquisition lock expired, 1 rejected, 1 accepted; 4 in flight, 3 acquired"
+    ]
+    assert changes(second, second) == []
+    archived = share_partition(**{**second["share_partitions"][0], "archived": 2, "released": 4})
+    assert changes(second, archived) == [
+        "group workers: jobs/0: 2 released, 2 archived at the delivery count limit; 4 in flight, 3 acquired"
+    ]
+    again = share_partition(**{**second["share_partitions"][0], "delivered": 10, "redelivered": 5})
+    again["share_partitions"][0]["redelivered_at"] = {"2": 3, "3": 2}
+    assert changes(second, again) == [
+        "group workers: jobs/0: 3 acquired, 3 of them acquired again (delivery counts 2-3); "
+        "4 in flight, 3 acquired"
+    ]
+    # a new leader counts from where it took over: its counts are told from zero, never as a drop
+    moved = share_partition(leader_epoch=1, delivered=1, acquired=1, max_delivery_count=3)
+    assert changes(second, moved) == ["group workers: jobs/0: 1 acquired; 1 in flight, 1 acquired"]
