@@ -11,6 +11,7 @@ a hard timeout so a hanging command fails the test instead of blocking the suite
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -42,3 +43,16 @@ def run_kctl(
     return subprocess.CompletedProcess(
         proc.args, proc.returncode, proc.stdout, proc.stderr.decode(errors="replace")
     )
+
+
+def partitions_held(member) -> set[int]:
+    """The partitions a `kctl consume -g` member holds, from its rebalance lines on stderr;
+    with the consumer protocol (KIP-848) each line names only what that step assigned or
+    revoked."""
+    owned: set[int] = set()
+    for line in list(member.err):
+        found = re.match(r"group \S+: (assigned|revoked|lost) (.*)", line)
+        if found:
+            parts = {int(p) for p in re.findall(r"/(\d+)", found[2])}
+            owned = owned | parts if found[1] == "assigned" else owned - parts
+    return owned

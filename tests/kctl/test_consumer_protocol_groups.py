@@ -11,6 +11,7 @@ import pytest
 
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
+from tests.kctl.cli import partitions_held
 from tests.kctl.local import kctl_in, kctl_json
 
 pytestmark = pytest.mark.timeout(180)
@@ -23,27 +24,19 @@ FAST_GROUPS = {
 }
 
 
-def held(member) -> set[int]:
-    """The partitions a member holds, from its rebalance lines: with the consumer protocol
-    each line names only the partitions assigned or revoked by that step."""
-    owned: set[int] = set()
-    for line in list(member.err):
-        found = re.match(r"group \S+: (assigned|revoked|lost) (.*)", line)
-        if found:
-            parts = {int(p) for p in re.findall(r"/(\d+)", found[2])}
-            owned = owned | parts if found[1] == "assigned" else owned - parts
-    return owned
-
-
 def test_consumer_protocol_members_share_and_the_group_shows_its_type(cluster_factory, kctl_processes):
     cluster = cluster_factory(1, FAST_GROUPS)
     kctl_in(cluster.dir, "topic", "create", "t", "-p", "4")
     args = ("consume", "t", "-g", "g", "--group-protocol", "consumer", "-f", FORMAT)
     a = kctl_processes(cluster.dir, *args)
-    a.wait_for(lambda: held(a) == {0, 1, 2, 3}, "the first member to get every partition")
+    a.wait_for(lambda: partitions_held(a) == {0, 1, 2, 3}, "the first member to get every partition")
     b = kctl_processes(cluster.dir, *args)
     a.wait_for(
-        lambda: len(held(a)) == 2 and len(held(b)) == 2 and not held(a) & held(b),
+        lambda: (
+            len(partitions_held(a)) == 2
+            and len(partitions_held(b)) == 2
+            and not partitions_held(a) & partitions_held(b)
+        ),
         "the broker to split the partitions",
         timeout=60,
     )
@@ -67,7 +60,7 @@ def test_consumer_protocol_members_share_and_the_group_shows_its_type(cluster_fa
 
     a.proc.send_signal(signal.SIGINT)
     assert a.finish() == ExitCode.INTERRUPTED
-    b.wait_for(lambda: held(b) == {0, 1, 2, 3}, "the survivor to get every partition", timeout=30)
+    b.wait_for(lambda: partitions_held(b) == {0, 1, 2, 3}, "the survivor to get every partition", timeout=30)
     b.proc.send_signal(signal.SIGINT)
     assert b.finish() == ExitCode.INTERRUPTED
 

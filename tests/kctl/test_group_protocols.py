@@ -15,6 +15,7 @@ from confluent_kafka import ShareConsumer
 
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
+from tests.kctl.cli import partitions_held
 from tests.kctl.local import kctl_in, kctl_json
 
 pytestmark = pytest.mark.timeout(240)
@@ -103,17 +104,6 @@ def test_a_share_group_member_is_described_while_it_reads(cluster_factory, kctl_
     assert member.finish() == ExitCode.INTERRUPTED
 
 
-def held(member) -> set[int]:
-    """The partitions a member holds, from its rebalance lines on stderr."""
-    owned: set[int] = set()
-    for line in list(member.err):
-        found = re.match(r"group \S+: (assigned|revoked|lost) (.*)", line)
-        if found:
-            parts = {int(p) for p in re.findall(r"/(\d+)", found[2])}
-            owned = owned | parts if found[1] == "assigned" else owned - parts
-    return owned
-
-
 def test_a_kip848_rebalance_is_described_with_epochs_and_watched_step_by_step(
     cluster_factory, kctl_processes
 ):
@@ -122,14 +112,20 @@ def test_a_kip848_rebalance_is_described_with_epochs_and_watched_step_by_step(
     watch = kctl_processes(cluster.dir, "watch", "t", "-g", "g", "--duration", "180s", "-i", "0.3")
     args = ("consume", "t", "-g", "g", "--group-protocol", "consumer", "--remote-assignor", "range")
     a = kctl_processes(cluster.dir, *args)
-    a.wait_for(lambda: held(a) == {0, 1, 2, 3}, "the first member to get every partition", timeout=60)
+    a.wait_for(
+        lambda: partitions_held(a) == {0, 1, 2, 3}, "the first member to get every partition", timeout=60
+    )
     first = kctl_json(cluster.dir, "group", "describe", "g")
     [member_a] = first["members"]
     epoch_a = member_a["member_epoch"]
 
     b = kctl_processes(cluster.dir, *args)
     a.wait_for(
-        lambda: len(held(a)) == 2 and len(held(b)) == 2 and not held(a) & held(b),
+        lambda: (
+            len(partitions_held(a)) == 2
+            and len(partitions_held(b)) == 2
+            and not partitions_held(a) & partitions_held(b)
+        ),
         "the broker to split the partitions",
         timeout=90,
     )
