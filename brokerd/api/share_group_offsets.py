@@ -144,18 +144,23 @@ def _require_empty(services: BrokerServices, group_id: str) -> None:
         )
 
 
+def _group_refused(exc: KafkaError) -> dict:
+    """The answer when the group itself is refused (no ACL, or it still has members)."""
+    return {
+        "throttle_time_ms": 0,
+        "error_code": error_code(exc),
+        "error_message": error_message(exc),
+        "responses": [],
+    }
+
+
 async def handle_alter(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
         require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
         _require_empty(services, body.group_id)
     except KafkaError as exc:
-        return {
-            "throttle_time_ms": 0,
-            "error_code": error_code(exc),
-            "error_message": error_message(exc),
-            "responses": [],
-        }
+        return _group_refused(exc)
     readable = Permission(services.authorizer, request.session, ACLOperation.READ)
     responses = []
     budget = MAX_PARTITIONS
@@ -193,12 +198,7 @@ async def handle_delete(services: BrokerServices, request: Request) -> dict:
         require(services.authorizer, request.session, ACLOperation.DELETE, ResourceType.GROUP, body.group_id)
         _require_empty(services, body.group_id)
     except KafkaError as exc:
-        return {
-            "throttle_time_ms": 0,
-            "error_code": error_code(exc),
-            "error_message": error_message(exc),
-            "responses": [],
-        }
+        return _group_refused(exc)
     readable = Permission(services.authorizer, request.session, ACLOperation.READ)
     responses = []
     for topic in body.topics[:MAX_PARTITIONS]:
