@@ -248,19 +248,9 @@ def test_the_leader_publishes_deliveries_releases_rejections_and_lock_expiries(c
         consumer.close()
     # a member that dies holding a record: its acquisition lock expires on the leader's timer
     produce(cluster.bootstrap, "counted", 1, start=3)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, cluster.bootstrap, "g-counted", "counted", "1"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().split() == ["held", "1"]
-    finally:
-        holder.kill()
-        holder.wait(10)
+    holder = start_holder(cluster.bootstrap, "g-counted", "counted", 1)
+    holder.kill()
+    holder.wait(10)
 
     def expired() -> dict | None:
         status = published_share_status(cluster, "g-counted", "counted")
@@ -636,33 +626,37 @@ sys.stdin.read()  # holds its records, unacknowledged, until it is killed
 """
 
 
-def test_what_a_killed_consumer_held_comes_back_when_its_lock_expires(cluster: LocalCluster) -> None:
-    create_topic(cluster, "killed", 1, 1, wait_for_leaders=True)
-    produce(cluster.bootstrap, "killed", 4)
-    started_at = time.monotonic()  # the holder acquires its records after this
+def start_holder(bootstrap: str, group: str, topic: str, count: int) -> subprocess.Popen:
+    """A share consumer in a process of its own, once it holds ``count`` records (acquired,
+    never acknowledged): kill it to leave them to their acquisition locks."""
     holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, cluster.bootstrap, "g-killed", "killed", "4"],
+        [sys.executable, "-c", HOLDER, bootstrap, group, topic, str(count)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
-    try:
-        assert holder.stdout is not None
-        assert holder.stdout.readline().split() == ["held", "4"]
+    assert holder.stdout is not None
+    if holder.stdout.readline().split() != ["held", str(count)]:
         holder.kill()
-        holder.wait(10)
-        other = share_consumer(cluster.bootstrap, "g-killed", "killed")
-        try:
-            records = poll_until(other, lambda r: len(r) >= 4, "the killed consumer's records")
-            returned_after = time.monotonic() - started_at
-            other.commit_sync(30)
-        finally:
-            other.close()
+        raise AssertionError(f"the holder did not get {count} records of {topic}")
+    return holder
+
+
+def test_what_a_killed_consumer_held_comes_back_when_its_lock_expires(cluster: LocalCluster) -> None:
+    create_topic(cluster, "killed", 1, 1, wait_for_leaders=True)
+    produce(cluster.bootstrap, "killed", 4)
+    started_at = time.monotonic()  # the holder acquires its records after this
+    holder = start_holder(cluster.bootstrap, "g-killed", "killed", 4)
+    holder.kill()
+    holder.wait(10)
+    other = share_consumer(cluster.bootstrap, "g-killed", "killed")
+    try:
+        records = poll_until(other, lambda r: len(r) >= 4, "the killed consumer's records")
+        returned_after = time.monotonic() - started_at
+        other.commit_sync(30)
     finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait(10)
+        other.close()
     assert [(m.offset(), m.delivery_count()) for m in records] == [(i, 2) for i in range(4)]
     assert returned_after >= LOCK_MS / 1000  # not before their lock ran out
 
