@@ -16,7 +16,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.unit, pytest.mark.timeout(600)]
 
 
 def check(*command: str) -> None:

@@ -1,5 +1,6 @@
 """The controller's placement and election rules, as pure functions."""
 
+import pytest
 from kafka.errors import ElectionNotNeededError, EligibleLeadersNotAvailableError
 
 from brokerd.controller import (
@@ -10,6 +11,8 @@ from brokerd.controller import (
     preferred_leadership,
 )
 from brokerd.state import PartitionRecord, TopicRecord
+
+pytestmark = pytest.mark.unit
 
 
 def test_round_robin_placement_matches_the_seeds_cases():

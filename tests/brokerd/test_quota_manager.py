@@ -10,6 +10,8 @@ from brokerd.quotas import (
     validate,
 )
 
+pytestmark = pytest.mark.unit
+
 
 def quota(rate, user=..., client=...):
     entity = {}

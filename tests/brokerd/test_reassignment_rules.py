@@ -6,6 +6,8 @@ from kafka.errors import NoReassignmentInProgressError
 from brokerd import reassignment
 from brokerd.state import PartitionRecord
 
+pytestmark = pytest.mark.unit
+
 
 def partition(replicas, isr, leader=None):
     return PartitionRecord(0, list(replicas), leader=replicas[0] if leader is None else leader, isr=list(isr))

@@ -1,6 +1,10 @@
 """The arithmetic behind `kctl bench` summaries."""
 
+import pytest
+
 from kctl.bench.figures import latency_summary, rates
+
+pytestmark = pytest.mark.unit
 
 
 def test_latency_percentiles_by_nearest_rank():

@@ -8,6 +8,8 @@ from kctl.cluster.brokerview import state_of
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
+pytestmark = pytest.mark.unit
+
 
 def test_settings_are_checked_remembered_and_defaulted(tmp_path):
     settings = brokerconfig.parse(["broker.session.timeout.ms=1500", "num.partitions=3"])

@@ -3,7 +3,11 @@
 import filecmp
 from pathlib import Path
 
+import pytest
+
 from kctl.gendocs import generate
+
+pytestmark = pytest.mark.unit
 
 REPO = Path(__file__).resolve().parents[2]
 

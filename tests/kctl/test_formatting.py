@@ -7,6 +7,8 @@ from confluent_kafka import Message
 
 from kctl.consume.formatting import DEFAULT_FORMAT, FormatError, compile_format, record_json
 
+pytestmark = pytest.mark.unit
+
 
 def record(key=b"k1", value=b"hello", headers=(("h1", b"v1"), ("h2", None))):
     return Message(

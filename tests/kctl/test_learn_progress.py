@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import pytest
+
 from kctl.learn import catalogue, progress
 from kctl.learn.lesson import Asked, Check, Checked, Observed, Run
+
+pytestmark = pytest.mark.unit
 
 
 def a_run(mode: str, answers: Sequence[str | None], held: bool = True, finished: bool = True) -> Run:

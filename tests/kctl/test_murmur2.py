@@ -6,6 +6,8 @@ import pytest
 
 from tests.kctl.murmur2 import murmur2
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     "key, expected",

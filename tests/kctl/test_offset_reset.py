@@ -6,6 +6,8 @@ from kctl.group.offsetreset import Current, Kind, Strategy, choose, new_offset
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
+pytestmark = pytest.mark.unit
+
 NOW_MS = 1_700_000_000_000
 PART = Current("t", 0, committed=40, log_start=10, high_watermark=100, time_offset=55)
 

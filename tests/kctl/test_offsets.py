@@ -16,6 +16,8 @@ from kctl.shell.offsets import (
     timestamp_ms,
 )
 
+pytestmark = pytest.mark.unit
+
 NOW = 1_700_000_000_000  # 2023-11-14T22:13:20Z
 
 

@@ -13,6 +13,8 @@ from kctl.main import app
 from kctl.shell.exit_codes import ExitCode
 from kctl.verify import checker, history
 
+pytestmark = pytest.mark.unit
+
 
 class H:
     """A history being written by hand, one line per call, with a clock that only advances."""

@@ -10,6 +10,8 @@ from kctl.main import app
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import free_port
 
+pytestmark = pytest.mark.unit
+
 NOWHERE = f"127.0.0.1:{free_port()}"  # nothing listens: each refusal comes before connecting
 
 

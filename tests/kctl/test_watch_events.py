@@ -1,6 +1,10 @@
 """The narration `kctl watch` prints under its tables: what changed between two snapshots."""
 
+import pytest
+
 from kctl.watch.events import changes
+
+pytestmark = pytest.mark.unit
 
 
 def snap(leader=1, epoch=0, isr=(1, 2, 3), states=("alive", "alive", "alive"), controller=(1, 1), groups=()):

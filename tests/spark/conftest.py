@@ -1,9 +1,10 @@
-"""One local SparkSession for the whole run, shared by the few end-to-end Spark tests.
+"""One local SparkSession per test worker, shared by the few end-to-end Spark tests (the
+parallel runs keep them all on one worker: tests/conftest.py).
 
 Spark starts Python workers with $PYSPARK_PYTHON; they must be this interpreter (the one
 with kctl, pyarrow and pyspark installed), or every query fails in its workers. Starting a
 JVM costs seconds on a small machine, so there is exactly one; the rest of the data source
-is tested as plain Python in this directory without it.
+is tested as plain Python without it (tests/kctl/spark, and on real brokers tests/cluster/spark).
 """
 
 import os
@@ -16,10 +17,6 @@ SPARK_ENV = {
     "PYSPARK_DRIVER_PYTHON": sys.executable,
     "SPARK_LOCAL_IP": "127.0.0.1",
 }
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "spark: starts a JVM (one local SparkSession per run)")
 
 
 @pytest.fixture(scope="session")

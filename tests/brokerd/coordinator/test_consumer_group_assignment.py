@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from brokerd.coordinator.consumer_group.assignors import MemberSubscription, range_, uniform
 from brokerd.coordinator.consumer_group.model import ConsumerGroupMember, MemberState
 from brokerd.coordinator.consumer_group.reconciliation import reconcile
+
+pytestmark = pytest.mark.unit
 
 T1 = uuid.UUID(int=1)
 T2 = uuid.UUID(int=2)

@@ -29,6 +29,8 @@ from brokerd.coordinator.consumer_group.coordinator import (
 from brokerd.coordinator.consumer_group.model import ConsumerGroupState
 from brokerd.coordinator.consumer_group.records import KEY_VERSIONS, ConsumerGroupRecord, Record
 
+pytestmark = pytest.mark.unit
+
 TOPIC = "orders"
 TOPIC_ID = uuid.UUID(int=7)
 SESSION_MS = 45000

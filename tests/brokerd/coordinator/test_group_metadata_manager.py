@@ -24,6 +24,8 @@ from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC, CommittedOffset
 from brokerd.coordinator.txn_marker_writer import TxnMarker, TxnMarkerAppender
 from tests.brokerd.coordinator.fakes import BROKER_ID, FakeMetadata, FakeReplicas, hosted
 
+pytestmark = pytest.mark.unit
+
 PARTITIONS = 3
 RETENTION_MS = 60_000
 GROUP = "g"

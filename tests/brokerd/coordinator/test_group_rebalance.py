@@ -27,6 +27,8 @@ from tests.brokerd.coordinator.fakes import (
     hosted,
 )
 
+pytestmark = pytest.mark.unit
+
 PARTITIONS = 3
 SESSION_MS = 10_000
 GROUP = "g"

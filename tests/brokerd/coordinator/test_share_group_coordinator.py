@@ -15,6 +15,8 @@ from kafka.errors import (
 from brokerd.coordinator.share_group.assignor import assign
 from brokerd.coordinator.share_group.share_group_coordinator import ShareGroupConfig, ShareGroupCoordinator
 
+pytestmark = pytest.mark.unit
+
 
 class Ownership:
     def __init__(self) -> None:

@@ -30,6 +30,8 @@ from tests.brokerd.coordinator.fakes import (
     hosted,
 )
 
+pytestmark = pytest.mark.unit
+
 PARTITIONS = 3
 MAX_TIMEOUT_MS = 60_000
 TIMEOUT_MS = 10_000

@@ -12,6 +12,8 @@ from brokerd.metadata import log as metadata_log
 from brokerd.metadata.image import PartitionRecord, TopicRecord
 from brokerd.state import ClusterState
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def state(tmp_path):

@@ -17,6 +17,8 @@ from kafka.protocol.api_key import ApiKey
 
 from brokerd.protocol.codec import MESSAGES, RequestHeader, decode_response, encode_response
 
+pytestmark = pytest.mark.unit
+
 TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
 
 

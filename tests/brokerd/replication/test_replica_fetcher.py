@@ -8,10 +8,13 @@ from __future__ import annotations
 import asyncio
 from types import SimpleNamespace
 
+import pytest
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.replication.fetcher import PARTITION_MAX_BYTES, REQUEST_TIMEOUT_S, THROTTLE_SLICE_S
 from brokerd.replication.fetcher_manager import ReplicaFetcherManager
+
+pytestmark = pytest.mark.unit
 
 BROKER_ID = 2
 

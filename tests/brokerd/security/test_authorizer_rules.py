@@ -11,6 +11,8 @@ from kafka.admin import ResourceType as Res
 from brokerd.security.acl import AclBinding, AclBindingFilter, InvalidAcl
 from brokerd.security.authorizer import allowed_on_any, explain
 
+pytestmark = pytest.mark.unit
+
 ALICE, BOB = "User:alice", "User:bob"
 HOST = "127.0.0.1"
 

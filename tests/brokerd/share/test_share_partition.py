@@ -21,6 +21,8 @@ from brokerd.share.share_partition import (
 )
 from brokerd.share.share_state import ShareKey, ShareState
 
+pytestmark = pytest.mark.unit
+
 LOCK_MS = 1000
 CONFIG = ShareConfig(record_lock_duration_ms=LOCK_MS, delivery_count_limit=3, max_record_locks=100)
 

@@ -9,6 +9,8 @@ from kafka.errors import InvalidShareSessionEpochError, ShareSessionNotFoundErro
 
 from brokerd.share.share_sessions import ShareSessionCache, ShareSessionLimitReachedError
 
+pytestmark = pytest.mark.unit
+
 
 class Clock:
     def __init__(self) -> None:

@@ -16,6 +16,8 @@ from confluent_kafka.admin import (
 
 from brokerd.state import ClusterState
 
+pytestmark = pytest.mark.cluster
+
 SET, DELETE = AlterConfigOpType.SET, AlterConfigOpType.DELETE
 
 

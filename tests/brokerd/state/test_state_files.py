@@ -14,6 +14,8 @@ import pytest
 
 from brokerd.state import ClusterState
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def state(tmp_path):

@@ -1,7 +1,10 @@
+import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
 from brokerd.storage import COMMIT, EndTxnMarker, build_end_txn_marker, read_end_txn_marker, read_header
 from tests.brokerd.storage.conftest import make_batch
+
+pytestmark = pytest.mark.unit
 
 
 def test_an_end_txn_marker_is_a_control_batch_clients_decode():

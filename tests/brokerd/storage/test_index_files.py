@@ -5,10 +5,14 @@ index files, the reopened log finds every record by offset and by timestamp."""
 import os
 from pathlib import Path
 
+import pytest
+
 from brokerd.storage import TimestampOffset, read_header
 from brokerd.storage.offset_index import OffsetIndex
 from brokerd.storage.time_index import TimeIndex
 from tests.brokerd.storage.conftest import crash, make_batch, records
+
+pytestmark = pytest.mark.unit
 
 SMALL = {"segment.bytes": "4096", "index.interval.bytes": "512"}
 

@@ -3,6 +3,8 @@ import pytest
 from brokerd.storage.offset_index import OffsetIndex, OffsetPosition
 from brokerd.storage.time_index import TimeIndex, TimestampOffset
 
+pytestmark = pytest.mark.unit
+
 
 def test_offset_lookup_finds_the_last_entry_at_or_before(tmp_path):
     index = OffsetIndex(tmp_path / "00000000000000000100.index", 100, 1024)

@@ -1,4 +1,8 @@
+import pytest
+
 from brokerd.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochFileCache
+
+pytestmark = pytest.mark.unit
 
 
 def cache_with(tmp_path, *entries):

@@ -10,6 +10,8 @@ from brokerd.storage.log_cleaner import CLEANED_SUFFIX, LogCleaner, compact
 from brokerd.storage.log_validator import RecordErrorsError
 from tests.brokerd.storage.conftest import LZ4, NONE, crash
 
+pytestmark = pytest.mark.unit
+
 DAY_MS = 24 * 3600 * 1000
 SMALL_SEGMENTS = {"segment.bytes": "2048", "cleanup.policy": "compact"}
 

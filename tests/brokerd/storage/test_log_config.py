@@ -3,6 +3,8 @@ from kafka.errors import InvalidConfigurationError
 
 from brokerd.storage import LogConfig
 
+pytestmark = pytest.mark.unit
+
 
 def test_defaults_are_kafkas():
     config = LogConfig.from_configs({})

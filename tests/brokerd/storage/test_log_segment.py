@@ -9,6 +9,8 @@ from brokerd.storage.log_validator import stamp_batch
 from brokerd.storage.time_index import TimestampOffset
 from tests.brokerd.storage.conftest import GZIP, LZ4, NONE, make_batch, records
 
+pytestmark = pytest.mark.unit
+
 
 def new_segment(tmp_path, base_offset=0, **configs):
     config = LogConfig.from_configs({k.replace("_", "."): str(v) for k, v in configs.items()})

@@ -6,6 +6,8 @@ from kafka.errors import OffsetOutOfRangeError
 from brokerd.storage.partition_log import LOG_START_OFFSET_CHECKPOINT
 from tests.brokerd.storage.conftest import make_batch, records
 
+pytestmark = pytest.mark.unit
+
 SMALL = {"segment.bytes": "4096", "index.interval.bytes": "512"}
 
 

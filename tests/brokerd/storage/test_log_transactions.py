@@ -11,6 +11,8 @@ from brokerd.storage import LogConfig, PartitionLog
 from brokerd.storage.transaction_index import AbortedTxn
 from tests.brokerd.storage.conftest import crash, make_batch, records
 
+pytestmark = pytest.mark.unit
+
 SMALL = {"segment.bytes": "4096", "index.interval.bytes": "512"}
 A, B = 4000, 5000
 

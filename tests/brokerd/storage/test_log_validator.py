@@ -5,6 +5,8 @@ from brokerd.storage import LogConfig
 from brokerd.storage.log_validator import validate_client_batch, validate_timestamps
 from tests.brokerd.storage.conftest import make_batch
 
+pytestmark = pytest.mark.unit
+
 NOW = 10_000_000
 
 

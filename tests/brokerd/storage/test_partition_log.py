@@ -13,6 +13,8 @@ from brokerd.storage.leader_epoch_cache import LeaderEpochFileCache
 from brokerd.storage.log_loader import CLEAN_SHUTDOWN_FILE
 from tests.brokerd.storage.conftest import GZIP, LZ4, NONE, make_batch, records
 
+pytestmark = pytest.mark.unit
+
 SMALL = {"segment.bytes": "4096", "index.interval.bytes": "512"}
 HOUR_MS = 3600 * 1000
 

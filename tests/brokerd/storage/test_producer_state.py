@@ -12,6 +12,8 @@ from brokerd.storage.producer_state import ProducerStateManager
 from brokerd.storage.record_batch import INT32_MAX
 from tests.brokerd.storage.conftest import make_batch
 
+pytestmark = pytest.mark.unit
+
 PID = 4000
 
 

@@ -6,6 +6,8 @@ from kafka.errors import InvalidConfigurationError
 from brokerd.storage import LogConfig
 from tests.brokerd.storage.conftest import GZIP, LZ4, NONE, make_batch, records
 
+pytestmark = pytest.mark.unit
+
 
 def stored_codecs(log) -> list[int]:
     return [header.compression_type for segment in log.segments for _, header in segment.batch_headers()]

@@ -14,6 +14,8 @@ from brokerd.storage.log_validator import stamp_batch, validate_client_batch
 from brokerd.storage.record_batch import INT32_MAX, iter_batch_headers, read_header, set_log_append_time
 from tests.brokerd.storage.conftest import GZIP, make_batch, records
 
+pytestmark = pytest.mark.unit
+
 
 def with_fixed_crc(batch: bytearray) -> bytes:
     """Re-sign a deliberately altered batch so only the alteration is wrong."""

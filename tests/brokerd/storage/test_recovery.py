@@ -7,11 +7,15 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from brokerd.storage import iter_batch_headers
 from brokerd.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from brokerd.storage.log_loader import RECOVERY_POINT_CHECKPOINT
 from brokerd.storage.log_validator import stamp_batch
 from tests.brokerd.storage.conftest import crash, make_batch, records
+
+pytestmark = pytest.mark.unit
 
 SMALL = {"segment.bytes": "4096", "index.interval.bytes": "512"}
 

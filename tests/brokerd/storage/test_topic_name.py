@@ -3,6 +3,8 @@ from kafka.errors import InvalidTopicError
 
 from brokerd.storage import parse_partition_dir_name, partition_dir_name, validate_topic_name
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("name", ["orders", "a", "my.topic_v2-x", "__consumer_offsets", "x" * 249])
 def test_legal_names(name):

@@ -4,6 +4,8 @@ import pytest
 
 from brokerd.storage import AbortedTxn, TransactionIndex
 
+pytestmark = pytest.mark.unit
+
 PATH = "00000000000000000100.txnindex"
 
 
