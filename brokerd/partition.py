@@ -386,6 +386,13 @@ class Partition:
         self._status_changed(self)
 
     def truncate_to(self, offset: int) -> None:
+        """Remove a follower's divergent tail (Kafka's truncateTo). A leader's log is the one
+        followers copy: it never truncates, whatever a stale OffsetForLeaderEpoch answer says."""
+        if self.is_leader:
+            raise NotLeaderForPartitionError(
+                f"{self}: broker {self.broker_id} leads at leader epoch {self.leader_epoch}, "
+                "and a leader does not truncate its log"
+            )
         if offset < self.log.log_end_offset:
             log.info("%s: truncating divergent log from %d to %d", self, self.log.log_end_offset, offset)
             self.last_truncation = {
