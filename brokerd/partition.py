@@ -135,7 +135,7 @@ class Partition:
         """Apply the latest metadata; True when this broker just became leader or follower
         anew (a new leader epoch), so fetchers must be reassigned."""
         new_epoch = record.leader_epoch != self.leader_epoch
-        self._proposed_isr = None  # the metadata answers any pending proposal
+        self._forget_answered_proposal(record)
         self.replicas = list(record.replicas)
         self.isr = list(record.isr)
         self.partition_epoch = record.partition_epoch
@@ -148,6 +148,18 @@ class Partition:
         self._maybe_advance_high_watermark()
         self._wake_waiters()
         return new_epoch
+
+    def _forget_answered_proposal(self, record: PartitionRecord) -> None:
+        """Every written ISR change, and every controller change that overtook a proposal,
+        moves the partition epoch: only then is the pending proposal answered. A re-apply of
+        the same epochs (a topic config change) leaves it pending, so the high watermark
+        keeps waiting for a follower being added until the ISR names it."""
+        proposal = self._proposed_isr
+        if proposal is not None and (record.leader_epoch, record.partition_epoch) != (
+            proposal.leader_epoch,
+            proposal.partition_epoch,
+        ):
+            self._proposed_isr = None
 
     def stop(self) -> None:
         """This broker no longer hosts the replica (it was reassigned away): whoever waits

@@ -1,7 +1,8 @@
 """A leader's ISR changes are fenced by the epochs they were decided at: real partitions and
 a real state directory, in-process. A proposal queued by a leader that a metadata update then
 deposes is dropped, never written under the new leader's epochs; the state directory refuses
-an ISR without its leader; a failed write lets the leader propose again."""
+an ISR without its leader; a failed write lets the leader propose again; a pending expansion
+keeps holding the high watermark back across a metadata re-apply of the same epochs."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from brokerd.partition import Partition
 from brokerd.replication.alter_partition import AlterPartitionManager
 from brokerd.state import ClusterState, IsrProposal, PartitionRecord, TopicRecord
 from brokerd.storage import LogConfig, PartitionLog
+from tests.brokerd.storage.conftest import make_batch
 
 pytestmark = pytest.mark.unit
 
@@ -107,3 +109,22 @@ def test_a_failed_write_lets_the_leader_propose_again(tmp_path, state):
 
     asyncio.run(two_lag_checks())
     assert [list(attempt.values()) for attempt in writer.attempts] == [[IsrProposal(1, 0, [2])]] * 2
+
+
+def test_a_pending_expansion_holds_the_high_watermark_across_a_same_epoch_reapply(tmp_path):
+    """A follower that caught up is proposed into the ISR; until the metadata names it, the
+    high watermark waits for it too, even when a topic config change re-applies the same
+    partition record meanwhile."""
+    proposals: list[IsrProposal] = []
+    leader = hosted(tmp_path, 1, lambda partition, proposal: proposals.append(proposal))
+    record = PartitionRecord(0, [1, 2], leader=1, leader_epoch=1, isr=[1])
+    leader.update(record)
+    leader.record_follower_fetch(2, 0)
+    assert proposals == [IsrProposal(1, 0, [1, 2])]
+
+    leader.update(record)  # a config-only re-apply: the same epochs
+    leader.append_as_leader(make_batch(3), acks=1)
+    assert leader.high_watermark == 0  # follower 2, joining, has none of the three yet
+    leader.record_follower_fetch(2, 3)
+    assert leader.high_watermark == 3
+    assert len(proposals) == 1  # still one proposal pending, not a second one
