@@ -125,15 +125,10 @@ class Nemesis(threading.Thread):
                     active.paused.append(other)
         except KctlError as exc:
             self._resume(active)
-            self.history.write(
-                "fault", process=PROCESS, phase="start", kind=active.kind, broker=lone, error=exc.message
-            )
+            self._record_start(active, exc)
             return
         self.active = active
-        self.injected += 1
-        self.history.write(
-            "fault", process=PROCESS, phase="start", kind=active.kind, broker=lone, paused=active.paused
-        )
+        self._record_start(active)
         self.say(f"nemesis: broker {lone} alone, {_ids(active.paused)} paused")
         self.stopping.wait(self.duration)
         try:
@@ -162,18 +157,23 @@ class Nemesis(threading.Thread):
             active.paused.append(paused)
         except KctlError as exc:
             self.active = active  # heal starts what was killed
-            self.history.write(
-                "fault", process=PROCESS, phase="start", kind=active.kind, broker=killed, error=exc.message
-            )
+            self._record_start(active, exc)
             return
         self.active = active
-        self.injected += 1
-        self.history.write(
-            "fault", process=PROCESS, phase="start", kind=active.kind, broker=killed, paused=active.paused
-        )
+        self._record_start(active)
         self.say(f"nemesis: killed broker {killed}, paused broker {paused}")
         self.stopping.wait(self.duration)
         self.say(f"nemesis: resumed {_ids(self._resume(active))}")
+
+    def _record_start(self, active: Active, error: KctlError | None = None) -> None:
+        """The history's line for an overlapping fault's start: the brokers it paused, or
+        why it could not be put in effect."""
+        outcome: dict = {"paused": active.paused} if error is None else {"error": error.message}
+        if error is None:
+            self.injected += 1
+        self.history.write(
+            "fault", process=PROCESS, phase="start", kind=active.kind, broker=active.broker, **outcome
+        )
 
     def _resume(self, active: Active) -> list[int]:
         resumed, active.paused = active.paused, []
