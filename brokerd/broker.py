@@ -26,9 +26,9 @@ from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 from brokerd.coordinator.txn_marker_writer import TransactionMarkerWriter, TxnMarkerAppender
 from brokerd.group_configs import GroupConfigs
 from brokerd.metadata.image import MetadataDelta
-from brokerd.partition import Partition
 from brokerd.producer_ids import ProducerIdManager
 from brokerd.replica_manager import ReplicaManager
+from brokerd.replication.alter_partition import AlterPartitionManager
 from brokerd.replication.broker_client import BrokerClient
 from brokerd.replication.fetcher_manager import ReplicaFetcherManager
 from brokerd.security.audit import SecurityAudit
@@ -88,8 +88,11 @@ class Broker:
             config.log_defaults,
             lambda: min(config.get("max.broker.partitions"), replicas_within_open_file_limit()),
         )
+        self.alter_partition = AlterPartitionManager(
+            self.state, lambda: {r.broker_id for r in self.live_brokers}, self.refresh_metadata
+        )
         self.replicas = ReplicaManager(
-            self.broker_id, self.state.broker_dir(self.broker_id) / "data", self._alter_isr
+            self.broker_id, self.state.broker_dir(self.broker_id) / "data", self.alter_partition.submit
         )
         self.producer_ids = ProducerIdManager(self.state)
         self._wire_ports()
@@ -113,7 +116,6 @@ class Broker:
         ]
         self._liveness: FileLock | None = None  # held while registered (see register_broker)
         self._changed_metadata = MetadataDelta(full=True)  # for the next controller round
-        self._isr_proposals: dict[tuple[str, int], tuple[Partition, list[int]]] = {}
         self._tasks: list[asyncio.Task] = []
         self._stopping = threading.Event()
 
@@ -447,38 +449,6 @@ class Broker:
             min(self.config.get("default.replication.factor"), live),
             {},
         )
-
-    def _alter_isr(self, partition: Partition, isr: list[int]) -> None:
-        """Queue a leader's ISR change; the queue is written as one batch as soon as the
-        event loop is free (Kafka's AlterPartitionManager batches the same way)."""
-        self._isr_proposals[(partition.topic, partition.index)] = (partition, isr)
-        if len(self._isr_proposals) == 1:
-            asyncio.get_running_loop().call_soon(self._write_isr_proposals)
-
-    def _write_isr_proposals(self) -> None:
-        proposals, self._isr_proposals = self._isr_proposals, {}
-        live = {r.broker_id for r in self.live_brokers}
-        for key, (partition, isr) in list(proposals.items()):
-            if any(r not in live and r not in partition.isr for r in isr):
-                # KIP-841: a broker that is not live (a fetch it sent before dying was just
-                # answered) never joins an ISR; the controller would only take it out again
-                del proposals[key]
-                partition.proposal_refused()
-        if not proposals:
-            return
-        before = {key: list(partition.isr) for key, (partition, _) in proposals.items()}
-        results = self.state.alter_isrs(
-            {
-                key: (partition.leader_epoch, partition.partition_epoch, isr)
-                for key, (partition, isr) in proposals.items()
-            }
-        )
-        for key, record in results.items():
-            if record is None:
-                proposals[key][0].proposal_refused()
-            else:
-                log.info("%s-%d: ISR %s -> %s", *key, before[key], record.isr)
-        self.refresh_metadata()
 
     def _publish_status(self) -> None:
         document = self.replicas.status_document()

@@ -20,7 +20,7 @@ from kafka.errors import (
     UnknownLeaderEpochError,
 )
 
-from brokerd.state import PartitionRecord
+from brokerd.state import IsrProposal, PartitionRecord
 from brokerd.storage import AppendInfo, PartitionLog
 from brokerd.waiters import Waiters, wait_any
 
@@ -28,9 +28,9 @@ log = logging.getLogger(__name__)
 
 NO_EPOCH = -1
 
-# Propose a new ISR for the partition (Kafka's AlterPartition). The answer comes back as
-# metadata (update), or as proposal_refused when the leader's view was stale.
-AlterIsr = Callable[["Partition", list[int]], None]
+# Propose a new ISR for the partition (Kafka's AlterPartition), with the epochs it was decided
+# at. The answer comes back as metadata (update), or as proposal_refused when it was not written.
+AlterIsr = Callable[["Partition", IsrProposal], None]
 # Told whenever something `status` shows changed, so the broker republishes only changed
 # replicas and visits only those, however many it hosts.
 StatusChanged = Callable[["Partition"], None]
@@ -108,7 +108,7 @@ class Partition:
         # counts every change a fetch could see: appends, high watermark, log start, ISR,
         # leadership (an idle follower's session fetch is answered from it, see fetch.py)
         self.changes = 0
-        self._proposed_isr: list[int] | None = None  # an ISR change not answered yet
+        self._proposed_isr: IsrProposal | None = None  # an ISR change not answered yet
         self.last_truncation: dict | None = None
         self.log_start_moved_by: str | None = None
         self.waiters = Waiters()  # long-polled fetches and acks=all produces
@@ -135,7 +135,7 @@ class Partition:
         """Apply the latest metadata; True when this broker just became leader or follower
         anew (a new leader epoch), so fetchers must be reassigned."""
         new_epoch = record.leader_epoch != self.leader_epoch
-        self._proposed_isr = None  # the metadata answers any pending proposal
+        self._forget_answered_proposal(record)
         self.replicas = list(record.replicas)
         self.isr = list(record.isr)
         self.partition_epoch = record.partition_epoch
@@ -148,6 +148,18 @@ class Partition:
         self._maybe_advance_high_watermark()
         self._wake_waiters()
         return new_epoch
+
+    def _forget_answered_proposal(self, record: PartitionRecord) -> None:
+        """Every written ISR change, and every controller change that overtook a proposal,
+        moves the partition epoch: only then is the pending proposal answered. A re-apply of
+        the same epochs (a topic config change) leaves it pending, so the high watermark
+        keeps waiting for a follower being added until the ISR names it."""
+        proposal = self._proposed_isr
+        if proposal is not None and (record.leader_epoch, record.partition_epoch) != (
+            proposal.leader_epoch,
+            proposal.partition_epoch,
+        ):
+            self._proposed_isr = None
 
     def stop(self) -> None:
         """This broker no longer hosts the replica (it was reassigned away): whoever waits
@@ -335,22 +347,33 @@ class Partition:
             self._propose_isr([r for r in self.isr if r not in lagging])
 
     def _propose_isr(self, isr: list[int]) -> None:
-        """Ask for an ISR change, one at a time: until the metadata answers, the high
-        watermark waits for the replicas of both ISRs (Kafka's maximal ISR), so a follower
-        being added never misses records below it and one being removed still counts."""
+        """Ask for an ISR change, one at a time, stamped with the epochs it is decided at:
+        until the metadata answers, the high watermark waits for the replicas of both ISRs
+        (Kafka's maximal ISR), so a follower being added never misses records below it and
+        one being removed still counts."""
         if self._proposed_isr is None:
-            self._proposed_isr = list(isr)
-            self._alter_isr(self, isr)
+            self._proposed_isr = IsrProposal(self.leader_epoch, self.partition_epoch, list(isr))
+            self._alter_isr(self, self._proposed_isr)
 
-    def proposal_refused(self) -> None:
-        """The proposed ISR change was refused (the leader's view was stale); the metadata
-        brings the truth, and the next fetch or lag check may propose again."""
-        self._proposed_isr = None
+    def proposal_is_current(self, proposal: IsrProposal) -> bool:
+        """Whether ``proposal`` may still be written: this broker leads at the leader epoch
+        and partition epoch it was decided at. A deposed leader's proposal never is."""
+        return (
+            self.is_leader
+            and self.leader_epoch == proposal.leader_epoch
+            and self.partition_epoch == proposal.partition_epoch
+        )
+
+    def proposal_refused(self, proposal: IsrProposal) -> None:
+        """``proposal`` was not written (the leader's view was stale, or the write failed);
+        the metadata brings the truth, and the next fetch or lag check may propose again."""
+        if self._proposed_isr is proposal:
+            self._proposed_isr = None
 
     def _maybe_advance_high_watermark(self) -> None:
         if not self.is_leader:
             return
-        maximal_isr = set(self.isr) | set(self._proposed_isr or ())
+        maximal_isr = set(self.isr) | set(self._proposed_isr.isr if self._proposed_isr else ())
         ends = [self.log.log_end_offset] + [
             self.followers.get(r, FollowerState()).log_end_offset for r in maximal_isr if r != self.broker_id
         ]
@@ -375,6 +398,13 @@ class Partition:
         self._status_changed(self)
 
     def truncate_to(self, offset: int) -> None:
+        """Remove a follower's divergent tail (Kafka's truncateTo). A leader's log is the one
+        followers copy: it never truncates, whatever a stale OffsetForLeaderEpoch answer says."""
+        if self.is_leader:
+            raise NotLeaderForPartitionError(
+                f"{self}: broker {self.broker_id} leads at leader epoch {self.leader_epoch}, "
+                "and a leader does not truncate its log"
+            )
         if offset < self.log.log_end_offset:
             log.info("%s: truncating divergent log from %d to %d", self, self.log.log_end_offset, offset)
             self.last_truncation = {

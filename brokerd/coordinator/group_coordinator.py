@@ -100,7 +100,7 @@ class GroupCoordinator:
         """Load the offsets partitions this broker now leads, unload those it lost: the
         members waiting in an unloaded group go and look for its new coordinator."""
         for group in self.group_manager.on_metadata_change():
-            _fail_waiters(group, NotCoordinatorError())
+            _unload_group(group)
 
     # -- membership -------------------------------------------------------------------------
     async def join(self, group_id: str, candidate: Member, requires_known_member_id: bool) -> dict:
@@ -214,7 +214,10 @@ class GroupCoordinator:
 
     async def _await_join(self, group: Group, member: Member, reason: str) -> dict:
         """Park the member's JoinGroup until the join phase completes: start a rebalance
-        unless one is under way, then see whether everyone is in."""
+        unless one is under way, then see whether everyone is in. A group unloaded while
+        the join awaited a write (a static member's) is not rebalanced here any more."""
+        if group.state == GroupState.DEAD:
+            raise NotCoordinatorError(f"group {group.group_id} is no longer coordinated here")
         waiter = member.join_waiter = asyncio.get_running_loop().create_future()
         if group.state != GroupState.PREPARING_REBALANCE:
             self._prepare_rebalance(group, reason)
@@ -622,6 +625,13 @@ def _fail_member_waiters(member: Member, exc: Exception) -> None:
     member.join_waiter = member.sync_waiter = None
 
 
-def _fail_waiters(group: Group, exc: Exception) -> None:
+def _unload_group(group: Group) -> None:
+    """Kafka's onGroupUnloaded: the group is Dead, its rebalance timer is cancelled (it would
+    otherwise fire after the partition is loaded again, drop the members and store the old
+    generation as Empty), and its waiting members look for the new coordinator."""
+    group.transition_to(GroupState.DEAD)
+    task, group.rebalance_task = group.rebalance_task, None
+    if task is not None:
+        task.cancel()
     for member in group.members.values():
-        _fail_member_waiters(member, exc)
+        _fail_member_waiters(member, NotCoordinatorError())

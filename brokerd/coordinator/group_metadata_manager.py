@@ -114,7 +114,7 @@ class GroupMetadataManager(InternalTopicCoordinator):
         self.retention_ms = config.retention_ms
         self.replicas = replicas
         self.clock = clock  # monotonic, for member sessions: the GroupCoordinator's too
-        self.loaded: set[int] = set()
+        self.loaded: dict[int, int] = {}  # offsets partition -> the leader epoch it was loaded at
         self.groups: dict[str, Group] = {}
         self.offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         # group -> producer id -> offsets committed in that producer's open transaction (None:
@@ -134,21 +134,22 @@ class GroupMetadataManager(InternalTopicCoordinator):
     # -- ownership: loading and unloading offsets partitions --------------------------------
     def on_metadata_change(self) -> list[Group]:
         """Load the partitions this broker now leads, unload those it lost; returns the
-        groups unloaded, whose waiting members must look for their new coordinator."""
+        groups unloaded, whose waiting members must look for their new coordinator. A
+        partition led at another leader epoch than it was loaded at (it was led elsewhere in
+        between, and the leader there wrote to it) is unloaded and loaded again."""
         leading = {
             p: replica
             for (t, p), replica in self.replicas.partitions.items()
             if t == OFFSETS_TOPIC and replica.is_leader
         }
-        for partition in sorted(leading.keys() - self.loaded):
-            self._load(partition, leading[partition].log)
-        unloaded = [
-            group for partition in sorted(self.loaded - leading.keys()) for group in self._unload(partition)
-        ]
+        stale = [p for p, at in self.loaded.items() if p not in leading or leading[p].leader_epoch != at]
+        unloaded = [group for partition in sorted(stale) for group in self._unload(partition)]
+        for partition in sorted(leading.keys() - self.loaded.keys()):
+            self._load(partition, leading[partition].leader_epoch, leading[partition].log)
         self._remove_offsets_of_deleted_topics()
         return unloaded
 
-    def _load(self, partition: int, log_: ReplicaLog) -> None:
+    def _load(self, partition: int, leader_epoch: int, log_: ReplicaLog) -> None:
         """Replay the partition: plain commits count at once, transactional ones stay pending
         until their producer's marker follows (commit applies them, abort drops them). Each
         group comes back as its last metadata record left it, its members' sessions
@@ -168,7 +169,7 @@ class GroupMetadataManager(InternalTopicCoordinator):
         for group_id, metadata in stored.items():
             if metadata is not None:
                 self.groups[group_id] = Group.restore(group_id, metadata, now)
-        self.loaded.add(partition)
+        self.loaded[partition] = leader_epoch
         log.info(
             "loaded %d offset commit record(s) and %d group(s) from %s-%d",
             count,
@@ -192,7 +193,7 @@ class GroupMetadataManager(InternalTopicCoordinator):
                 self._cache(group, (topic, part), committed)
 
     def _unload(self, partition: int) -> list[Group]:
-        self.loaded.discard(partition)
+        self.loaded.pop(partition, None)
         if self.modern_groups is not None:
             self.modern_groups.unload(self.partition_of, partition)
         unloaded = []
@@ -274,6 +275,7 @@ class GroupMetadataManager(InternalTopicCoordinator):
     async def store_group(self, group: Group, assignments: dict[str, bytes] | None = None) -> None:
         """Append the group's current generation (with ``assignments``, the leader's, when
         they are stored before they take effect); return once it is replicated."""
+        self._require_current(group)
         await self._append(group.group_id, [_group_record(group, assignments)])
 
     def store_group_without_waiting(self, group: Group) -> None:
@@ -281,9 +283,17 @@ class GroupMetadataManager(InternalTopicCoordinator):
         empty generation: if that write is lost, a new coordinator sees the previous
         generation, whose members then time out."""
         try:
+            self._require_current(group)
             self._append_batch(group.group_id, build_batch([_group_record(group)]))
         except KafkaError as exc:
             log.warning("group %s: could not store its generation: %s", group.group_id, exc)
+
+    def _require_current(self, group: Group) -> None:
+        """Only the group this coordinator holds now is stored: one unloaded since (Dead, or
+        replaced by the group loaded again) must not write its old generation after the
+        current one's records. NOT_COORDINATOR, as Kafka answers for a Dead group."""
+        if group.state == GroupState.DEAD or self.groups.get(group.group_id) is not group:
+            raise NotCoordinatorError(f"group {group.group_id} is no longer coordinated here")
 
     async def delete_group(self, group_id: str) -> None:
         """DeleteGroups: tombstones for the group's offsets and its metadata, so neither comes

@@ -123,6 +123,7 @@ class ReplicaFetcher:
             self._changed.add(key)
         if not asks:
             return
+        asked_at = {key: p.leader_epoch for key, p in asks.items()}
         response = await client.request(
             ApiKey.OffsetForLeaderEpoch,
             OFFSET_FOR_LEADER_EPOCH_VERSION,
@@ -140,12 +141,27 @@ class ReplicaFetcher:
         )
         for topic in response.topics:
             for result in topic.partitions:
-                partition = asks.get((topic.topic, result.partition))
+                key = (topic.topic, result.partition)
+                partition = asks.get(key)
                 if partition is None or result.error_code != 0:
                     continue  # the leader does not know its epoch yet: ask again next round
+                if not self._still_following(key, partition, asked_at[key]):
+                    continue  # the answer is for an epoch this replica has left: ask again
                 self._truncate_partition(partition, result.leader_epoch, result.end_offset)
-                self._needs_truncation.discard((topic.topic, result.partition))
-                self._changed.add((topic.topic, result.partition))
+                self._needs_truncation.discard(key)
+                self._changed.add(key)
+
+    def _still_following(self, key: TopicPartition, partition: Partition, leader_epoch: int) -> bool:
+        """Whether ``partition`` still follows this fetcher's leader at the leader epoch an
+        OffsetForLeaderEpoch was sent at: an answer that comes back after the partition was
+        reassigned, elected leader, or moved to a newer epoch (even of the same leader) is
+        not applied, and the truncation a newer epoch needs is not forgotten."""
+        return (
+            self.partitions.get(key) is partition
+            and not partition.is_leader
+            and partition.leader_id == self.leader_id
+            and partition.leader_epoch == leader_epoch
+        )
 
     @staticmethod
     def _truncate_partition(partition: Partition, leader_epoch: int, end_offset: int) -> None:

@@ -294,22 +294,20 @@ class SharePartitionManager:
     ) -> None:
         """Apply the member's acknowledgements and return once they are persisted.
 
-        A leader deposed while it wrote (paused, say, while another took over) must not
-        answer success: its write carries the old leader epoch, which the new leader's
-        state supersedes. So leadership is checked again, on fresh metadata, after the
-        write; NOT_LEADER_OR_FOLLOWER then, and the records are delivered again."""
+        A deposed leader (paused, say, while another took over) neither applies nor writes
+        them: leadership at the share partition's leader epoch is checked on fresh metadata
+        before (and by ``_persist`` just before the write), and again after the write, for
+        a deposal while it was under way; NOT_LEADER_OR_FOLLOWER then, and the records are
+        delivered again."""
         entry, partition = await self.loaded(group_id, topic, topic_id, index, timeout_s)
+        self._require_leading(entry)
         partition.acknowledge(member_id, acknowledgements, self._clock_ms())
         entry.version += 1
         self._status_changed.add(entry.key)
         self._arm(entry.key, partition)
         entry.waiters.wake()  # released records can be delivered again
         await self._persist(entry)
-        self._refresh_metadata()
-        if self._replicas.get_leader(topic, index).leader_epoch != entry.leader_epoch:
-            raise NotLeaderForPartitionError(
-                f"{topic}-{index} has a new leader epoch: the acknowledgement may not be kept"
-            )
+        self._require_leading(entry)
 
     def release(self, group_id: str, member_id: str, partitions: Iterable[tuple[str, str, int]]) -> None:
         """The member's share session closed: what it holds of these partitions is
@@ -337,11 +335,15 @@ class SharePartitionManager:
     # -- persistence ---------------------------------------------------------------------------
     async def _persist(self, entry: _Entry) -> None:
         """Write the share partition's state, unless a write since covered this change;
-        writes of one share partition go one at a time, in order."""
+        writes of one share partition go one at a time, in order. Only while this broker
+        still leads the partition at the entry's leader epoch: a deposed leader's state
+        (an overdue lock-expiry timer after SIGCONT) never reaches __share_group_state, where
+        compaction could keep it over the new leader's."""
         target = entry.version
         async with entry.write_lock:
             if entry.persisted >= target or entry.partition is None:
                 return
+            self._require_leading(entry)
             version = entry.version
             partition = entry.partition
             state = ShareState(
@@ -352,6 +354,21 @@ class SharePartitionManager:
             )
             await self._persister.write(entry.key, state)
             entry.persisted = max(entry.persisted, version)
+
+    def _require_leading(self, entry: _Entry) -> None:
+        """NOT_LEADER_OR_FOLLOWER unless, on freshly read metadata, this broker leads the
+        entry's partition at the leader epoch the entry was loaded at (its changes decided
+        at): after a pause the metadata in memory is as old as the pause."""
+        self._refresh_metadata()
+        try:
+            epoch = self._replicas.get_leader(entry.topic, entry.key.partition).leader_epoch
+        except KafkaError:
+            epoch = None
+        if epoch != entry.leader_epoch:
+            raise NotLeaderForPartitionError(
+                f"{entry.topic}-{entry.key.partition} is no longer led here at leader epoch "
+                f"{entry.leader_epoch}, where group {entry.key.group_id}'s share state was loaded"
+            )
 
     def _persist_later(self, entry: _Entry) -> None:
         task = asyncio.get_running_loop().create_task(self._persist_quietly(entry))

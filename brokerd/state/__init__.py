@@ -33,5 +33,13 @@ from brokerd.metadata.image import PartitionRecord, TopicRecord
 from brokerd.state.broker_registrations import BrokerRegistration
 from brokerd.state.cluster_state import ClusterState
 from brokerd.state.controller_epoch import StaleControllerEpoch
+from brokerd.state.partition_changes import IsrProposal
 
-__all__ = ["BrokerRegistration", "ClusterState", "PartitionRecord", "StaleControllerEpoch", "TopicRecord"]
+__all__ = [
+    "BrokerRegistration",
+    "ClusterState",
+    "IsrProposal",
+    "PartitionRecord",
+    "StaleControllerEpoch",
+    "TopicRecord",
+]

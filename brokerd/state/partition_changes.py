@@ -9,14 +9,26 @@ raises the partition epoch, so the loser of a race always notices.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from brokerd.metadata import records as metadata_records
 from brokerd.metadata.image import PartitionRecord, TopicRecord
 from brokerd.state.metadata_store import MetadataStore, stamped
 
 # per partition: the partition epoch a decision was made at, and the record decided
 Decisions = dict[tuple[str, int], tuple[int, PartitionRecord]]
-# per partition: the leader epoch and partition epoch a leader saw, and the ISR it proposes
-IsrProposals = dict[tuple[str, int], tuple[int, int, list[int]]]
+
+
+class IsrProposal(NamedTuple):
+    """A leader's ISR change (Kafka's AlterPartition), with the leader epoch and partition
+    epoch the leader had when it decided it: it is applied only while both still hold."""
+
+    leader_epoch: int
+    partition_epoch: int
+    isr: list[int]
+
+
+IsrProposals = dict[tuple[str, int], IsrProposal]
 
 
 def _current(topics: dict[str, TopicRecord], key: tuple[str, int]) -> PartitionRecord | None:
@@ -49,7 +61,8 @@ class PartitionChanges(MetadataStore):
         """Leaders' ISR changes, each a compare-and-set on its partition's leader epoch and
         partition epoch (Kafka's AlterPartition), written together: one lock and one fsync
         for a round's worth of changes. Per partition the new record, or None when the
-        leader's view is stale (a new leader epoch, or a controller change in between)."""
+        leader's view is stale (a new leader epoch, or a controller change in between) or the
+        ISR leaves out the current leader (a leader never takes itself out of its ISR)."""
         with self._writing(None) as log:
             accepted: dict[tuple[str, int], PartitionRecord] = {}
             new_records = []
@@ -59,6 +72,7 @@ class PartitionChanges(MetadataStore):
                     current is not None
                     and current.leader_epoch == leader_epoch
                     and current.partition_epoch == partition_epoch
+                    and current.leader in isr
                 ):
                     accepted[key] = current
                     new_records.append(
@@ -72,4 +86,5 @@ class PartitionChanges(MetadataStore):
         self, topic: str, partition: int, leader_epoch: int, partition_epoch: int, isr: list[int]
     ) -> PartitionRecord | None:
         """One leader's ISR change (see alter_isrs)."""
-        return self.alter_isrs({(topic, partition): (leader_epoch, partition_epoch, isr)})[(topic, partition)]
+        key = (topic, partition)
+        return self.alter_isrs({key: IsrProposal(leader_epoch, partition_epoch, isr)})[key]

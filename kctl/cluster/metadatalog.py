@@ -6,6 +6,14 @@ changed in Kafka's vocabulary and who wrote it.
        by controller 2 (epoch 2)
     #10 PartitionChangeRecord payments/0 ISR [2,3]→[1,2,3] by leader 2 (AlterPartition)
 
+A partition left with an ISR that does not contain its leader is flagged as an anomaly: the
+leader of a partition is always in its own ISR, and a record breaking that (a deposed
+leader's ISR change written under the new leader's epochs) lets the controller elect a
+replica that lacks committed records.
+
+    #10 PartitionChangeRecord payments/0 ISR [3]→[2] by leader 3 (AlterPartition)
+        ANOMALY: ISR [2] leaves out leader 3
+
 A record is told with the image as it was before it (old→new values come from there). Who
 wrote it: a controller stamps its controller epoch, and the broker that held an epoch is
 known once `controller.json` (or `fenced-controller.json`) has named it; a record without an
@@ -207,13 +215,35 @@ def isr_leader(record: dict, image: MetadataImage) -> int | None:
     return None if before is None else before.leader
 
 
+def isr_anomaly(record: dict, image: MetadataImage) -> str | None:
+    """What is wrong when a partition record leaves the partition with a leader outside its
+    ISR (None when nothing is): ``image`` is the metadata as it was before the record."""
+    if record["type"] == r.PARTITION:
+        leader_id, isr = record["leader"], record["isr"]
+    elif record["type"] == r.PARTITION_CHANGE:
+        before = _partition_before(record, image)
+        if before is None:
+            return None
+        leader_id, isr = record.get("leader", before.leader), record.get("isr", before.isr)
+    else:
+        return None
+    if leader_id < 0 or leader_id in isr:
+        return None
+    return f"ISR {brokers(isr)} leaves out leader {leader_id}"
+
+
+def flagged(anomaly: str | None) -> str:
+    """The anomaly as a line ends with it."""
+    return "" if anomaly is None else f" ANOMALY: {anomaly}"
+
+
 def sentence(
     record: dict, image: MetadataImage, controllers: Mapping[int, int], partitions_to_come: int | None = None
 ) -> str:
-    """The whole line for a record: offset, what it changes and who wrote it."""
+    """The whole line for a record: offset, what it changes, who wrote it, and an anomaly."""
     return (
         f"#{record['offset']} {describe(record, image, partitions_to_come)}"
-        f"{writer(record, controllers, isr_leader(record, image))}"
+        f"{writer(record, controllers, isr_leader(record, image))}{flagged(isr_anomaly(record, image))}"
     )
 
 
@@ -253,15 +283,22 @@ class Entry:
     body: str | None  # None: a TopicRecord still counting the PartitionRecords after it
     isr_leader: int | None = None
     partitions_to_come: int = 0
+    anomaly: str | None = None  # see isr_anomaly
 
     def line(self, controllers: Mapping[int, int]) -> str:
         if self.record["type"] == SNAPSHOT_LOADED:
             assert self.body is not None  # a snapshot's sentence is known once it is loaded
             return self.body
-        return f"#{self.record['offset']} {self.body}{writer(self.record, controllers, self.isr_leader)}"
+        return (
+            f"#{self.record['offset']} {self.body}"
+            f"{writer(self.record, controllers, self.isr_leader)}{flagged(self.anomaly)}"
+        )
 
     def to_json(self, controllers: Mapping[int, int]) -> dict:
-        return {**redacted(self.record), "text": self.line(controllers)}
+        document = {**redacted(self.record), "text": self.line(controllers)}
+        if self.anomaly is not None:
+            document["anomaly"] = self.anomaly
+        return document
 
 
 class Narrator:
@@ -305,7 +342,14 @@ class Narrator:
             self._topic = Entry(record, None)
             self._entries.append(self._topic)
             return
-        self._entries.append(Entry(record, describe(record, image), isr_leader(record, image)))
+        self._entries.append(
+            Entry(
+                record,
+                describe(record, image),
+                isr_leader(record, image),
+                anomaly=isr_anomaly(record, image),
+            )
+        )
 
     def _close_topic(self) -> None:
         if self._topic is not None:

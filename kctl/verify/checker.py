@@ -9,6 +9,11 @@ Each check is what Kafka promises, put as Jepsen's Kafka checker (jepsen.tests.k
   at least one in sync replica alive".
 - unseen: acknowledged, never read, and no read got as far as its offset (the final read did
   not finish): Jepsen cannot tell it from lost either.
+- lost-after-read: a record a consumer read that the final read, which reached the
+  partition's end, no longer returned, although its write was never acknowledged (an
+  acknowledged one is a lost-write). Consumers read only below the high watermark, so the
+  in-sync replicas all had it: the non-repeatable read the high watermark exists to prevent,
+  and what a deposed leader's ISR change could cause (issue 22).
 - duplicate: one value at more than one offset. Values are unique and nothing retries above
   the client, so only the idempotent producer's retries could write one twice.
 - inconsistent-offsets: one partition and offset holding different values in different
@@ -143,6 +148,7 @@ def check(history: History) -> Verdict:
     outcomes = {t.txn: t for t in history.txns}
     checks = [
         *lost_writes(history),
+        lost_after_read(history, txn_of, outcomes),
         duplicates(seen, history.idempotent),
         inconsistent_offsets(seen),
         nonmonotonic_sends(history),
@@ -217,6 +223,33 @@ def lost_writes(history: History) -> list[CheckResult]:
         else:
             unseen.add(f"{value} acked at {at}, never read")
     return [lost.result(), unseen.result()]
+
+
+def lost_after_read(history: History, txn_of: dict[str, str], outcomes: dict[str, TxnEnd]) -> CheckResult:
+    """lost-after-read: read by a consumer, not acknowledged, gone from a final read that got
+    to the partition's end. Records of transactions that did not commit are left to the
+    transaction checks."""
+    found = _Found("lost-after-read", "records a consumer read that the final read no longer returned")
+    final = history.final
+    if final is None:
+        return found.result()
+    final_values = {r.value for r in history.reads if r.process == FINAL}
+    acknowledged = _acknowledged(history)
+    reported: set[str] = set()
+    for r in history.reads:
+        txn = txn_of.get(r.value)
+        if (
+            r.process == FINAL
+            or r.value in final_values
+            or r.value in acknowledged
+            or r.value in reported
+            or (txn is not None and (txn not in outcomes or outcomes[txn].outcome != "committed"))
+            or not final.reached.get(r.partition, False)
+        ):
+            continue
+        reported.add(r.value)
+        found.add(f"{r.value} read by {r.process} at {r.partition}/{r.offset}, not in the final read")
+    return found.result()
 
 
 def duplicates(seen: Observations, idempotent: bool = True) -> CheckResult:

@@ -3,10 +3,11 @@
 One fault at a time, on the local cluster's real daemons, through the same operations as
 `kctl broker`: kill -9 a broker and start it again, pause it (SIGSTOP) and resume it
 (SIGCONT), kill -9 whichever broker is the controller, or throttle what a broker copies from
-its leaders. Each fault lasts --fault-duration, then is healed; the next starts
---fault-interval later. Kinds take turns, and the broker is drawn at random (seeded, so a
-run can be repeated). Every start and end goes to the history with its time; `heal_all`
-undoes whatever is still in effect, so a run never leaves a broker paused or dead.
+its leaders; on request, faults that overlap (lone-broker, kill-pause). Each fault lasts
+--fault-duration, then is healed; the next starts --fault-interval later. Kinds take turns,
+and the broker is drawn at random (seeded, so a run can be repeated). Every start and end
+goes to the history with its time; `heal_all` undoes whatever is still in effect, so a run
+never leaves a broker paused or dead.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from kctl.shell.exit_codes import ExitCode
 from kctl.verify.history import HistoryWriter
 
 DEFAULT_KINDS = ("kill", "pause", "kill-controller", "throttle")
-KINDS = (*DEFAULT_KINDS, "lone-broker")
+KINDS = (*DEFAULT_KINDS, "lone-broker", "kill-pause")
 THROTTLE_BYTES_PER_S = 20_000
 PROCESS = "nemesis"
 
@@ -34,8 +35,8 @@ class Active:
 
     kind: str
     broker: int
-    paused: list[int] = field(default_factory=list)  # lone-broker: the others, until resumed
-    killed: bool = False  # lone-broker: the lone broker was killed
+    paused: list[int] = field(default_factory=list)  # paused until resumed (lone-broker, kill-pause)
+    killed: bool = False  # `broker` was killed (lone-broker, kill-pause): started when healed
 
 
 class Nemesis(threading.Thread):
@@ -83,6 +84,9 @@ class Nemesis(threading.Thread):
         if kind == "lone-broker":
             self._lone_broker()
             return
+        if kind == "kill-pause":
+            self._kill_then_pause()
+            return
         target = self._choose(kind)
         if target is None:
             return
@@ -121,15 +125,10 @@ class Nemesis(threading.Thread):
                     active.paused.append(other)
         except KctlError as exc:
             self._resume(active)
-            self.history.write(
-                "fault", process=PROCESS, phase="start", kind=active.kind, broker=lone, error=exc.message
-            )
+            self._record_start(active, exc)
             return
         self.active = active
-        self.injected += 1
-        self.history.write(
-            "fault", process=PROCESS, phase="start", kind=active.kind, broker=lone, paused=active.paused
-        )
+        self._record_start(active)
         self.say(f"nemesis: broker {lone} alone, {_ids(active.paused)} paused")
         self.stopping.wait(self.duration)
         try:
@@ -139,6 +138,42 @@ class Nemesis(threading.Thread):
             pass  # it died by itself: the others are resumed all the same
         resumed = self._resume(active)
         self.say(f"nemesis: killed broker {lone}, resumed {_ids(resumed)}")
+
+    def _kill_then_pause(self) -> None:
+        """Overlapping faults, the README's failover demo: kill one broker, then pause another
+        for --fault-duration (longer than replica.lag.time.max.ms, so its leaderships move
+        away and, resumed, it finds its followers lagging by its own clock), then resume it.
+        A deposed leader's ISR change written under the new leader's epochs (issue 22)
+        showed up this way. The killed broker is started when the fault ends."""
+        alive = [b.id for b in brokerview.view(self.state) if b.state == brokerview.ALIVE]
+        if len(alive) < 2:
+            return
+        killed, paused = self.random.sample(alive, 2)
+        active = Active("kill-pause", killed)
+        try:
+            brokerctl.kill(self.state, killed)
+            active.killed = True
+            brokerctl.pause(self.state, paused)
+            active.paused.append(paused)
+        except KctlError as exc:
+            self.active = active  # heal starts what was killed
+            self._record_start(active, exc)
+            return
+        self.active = active
+        self._record_start(active)
+        self.say(f"nemesis: killed broker {killed}, paused broker {paused}")
+        self.stopping.wait(self.duration)
+        self.say(f"nemesis: resumed {_ids(self._resume(active))}")
+
+    def _record_start(self, active: Active, error: KctlError | None = None) -> None:
+        """The history's line for an overlapping fault's start: the brokers it paused, or
+        why it could not be put in effect."""
+        outcome: dict = {"paused": active.paused} if error is None else {"error": error.message}
+        if error is None:
+            self.injected += 1
+        self.history.write(
+            "fault", process=PROCESS, phase="start", kind=active.kind, broker=active.broker, **outcome
+        )
 
     def _resume(self, active: Active) -> list[int]:
         resumed, active.paused = active.paused, []
@@ -163,7 +198,7 @@ class Nemesis(threading.Thread):
             return
         error = None
         try:
-            if active.kind == "lone-broker":
+            if active.kind in ("lone-broker", "kill-pause"):
                 self._resume(active)
                 if active.killed:
                     brokerctl.start(self.state, active.broker)

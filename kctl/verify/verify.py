@@ -121,7 +121,9 @@ def run(
             metavar="KINDS",
             help="Fault kinds, taking turns: kill, pause, kill-controller, throttle (one broker each); "
             "lone-broker pauses every broker but one, then kills it and resumes the others (give it "
-            "a --fault-duration longer than broker.session.timeout.ms).",
+            "a --fault-duration longer than broker.session.timeout.ms); kill-pause kills one broker, "
+            "pauses another for the fault's duration (make it longer than replica.lag.time.max.ms), "
+            "then resumes it.",
         ),
     ] = ",".join(nemesis.DEFAULT_KINDS),
     fault_interval: Annotated[

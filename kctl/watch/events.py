@@ -1,19 +1,19 @@
 """What changed between two `kctl watch` snapshots, in words a class can follow.
 
-The dashboard shows the state; these lines narrate the transitions a teacher points at,
-with the moment they were seen: a broker paused, the controller moved (and a paused one
-woke up fenced), a leader was elected with a higher epoch (out of sync, in an unclean
-election; or the preferred one back, on the controller's imbalance check, and why), the ISR
-shrank or grew, fell below min.insync.replicas, the high watermark stalled, a replica
-truncated a divergent tail, retention or DeleteRecords moved the log start, a transaction
-opened or ended, a group started rebalancing; in a KIP-848 consumer group, each step of a
-rebalance (a member joining or leaving, the group epoch, a partition revoked from one member
-and assigned to another, with the member epochs); in a share group, members joining and
-leaving and each share partition's start offset moving on, and what happened to its records
-since the last moment, as the partition's leader counts it (Kafka's admin APIs do not tell
-in-flight records): records acquired, acquired again with a higher delivery count, released,
-rejected, accepted, back after an acquisition lock expired, archived at the delivery count
-limit, and how many are in flight.
+The dashboard shows the state; these lines narrate the transitions a teacher points at, with
+the moment they were seen: a broker paused, the controller moved (and a paused one woke up
+fenced), a leader was elected with a higher epoch (out of sync, in an unclean election; or
+the preferred one back, on the controller's imbalance check, and why), the ISR shrank or
+grew (an ISR without its leader is flagged as an anomaly), fell below min.insync.replicas,
+the high watermark stalled, a replica truncated a divergent tail, retention or DeleteRecords
+moved the log start, a transaction opened or ended, a group started rebalancing; in a
+KIP-848 consumer group, each step of a rebalance (a member joining or leaving, the group
+epoch, a partition revoked from one member and assigned to another, with the member epochs);
+in a share group, members joining and leaving and each share partition's start offset moving
+on, and what happened to its records since the last moment, as the partition's leader counts
+it (Kafka's admin APIs do not tell in-flight records): records acquired, acquired again with
+a higher delivery count, released, rejected, accepted, back after an acquisition lock
+expired, archived at the delivery count limit, and how many are in flight.
 """
 
 from __future__ import annotations
@@ -102,6 +102,7 @@ def _partition_change(name: str, old: dict, new: dict) -> list[str]:
         lines.append(f"{name}: ISR {how} to [{','.join(map(str, new['isr']))}]")
     return (
         lines
+        + _leader_outside_isr(name, old, new)
         + _unclean_election(name, old, new)
         + _min_isr_change(name, old, new)
         + _high_watermark_stall(name, old, new)
@@ -109,6 +110,18 @@ def _partition_change(name: str, old: dict, new: dict) -> list[str]:
         + _log_start_move(name, old, new)
         + _transaction_changes(name, old, new)
     )
+
+
+def _leader_outside_isr(name: str, old: dict, new: dict) -> list[str]:
+    """An anomaly, told when it appears: the leader is always in its own ISR, and an ISR
+    without it (a deposed leader's ISR change) lets the controller elect a replica that may
+    lack committed records."""
+    if new["leader"] < 0 or new["leader"] in new["isr"]:
+        return []
+    if (old["leader"], old["isr"]) == (new["leader"], new["isr"]):
+        return []
+    isr = ",".join(map(str, new["isr"]))
+    return [f"{name}: ANOMALY: ISR [{isr}] leaves out leader {new['leader']}"]
 
 
 def _unclean_election(name: str, old: dict, new: dict) -> list[str]:

@@ -356,7 +356,7 @@ def test_a_parked_follower_stays_in_sync_while_its_session_fetches_and_leaves_wh
         "t",
         0,
         PartitionLog.open(tmp_path / "t-0", LogConfig.from_configs({})),
-        lambda partition, isr: proposals.append(isr),
+        lambda partition, proposal: proposals.append(proposal.isr),
     )
     leader.update(PartitionRecord(0, [1, 2], leader=1, leader_epoch=1, isr=[1, 2]))
     leader.record_follower_fetch(2, 0)
