@@ -48,6 +48,7 @@ from brokerd.share.settings import ShareSettings
 from brokerd.share.share_partition_manager import SharePartitionManager
 from brokerd.share.share_sessions import ShareSessionCache
 from brokerd.share.share_state import SHARE_STATE_TOPIC
+from brokerd.share.share_state_epochs import ShareStateEpochs
 from brokerd.share.state_persister import ShareStateTopic
 from brokerd.state import BrokerRegistration, ClusterState, TopicRecord
 
@@ -165,6 +166,8 @@ class Broker:
             share_settings.max_record_locks,
             refresh_metadata=self.refresh_metadata,
         )
+        # what the leader of a __share_group_state partition admits (Kafka's share coordinator)
+        self.share_state_epochs = ShareStateEpochs(self.replicas)
         self.txn_markers = TxnMarkerAppender(self.replicas, self.group_metadata)
         self.transactions = TransactionCoordinator(
             self.broker_id,
@@ -384,6 +387,7 @@ class Broker:
         self.coordinator.on_metadata_change()
         self.transactions.on_metadata_change()
         self.share_partitions.forget_unled()
+        self.share_state_epochs.forget_unled()
 
     def _apply_dynamic_configs(self) -> None:
         """Take up this broker's dynamic configs and the cluster-wide ones, which live beside

@@ -25,8 +25,8 @@ from brokerd.api.services import BrokerServices
 from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.partition import Partition
 from brokerd.protocol.api_versions import MIN_ACCEPTED_PRODUCE_VERSION
-from brokerd.replica_manager import ReplicaManager
 from brokerd.security.standard_authorizer import StandardAuthorizer
+from brokerd.share.share_state import SHARE_STATE_TOPIC
 from brokerd.storage import AppendInfo
 from brokerd.storage.record_batch import CURRENT_MAGIC, HEADER_SIZE, MAGIC_POSITION, read_header
 
@@ -45,7 +45,7 @@ async def handle(services: BrokerServices, request: Request) -> dict | None:
         partitions = []
         for p in topic.partition_data:
             result, partition, info = _append(
-                services.replicas, topic.name, p.index, p.records, version, body.acks, refused
+                services, topic.name, p.index, p.records, version, body.acks, refused
             )
             partitions.append(result)
             if body.acks == -1 and partition is not None and info is not None:
@@ -98,7 +98,7 @@ def _starts_transactional(records) -> bool:
 
 
 def _append(
-    replicas: ReplicaManager,
+    services: BrokerServices,
     topic: str,
     index: int,
     records,
@@ -118,8 +118,11 @@ def _append(
             raise InvalidRecordError("produce request without a record batch")
         if topic in INTERNAL_TOPICS:
             raise InvalidTopicError(f"{topic} is written by its coordinator only")
-        partition = replicas.get_leader(topic, index)
-        info = partition.append_as_leader(records, acks)
+        partition = services.replicas.get_leader(topic, index)
+        if topic == SHARE_STATE_TOPIC:  # a stale share-partition snapshot is refused here
+            info = services.share_state_epochs.append(index, partition, records, acks)
+        else:
+            info = partition.append_as_leader(records, acks)
     except Exception as exc:
         return (
             {

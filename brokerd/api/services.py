@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from brokerd.security.standard_authorizer import StandardAuthorizer
     from brokerd.share.share_partition_manager import SharePartitionManager
     from brokerd.share.share_sessions import ShareSessionCache
+    from brokerd.share.share_state_epochs import ShareStateEpochs
     from brokerd.state import BrokerRegistration, ClusterState, TopicRecord
 
 
@@ -121,6 +122,11 @@ class BrokerServices(Protocol):
     @property
     def share_sessions(self) -> ShareSessionCache:
         """The share sessions of the members fetching from this broker."""
+
+    @property
+    def share_state_epochs(self) -> ShareStateEpochs:
+        """What the leader of a __share_group_state partition appends: no snapshot older
+        than the newest of its share partition."""
 
     # -- security -----------------------------------------------------------------------------
     @property

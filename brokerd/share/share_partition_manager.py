@@ -19,7 +19,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kafka.errors import KafkaError, NotLeaderForPartitionError
+from kafka.errors import (
+    FencedLeaderEpochError,
+    FencedStateEpochError,
+    KafkaError,
+    NotLeaderForPartitionError,
+)
 
 from brokerd.share.aborted import aborted_positions
 from brokerd.share.share_partition import (
@@ -352,7 +357,14 @@ class SharePartitionManager:
                 tuple(partition.state_batches()),
                 entry.state_epoch,
             )
-            await self._persister.write(entry.key, state)
+            try:
+                await self._persister.write(entry.key, state)
+            except (FencedStateEpochError, FencedLeaderEpochError) as exc:
+                self._fence(entry)
+                raise NotLeaderForPartitionError(
+                    f"{entry.topic}-{entry.key.partition}: group {entry.key.group_id}'s share "
+                    f"state was fenced ({exc}); it is no longer led here"
+                ) from exc
             entry.persisted = max(entry.persisted, version)
 
     def _require_leading(self, entry: _Entry) -> None:
@@ -369,6 +381,22 @@ class SharePartitionManager:
                 f"{entry.topic}-{entry.key.partition} is no longer led here at leader epoch "
                 f"{entry.leader_epoch}, where group {entry.key.group_id}'s share state was loaded"
             )
+
+    def _fence(self, entry: _Entry) -> None:
+        """The state partition refused the entry's snapshot: a newer leader, or an admin
+        reset, wrote since it was loaded. It stops here (Kafka fences the share partition);
+        a later use loads the persisted state afresh, if this broker leads then."""
+        if self._entries.get(entry.key) is entry:
+            self._drop(entry)
+
+    def _drop(self, entry: _Entry) -> None:
+        """Forget the share partition: its loading stops and its waiting fetches answer."""
+        if entry.load_task is not None:
+            entry.load_task.cancel()
+        entry.waiters.wake()
+        del self._entries[entry.key]
+        self._counters.pop(entry.key, None)
+        self._status_changed.add(entry.key)
 
     def _persist_later(self, entry: _Entry) -> None:
         task = asyncio.get_running_loop().create_task(self._persist_quietly(entry))
@@ -473,12 +501,7 @@ class SharePartitionManager:
             except KafkaError:
                 replica = None
             if replica is None or replica.leader_epoch != entry.leader_epoch:
-                if entry.load_task is not None:
-                    entry.load_task.cancel()
-                entry.waiters.wake()
-                del self._entries[key]
-                self._counters.pop(key, None)
-                self._status_changed.add(key)
+                self._drop(entry)
 
     # -- status --------------------------------------------------------------------------------
     def status_document(self) -> bytes | None:

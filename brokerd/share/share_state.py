@@ -85,11 +85,13 @@ class ShareState:
             bool(value.get("deleted", False)),
         )
 
+    @property
+    def epochs(self) -> tuple[int, int]:
+        """(state epoch, leader epoch): what orders two snapshots of one share partition."""
+        return self.state_epoch, self.leader_epoch
+
     def supersedes(self, other: ShareState | None) -> bool:
         """A later record of an older state epoch (written from state loaded before an
         admin reset it), or of a leader at an older epoch (a deposed leader's late write),
         does not replace what is there."""
-        return other is None or (self.state_epoch, self.leader_epoch) >= (
-            other.state_epoch,
-            other.leader_epoch,
-        )
+        return other is None or self.epochs >= other.epochs

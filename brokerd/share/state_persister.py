@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from kafka.errors import for_code
+from kafka.errors import FencedLeaderEpochError, for_code
 from kafka.protocol.api_key import ApiKey
 from kafka.record.memory_records import MemoryRecords
 
@@ -35,7 +35,12 @@ READ_BYTES = 4 * 1024 * 1024
 RETRY_S = 0.2
 REQUEST_TIMEOUT_S = 15.0
 # retried: the state partition's leader is moving or catching up
-RETRIABLE = {3, 5, 6, 7, 13, 15, 19, 20, 45, 74, 75}  # UNKNOWN_TOPIC_OR_PARTITION ... OFFSET_NOT_AVAILABLE
+RETRIABLE = frozenset(
+    {3, 5, 6, 7, 13, 15, 19, 20, 45, 74, 75}
+)  # UNKNOWN_TOPIC_OR_PARTITION ... OFFSET_NOT_AVAILABLE
+# a write's FENCED_LEADER_EPOCH is the state partition's leader refusing a stale snapshot
+# (share_state_epochs), not a moving leader: retrying cannot help
+WRITE_RETRIABLE = RETRIABLE - {FencedLeaderEpochError.errno}
 
 
 class StatePersister(Protocol):
@@ -43,7 +48,10 @@ class StatePersister(Protocol):
 
     async def read(self, key: ShareKey) -> ShareState | None: ...
 
-    async def write(self, key: ShareKey, state: ShareState) -> None: ...
+    async def write(self, key: ShareKey, state: ShareState) -> None:
+        """Persist the snapshot; FENCED_STATE_EPOCH or FENCED_LEADER_EPOCH when a newer
+        snapshot of the share partition is already persisted (nothing is written then)."""
+        ...
 
     async def read_group(self, group_id: str) -> dict[ShareKey, ShareState]:
         """The latest state of every share partition of the group."""
@@ -86,7 +94,7 @@ class ShareStateTopic:
         def error_of(response) -> int:
             return response.responses[0].partition_responses[0].error_code
 
-        await self._until_done(partition, ApiKey.Produce, PRODUCE_VERSION, fields, error_of)
+        await self._until_done(partition, ApiKey.Produce, PRODUCE_VERSION, fields, error_of, WRITE_RETRIABLE)
 
     async def read(self, key: ShareKey) -> ShareState | None:
         """The latest snapshot of ``key`` (of the newest leader epoch), or None."""
@@ -201,11 +209,17 @@ class ShareStateTopic:
         return bytes(response.responses[0].partitions[0].records or b"")
 
     async def _until_done(
-        self, partition: int, api_key: int, version: int, fields: dict, error_of: Callable[[Any], int]
+        self,
+        partition: int,
+        api_key: int,
+        version: int,
+        fields: dict,
+        error_of: Callable[[Any], int],
+        retriable: frozenset[int] = RETRIABLE,
     ) -> Any:
         """Send to the state partition's leader until it answers without error; a moving
-        leader, a topic not there yet or a broken connection are retried, within the
-        timeout."""
+        leader, a topic not there yet or a broken connection (``retriable``) are retried,
+        within the timeout."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeout_s
         last_error: Exception | None = None
@@ -223,7 +237,7 @@ class ShareStateTopic:
                     if code == 0:
                         return response
                     last_error = for_code(code)(f"{SHARE_STATE_TOPIC}-{partition}")
-                    if code not in RETRIABLE:
+                    if code not in retriable:
                         raise last_error
             await asyncio.sleep(RETRY_S)
             self._metadata.refresh()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from kafka.errors import NotLeaderForPartitionError
+from kafka.errors import FencedLeaderEpochError, NotLeaderForPartitionError
 
 from brokerd.share.share_partition import ACCEPT, Acknowledgement
 from brokerd.share.share_partition_manager import SharePartitionManager
@@ -145,3 +145,37 @@ def test_a_deposed_leader_refuses_an_acknowledgement_before_writing_it():
 
     asyncio.run(scenario())
     assert persister.writes == []
+
+
+class FencedPersister(Persister):
+    """The state partition's leader already holds a newer leader's snapshot: every write is
+    refused FENCED_LEADER_EPOCH."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    async def read(self, key: ShareKey) -> ShareState | None:
+        self.reads += 1
+        return await super().read(key)
+
+    async def write(self, key: ShareKey, state: ShareState) -> None:
+        raise FencedLeaderEpochError(f"{key}: leader epoch {state.leader_epoch} is stale")
+
+
+def test_a_write_the_state_partition_fences_is_answered_not_leader_and_the_partition_dropped():
+    """This broker still believes it leads (its metadata says so), but the state partition
+    refuses its snapshot: the acknowledgement is answered NOT_LEADER_OR_FOLLOWER and the share
+    partition is dropped, so its next use loads the persisted state afresh."""
+    replicas, persister = Replicas(), FencedPersister()
+
+    async def scenario() -> None:
+        manager = await member_holding_records(replicas, persister)
+        with pytest.raises(NotLeaderForPartitionError):
+            await manager.acknowledge(
+                GROUP, MEMBER, TOPIC, TOPIC_ID, 0, [Acknowledgement(0, 4, [ACCEPT])], timeout_s=5
+            )
+        await manager.loaded(GROUP, TOPIC, TOPIC_ID, 0, 5)
+
+    asyncio.run(scenario())
+    assert persister.reads == 2
