@@ -11,21 +11,21 @@ from pathlib import Path
 import pytest
 from kafka.errors import FencedStateEpochError
 from kafka.protocol.api_key import ApiKey
-from kafka.record.memory_records import MemoryRecords
 
 from brokerd.coordinator.records import build_batch, partition_for
 from brokerd.share.share_state import SHARE_STATE_TOPIC, ShareKey, ShareState
 from tests.cluster.groups.test_share_groups import poll_until, share_consumer
 from tests.cluster_harness import running_cluster
-from tests.kafka_helpers import create_topic, produce_sync
+from tests.kafka_helpers import consume_all, create_topic, produce_sync
 from tests.raw_request import raw_request
 
 pytestmark = pytest.mark.cluster
 
 GROUP, TOPIC = "g-fenced", "fenced"
+NUM_STATE_PARTITIONS = 4
 
 
-def consume_all(bootstrap: str, count: int) -> None:
+def accept_all(bootstrap: str, count: int) -> None:
     """A share consumer reads and accepts ``count`` records, then leaves the group."""
     consumer = share_consumer(bootstrap, GROUP, TOPIC)
     try:
@@ -53,47 +53,25 @@ def produce_snapshot(port: int, partition: int, key: ShareKey, state: ShareState
     return raw_request(port, ApiKey.Produce, 8, body).responses[0].partition_responses[0].error_code
 
 
-def logged_snapshots(port: int, partition: int, key: ShareKey) -> list[ShareState]:
-    """Every snapshot of ``key`` in the state partition, in log order."""
-    body = {
-        "replica_id": -1,
-        "max_wait_ms": 0,
-        "min_bytes": 0,
-        "max_bytes": 1 << 20,
-        "isolation_level": 0,
-        "session_id": 0,
-        "session_epoch": -1,
-        "topics": [
-            {
-                "topic": SHARE_STATE_TOPIC,
-                "partitions": [
-                    {
-                        "partition": partition,
-                        "current_leader_epoch": -1,
-                        "fetch_offset": 0,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": 1 << 20,
-                    }
-                ],
-            }
-        ],
-        "forgotten_topics_data": [],
-        "rack_id": "",
-    }
-    fetched = raw_request(port, ApiKey.Fetch, 11, body).responses[0].partitions[0]
-    assert fetched.error_code == 0
-    batches, found = MemoryRecords(bytes(fetched.records or b"")), []
-    while batches.has_next():
-        found += [ShareState.decode(r.value) for r in batches.next_batch() if r.key == key.encode()]
-    return found
+def logged_snapshots(bootstrap: str, key: ShareKey) -> list[ShareState]:
+    """Every snapshot of ``key`` in __share_group_state, in log order."""
+    found = consume_all(bootstrap, SHARE_STATE_TOPIC, NUM_STATE_PARTITIONS, 0)
+    return [ShareState.decode(value) for _, _, raw_key, value in found if raw_key == key.encode()]
 
 
 def test_a_snapshot_from_before_an_admin_reset_is_refused_before_the_log(tmp_path: Path) -> None:
-    with running_cluster(tmp_path, 1, {"share.auto.offset.reset": "earliest"}) as cluster:
+    with running_cluster(
+        tmp_path,
+        1,
+        {
+            "share.auto.offset.reset": "earliest",
+            "share.coordinator.state.topic.num.partitions": str(NUM_STATE_PARTITIONS),
+        },
+    ) as cluster:
         port = cluster.ports[1]
         create_topic(cluster, TOPIC, 1, 1, wait_for_leaders=True)
         assert all(e is None for e, _, _ in produce_sync(cluster.bootstrap, TOPIC, [b"r"] * 10))
-        consume_all(cluster.bootstrap, 10)
+        accept_all(cluster.bootstrap, 10)
         alter = {
             "group_id": GROUP,
             "topics": [{"topic_name": TOPIC, "partitions": [{"partition_index": 0, "start_offset": 6}]}],
@@ -103,12 +81,12 @@ def test_a_snapshot_from_before_an_admin_reset_is_refused_before_the_log(tmp_pat
 
         topics = cluster.state.topics()
         key = ShareKey(GROUP, topics[TOPIC].topic_id, 0)
-        partition = partition_for(key.hash_key, len(topics[SHARE_STATE_TOPIC].partitions))
-        before = logged_snapshots(port, partition, key)
+        partition = partition_for(key.hash_key, NUM_STATE_PARTITIONS)
+        before = logged_snapshots(cluster.bootstrap, key)
         reset = before[-1]
         assert (reset.start_offset, reset.state_epoch) == (6, 1)
 
         # the leader's late write of the state it loaded before the reset (SPSO 10)
         stale = ShareState(10, reset.leader_epoch, (), reset.state_epoch - 1)
         assert produce_snapshot(port, partition, key, stale) == FencedStateEpochError.errno
-        assert logged_snapshots(port, partition, key) == before
+        assert logged_snapshots(cluster.bootstrap, key) == before
