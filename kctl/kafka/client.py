@@ -10,6 +10,7 @@ admin client for all of a command's admin requests.
 from __future__ import annotations
 
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -175,6 +176,28 @@ def find_topic(metadata: ClusterMetadata, topic: str) -> TopicMetadata:
     if error is not None:
         raise from_kafka(error, f"get metadata for topic {topic!r}")
     return meta
+
+
+# How long to wait before asking again for a topic whose leader is not elected yet.
+LEADER_ELECTION_BACKOFF_S = 0.1
+
+
+def topic_metadata(client: Client, conn: Connection, topic: str) -> TopicMetadata:
+    """One topic's metadata, with leaders. A topic that this very request auto-created has
+    none yet (Kafka answers LEADER_NOT_AVAILABLE until the controller elects them): it is
+    asked for again until the timeout, as librdkafka does before it sends records."""
+    deadline = time.monotonic() + conn.timeout
+    while True:
+        metadata = fetch_metadata(client, conn, topic)
+        meta = metadata.topics.get(topic)
+        electing = (
+            meta is not None
+            and meta.error is not None
+            and meta.error.code() == KafkaError.LEADER_NOT_AVAILABLE
+        )
+        if not electing or time.monotonic() >= deadline:
+            return find_topic(metadata, topic)
+        time.sleep(LEADER_ELECTION_BACKOFF_S)
 
 
 def result(future: Future, doing: str) -> Any:

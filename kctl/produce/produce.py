@@ -18,7 +18,15 @@ import typer
 from rich.progress import Progress
 
 from kctl.kafka import delivery, transactions
-from kctl.kafka.client import Connection, Producer, connect, fetch_metadata, find_topic, produce_waiting
+from kctl.kafka.client import (
+    Connection,
+    Producer,
+    connect,
+    fetch_metadata,
+    find_topic,
+    produce_waiting,
+    topic_metadata,
+)
 from kctl.kafka.delivery import STALLED, DeliveryPoller, DeliveryStopped, DeliveryTally
 from kctl.kafka.errors import KafkaError, KafkaException, from_kafka
 from kctl.kafka.transactions import Transactions
@@ -310,7 +318,7 @@ def _record_extras(partition: int | None, headers: list[tuple[str, bytes]]) -> d
 def _check_target(producer: Producer, conn: Connection, topic: str, partition: int | None, acks: Acks) -> int:
     """Fail fast (exit 3, 4 or 6) instead of letting every record time out; returns how many
     partitions the topic has."""
-    meta = find_topic(fetch_metadata(producer, conn, topic), topic)
+    meta = topic_metadata(producer, conn, topic)
     if partition is not None and partition not in meta.partitions:
         raise KctlError(
             f"topic {topic!r} has no partition {partition} (it has 0..{len(meta.partitions) - 1})",

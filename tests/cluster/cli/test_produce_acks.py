@@ -63,3 +63,14 @@ def test_timeout_bounds_how_long_records_wait(cluster, kctl_processes):
         "1 record produced to slow, 1 failed (1 timed out)",
         "kctl: error: delivery failed: Local: Message timed out (not acknowledged within 1s)",
     ]
+
+
+def test_producing_to_a_new_topic_waits_for_its_leaders(cluster_dir):
+    """The first metadata request auto-creates the topic and is answered LEADER_NOT_AVAILABLE
+    until the controller elects its leaders: kctl asks again instead of failing (it failed
+    about one time in three on a `kctl cluster up` cluster)."""
+    kctl_in(cluster_dir, "cluster", "up")
+    for n in range(6):
+        kctl_in(cluster_dir, "produce", f"new-{n}", input=f"first-{n}\n")
+        consumed = kctl_in(cluster_dir, "consume", f"new-{n}", "-o", "start", "-e")
+        assert consumed.stdout == f"first-{n}\n".encode()
