@@ -31,6 +31,7 @@ OVERRIDES = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
+    "share.auto.offset.reset": "earliest",
 }
 
 

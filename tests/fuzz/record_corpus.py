@@ -3,9 +3,10 @@
 Run once (``python -m tests.fuzz.record_corpus``): a broker in this process records every
 frame it is sent while kafka-python and confluent-kafka do what applications do (admin
 operations, plain, compressed, idempotent and transactional produce, group consumption with
-both group protocols). Each distinct frame (a few per API and version, correlation id aside)
-is written to tests/fuzz/corpus as ``<client>-<api>-v<version>-<n>.bin``, without its size
-prefix. The files are committed; re-recording is only needed for new APIs or clients.
+both group protocols, a share group; client quotas as kctl sends them through kafka-python).
+Each distinct frame (a few per API and version, correlation id aside) is written to
+tests/fuzz/corpus as ``<client>-<api>-v<version>-<n>.bin``, without its size prefix. The
+files are committed; re-recording is only needed for new APIs or clients.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ def _kafka_python(bootstrap: str) -> None:
         ResourcePatternFilter,
         ResourceType,
     )
+    from kafka.protocol.admin.client_quotas import AlterClientQuotasRequest, DescribeClientQuotasRequest
     from kafka.structs import TopicPartition
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
@@ -154,6 +156,11 @@ def _kafka_python(bootstrap: str) -> None:
         pass
     consumer.commit()
     consumer.close()
+    for quota_request in (
+        AlterClientQuotasRequest(entries=[([("user", "alice")], [("producer_byte_rate", 1e6, False)])]),
+        DescribeClientQuotasRequest(components=[("user", 0, "alice")], strict=False),
+    ):  # as kctl sends them (kctl.kafka.quotas): kafka-python has no admin method for quotas
+        _attempt(lambda r=quota_request: admin._manager.run(lambda a: a._manager.send(r), admin))
     for step in (
         lambda: admin.list_groups(),
         lambda: admin.describe_groups(["kp-group"]),
@@ -168,15 +175,18 @@ def _kafka_python(bootstrap: str) -> None:
 
 def _confluent_kafka(bootstrap: str) -> None:
     from confluent_kafka import (
+        AcknowledgeType,
         Consumer,
         ConsumerGroupTopicPartitions,
         ElectionType,
         Producer,
+        ShareConsumer,
         TopicCollection,
         TopicPartition,
     )
     from confluent_kafka.admin import (
         AdminClient,
+        AlterConfigOpType,
         ConfigEntry,
         ConfigResource,
         NewPartitions,
@@ -188,6 +198,7 @@ def _confluent_kafka(bootstrap: str) -> None:
     )
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
+    SET = AlterConfigOpType.SET
 
     def wait(futures) -> None:
         for future in futures.values() if isinstance(futures, dict) else [futures]:
@@ -195,13 +206,16 @@ def _confluent_kafka(bootstrap: str) -> None:
 
     for step in (
         lambda: admin.create_topics([NewTopic("ck-topic", 2, 1, config={"compression.type": "zstd"})]),
-        lambda: admin.create_topics(
-            [NewTopic("ck-assigned", -1, replica_assignment=[[1], [1]])], validate_only=True
-        ),
         lambda: admin.create_partitions([NewPartitions("ck-topic", 3)]),
         lambda: admin.describe_configs([ConfigResource("topic", "ck-topic")]),
         lambda: admin.incremental_alter_configs(
-            [ConfigResource("topic", "ck-topic", incremental_configs=[ConfigEntry("retention.ms", "600000")])]
+            [
+                ConfigResource(
+                    "topic",
+                    "ck-topic",
+                    incremental_configs=[ConfigEntry("retention.ms", "600000", incremental_operation=SET)],
+                )
+            ]
         ),
         lambda: admin.alter_user_scram_credentials(
             [
@@ -237,6 +251,17 @@ def _confluent_kafka(bootstrap: str) -> None:
             consumer.poll(0.5)
         _attempt(lambda c=consumer: c.commit(asynchronous=False))
         consumer.close()
+    share = ShareConsumer(
+        {"bootstrap.servers": bootstrap, "group.id": "ck-share", "share.acknowledgement.mode": "explicit"}
+    )
+    share.subscribe(["ck-topic"])
+    for _ in range(10):
+        for message in share.poll(0.5) or []:
+            share.acknowledge(
+                message, AcknowledgeType.ACCEPT if message.offset() % 2 else AcknowledgeType.RELEASE
+            )
+    _attempt(lambda: share.commit_sync())
+    share.close()
     for step in (
         lambda: admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("ck-classic")]),
         lambda: admin.describe_consumer_groups(["ck-classic", "ck-consumer"]),
