@@ -12,8 +12,8 @@ import time
 import pytest
 from kafka.protocol.api_key import ApiKey
 
-from tests.cluster_harness import running_cluster
-from tests.raw_request import RawConnection
+from tests.cluster_harness import running_cluster, wait_until
+from tests.raw_request import RawConnection, raw_request
 
 pytestmark = pytest.mark.cluster
 
@@ -21,6 +21,7 @@ INVALID_PARTITIONS = 37
 INVALID_REPLICA_ASSIGNMENT = 39
 INVALID_REQUEST = 42
 INVALID_TOPIC = 17
+OFFSET_METADATA_TOO_LARGE = 12
 POLICY_VIOLATION = 44
 # The answer a refusal must come within, and how far the broker's RSS may move meanwhile.
 PROMPT_S = 0.1
@@ -172,3 +173,56 @@ def test_a_topic_named_twice_is_refused_once_and_left_alone(cluster):
     with RawConnection(cluster.ports[1]) as conn:
         metadata = conn.request(ApiKey.Metadata, 1, {"topics": [{"name": "fz1"}]})
     assert len(metadata.topics[0].partitions) == 1
+
+
+COORDINATOR_NOT_READY = {14, 15, 16}  # loading, not available, not coordinator: retried
+
+
+def commit_with_metadata(port: int, metadata: str) -> int:
+    """One OffsetCommit of fz1-0 by a standalone consumer; its error code."""
+    with RawConnection(port) as conn:
+        response = conn.request(
+            ApiKey.OffsetCommit,
+            2,
+            {
+                "group_id": "fz-group",
+                "generation_id_or_member_epoch": -1,
+                "member_id": "",
+                "retention_time_ms": -1,
+                "topics": [
+                    {
+                        "name": "fz1",
+                        "partitions": [
+                            {"partition_index": 0, "committed_offset": 0, "committed_metadata": metadata}
+                        ],
+                    }
+                ],
+            },
+        )
+    return response.topics[0].partitions[0].error_code
+
+
+@pytest.mark.parametrize(
+    "length, error", [(4096, 0), (4097, OFFSET_METADATA_TOO_LARGE), (32767, OFFSET_METADATA_TOO_LARGE)]
+)
+def test_committed_metadata_is_bounded_by_offset_metadata_max_bytes(cluster, length, error):
+    wait_until(
+        lambda: (
+            raw_request(
+                cluster.ports[1], ApiKey.FindCoordinator, 1, {"key": "fz-group", "key_type": 0}
+            ).error_code
+            == 0
+        ),
+        15,
+        "the group coordinator",
+    )
+    answered = wait_until(
+        lambda: [
+            code
+            for code in [commit_with_metadata(cluster.ports[1], "m" * length)]
+            if code not in COORDINATOR_NOT_READY
+        ],
+        15,
+        "the group coordinator to answer",
+    )
+    assert answered == [error]
