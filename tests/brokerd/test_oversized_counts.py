@@ -6,6 +6,7 @@ Kafka checks them."""
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 
@@ -226,3 +227,62 @@ def test_committed_metadata_is_bounded_by_offset_metadata_max_bytes(cluster, len
         "the group coordinator to answer",
     )
     assert answered == [error]
+
+
+def test_a_backtracking_subscription_regex_does_not_hold_the_coordinator(cluster):
+    """``(a+)+$`` against a long name of a's is exponential for a backtracking engine (Python's
+    re: 4 s at 26 characters); Kafka matches with RE2J, in linear time."""
+    long_name = "a" * 60 + "-"
+    with RawConnection(cluster.ports[1]) as conn:
+        created = conn.request(
+            ApiKey.CreateTopics,
+            4,
+            {
+                "topics": [{"name": long_name, "num_partitions": 1, "replication_factor": 1}],
+                "timeout_ms": 10000,
+            },
+        )
+        assert created.topics[0].error_code == 0
+    heartbeat = {
+        "group_id": "fz-regex",
+        "member_id": "fz-regex-member-0000000000",
+        "member_epoch": 0,
+        "rebalance_timeout_ms": 30000,
+        "subscribed_topic_regex": "(a+)+$",
+        "topic_partitions": [],
+    }
+    wait_until(
+        lambda: (
+            raw_request(
+                cluster.ports[1], ApiKey.FindCoordinator, 1, {"key": "fz-regex", "key_type": 0}
+            ).error_code
+            == 0
+        ),
+        15,
+        "the group coordinator",
+    )
+    pid = cluster.procs[1].pid
+    started = cpu_s(pid)
+    joined = wait_until(
+        lambda: [
+            r
+            for r in [raw_request(cluster.ports[1], ApiKey.ConsumerGroupHeartbeat, 1, heartbeat)]
+            if r.error_code not in COORDINATOR_NOT_READY
+        ],
+        15,
+        "a heartbeat answer",
+    )[0]
+    assert joined.error_code == 0
+    # the regex is resolved against the topics from the next heartbeat on
+    again = raw_request(
+        cluster.ports[1], ApiKey.ConsumerGroupHeartbeat, 1, {**heartbeat, "member_epoch": joined.member_epoch}
+    )
+    assert again.error_code == 0
+    assert cpu_s(pid) - started < 1.0
+
+
+def cpu_s(pid: int) -> float:
+    """Processor time the process has used (user and system), from /proc/<pid>/stat."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
