@@ -68,6 +68,7 @@ BROKER_DEFAULTS: dict[str, tuple[str, Callable[[str], object]]] = {
     "group.initial.rebalance.delay.ms": ("300", int),
     "offsets.retention.minutes": ("10080", int),
     "offsets.retention.check.interval.ms": ("600000", int),
+    "offset.metadata.max.bytes": ("4096", int),
     # Kafka: 50 partitions and a check every 10 s; a timed-out transaction is aborted within
     # about a second here. min.isr is capped by the replication factor on small clusters.
     "transaction.state.log.num.partitions": ("10", int),

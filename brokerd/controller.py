@@ -77,12 +77,15 @@ def elect_leader(record: PartitionRecord, isr: list[int], eligible: set[int], un
 
 
 def assign_replicas(
-    brokers: list[int], partitions: int, replication_factor: int, start: int = 0
+    brokers: list[int], partitions: int, replication_factor: int, start: int = 0, first: int = 0
 ) -> list[list[int]]:
     """Round-robin placement: partition p is led by the (start+p)-th broker and followed by the
-    next ones, so leaders spread evenly across brokers (the seeds' CASE1/CASE2)."""
+    next ones, so leaders spread evenly across brokers (the seeds' CASE1/CASE2). Only
+    partitions ``first``..partitions-1 are placed (a topic growing keeps its existing ones)."""
     n = len(brokers)
-    return [[brokers[(start + p + i) % n] for i in range(replication_factor)] for p in range(partitions)]
+    return [
+        [brokers[(start + p + i) % n] for i in range(replication_factor)] for p in range(first, partitions)
+    ]
 
 
 def _check_replication_factor(replication_factor: int, live_brokers: list[int]) -> None:
@@ -178,6 +181,26 @@ def check_partition_limit(topics, placement: list[list[int]], limit: int) -> Non
                 f"replicas on broker {broker_id}, more than its limit of {limit} "
                 f"({MAX_BROKER_PARTITIONS}, at most what the open file limit allows)"
             )
+
+
+def check_room_for(
+    topics, partitions: int, replication_factor: int, live_brokers: list[int], limit: int
+) -> None:
+    """Refuse, before any placement is built, ``partitions`` new partitions of
+    ``replication_factor`` replicas that cannot fit on the live brokers under ``limit`` each:
+    a count off the wire (up to 2**31-1) is checked by arithmetic, so a refusal costs nothing.
+    Any placement needs that many replica slots, so this never refuses what
+    check_partition_limit would accept."""
+    live = set(live_brokers)
+    hosted = sum(1 for t in topics.values() for r in t.partitions.values() for b in r.replicas if b in live)
+    room = max(limit * len(live) - hosted, 0)
+    if partitions * replication_factor > room:
+        raise PolicyViolationError(
+            f"Creating {partitions} partition(s) with replication factor {replication_factor} needs "
+            f"{partitions * replication_factor} replicas, but the {len(live)} live broker(s) have room "
+            f"for {room} more under their limit of {limit} each "
+            f"({MAX_BROKER_PARTITIONS}, at most what the open file limit allows)"
+        )
 
 
 def _described(before: PartitionRecord, after: PartitionRecord) -> str:
@@ -458,13 +481,15 @@ class Controller:
         if partitions < 1:
             raise InvalidPartitionsError(f"number of partitions must be at least 1, got {partitions}")
         _check_replication_factor(replication_factor, live_brokers)
+        limit = self.max_broker_partitions()
         with self.state.update_topics(epoch) as topics:
             if name in topics:
                 raise TopicAlreadyExistsError(f"topic {name!r} already exists")
+            check_room_for(topics.image_topics, partitions, replication_factor, live_brokers, limit)
             placement = assignment or assign_replicas(
                 sorted(live_brokers), partitions, replication_factor, start=len(topics)
             )
-            check_partition_limit(topics.image_topics, placement, self.max_broker_partitions())
+            check_partition_limit(topics.image_topics, placement, limit)
             record = TopicRecord(
                 name,
                 uuid.uuid4().hex,
@@ -509,17 +534,20 @@ class Controller:
                     f"topic {name!r} has {current} partition(s); the new count must be higher, got {count}"
                 )
             replication_factor = len(topic.partitions[0].replicas)
+            if assignment is not None and len(assignment) != count - current:
+                raise InvalidReplicationAssignmentError(
+                    f"Attempted to add {count - current} additional partition(s), but "
+                    f"{len(assignment)} assignment(s) were specified."
+                )
+            limit = self.max_broker_partitions()
+            check_room_for(topics.image_topics, count - current, replication_factor, live_brokers, limit)
             if assignment is None:
                 _check_replication_factor(replication_factor, live_brokers)
                 assignment = assign_replicas(
-                    sorted(live_brokers), count, replication_factor, start=len(topics)
-                )[current:]
-            elif len(assignment) != count - current:
-                raise InvalidReplicationAssignmentError(
-                    f"{len(assignment)} replica list(s) given for {count - current} new partition(s)"
+                    sorted(live_brokers), count, replication_factor, start=len(topics), first=current
                 )
             check_assignment(assignment, live_brokers, replication_factor)
-            check_partition_limit(topics.image_topics, assignment, self.max_broker_partitions())
+            check_partition_limit(topics.image_topics, assignment, limit)
             if validate_only:
                 return
             for p, replicas in enumerate(assignment, start=current):

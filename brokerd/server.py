@@ -88,7 +88,7 @@ class KafkaServer:
             close = False
             while not close:
                 payload = await self._read_frame(reader, auth.authenticated)
-                response, close, throttle_ms = await self._respond(payload, auth)
+                response, close, throttle_ms = await self.respond(payload, auth)
                 if response is not None:
                     writer.write(response)
                     await writer.drain()
@@ -113,7 +113,7 @@ class KafkaServer:
             raise MalformedRequest(f"frame size {size} outside 1..{limit}")
         return await reader.readexactly(size)
 
-    async def _respond(
+    async def respond(
         self, payload: bytes, auth: ConnectionAuthenticator
     ) -> tuple[bytearray | None, bool, int]:
         """The response to one frame (None for acks=0 produce), whether to close after it and

@@ -39,6 +39,16 @@ class RawConnection:
 
     def request(self, api_key: int, version: int, body: dict):
         header = self.send(api_key, version, body)
+        return self.response(header)
+
+    def request_bytes(self, frame: bytes):
+        """Send a frame exactly as given (a fuzzer's, a client's recording) and decode the answer
+        by the api key, version and correlation id the frame itself carries."""
+        self.sock.sendall(frame)
+        return self.response(RequestHeader(*struct.unpack_from(">hhi", frame, 4)))
+
+    def response(self, header: RequestHeader):
+        """The next response on this connection, decoded as the answer to ``header``."""
         size = struct.unpack(">i", self.sock.recv(4, socket.MSG_WAITALL))[0]
         return decode_response(header, self.sock.recv(size, socket.MSG_WAITALL))
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 
 from kafka.admin import ACLOperation, ResourceType
-from kafka.errors import UnknownTopicOrPartitionError, UnstableOffsetCommitError
+from kafka.errors import OffsetMetadataTooLargeError, UnknownTopicOrPartitionError, UnstableOffsetCommitError
 
 from brokerd.api.authorization import Permission, refusal, require
 from brokerd.api.errors import error_code
@@ -73,8 +73,10 @@ async def _commit_known(
     readable = Permission(services.authorizer, request.session, ACLOperation.READ)
     now = int(time.time() * 1000)
     requested = [(t.name, p) for t in topics for p in t.partitions]
+    max_metadata = services.config.get("offset.metadata.max.bytes")
     codes = {
         (name, p.partition_index): _commit_code(services, readable, name, p.partition_index)
+        or (OffsetMetadataTooLargeError.errno if len(p.committed_metadata or "") > max_metadata else 0)
         for name, p in requested
     }
     offsets = {

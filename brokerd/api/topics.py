@@ -8,6 +8,9 @@ client may not DESCRIBE answers so whether it exists or not.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
+
 from kafka.admin import ACLOperation
 from kafka.errors import (
     InvalidReplicationAssignmentError,
@@ -35,12 +38,26 @@ def _on_cluster_or_topics(
     return Permission(authorizer, session, operation)
 
 
+def _duplicates(names: Iterable[str]) -> set[str]:
+    """Topic names a request gives more than once: Kafka's controller answers each of them
+    once with INVALID_REQUEST and acts on none of their entries."""
+    return {name for name, count in Counter(names).items() if count > 1}
+
+
+def _duplicate_result(name: str) -> dict:
+    return {"name": name, "error_code": InvalidRequestError.errno, "error_message": "Duplicate topic name."}
+
+
 async def handle_create(services: BrokerServices, request: Request) -> dict:
     body = request.body
+    duplicates = _duplicates(topic.name for topic in body.topics)
     creatable = _on_cluster_or_topics(services.authorizer, request.session, ACLOperation.CREATE)
     results = [
-        _create(services, topic, body.validate_only, creatable.refusal(topic.name)) for topic in body.topics
+        _create(services, topic, body.validate_only, creatable.refusal(topic.name))
+        for topic in body.topics
+        if topic.name not in duplicates
     ]
+    results += [_duplicate_result(name) for name in sorted(duplicates)]
     services.refresh_metadata()
     return {"throttle_time_ms": 0, "topics": results}
 
@@ -93,8 +110,11 @@ async def handle_create_partitions(services: BrokerServices, request: Request) -
     body = request.body
     live = services.refresh_registrations()
     alterable = Permission(services.authorizer, request.session, ACLOperation.ALTER)
-    results = []
+    duplicates = _duplicates(topic.name for topic in body.topics)
+    results = [_duplicate_result(name) for name in sorted(duplicates)]
     for topic in body.topics:
+        if topic.name in duplicates:
+            continue
         assignment = None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
         try:
             alterable.require(topic.name)

@@ -9,6 +9,7 @@ Record batches pass through as opaque bytes in both directions.
 
 from __future__ import annotations
 
+import io
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -288,11 +289,60 @@ def decode_request(payload: bytes) -> DecodedRequest:
         raise MalformedRequest(f"unsupported version {header.api_version} of api {header.api_key}")
     request_class = MESSAGES[header.api_key][0]
     try:
-        body = request_class.decode(payload, version=header.api_version, header=True)
+        body, end = _decode_body(request_class, payload, header.api_version)
     except Exception as exc:  # the generated decoders raise many kinds on garbage
         raise MalformedRequest(f"undecodable {request_class.__name__}: {exc!r}") from exc
+    if end > len(payload):
+        raise MalformedRequest(
+            f"a length in {request_class.__name__} runs {end - len(payload)} bytes past the frame"
+        )
+    _refuse_nulls(body, request_class._struct, header.api_version)
     header.client_id = body.header.client_id
     return DecodedRequest(header, body)
+
+
+def _decode_body(request_class: type[ApiMessage], payload: bytes, version: int) -> tuple[ApiMessage, int]:
+    """ApiMessage.decode with a header, which also tells where the body's last field ended.
+
+    kafka-python's generated decoders slice strings, bytes and records by the length the
+    frame claims, and a slice past the end is merely short: without the end position a
+    length of 2**31-1 on the last field would pass as the bytes that are there."""
+    data = memoryview(payload)
+    header_data = io.BytesIO(payload)
+    request_header = request_class.parse_header(header_data, version=version)
+    decode = request_class._struct.compiled_decode_from(
+        version,
+        compact=request_class.flexible_version_q(version),
+        tagged=request_class.flexible_version_q(version),
+        data_class=request_class[None],
+    )
+    body, end = decode(data, header_data.tell())
+    body._header = request_header
+    return body, end
+
+
+# What decodes to None from a length of -1; arrays too.
+_NULLABLE_TYPES = frozenset({"string", "bytes", "records"})
+
+
+def _refuse_nulls(container: DataContainer, struct: Any, version: int) -> None:
+    """Kafka's parser refuses a null (length -1) in a field whose schema does not allow one at
+    this version, and in an array of strings; kafka-python's decoders accept both, and a
+    handler would then fail on the None. So the request is malformed, as Kafka says it."""
+    for field in struct.untagged_fields(version):
+        value = getattr(container, field.name, None)
+        if value is None:
+            if (field.is_array() or field.type_str in _NULLABLE_TYPES) and not field.nullable_for_version_q(
+                version
+            ):
+                raise MalformedRequest(f"non-nullable field {field.name} was serialized as null")
+        elif field.is_struct_array():
+            for item in value:
+                _refuse_nulls(item, field, version)
+        elif field.is_array() and None in value:  # an array's strings are never nullable
+            raise MalformedRequest(f"null element in field {field.name}")
+        elif field.is_struct():
+            _refuse_nulls(value, field, version)
 
 
 def encode_response(header: RequestHeader, fields: Mapping[str, Any]) -> bytearray:

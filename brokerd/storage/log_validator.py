@@ -18,9 +18,9 @@ from kafka.errors import (
     UnsupportedCompressionTypeError,
     UnsupportedForMessageFormatError,
 )
-from kafka.record.default_records import DefaultRecordBatch
 
 from brokerd.storage.log_config import LogConfig
+from brokerd.storage.recompression import records_of
 from brokerd.storage.record_batch import (
     CURRENT_MAGIC,
     HEADER_SIZE,
@@ -110,12 +110,12 @@ class RecordErrorsError(InvalidRecordError):  # type: ignore[misc]  # kafka-pyth
 
 def validate_keys_for_compaction(batch: ByteBuffer, topic_partition: str) -> None:
     """A compacted topic keeps the latest record of every key, so a keyless record has no
-    place in it; Kafka refuses such batches whole. The one check that decodes records, and
-    only for compacted topics."""
+    place in it; Kafka refuses such batches whole. It decodes records (within
+    recompression.records_of's bound), and only for compacted topics."""
     try:
-        keyless = [
-            index for index, record in enumerate(DefaultRecordBatch(bytes(batch))) if record.key is None
-        ]
+        keyless = [index for index, record in enumerate(records_of(batch)) if record.key is None]
+    except InvalidRecordError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a codec this broker cannot decode
         raise UnsupportedCompressionTypeError(f"Cannot decode the batch to check its keys: {exc}") from None
     if not keyless:
