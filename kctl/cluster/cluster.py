@@ -14,7 +14,7 @@ import typer
 
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
-from kctl.cluster import brokerconfig, brokerview, localcluster, metadatalog, scaling, securecluster
+from kctl.cluster import brokerconfig, brokerview, localcluster, securecluster
 from kctl.cluster.securecluster import SecurityProtocol
 from kctl.kafka.bootstrap import resolve_cluster_dir
 from kctl.shell import console
@@ -246,6 +246,8 @@ def metadata(
     has one (every 50,000 records). Kill a broker with -f running to watch the controller
     move its leaderships. Ctrl-C stops -f (exit 130).
     """
+    from kctl.cluster import metadatalog  # the metadata log's records: this command only
+
     state = localcluster.existing(cluster_dir)
     if not (state.dir / "metadata").is_dir():
         state.metadata_image()  # a cluster from before the log: upgrade its metadata.json
@@ -325,6 +327,8 @@ def add_broker(
     A new broker holds no replicas: existing partitions stay where they are until moved,
     which --rebalance does by partition reassignment (internal `__` topics stay put).
     """
+    from kctl.cluster import scaling  # reassignment's admin clients: not for up and down
+
     state = localcluster.existing(cluster_dir)
     broker_id = scaling.add_broker(state)
     port = state.planned_brokers()[broker_id]
@@ -347,6 +351,8 @@ def remove_broker(
     Each partition keeps its replication factor, so this is refused (exit 6) when the other
     brokers are fewer than some topic's replication factor. Its data directory stays.
     """
+    from kctl.cluster import scaling
+
     state = localcluster.existing(cluster_dir)
     moved = scaling.remove_broker(state, broker_id, wait_timeout, localcluster.STOP_TIMEOUT_S)
     console.info(f"Removed broker {broker_id} after moving {moved} partition(s) off it.")

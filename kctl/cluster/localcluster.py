@@ -20,7 +20,6 @@ from kctl.cluster import brokerconfig, brokerview, securecluster
 from kctl.cluster.brokerview import HOST
 from kctl.kafka import clientprops
 from kctl.kafka.bootstrap import Bootstrap, local_state, resolve_cluster_dir
-from kctl.kafka.client import Connection, fetch_metadata
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -155,6 +154,8 @@ def _answers(state: ClusterState, broker_id: int, pid: int) -> bool:
     reg = next((r for r in state.brokers() if r.broker_id == broker_id), None)
     if reg is None or reg.pid != pid or not reg.alive:
         return False
+    from kctl.kafka.client import Connection, fetch_metadata  # librdkafka: not for `down`
+
     # A secured cluster answers only clients that authenticate: ask as its super user.
     broker = Bootstrap(f"{reg.host}:{reg.port}", "local", state.cluster_dir)
     conn = Connection(broker, ANSWER_TIMEOUT_S, properties=clientprops.for_bootstrap(broker, None))
