@@ -1,55 +1,28 @@
 """kctl starts without importing its heavy clients: `kctl --help` and TAB completion must not
-pay for librdkafka, kafka-python, PySpark, matplotlib or the broker (docs/performance.md).
-
-Each check runs in a fresh interpreter, since this test process has imported everything."""
-
-import json
-import os
-import subprocess
-import sys
+pay for librdkafka, kafka-python, PySpark, matplotlib or the broker (docs/performance.md)."""
 
 import pytest
 import typer
 
 from kctl.main import COMMANDS, KctlGroup, app
+from tests.import_probe import imported
 
 pytestmark = pytest.mark.unit
 
 HEAVY = ("confluent_kafka", "kafka", "pyspark", "matplotlib", "brokerd")
 
-# At exit, prints as its last stderr line the top-level packages among HEAVY it has imported.
-REPORT_AT_EXIT = (
-    "import atexit, json, sys\n"
-    "atexit.register(lambda: print(json.dumps(sorted({m.split('.')[0] for m in sys.modules}"
-    f" & {set(HEAVY)!r})), file=sys.stderr))\n"
-)
-
-
-def heavy_imports(code: str, env: dict[str, str] | None = None) -> list[str]:
-    """The heavy packages a fresh interpreter has imported after running `code`."""
-    done = subprocess.run(
-        [sys.executable, "-c", REPORT_AT_EXIT + code],
-        env={**os.environ, **(env or {})},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return json.loads(done.stderr.splitlines()[-1])
-
 
 def test_importing_the_command_tree_imports_no_client():
-    assert heavy_imports("import kctl.main") == []
+    assert imported("import kctl.main", HEAVY) == []
 
 
 def test_completing_a_command_name_imports_no_client():
     env = {"COMP_WORDS": "kctl to", "COMP_CWORD": "1", "_KCTL_COMPLETE": "complete_bash"}
-    assert heavy_imports("from kctl.main import app\napp(prog_name='kctl')", env) == []
+    assert imported("from kctl.main import app\napp(prog_name='kctl')", HEAVY, env) == []
 
 
 def test_root_help_imports_no_client():
-    assert heavy_imports("from kctl.main import app\napp(['--help'], prog_name='kctl')") == []
+    assert imported("from kctl.main import app\napp(['--help'], prog_name='kctl')", HEAVY) == []
 
 
 def test_each_listed_summary_is_the_commands_own():
