@@ -8,12 +8,11 @@ import select
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from brokerd.security import client_properties
-from brokerd.state import ClusterState
 from kctl.cluster import brokerconfig, brokerview, localcluster, securecluster
 from kctl.cluster.securecluster import SecurityProtocol
 from kctl.kafka.bootstrap import resolve_cluster_dir
@@ -21,6 +20,9 @@ from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import ClusterDir, Json
+
+if TYPE_CHECKING:
+    pass
 
 app = typer.Typer(
     help="Start, stop and inspect the local cluster (brokerd daemons).\n\n"
@@ -90,6 +92,8 @@ def up(
     replicated: `kctl topic create demo -p 3` on 3 brokers gives 3 replicas per partition.
     A secured cluster (--security-protocol) is described in docs/security.md.
     """
+    from brokerd.state import ClusterState  # when a command runs, not for --help
+
     state = ClusterState(resolve_cluster_dir(cluster_dir))
     requested = brokerconfig.parse(broker_config)
     ports = localcluster.plan(state, brokers, port_base)

@@ -14,14 +14,17 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from brokerd.state import ClusterState
 from kctl.cluster import brokerconfig, brokerview, securecluster
 from kctl.cluster.brokerview import HOST
 from kctl.kafka import clientprops
 from kctl.kafka.bootstrap import Bootstrap, local_state, resolve_cluster_dir
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from brokerd.state import ClusterState
 
 DEFAULT_BROKERS = 3
 READY_TIMEOUT_S = 10.0

@@ -21,11 +21,14 @@ from __future__ import annotations
 import secrets
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from brokerd.security import client_properties
-from brokerd.state import ClusterState
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from brokerd.state import ClusterState
 
 
 class SecurityProtocol(str, Enum):
