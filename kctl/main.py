@@ -134,18 +134,19 @@ class KctlGroup(TyperGroup):
     """The root command: loads each command on first use, and is the one place where expected
     failures become a single stderr line and an exit code."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The summaries stand in for the commands wherever Typer reads `commands` itself (the
+        # order of listings, "Did you mean" suggestions); get_command loads the real one.
+        self.commands.update({name: entry.summary(name) for name, entry in COMMANDS.items()})
+
     # typer vendors Click and exports no name for the Context and HelpFormatter these methods
     # take; typer.Context, a subclass that adds nothing, stands for the first, Any for the other.
-    def list_commands(self, ctx: typer.Context) -> list[str]:  # type: ignore[override]
-        return [*COMMANDS, *super().list_commands(ctx)]
-
     def get_command(self, ctx: typer.Context, cmd_name: str) -> Command | None:  # type: ignore[override]
         entry = COMMANDS.get(cmd_name)
-        if entry is None:
+        if entry is None or ctx.meta.get(_LISTING):
             command = super().get_command(ctx, cmd_name)
             return command if isinstance(command, Command) else None
-        if ctx.meta.get(_LISTING):
-            return entry.summary(cmd_name)
         return entry.load(cmd_name)
 
     def format_help(self, ctx: typer.Context, formatter: Any) -> None:  # type: ignore[override]

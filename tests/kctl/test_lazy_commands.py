@@ -3,6 +3,7 @@ pay for librdkafka, kafka-python, PySpark, matplotlib or the broker (docs/perfor
 
 import pytest
 import typer
+from typer.testing import CliRunner
 
 from kctl.main import COMMANDS, KctlGroup, app
 from tests.import_probe import imported
@@ -40,3 +41,9 @@ def test_each_listed_summary_is_the_commands_own():
         assert listed == (real.short_help or (real.help or "").split("\n\n")[0]), name
         assert not real.hidden and not real.deprecated and not getattr(real, "rich_help_panel", None)
         assert type(root.get_command(ctx, name)) is type(real)
+
+
+def test_a_mistyped_command_is_still_answered_with_the_nearest_name():
+    result = CliRunner().invoke(app, ["tpoic"], prog_name="kctl", env={"COLUMNS": "120"})
+    assert result.exit_code == 2
+    assert "No such command 'tpoic'. Did you mean 'topic'?" in result.output
