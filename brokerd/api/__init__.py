@@ -9,38 +9,26 @@ produce). build_handlers binds each to the broker's services, so the server call
 the request alone.
 """
 
+import importlib
 from collections.abc import Awaitable, Callable
 from functools import partial
 
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.api import (
-    acls,
     api_versions,
     client_quotas,
     configs,
-    consumer_group_describe,
     consumer_group_heartbeat,
-    delete_records,
-    describe_producers,
-    elect_leaders,
     fetch,
     find_coordinator,
     groups,
     list_offsets,
-    log_dirs,
     metadata,
     offset_for_leader_epoch,
     offsets,
     produce,
     producer_id,
-    reassignments,
-    scram_credentials,
-    share_acknowledge,
-    share_fetch,
-    share_group_describe,
-    share_group_heartbeat,
-    share_group_offsets,
     topics,
     transactions,
 )
@@ -48,6 +36,40 @@ from brokerd.api.request import Request
 from brokerd.api.services import BrokerServices, Handler
 from brokerd.fetch_session import FetchManager, FetchSessionCache
 from brokerd.quotas import ClientQuotas
+
+# APIs most clusters never see: API key -> (module in brokerd.api, handler), imported by the
+# first request for them so that a broker's start-up does not pay for them.
+ON_FIRST_USE: dict[int, tuple[str, str]] = {
+    ApiKey.ElectLeaders: ("elect_leaders", "handle"),
+    ApiKey.AlterPartitionReassignments: ("reassignments", "handle_alter"),
+    ApiKey.ListPartitionReassignments: ("reassignments", "handle_list"),
+    ApiKey.DescribeLogDirs: ("log_dirs", "handle"),
+    ApiKey.ConsumerGroupDescribe: ("consumer_group_describe", "handle"),
+    ApiKey.DeleteRecords: ("delete_records", "handle"),
+    ApiKey.DescribeProducers: ("describe_producers", "handle"),
+    ApiKey.CreateAcls: ("acls", "handle_create"),
+    ApiKey.DescribeAcls: ("acls", "handle_describe"),
+    ApiKey.DeleteAcls: ("acls", "handle_delete"),
+    ApiKey.DescribeUserScramCredentials: ("scram_credentials", "handle_describe"),
+    ApiKey.AlterUserScramCredentials: ("scram_credentials", "handle_alter"),
+    ApiKey.ShareGroupHeartbeat: ("share_group_heartbeat", "handle"),
+    ApiKey.ShareGroupDescribe: ("share_group_describe", "handle"),
+    ApiKey.ShareFetch: ("share_fetch", "handle"),
+    ApiKey.ShareAcknowledge: ("share_acknowledge", "handle"),
+    ApiKey.DescribeShareGroupOffsets: ("share_group_offsets", "handle_describe"),
+    ApiKey.AlterShareGroupOffsets: ("share_group_offsets", "handle_alter"),
+    ApiKey.DeleteShareGroupOffsets: ("share_group_offsets", "handle_delete"),
+}
+
+
+def on_first_use(module: str, name: str) -> Handler:
+    """The handler `name` of brokerd.api.`module`, imported when the first request for it comes."""
+
+    async def handle(services: BrokerServices, request: Request) -> dict | None:
+        handler: Handler = getattr(importlib.import_module(f"brokerd.api.{module}"), name)
+        return await handler(services, request)
+
+    return handle
 
 
 def build_handlers(services: BrokerServices) -> dict[int, Callable[[Request], Awaitable[dict | None]]]:
@@ -71,11 +93,7 @@ def build_handlers(services: BrokerServices) -> dict[int, Callable[[Request], Aw
         ApiKey.CreateTopics: topics.handle_create,
         ApiKey.DeleteTopics: topics.handle_delete,
         ApiKey.CreatePartitions: topics.handle_create_partitions,
-        ApiKey.ElectLeaders: elect_leaders.handle,
-        ApiKey.AlterPartitionReassignments: reassignments.handle_alter,
-        ApiKey.ListPartitionReassignments: reassignments.handle_list,
         ApiKey.DescribeCluster: metadata.handle_describe_cluster,
-        ApiKey.DescribeLogDirs: log_dirs.handle,
         ApiKey.InitProducerId: producer_id.handle,
         ApiKey.FindCoordinator: find_coordinator.handle,
         ApiKey.DescribeConfigs: configs.handle_describe,
@@ -87,7 +105,6 @@ def build_handlers(services: BrokerServices) -> dict[int, Callable[[Request], Aw
         ApiKey.Heartbeat: groups.handle_heartbeat,
         ApiKey.LeaveGroup: groups.handle_leave,
         ApiKey.ConsumerGroupHeartbeat: consumer_group_heartbeat.handle,
-        ApiKey.ConsumerGroupDescribe: consumer_group_describe.handle,
         ApiKey.ListGroups: groups.handle_list,
         ApiKey.DescribeGroups: groups.handle_describe,
         ApiKey.DeleteGroups: groups.handle_delete,
@@ -101,21 +118,8 @@ def build_handlers(services: BrokerServices) -> dict[int, Callable[[Request], Aw
         ApiKey.WriteTxnMarkers: transactions.handle_write_markers,
         ApiKey.DescribeTransactions: transactions.handle_describe,
         ApiKey.ListTransactions: transactions.handle_list,
-        ApiKey.DeleteRecords: delete_records.handle,
-        ApiKey.DescribeProducers: describe_producers.handle,
-        ApiKey.CreateAcls: acls.handle_create,
-        ApiKey.DescribeAcls: acls.handle_describe,
-        ApiKey.DeleteAcls: acls.handle_delete,
-        ApiKey.DescribeUserScramCredentials: scram_credentials.handle_describe,
-        ApiKey.AlterUserScramCredentials: scram_credentials.handle_alter,
         ApiKey.DescribeClientQuotas: client_quotas.handle_describe,
         ApiKey.AlterClientQuotas: client_quotas.handle_alter,
-        ApiKey.ShareGroupHeartbeat: share_group_heartbeat.handle,
-        ApiKey.ShareGroupDescribe: share_group_describe.handle,
-        ApiKey.ShareFetch: share_fetch.handle,
-        ApiKey.ShareAcknowledge: share_acknowledge.handle,
-        ApiKey.DescribeShareGroupOffsets: share_group_offsets.handle_describe,
-        ApiKey.AlterShareGroupOffsets: share_group_offsets.handle_alter,
-        ApiKey.DeleteShareGroupOffsets: share_group_offsets.handle_delete,
     }
+    table.update({key: on_first_use(module, name) for key, (module, name) in ON_FIRST_USE.items()})
     return {key: partial(handler, services) for key, handler in table.items()}

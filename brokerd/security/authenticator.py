@@ -15,7 +15,6 @@ import ssl
 import time
 from collections.abc import Callable
 
-from cryptography import x509
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.security.audit import SecurityAudit
@@ -40,6 +39,8 @@ def certificate_principal(ssl_object: ssl.SSLObject | None) -> KafkaPrincipal:
     der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
     if not der:
         return ANONYMOUS
+    from cryptography import x509  # only mTLS listeners need it: not on every broker's start-up
+
     return KafkaPrincipal(USER_TYPE, x509.load_der_x509_certificate(der).subject.rfc4514_string())
 
 

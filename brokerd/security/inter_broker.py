@@ -15,8 +15,6 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-import scramp
-
 from brokerd.security import client_properties
 from brokerd.security.listeners import client_context
 from brokerd.security.sasl_server import PLAIN
@@ -78,6 +76,8 @@ class SaslLogin:
     """The client side of one SASL login: the messages to send, given the server's replies."""
 
     def __init__(self, mechanism: str, user: str, password: str):
+        import scramp  # a SASL cluster's brokers only: not on every broker's start-up
+
         self.mechanism = mechanism
         self._plain = f"\0{user}\0{password}".encode() if mechanism == PLAIN else None
         self._scram = None if mechanism == PLAIN else scramp.ScramClient([mechanism], user, password)
@@ -85,6 +85,8 @@ class SaslLogin:
 
     def next_message(self, server_reply: bytes | None) -> bytes | None:
         """The next message to send (None when the exchange is complete)."""
+        import scramp
+
         self._step += 1
         scram = self._scram
         if scram is None:  # PLAIN

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-
-import scramp
+from typing import TYPE_CHECKING
 
 from brokerd.security.principal import USER_TYPE, KafkaPrincipal
 from brokerd.security.scram_credentials import MECHANISMS as SCRAM_MECHANISMS
 from brokerd.security.scram_credentials import ScramCredentialStore
+
+if TYPE_CHECKING:  # scramp is imported by the first SCRAM exchange, not on start-up
+    import scramp
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,8 @@ class SaslServer:
         return SaslExchange(b"", KafkaPrincipal(USER_TYPE, user))
 
     def _scram_step(self, mechanism: str, auth_bytes: bytes) -> SaslExchange:
+        import scramp
+
         message = auth_bytes.decode("utf-8", "replace")
         try:
             scram = self._scram
@@ -108,6 +112,8 @@ class SaslServer:
 
     def _lookup(self, mechanism: str, user: str) -> tuple[bytes, bytes, bytes, int]:
         """scramp's auth_fn: the stored credential of a user, or a refusal."""
+        import scramp
+
         self._user = user
         credential = self._credentials.lookup(user, mechanism)
         if credential is None:

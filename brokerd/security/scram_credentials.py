@@ -13,8 +13,6 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
-import scramp
-
 from brokerd.state import ClusterState
 
 MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -116,6 +114,8 @@ class ScramCredentialStore:
     async def check_password(self, user: str, password: str) -> bool:
         """SASL/PLAIN against the SCRAM credentials: derive the keys from the password with
         the stored salt and iterations (PBKDF2, off the event loop) and compare."""
+        import scramp  # not on start-up: only SASL/PLAIN logins need it
+
         for mechanism in MECHANISMS:
             credential = self.lookup(user, mechanism)
             if credential is not None:

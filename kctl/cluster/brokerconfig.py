@@ -18,7 +18,6 @@ import json
 from pathlib import Path
 
 from brokerd.atomic_file import atomic_write
-from brokerd.config import BROKER_DEFAULTS, BrokerConfig
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
@@ -33,6 +32,11 @@ MAX_DEFAULT_REPLICATION = 3
 def parse(items: list[str] | None) -> dict[str, str]:
     """`-o name=value` options, checked against brokerd's own table before any broker starts."""
     settings = dict(parse_pairs(items, "-o/--broker-config"))
+    if not settings:
+        return settings
+    # brokerd's table of configs pulls in its storage layer: only for clusters given -o
+    from brokerd.config import BROKER_DEFAULTS, BrokerConfig
+
     try:
         BrokerConfig(0, Path(), 0, overrides=settings)
     except ValueError as exc:
@@ -79,5 +83,7 @@ def effective(settings: dict[str, str], brokers: int) -> dict[str, str]:
 
 def session_timeout_s(cluster_dir: Path) -> float:
     """broker.session.timeout.ms of the cluster: a lease older than this means 'paused'."""
+    from brokerd.config import BROKER_DEFAULTS
+
     value = remembered(cluster_dir).get(SESSION_TIMEOUT, BROKER_DEFAULTS[SESSION_TIMEOUT][0])
     return int(value) / 1000

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 import signal
+from typing import TYPE_CHECKING
 
-from brokerd.state import ClusterState
 from kctl.cluster import brokerconfig, brokerview, localcluster
-from kctl.cluster.brokerview import BrokerView
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from brokerd.state import ClusterState
+    from kctl.cluster.brokerview import BrokerView
 
 KILL_TIMEOUT_S = 5.0
 UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "ki": 1024, "mi": 1024**2, "gi": 1024**3}

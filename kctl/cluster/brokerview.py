@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from brokerd.state import BrokerRegistration, ClusterState
 from kctl.cluster import brokerconfig
 from kctl.shell.console import Section
+
+if TYPE_CHECKING:
+    from brokerd.state import BrokerRegistration, ClusterState
 
 HOST = "127.0.0.1"
 ALIVE = "alive"

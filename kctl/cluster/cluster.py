@@ -8,19 +8,21 @@ import select
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from brokerd.security import client_properties
-from brokerd.state import ClusterState
-from kctl.cluster import brokerconfig, brokerview, localcluster, metadatalog, scaling, securecluster
+from kctl.cluster import brokerconfig, brokerview, localcluster, securecluster
 from kctl.cluster.securecluster import SecurityProtocol
 from kctl.kafka.bootstrap import resolve_cluster_dir
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import ClusterDir, Json
+
+if TYPE_CHECKING:
+    pass
 
 app = typer.Typer(
     help="Start, stop and inspect the local cluster (brokerd daemons).\n\n"
@@ -90,6 +92,8 @@ def up(
     replicated: `kctl topic create demo -p 3` on 3 brokers gives 3 replicas per partition.
     A secured cluster (--security-protocol) is described in docs/security.md.
     """
+    from brokerd.state import ClusterState  # when a command runs, not for --help
+
     state = ClusterState(resolve_cluster_dir(cluster_dir))
     requested = brokerconfig.parse(broker_config)
     ports = localcluster.plan(state, brokers, port_base)
@@ -246,6 +250,8 @@ def metadata(
     has one (every 50,000 records). Kill a broker with -f running to watch the controller
     move its leaderships. Ctrl-C stops -f (exit 130).
     """
+    from kctl.cluster import metadatalog  # the metadata log's records: this command only
+
     state = localcluster.existing(cluster_dir)
     if not (state.dir / "metadata").is_dir():
         state.metadata_image()  # a cluster from before the log: upgrade its metadata.json
@@ -325,6 +331,8 @@ def add_broker(
     A new broker holds no replicas: existing partitions stay where they are until moved,
     which --rebalance does by partition reassignment (internal `__` topics stay put).
     """
+    from kctl.cluster import scaling  # reassignment's admin clients: not for up and down
+
     state = localcluster.existing(cluster_dir)
     broker_id = scaling.add_broker(state)
     port = state.planned_brokers()[broker_id]
@@ -347,6 +355,8 @@ def remove_broker(
     Each partition keeps its replication factor, so this is refused (exit 6) when the other
     brokers are fewer than some topic's replication factor. Its data directory stays.
     """
+    from kctl.cluster import scaling
+
     state = localcluster.existing(cluster_dir)
     moved = scaling.remove_broker(state, broker_id, wait_timeout, localcluster.STOP_TIMEOUT_S)
     console.info(f"Removed broker {broker_id} after moving {moved} partition(s) off it.")

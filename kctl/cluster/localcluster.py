@@ -13,16 +13,19 @@ import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from brokerd.state import ClusterState
 from kctl.cluster import brokerconfig, brokerview, securecluster
 from kctl.cluster.brokerview import HOST
 from kctl.kafka import clientprops
 from kctl.kafka.bootstrap import Bootstrap, local_state, resolve_cluster_dir
-from kctl.kafka.client import Connection, fetch_metadata
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from brokerd.state import ClusterState
 
 DEFAULT_BROKERS = 3
 READY_TIMEOUT_S = 10.0
@@ -132,19 +135,24 @@ def wait_ready(
 
     On failure the brokers started here are stopped again, so `up` is all or nothing.
     """
+    # librdkafka, which _answers asks with, is imported while the brokers start, not after
+    import kctl.kafka.client  # noqa: F401
+
     deadline = time.monotonic() + timeout
     pending = dict(procs)
     try:
-        while pending:
-            for broker_id, proc in list(pending.items()):
-                if proc.poll() is not None:
-                    raise _startup_failure(state, broker_id, f"exited with code {proc.returncode}")
-                if _answers(state, broker_id, proc.pid):
-                    del pending[broker_id]
-            if pending and time.monotonic() > deadline:
-                raise _startup_failure(state, min(pending), f"did not answer within {timeout:g}s")
-            if pending:
-                time.sleep(POLL_S)
+        # the brokers are asked at once: each question waits on the network, not on Python
+        with ThreadPoolExecutor(max_workers=max(1, len(procs))) as pool:
+            while pending:
+                for broker_id, proc in pending.items():
+                    if proc.poll() is not None:
+                        raise _startup_failure(state, broker_id, f"exited with code {proc.returncode}")
+                asked = {i: pool.submit(_answers, state, i, proc.pid) for i, proc in pending.items()}
+                pending = {i: pending[i] for i, answer in asked.items() if not answer.result()}
+                if pending and time.monotonic() > deadline:
+                    raise _startup_failure(state, min(pending), f"did not answer within {timeout:g}s")
+                if pending:
+                    time.sleep(POLL_S)
     except BaseException:
         for proc in procs.values():
             _terminate(proc)
@@ -155,6 +163,8 @@ def _answers(state: ClusterState, broker_id: int, pid: int) -> bool:
     reg = next((r for r in state.brokers() if r.broker_id == broker_id), None)
     if reg is None or reg.pid != pid or not reg.alive:
         return False
+    from kctl.kafka.client import Connection, fetch_metadata  # librdkafka: not for `cluster down`
+
     # A secured cluster answers only clients that authenticate: ask as its super user.
     broker = Bootstrap(f"{reg.host}:{reg.port}", "local", state.cluster_dir)
     conn = Connection(broker, ANSWER_TIMEOUT_S, properties=clientprops.for_bootstrap(broker, None))

@@ -9,15 +9,18 @@ them over the brokers are made here.
 from __future__ import annotations
 
 from collections import Counter
+from typing import TYPE_CHECKING
 
-from brokerd.state import ClusterState
 from kctl.cluster import brokerconfig, brokerctl, brokerview, localcluster
 from kctl.kafka import client, reassignments
 from kctl.kafka.client import Connection, fetch_metadata
-from kctl.kafka.reassignments import Plan
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from brokerd.state import ClusterState
+    from kctl.kafka.reassignments import Plan
 
 ADMIN_TIMEOUT_S = 10.0
 

@@ -21,14 +21,14 @@ from __future__ import annotations
 import secrets
 from enum import Enum
 from pathlib import Path
-
-import scramp
+from typing import TYPE_CHECKING
 
 from brokerd.security import client_properties
-from brokerd.state import ClusterState
-from kctl.cluster import tls
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from brokerd.state import ClusterState
 
 
 class SecurityProtocol(str, Enum):
@@ -96,6 +96,8 @@ def secure(state: ClusterState, protocol: str) -> dict[str, str]:
             }
         )
     if uses_tls(protocol):
+        from kctl.cluster import tls  # cryptography: for TLS clusters only
+
         files = tls.generate(state.cluster_dir, client_cn=None if uses_sasl(protocol) else ADMIN)
         admin["ssl.ca.location"] = str(files.ca_cert)
         brokers.update(
@@ -125,6 +127,8 @@ def secure(state: ClusterState, protocol: str) -> dict[str, str]:
 def bootstrap_scram_credentials(state: ClusterState, user: str, password: str) -> None:
     """SCRAM-SHA-256 and -512 credentials for `user`, written straight into the state
     directory: how the first user exists before any broker can take AlterUserScramCredentials."""
+    import scramp  # for SASL clusters only
+
     for mechanism in SCRAM_MECHANISMS:
         salt, stored_key, server_key, iterations = scramp.ScramMechanism(mechanism).make_auth_info(
             password, iteration_count=ITERATIONS

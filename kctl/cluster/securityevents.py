@@ -4,7 +4,10 @@ names the broker, the principal and, for a denial, the rule that decided it."""
 
 from __future__ import annotations
 
-from brokerd.state import ClusterState
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from brokerd.state import ClusterState
 
 RECENT = 8
 

@@ -18,11 +18,14 @@ flight.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from brokerd.state import ClusterState, PartitionRecord
 from kctl.cluster import brokerview, securityevents
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from brokerd.state import ClusterState, PartitionRecord
 
 Status = dict[int, dict[tuple[str, int], dict]]
 

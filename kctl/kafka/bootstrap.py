@@ -11,10 +11,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from brokerd.state import ClusterState
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from brokerd.state import ClusterState
 
 BOOTSTRAP_ENV = "KCTL_BOOTSTRAP"
 HOME_ENV = "KCTL_HOME"
@@ -46,6 +49,8 @@ def resolve_bootstrap(flag: str | None, cluster_dir: Path, env: Mapping[str, str
 def local_state(cluster_dir: Path, alternative: str = "") -> ClusterState:
     """The state of the local cluster in `cluster_dir`; exit 3 when the directory holds none,
     saying how to start one (and the `alternative` to doing so, if any)."""
+    from brokerd.state import ClusterState  # when a command runs, not for --help
+
     state = ClusterState(cluster_dir)
     if not state.exists():
         raise KctlError(

@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from brokerd.security import client_properties
-from brokerd.state import ClusterState
 from kctl.kafka.bootstrap import Bootstrap
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
@@ -36,6 +35,8 @@ def is_local(bootstrap: Bootstrap) -> bool:
     """Whether every bootstrap address is a planned broker of the local cluster."""
     if bootstrap.source == "local":
         return True
+    from brokerd.state import ClusterState  # when a command runs, not for --help
+
     state = ClusterState(bootstrap.cluster_dir)
     if not state.exists():
         return False

@@ -25,7 +25,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import ConsumerGroupDescription, MemberDescription
 
-from kctl.kafka import groupapis, offsets
+from kctl.kafka import offsets
 from kctl.kafka.client import Connection, result
 from kctl.kafka.errors import from_kafka
 from kctl.shell import console
@@ -73,6 +73,9 @@ def _share_groups(conn: Connection, group_type: str | None) -> list[dict]:
     """Share groups as list_share_groups has them; listing every type, a cluster kafka-python
     cannot ask (or too old to have share groups) lists the others, with a warning."""
     try:
+        # raw KIP-848 and share group requests (kafka-python, brokerd's codec): on first use
+        from kctl.kafka import groupapis
+
         return groupapis.list_share_groups(conn)
     except KctlError as exc:
         if group_type == "share":
@@ -85,6 +88,8 @@ def group_ids(conn: Connection) -> list[str]:
     """The ids of every consumer and share group, without describing them."""
     listing = result(conn.admin().list_consumer_groups(request_timeout=conn.timeout), "list groups")
     try:
+        from kctl.kafka import groupapis
+
         shared = groupapis.share_group_ids(conn)
     except KctlError:  # a cluster kafka-python cannot ask: its consumer groups still count
         shared = []
@@ -172,6 +177,8 @@ def describe(conn: Connection, group_id: str) -> dict:
     }
     if group_type == "consumer":
         try:
+            from kctl.kafka import groupapis
+
             _add_epochs(doc, groupapis.describe_consumer_group(conn, group_id))
         except KctlError as exc:  # gone since: described without its epochs
             if exc.code != ExitCode.NOT_FOUND:
@@ -201,6 +208,8 @@ def describe_share(conn: Connection, group_id: str) -> dict:
     minus the start offset (records above the start offset already acknowledged are counted
     too: Kafka's admin APIs do not say which records are in flight, nor their delivery
     counts). Exit 4 if unknown."""
+    from kctl.kafka import groupapis
+
     described = groupapis.describe_share_group(conn, group_id)
     assigned: dict[Partition, list[str]] = {}
     for m in described["members"]:

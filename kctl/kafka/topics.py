@@ -21,9 +21,8 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourceType,
 )
-from kafka import TopicPartition as KafkaPythonPartition
 
-from kctl.kafka import offsets, pyadmin
+from kctl.kafka import offsets
 from kctl.kafka.client import Connection, fetch_metadata, find_topic, result
 from kctl.kafka.errors import exit_code_for, from_kafka
 from kctl.shell.errors import KctlError
@@ -190,6 +189,11 @@ def describe_producers(conn: Connection, topic: str, partitions: list[int]) -> d
     current_transaction_start_offset (-1 where there is none)."""
     if not partitions:
         return {}
+    # kafka-python's admin client: the one request here librdkafka does not make
+    from kafka import TopicPartition as KafkaPythonPartition
+
+    from kctl.kafka import pyadmin
+
     wanted = [KafkaPythonPartition(topic, p) for p in partitions]
     states = pyadmin.call(
         conn,

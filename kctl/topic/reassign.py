@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kctl.kafka.reassignments import Plan
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
+
+if TYPE_CHECKING:  # the Plan alias only: kafka-python's admin client is not needed to read one
+    from kctl.kafka.reassignments import Plan
 
 
 def read_plan(path: Path) -> Plan:

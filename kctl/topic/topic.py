@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
 
 from kctl.cluster import localcluster
-from kctl.kafka import reassignments, topics
+from kctl.kafka import topics
 from kctl.kafka.client import ClusterMetadata, connect, fetch_metadata, find_topic
 from kctl.kafka.configs import DEFAULT_SOURCE
 from kctl.shell import console, sections
@@ -23,8 +23,10 @@ from kctl.shell.keyvalue import parse_pairs
 from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
 from kctl.topic import deleterecords, topicinfo
 from kctl.topic import producers as producerstate
-from kctl.topic import segments as segfiles
 from kctl.topic.reassign import parse_replicas, read_plan
+
+if TYPE_CHECKING:  # kafka-python's admin client: imported by `topic reassign` alone
+    from kctl.kafka import reassignments
 
 
 class Election(str, Enum):
@@ -444,6 +446,8 @@ def reassign(
     `kctl topic reassign --plan plan.json`, `kctl topic reassign orders --cancel`,
     `kctl topic reassign --list`.
     """
+    from kctl.kafka import reassignments
+
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     if list_:
         if any(x is not None for x in (name, partition, replicas, plan)) or cancel:
@@ -482,6 +486,8 @@ def _requested_moves(
     if cancel:
         if replicas:
             raise KctlError("--cancel takes no --replicas", ExitCode.USAGE)
+        from kctl.kafka import reassignments
+
         keys = [
             k
             for k in reassignments.ongoing(conn)
@@ -602,6 +608,8 @@ def segments(
     active segment's files are preallocated for mmap, so "log bytes" (the record batches
     it holds) is smaller than its file sizes (in bytes; "-" for a file that does not exist).
     """
+    from kctl.topic import segments as segfiles  # reads record batches with brokerd's storage code
+
     state = localcluster.existing(cluster_dir)
     rows = segfiles.list_segments(state, topics.validate_name(name), partition)
     if not rows:

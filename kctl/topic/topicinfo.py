@@ -12,13 +12,16 @@ number from the same moment.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-from brokerd.state import ClusterState
 from kctl.cluster import snapshot
 from kctl.kafka import configs, offsets
 from kctl.kafka.client import Connection, TopicMetadata, fetch_metadata, find_topic
 from kctl.shell import console
 from kctl.shell.errors import KctlError
+
+if TYPE_CHECKING:
+    from brokerd.state import ClusterState
 
 LEADER_MOMENT_WAIT_S = 2.0  # brokers publish every 0.5 s; a leader just elected takes a little longer
 POLL_S = 0.1
@@ -44,6 +47,8 @@ def describe(conn: Connection, name: str) -> dict:
 
 def _local_state(conn: Connection, cluster_id: str | None) -> ClusterState | None:
     """The local state directory, only if it belongs to the cluster that answered."""
+    from brokerd.state import ClusterState  # when a command runs, not for --help
+
     state = ClusterState(conn.bootstrap.cluster_dir)
     if cluster_id is None or not state.exists() or state.cluster_id() != cluster_id:
         return None
