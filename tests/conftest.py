@@ -34,14 +34,30 @@ def cluster(cluster_factory):
     return cluster_factory(1)
 
 
+SHARED_SCOPES = ("package", "module", "class")
+
+
+def _shares_a_fixture(item) -> bool:
+    """Whether the test uses a fixture that lives longer than one test (a module's cluster)."""
+    return any(
+        fixturedef.scope in SHARED_SCOPES
+        for fixturedefs in item._fixtureinfo.name2fixturedefs.values()
+        for fixturedef in fixturedefs
+    )
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
-    """Parallel runs (`--dist loadgroup`) keep each module on one worker, so a module's shared
-    cluster starts once, and every Spark test on one worker, so one JVM serves them all."""
+    """Parallel runs (`--dist loadgroup`) keep together the tests of a module that share a
+    fixture, so its cluster starts once, and every Spark test, so one JVM serves them all;
+    every other test goes to whichever worker is free, so a long module spreads out."""
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            group = "spark" if item.get_closest_marker("spark") else item.module.__name__
-            item.add_marker(pytest.mark.xdist_group(group))
+        if item.get_closest_marker("xdist_group") is not None:
+            continue
+        if item.get_closest_marker("spark"):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+        elif _shares_a_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 @pytest.fixture(scope="session")
