@@ -4,7 +4,8 @@ One fault at a time, on the local cluster's real daemons, through the same opera
 `kctl broker`: kill -9 a broker and start it again, pause it (SIGSTOP) and resume it
 (SIGCONT), kill -9 whichever broker is the controller, or throttle what a broker copies from
 its leaders; on request, faults that overlap (lone-broker, kill-pause). Each fault lasts
---fault-duration, then is healed; the next starts --fault-interval later. Kinds take turns,
+--fault-duration, then is healed; the next starts --fault-interval later (with --fault-count,
+until that many were injected and healed: `finished` is set then). Kinds take turns,
 and the broker is drawn at random (seeded, so a run can be repeated). Every start and end
 goes to the history with its time; `heal_all` undoes whatever is still in effect, so a run
 never leaves a broker paused or dead.
@@ -49,6 +50,7 @@ class Nemesis(threading.Thread):
         duration: float,
         seed: int | None,
         say: Callable[[str], None],
+        fault_count: int | None = None,
     ):
         super().__init__(name=PROCESS, daemon=True)
         self.state = state
@@ -58,7 +60,9 @@ class Nemesis(threading.Thread):
         self.duration = duration
         self.random = random.Random(seed)
         self.say = say
+        self.fault_count = fault_count
         self.stopping = threading.Event()
+        self.finished = threading.Event()  # fault_count faults injected and healed, or failed
         self.active: Active | None = None
         self.injected = 0
         self.error: BaseException | None = None
@@ -66,13 +70,19 @@ class Nemesis(threading.Thread):
     def run(self) -> None:
         try:
             turn = 0
-            while not self.stopping.wait(self.interval):
+            while not self._done() and not self.stopping.wait(self.interval):
                 self._inject(self.kinds[turn % len(self.kinds)])
                 turn += 1
                 self.stopping.wait(self.duration)
                 self.heal()
         except BaseException as exc:  # reported by the command, after healing
             self.error = exc
+        finally:
+            self.finished.set()
+
+    def _done(self) -> bool:
+        """Whether --fault-count faults have been injected (each healed before the next)."""
+        return self.fault_count is not None and self.injected >= self.fault_count
 
     def stop(self) -> None:
         """Stop injecting and heal what is in effect."""
