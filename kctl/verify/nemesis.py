@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from brokerd.state import ClusterState
-from kctl.cluster import brokerctl, brokerview
+from kctl.cluster import brokerctl, brokerview, localcluster
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.verify.history import HistoryWriter
@@ -27,6 +27,11 @@ from kctl.verify.history import HistoryWriter
 DEFAULT_KINDS = ("kill", "pause", "kill-controller", "throttle")
 KINDS = (*DEFAULT_KINDS, "lone-broker", "kill-pause")
 THROTTLE_BYTES_PER_S = 20_000
+# How long a broker the nemesis starts again may take to answer. A second on an idle machine,
+# but tens on a busy one; a heal given up on (as `kctl broker start` does after 10 s) would
+# leave the cluster a broker short for the rest of the run, and with it maybe a group
+# coordinator or a transaction coordinator whose partition only that broker held.
+HEAL_READY_TIMEOUT_S = 6 * localcluster.READY_TIMEOUT_S
 PROCESS = "nemesis"
 
 
@@ -211,9 +216,9 @@ class Nemesis(threading.Thread):
             if active.kind in ("lone-broker", "kill-pause"):
                 self._resume(active)
                 if active.killed:
-                    brokerctl.start(self.state, active.broker)
+                    brokerctl.start(self.state, active.broker, HEAL_READY_TIMEOUT_S)
             elif active.kind in ("kill", "kill-controller"):
-                brokerctl.start(self.state, active.broker)
+                brokerctl.start(self.state, active.broker, HEAL_READY_TIMEOUT_S)
             elif active.kind == "pause":
                 brokerctl.resume(self.state, active.broker)
             else:
