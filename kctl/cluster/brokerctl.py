@@ -100,8 +100,11 @@ def parse_byte_rate(text: str) -> int:
     return rate
 
 
-def start(state: ClusterState, broker_id: int) -> BrokerView:
-    """Start one dead broker again, on its planned port, with its data and the cluster's settings."""
+def start(
+    state: ClusterState, broker_id: int, ready_timeout: float = localcluster.READY_TIMEOUT_S
+) -> BrokerView:
+    """Start one dead broker again, on its planned port, with its data and the cluster's
+    settings; it is stopped again unless it answers within `ready_timeout`."""
     broker = lookup(state, broker_id)
     if broker.state != brokerview.DEAD:
         raise KctlError(
@@ -109,7 +112,7 @@ def start(state: ClusterState, broker_id: int) -> BrokerView:
         )
     planned = state.planned_brokers()
     settings = brokerconfig.effective(brokerconfig.remembered(state.cluster_dir), len(planned))
-    localcluster.start_missing(state, {broker_id: planned[broker_id]}, settings)
+    localcluster.start_missing(state, {broker_id: planned[broker_id]}, settings, ready_timeout)
     return lookup(state, broker_id)
 
 

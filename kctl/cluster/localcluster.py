@@ -91,15 +91,19 @@ def ensure_port_free(port: int, broker_id: int | None = None) -> None:
 
 
 def start_missing(
-    state: ClusterState, ports: dict[int, int], settings: dict[str, str]
+    state: ClusterState,
+    ports: dict[int, int],
+    settings: dict[str, str],
+    ready_timeout: float = READY_TIMEOUT_S,
 ) -> dict[int, subprocess.Popen]:
-    """Start those of `ports`' brokers that are not running and wait until they all answer."""
+    """Start those of `ports`' brokers that are not running and wait until they all answer
+    (within `ready_timeout`)."""
     running = {b.id for b in brokerview.view(state) if b.state != brokerview.DEAD}
     missing = {i: p for i, p in ports.items() if i not in running}
     for broker_id, port in missing.items():
         ensure_port_free(port, broker_id)
     procs = {i: start(state, i, p, settings) for i, p in missing.items()}
-    wait_ready(state, procs)
+    wait_ready(state, procs, ready_timeout)
     return procs
 
 

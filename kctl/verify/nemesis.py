@@ -4,7 +4,8 @@ One fault at a time, on the local cluster's real daemons, through the same opera
 `kctl broker`: kill -9 a broker and start it again, pause it (SIGSTOP) and resume it
 (SIGCONT), kill -9 whichever broker is the controller, or throttle what a broker copies from
 its leaders; on request, faults that overlap (lone-broker, kill-pause). Each fault lasts
---fault-duration, then is healed; the next starts --fault-interval later. Kinds take turns,
+--fault-duration, then is healed; the next starts --fault-interval later (with --fault-count,
+until that many were injected and healed: `finished` is set then). Kinds take turns,
 and the broker is drawn at random (seeded, so a run can be repeated). Every start and end
 goes to the history with its time; `heal_all` undoes whatever is still in effect, so a run
 never leaves a broker paused or dead.
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from brokerd.state import ClusterState
-from kctl.cluster import brokerctl, brokerview
+from kctl.cluster import brokerctl, brokerview, localcluster
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.verify.history import HistoryWriter
@@ -26,6 +27,11 @@ from kctl.verify.history import HistoryWriter
 DEFAULT_KINDS = ("kill", "pause", "kill-controller", "throttle")
 KINDS = (*DEFAULT_KINDS, "lone-broker", "kill-pause")
 THROTTLE_BYTES_PER_S = 20_000
+# How long a broker the nemesis starts again may take to answer. A second on an idle machine,
+# but tens on a busy one; a heal given up on (as `kctl broker start` does after 10 s) would
+# leave the cluster a broker short for the rest of the run, and with it maybe a group
+# coordinator or a transaction coordinator whose partition only that broker held.
+HEAL_READY_TIMEOUT_S = 6 * localcluster.READY_TIMEOUT_S
 PROCESS = "nemesis"
 
 
@@ -49,6 +55,7 @@ class Nemesis(threading.Thread):
         duration: float,
         seed: int | None,
         say: Callable[[str], None],
+        fault_count: int | None = None,
     ):
         super().__init__(name=PROCESS, daemon=True)
         self.state = state
@@ -58,7 +65,9 @@ class Nemesis(threading.Thread):
         self.duration = duration
         self.random = random.Random(seed)
         self.say = say
+        self.fault_count = fault_count
         self.stopping = threading.Event()
+        self.finished = threading.Event()  # fault_count faults injected and healed, or failed
         self.active: Active | None = None
         self.injected = 0
         self.error: BaseException | None = None
@@ -66,13 +75,19 @@ class Nemesis(threading.Thread):
     def run(self) -> None:
         try:
             turn = 0
-            while not self.stopping.wait(self.interval):
+            while not self._done() and not self.stopping.wait(self.interval):
                 self._inject(self.kinds[turn % len(self.kinds)])
                 turn += 1
                 self.stopping.wait(self.duration)
                 self.heal()
         except BaseException as exc:  # reported by the command, after healing
             self.error = exc
+        finally:
+            self.finished.set()
+
+    def _done(self) -> bool:
+        """Whether --fault-count faults have been injected (each healed before the next)."""
+        return self.fault_count is not None and self.injected >= self.fault_count
 
     def stop(self) -> None:
         """Stop injecting and heal what is in effect."""
@@ -201,9 +216,9 @@ class Nemesis(threading.Thread):
             if active.kind in ("lone-broker", "kill-pause"):
                 self._resume(active)
                 if active.killed:
-                    brokerctl.start(self.state, active.broker)
+                    brokerctl.start(self.state, active.broker, HEAL_READY_TIMEOUT_S)
             elif active.kind in ("kill", "kill-controller"):
-                brokerctl.start(self.state, active.broker)
+                brokerctl.start(self.state, active.broker, HEAL_READY_TIMEOUT_S)
             elif active.kind == "pause":
                 brokerctl.resume(self.state, active.broker)
             else:

@@ -135,6 +135,17 @@ def run(
     fault_duration: Annotated[
         str, typer.Option("--fault-duration", metavar="DURATION", help="How long each fault lasts.")
     ] = "2s",
+    fault_count: Annotated[
+        int | None,
+        typer.Option(
+            "--fault-count",
+            metavar="N",
+            min=1,
+            show_default=False,
+            help="Stop once the nemesis has injected and healed N faults, Jepsen-style, instead of at "
+            "the time limit, which still bounds the run: fewer faults by then is reported as a failure.",
+        ),
+    ] = None,
     seed: Annotated[
         int | None,
         typer.Option("--seed", show_default=False, help="Seed of the nemesis's choice of brokers."),
@@ -163,6 +174,8 @@ def run(
     if txn and acks != "all":
         raise KctlError("--txn needs --acks all: transactional producers are idempotent", ExitCode.USAGE)
     fault_kinds = nemesis.parse_kinds(kinds)
+    if fault_count is not None and not faults:
+        raise KctlError("--fault-count needs faults: drop --no-faults", ExitCode.USAGE)
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     if faults and not clientprops.is_local(conn.bootstrap):
         raise KctlError(
@@ -208,6 +221,7 @@ def run(
                 parse_duration(fault_duration, "--fault-duration"),
                 seed,
                 console.info,
+                fault_count,
             )
         problems = _run(conn, plan, recorder, nem, limit_s)
     finally:
@@ -238,9 +252,10 @@ def _run(
     nem: nemesis.Nemesis | None,
     limit_s: float,
 ) -> list[str]:
-    """The workload for `limit_s` (Ctrl-C ends it early) under the nemesis, then the final read
-    once every fault is healed. What went wrong with a client or the nemesis is returned, to be
-    reported after the verdict: the history still holds everything they did."""
+    """The workload for `limit_s` (or until --fault-count faults; Ctrl-C ends it early) under
+    the nemesis, then the final read once every fault is healed. What went wrong with a client
+    or the nemesis is returned, to be reported after the verdict: the history still holds
+    everything they did."""
     load = workload.Workload(conn, plan, recorder)
     load.start()
     errors: dict[str, BaseException] = {}
@@ -248,7 +263,7 @@ def _run(
         if nem is not None:
             nem.start()
         try:
-            time.sleep(limit_s)
+            _workload_time(nem, limit_s)
         except KeyboardInterrupt:
             console.info("interrupted: stopping the workload, then the final read")
     finally:
@@ -260,16 +275,32 @@ def _run(
             errors = load.stop()
     console.info("final read: every partition from its start")
     reached = load.final_read(FINAL_READ_TIMEOUT_S)
-    if not all(reached.values()):
+    if reached is None:
+        errors[history.FINAL] = workload.left_behind(FINAL_READ_TIMEOUT_S + workload.CLOSE_TIMEOUT_S)
+    elif not all(reached.values()):
         short = ", ".join(str(p) for p, r in reached.items() if not r)
         console.warn(
             f"the final read did not reach the end of partition(s) {short} in {FINAL_READ_TIMEOUT_S:g}s"
         )
     if nem is not None and nem.error is not None:
         errors[nemesis.PROCESS] = nem.error
+    elif nem is not None and nem.fault_count is not None and nem.injected < nem.fault_count:
+        errors[nemesis.PROCESS] = KctlError(
+            f"{nem.injected} of the {nem.fault_count} faults of --fault-count injected within "
+            f"the time limit ({limit_s:g}s)"
+        )
     for name, error in errors.items():
         console.warn(f"{name} stopped early: {_describe(error)}")
     return [f"{name}: {_describe(error)}" for name, error in errors.items()]
+
+
+def _workload_time(nem: nemesis.Nemesis | None, limit_s: float) -> None:
+    """The workload's time: the time limit, or less once the nemesis has injected and healed
+    --fault-count faults."""
+    if nem is None or nem.fault_count is None:
+        time.sleep(limit_s)
+    else:
+        nem.finished.wait(limit_s)
 
 
 def _describe(error: BaseException) -> str:

@@ -39,6 +39,14 @@ TXN_PARTITIONS = 3  # partitions each transaction writes to (at most the topic's
 ABORT_EVERY = 4  # every fourth transaction is aborted on purpose
 GROUP_SETTINGS = {"session.timeout.ms": 10000, "heartbeat.interval.ms": 1000}
 CLOSE_TIMEOUT_S = 30.0
+# How long stopping may take. librdkafka bounds a writer's last flush, commit or abort by
+# CLOSE_TIMEOUT_S each (a transactional writer may need two: its transaction's end, then the
+# flush), but a group member's synchronous commit and its close wait for the group coordinator
+# without a timeout of their own. By three session timeouts the coordinator has evicted the
+# member and librdkafka has given up on it many times over: one still stuck is left behind
+# and reported, so the run goes on to the final read and its verdict instead of hanging.
+WRITERS_STOP_TIMEOUT_S = 2 * CLOSE_TIMEOUT_S
+GROUP_STOP_TIMEOUT_S = 3 * GROUP_SETTINGS["session.timeout.ms"] / 1000
 
 
 @dataclass(frozen=True)
@@ -341,24 +349,47 @@ class Workload:
         self.readers: list[Worker] = [
             GroupMember(i, conn, plan, history, self.stop_reading) for i in range(plan.consumers)
         ]
+        self.writers_stop_timeout_s = WRITERS_STOP_TIMEOUT_S
+        self.group_stop_timeout_s = GROUP_STOP_TIMEOUT_S
 
     def start(self) -> None:
         for worker in self.readers + self.writers:
             worker.start()
 
     def stop(self) -> dict[str, BaseException]:
-        """Stop writing (flushing what is in flight), then the group; each failed worker's error."""
+        """Stop writing (flushing what is in flight), then the group; each failed worker's
+        error, and for each one that did not stop in time, that it was left running."""
         self.stop_writing.set()
-        for worker in self.writers:
-            worker.join()
+        stuck = _join(self.writers, self.writers_stop_timeout_s)
         self.stop_reading.set()
-        for worker in self.readers:
-            worker.join()
-        return {w.name: w.error for w in self.writers + self.readers if w.error is not None}
+        stuck |= _join(self.readers, self.group_stop_timeout_s)
+        errors = {w.name: w.error for w in self.writers + self.readers if w.error is not None}
+        return {**errors, **stuck}
 
-    def final_read(self, timeout: float) -> dict[int, bool]:
+    def final_read(self, timeout: float) -> dict[int, bool] | None:
         """Read every partition from its start to its end (read_committed: the last stable
-        offset) as the process `final`; partition -> whether the read got there in time."""
+        offset) as the process `final`, within `timeout`; partition -> whether the read got
+        there. None when its client had not returned even CLOSE_TIMEOUT_S later: the read is
+        left behind, and the history has no `final` line (what it did not reach is unseen)."""
+        reader = FinalRead(self.conn, self.plan, self.history, timeout)
+        reader.start()
+        reader.join(timeout + CLOSE_TIMEOUT_S)
+        if reader.error is not None:
+            raise reader.error
+        return None if reader.is_alive() else reader.reached
+
+
+class FinalRead(Worker):
+    """The final read, in a thread of its own so that a client call that never returns cannot
+    hang the command: every wait in it shares one deadline."""
+
+    def __init__(self, conn: Connection, plan: Plan, history: HistoryWriter, timeout: float):
+        super().__init__(FINAL, threading.Event())
+        self.conn, self.plan, self.history, self.timeout = conn, plan, history, timeout
+        self.reached: dict[int, bool] = {}
+
+    def work(self) -> None:
+        deadline = time.monotonic() + self.timeout
         reader = self.conn.consumer(
             {
                 "isolation.level": "read_committed",
@@ -366,18 +397,10 @@ class Workload:
                 "group.id": f"{self.plan.group}-final",
             }
         )
-        patient = replace(self.conn, timeout=timeout)  # leaders may still be moving after the faults
         try:
-            starts, ends, unknown = {}, {}, set()
-            for p in range(self.plan.partitions):
-                try:
-                    starts[p], ends[p] = consumers.watermarks(reader, patient, self.plan.topic, p)
-                except KctlError:  # no end to reach: what it reads is written, the rest is unseen
-                    starts[p], ends[p] = 0, -1
-                    unknown.add(p)
+            starts, ends, unknown = self._watermarks(reader, deadline)
             reached = {p: p not in unknown and ends[p] <= starts[p] for p in ends}
             consumers.assign(reader, self.plan.topic, starts)
-            deadline = time.monotonic() + timeout
             while not all(r for p, r in reached.items() if p not in unknown) and time.monotonic() < deadline:
                 batch = reader.consume(num_messages=POLL_BATCH, timeout=POLL_TIMEOUT_S)
                 records = []
@@ -396,9 +419,39 @@ class Workload:
                 ends={str(p): e for p, e in ends.items()},
                 reached={str(p): r for p, r in reached.items()},
             )
-            return reached
+            self.reached = reached
         finally:
             reader.close()
+
+    def _watermarks(
+        self, reader: Consumer, deadline: float
+    ) -> tuple[dict[int, int], dict[int, int], set[int]]:
+        """Each partition's start and end, asked until the deadline (leaders may still be
+        moving after the faults), and the partitions whose end is unknown by then: what the
+        read returns of those is written, the rest is unseen."""
+        starts, ends, unknown = {}, {}, set()
+        for p in range(self.plan.partitions):
+            patient = replace(self.conn, timeout=max(POLL_TIMEOUT_S, deadline - time.monotonic()))
+            try:
+                starts[p], ends[p] = consumers.watermarks(reader, patient, self.plan.topic, p)
+            except KctlError:
+                starts[p], ends[p] = 0, -1
+                unknown.add(p)
+        return starts, ends, unknown
+
+
+def _join(workers: list[Worker], timeout: float) -> dict[str, BaseException]:
+    """Wait for the workers to end, `timeout` in all; an error for each still running then
+    (a daemon thread, which does not keep the command from exiting)."""
+    deadline = time.monotonic() + timeout
+    for worker in workers:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    return {w.name: left_behind(timeout) for w in workers if w.is_alive()}
+
+
+def left_behind(timeout: float) -> KctlError:
+    """The error of a client thread that had not ended `timeout` seconds after it was asked to."""
+    return KctlError(f"did not end within {timeout:g}s (its Kafka client never returned); left behind")
 
 
 def settings_for(plan: Plan) -> dict[str, Any]:

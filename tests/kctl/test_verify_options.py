@@ -24,6 +24,7 @@ NOWHERE = f"127.0.0.1:{free_port()}"  # nothing listens: each refusal comes befo
         (["--nemesis", "kill,flood"], ExitCode.INVALID_INPUT, "invalid --nemesis 'kill,flood'"),
         (["--acks", "0", "--no-faults"], ExitCode.USAGE, "acks=0 gets no offsets back"),
         (["--acks", "1", "--txn", "--no-faults"], ExitCode.USAGE, "--txn needs --acks all"),
+        (["--fault-count", "20", "--no-faults"], ExitCode.USAGE, "--fault-count needs faults"),
         ([], ExitCode.USAGE, "add --no-faults to verify another cluster"),
     ],
 )

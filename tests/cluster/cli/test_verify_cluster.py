@@ -28,8 +28,10 @@ def test_verify_under_faults_reads_back_every_acknowledged_write(cluster_dir, tm
     run = kctl_in(
         cluster_dir,
         "verify",
+        "--fault-count",
+        "20",
         "--time-limit",
-        "30s",
+        "90s",  # a bound: killing and restarting brokers takes seconds on a busy machine
         "--rate",
         "100/s",
         "--txn",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
@@ -26,8 +27,13 @@ pytestmark = pytest.mark.slow
 
 TOPIC, PARTITIONS = "payments", 3
 LAG_MS = 3000
+SESSION_MS = 1500
+# Broker 2's lease runs out after broker.session.timeout.ms, then one controller round (every
+# 0.1 s; broker 3 first claims the controllership if 1 or 2 held it) moves the leaderships:
+# under 2 s on an idle machine, so this leaves room for one ten times slower.
+LEADERSHIPS_MOVED_S = 10 * (SESSION_MS / 1000 + 0.5)
 SETTINGS = {
-    "broker.session.timeout.ms": "1500",
+    "broker.session.timeout.ms": str(SESSION_MS),
     "replica.lag.time.max.ms": str(LAG_MS),
     "auto.leader.rebalance.enable": "false",
 }
@@ -112,6 +118,22 @@ class Load(threading.Thread):
             consumer.close()
 
 
+def pause_outside_the_state_lock(cluster, broker_id: int) -> None:
+    """SIGSTOP the broker while this test holds the state directory's write lock, so the broker
+    is not paused inside it (an ISR change or a producer id block being written): a paused
+    holder would keep every other broker from writing metadata, the controller's new leaders
+    too, until it is resumed. The fault under test is a paused broker, not a frozen cluster."""
+    with cluster.state.write_lock():
+        cluster.signal(broker_id, signal.SIGSTOP)
+        wait_until(lambda: stopped(cluster.procs[broker_id].pid), 10, f"broker {broker_id} to stop")
+
+
+def stopped(pid: int) -> bool:
+    """Whether the process is stopped by a signal (state T in /proc/PID/stat)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2] == "T"
+
+
 def partitions(cluster) -> list:
     return list(cluster.state.topics()[TOPIC].partitions.values())
 
@@ -130,10 +152,10 @@ def test_a_paused_leader_resumed_after_losing_its_leaderships_never_evicts_the_r
     try:
         wait_until(lambda: len(load.acked) > 300, 30, "300 acknowledged records")
         cluster.kill(1)
-        cluster.signal(2, signal.SIGSTOP)
+        pause_outside_the_state_lock(cluster, 2)
         wait_until(
             lambda: all(p.leader not in (1, 2) for p in partitions(cluster)),
-            20,
+            LEADERSHIPS_MOVED_S,
             "broker 1's and 2's leaderships to move while 2 is paused",
         )
         time.sleep(LAG_MS / 1000 + 1)  # past replica.lag.time.max.ms of broker 2's own clock
