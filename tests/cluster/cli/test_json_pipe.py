@@ -28,6 +28,9 @@ pytestmark = pytest.mark.timeout(120)
 
 PARTITIONS = 3
 BASE_TS = 1_600_000_000_000
+# The records are stamped in 2020: time-based retention (checked every
+# log.retention.check.interval.ms) would delete them mid-test, as Kafka would.
+KEEP_FOREVER = ("-c", "retention.ms=-1")
 
 
 def source_records():
@@ -98,7 +101,7 @@ def in_shell(directory, pipeline):
 @pytest.mark.cluster
 def test_consume_json_piped_into_produce_json_copies_a_topic(cluster):
     for topic in ("a", "b"):
-        kctl_in(cluster.dir, "topic", "create", topic, "-p", str(PARTITIONS))
+        kctl_in(cluster.dir, "topic", "create", topic, "-p", str(PARTITIONS), *KEEP_FOREVER)
     produce_source(cluster.bootstrap, "a")
 
     copied = in_shell(
@@ -234,7 +237,7 @@ def test_bad_lines_stop_the_records_and_say_why(line, error):
 
 @pytest.mark.cluster
 def test_filters_print_only_the_records_that_match(cluster):
-    kctl_in(cluster.dir, "topic", "create", "f", "-p", str(PARTITIONS))
+    kctl_in(cluster.dir, "topic", "create", "f", "-p", str(PARTITIONS), *KEEP_FOREVER)
     produce_source(cluster.bootstrap, "f")
 
     def offsets(*filters):
