@@ -51,9 +51,13 @@ def test_add_partitions_then_keyed_records_hash_over_the_new_count(cluster_dir):
 def test_reassign_moves_partitions_by_flags_and_plan(cluster_dir, tmp_path):
     kctl_in(cluster_dir, "cluster", "up")
     kctl_in(cluster_dir, "topic", "create", "demo", "-p", "3", "-r", "2")
-    kctl_in(cluster_dir, "produce", "demo", "--acks", "all", input="".join(f"r{i}\n" for i in range(100)))
+    for lines in (range(50), range(50, 100)):  # two produce runs: at least two batches a partition
+        kctl_in(cluster_dir, "produce", "demo", "--acks", "all", input="".join(f"r{i}\n" for i in lines))
     before = replicas(cluster_dir, "demo")
     target = [next(b for b in (1, 2, 3) if b not in before[0]), before[0][0]]
+    # At 100 B/s the new replica waits seconds after its first batch before it fetches the
+    # next, so --wait is sure to see the move in progress (unthrottled it may be over first).
+    kctl_in(cluster_dir, "broker", "throttle", str(target[0]), "--rate", "100")
     moved = kctl_in(
         cluster_dir,
         "topic",
@@ -65,7 +69,8 @@ def test_reassign_moves_partitions_by_flags_and_plan(cluster_dir, tmp_path):
         ",".join(map(str, target)),
         "--wait",
     )
-    assert "Reassignment complete." in moved.stderr and "adding [" in moved.stderr
+    assert "Reassignment complete." in moved.stderr and f"adding [{target[0]}]" in moved.stderr
+    kctl_in(cluster_dir, "broker", "throttle", str(target[0]), "--off")
     assert replicas(cluster_dir, "demo")[0] == target
     assert kctl_json(cluster_dir, "topic", "reassign", "--list") == []
 
