@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -17,10 +18,24 @@ from brokerd.state import ClusterState
 START_TIMEOUT_S = 15.0
 
 
+# Brokers' ports come from below Linux's ephemeral range (32768-60999), where no client's
+# outgoing connection can take one between its choice and the broker's bind, and from a
+# slice of their own per pytest-xdist worker, so parallel workers never pick the same one.
+PORT_SLICE = 1500
+_worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0) % 8
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port no process listens on now, from this worker's slice of 20000-31999."""
+    first = 20000 + _worker * PORT_SLICE
+    for port in random.sample(range(first, first + PORT_SLICE), PORT_SLICE):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise AssertionError(f"no free port in {first}-{first + PORT_SLICE - 1}")
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.02):
