@@ -1,13 +1,10 @@
-import os
-import signal
 import uuid
 
 import pytest
 
-from brokerd.state import ClusterState
 from tests.cluster_harness import LocalCluster
 from tests.kctl.cli import run_kctl
-from tests.kctl.local import KctlProcess
+from tests.kctl.local import KctlProcess, kill_leftovers
 from tests.kctl.mock_cluster import mock_cluster
 
 
@@ -89,9 +86,7 @@ def cluster_dir(tmp_path, isolated_env):
     directory = tmp_path / "cluster"
     yield directory
     run_kctl("cluster", "down", "--dir", str(directory), env=isolated_env)
-    for reg in ClusterState(directory).brokers():
-        if reg.alive:
-            os.kill(reg.pid, signal.SIGKILL)
+    kill_leftovers(directory)
 
 
 @pytest.fixture

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import threading
+from pathlib import Path
 
+from brokerd.state import ClusterState
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 
@@ -71,3 +75,11 @@ class KctlProcess:
         if self.proc.poll() is None:
             self.proc.kill()
         self.finish()
+
+
+def kill_leftovers(directory: Path) -> None:
+    """SIGKILL every broker of `directory` still alive (a paused one too: SIGKILL ends it)."""
+    if ClusterState(directory).exists():
+        for reg in ClusterState(directory).brokers():
+            if reg.alive:
+                os.kill(reg.pid, signal.SIGKILL)

@@ -15,8 +15,6 @@ an authorizer to keep its bindings in.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
@@ -30,7 +28,7 @@ from kctl.learn import catalogue
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import run_kctl
-from tests.kctl.local import kctl_in, kctl_json
+from tests.kctl.local import kctl_in, kctl_json, kill_leftovers
 
 pytestmark = [pytest.mark.cluster, pytest.mark.smoke, pytest.mark.timeout(120)]
 
@@ -48,14 +46,6 @@ class SmokeCluster:
 def fresh(prefix: str) -> str:
     """A name no other test uses, so tests on the shared cluster do not see each other."""
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def kill_leftovers(directory: Path) -> None:
-    """SIGKILL every broker of `directory` still alive (a paused one too: SIGKILL ends it)."""
-    if ClusterState(directory).exists():
-        for reg in ClusterState(directory).brokers():
-            if reg.alive:
-                os.kill(reg.pid, signal.SIGKILL)
 
 
 @pytest.fixture(scope="module")
