@@ -44,7 +44,8 @@ from brokerd.state import (
     StaleControllerEpoch,
     TopicRecord,
 )
-from brokerd.storage import LogConfig, validate_topic_name
+from brokerd.storage.log_config import LogConfig
+from brokerd.storage.topic_name import validate_topic_name
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from kafka.errors import (
 )
 
 from brokerd.state import IsrProposal, PartitionRecord
-from brokerd.storage import AppendInfo, PartitionLog
+from brokerd.storage.partition_log import AppendInfo, PartitionLog
 from brokerd.waiters import Waiters, wait_any
 
 log = logging.getLogger(__name__)

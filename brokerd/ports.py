@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from brokerd.replication.broker_client import BrokerClient
-from brokerd.storage import AppendInfo
+from brokerd.storage.partition_log import AppendInfo
 
 TopicPartition = tuple[str, int]
 

@@ -12,9 +12,10 @@ from kafka.errors import UnknownTopicOrPartitionError
 from brokerd.metadata.image import MetadataDelta, PartitionRecord
 from brokerd.partition import AlterIsr, Partition
 from brokerd.state import TopicRecord
-from brokerd.storage import LogConfig, PartitionLog
 from brokerd.storage.checkpoint import CheckpointFile
 from brokerd.storage.log_cleaner import LogCleaner
+from brokerd.storage.log_config import LogConfig
+from brokerd.storage.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 

@@ -33,8 +33,7 @@ from brokerd.security.acl import CLUSTER_NAME
 from brokerd.security.principal import Session
 from brokerd.security.standard_authorizer import StandardAuthorizer
 from brokerd.state import ClusterState
-from brokerd.storage import LogConfig
-from brokerd.storage.log_config import KEYS_BY_NAME
+from brokerd.storage.log_config import KEYS_BY_NAME, LogConfig
 
 TOPIC = 2
 BROKER = 4

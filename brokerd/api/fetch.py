@@ -25,7 +25,7 @@ from brokerd.api.services import BrokerServices
 from brokerd.fetch_session import CachedPartition, FetchContext, FetchManager, FetchSession
 from brokerd.partition import Partition
 from brokerd.replica_manager import ReplicaManager
-from brokerd.storage import last_offset_in
+from brokerd.storage.record_batch import last_offset_in
 from brokerd.waiters import wait_any
 
 READ_COMMITTED = 1

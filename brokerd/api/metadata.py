@@ -38,7 +38,7 @@ from brokerd.protocol.codec import response_element
 from brokerd.security.principal import Session
 from brokerd.security.standard_authorizer import StandardAuthorizer
 from brokerd.state import BrokerRegistration, PartitionRecord, TopicRecord
-from brokerd.storage import validate_topic_name
+from brokerd.storage.topic_name import validate_topic_name
 
 ZERO_TOPIC_ID = uuid.UUID(int=0)
 BROKER_ENDPOINTS = 1

@@ -27,7 +27,7 @@ from brokerd.partition import Partition
 from brokerd.protocol.api_versions import MIN_ACCEPTED_PRODUCE_VERSION
 from brokerd.security.standard_authorizer import StandardAuthorizer
 from brokerd.share.share_state import SHARE_STATE_TOPIC
-from brokerd.storage import AppendInfo
+from brokerd.storage.partition_log import AppendInfo
 from brokerd.storage.record_batch import CURRENT_MAGIC, HEADER_SIZE, MAGIC_POSITION, read_header
 
 ACKS = (0, 1, -1)

@@ -48,7 +48,7 @@ from brokerd.coordinator.offsets_topic import (
 )
 from brokerd.coordinator.records import InternalTopicCoordinator, build_batch, read_whole_log
 from brokerd.ports import HostedReplica, HostedReplicas, MetadataView, ReplicaLog, TopicPartition
-from brokerd.storage import AppendInfo
+from brokerd.storage.partition_log import AppendInfo
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from kafka.errors import NotCoordinatorError
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from brokerd.ports import MetadataView, ReplicaLog
-from brokerd.storage import iter_batch_spans
+from brokerd.storage.record_batch import iter_batch_spans
 
 READ_CHUNK_BYTES = 4 * 1024 * 1024
 NO_PRODUCER_ID = -1

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from brokerd.storage import read_header
+from brokerd.storage.record_batch import read_header
 
 Span = tuple[int, int, int, int]  # position, base offset, last offset, size
 

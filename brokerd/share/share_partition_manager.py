@@ -36,7 +36,7 @@ from brokerd.share.share_partition import (
 )
 from brokerd.share.share_state import ShareKey, ShareState
 from brokerd.share.state_persister import StatePersister
-from brokerd.storage import iter_batch_spans
+from brokerd.storage.record_batch import iter_batch_spans
 from brokerd.waiters import Waiters
 
 log = logging.getLogger(__name__)

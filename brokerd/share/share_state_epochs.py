@@ -26,7 +26,7 @@ from kafka.record.memory_records import MemoryRecords
 from brokerd.coordinator.records import read_whole_log
 from brokerd.ports import HostedReplica, HostedReplicas, ReplicaLog
 from brokerd.share.share_state import SHARE_STATE_TOPIC, ShareState
-from brokerd.storage import AppendInfo
+from brokerd.storage.partition_log import AppendInfo
 
 log = logging.getLogger(__name__)
 

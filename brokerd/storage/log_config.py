@@ -14,9 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
-from kafka.errors import InvalidConfigurationError
-
-from brokerd.storage.recompression import CODEC_IDS, PRODUCER, codec_available
+from brokerd.storage.compression_codecs import CODEC_IDS, PRODUCER, codec_available
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -396,16 +394,25 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
 KEYS_BY_NAME = {key.name: key for key in CONFIG_KEYS}
 
 
+def _invalid_configuration(message: str) -> Exception:
+    """kafka-python's INVALID_CONFIG error, imported only when a value is refused: kctl reads
+    this table for every command that shows topics, and kafka-python costs 0.2 s to import."""
+    from kafka.errors import InvalidConfigurationError
+
+    error: Exception = InvalidConfigurationError(message)
+    return error
+
+
 def _parse(key: ConfigKey, text: str | None) -> object:
     if text is None:  # CreateTopics allows null values on the wire; Kafka refuses them
-        raise InvalidConfigurationError(f"Null value not supported for configuration {key.name}")
+        raise _invalid_configuration(f"Null value not supported for configuration {key.name}")
     try:
         return key.parse(text)
     except NotANumber:
         reason = f"Not a number of type {key.config_type}"
     except ValueError as error:
         reason = str(error)
-    raise InvalidConfigurationError(f"Invalid value {text} for configuration {key.name}: {reason}")
+    raise _invalid_configuration(f"Invalid value {text} for configuration {key.name}: {reason}")
 
 
 @dataclass(frozen=True)
@@ -457,7 +464,7 @@ class LogConfig:
         """Validate explicit topic configs; unknown names and bad values raise InvalidConfigurationError."""
         unknown = sorted(set(configs) - KEYS_BY_NAME.keys())
         if unknown:
-            raise InvalidConfigurationError(f"Unknown topic config name: {', '.join(unknown)}")
+            raise _invalid_configuration(f"Unknown topic config name: {', '.join(unknown)}")
         # each key's parser returns the type of its attribute, which a dict cannot express
         values: dict[str, Any] = {
             key.attribute: _parse(key, configs.get(key.name, key.default)) for key in CONFIG_KEYS

@@ -22,6 +22,7 @@ from kafka import codec
 from kafka.errors import InvalidRecordError
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
+from brokerd.storage.compression_codecs import CODEC_IDS, PRODUCER
 from brokerd.storage.record_batch import (
     COMPRESSION_MASK,
     CRC_START,
@@ -30,16 +31,6 @@ from brokerd.storage.record_batch import (
     LOG_OVERHEAD,
     ByteBuffer,
 )
-
-PRODUCER = "producer"
-CODEC_IDS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-_AVAILABLE: dict[str, Callable[[], bool]] = {
-    "uncompressed": lambda: True,
-    "gzip": codec.has_gzip,
-    "snappy": codec.has_snappy,
-    "lz4": codec.has_lz4,
-    "zstd": codec.has_zstd,
-}
 
 _ENCODERS = {1: codec.gzip_encode, 2: codec.snappy_encode, 3: codec.lz4_encode, 4: codec.zstd_encode}
 # compression.gzip.level and compression.lz4.level, passed to the kafka-python encoders that
@@ -104,11 +95,6 @@ def records_of(batch: ByteBuffer, limit: int = MAX_DECOMPRESSED_BYTES) -> Defaul
     _ATTRIBUTES.pack_into(plain, ATTRIBUTES_POSITION, attributes & ~COMPRESSION_MASK)
     _LENGTH.pack_into(plain, LENGTH_POSITION, len(plain) - LOG_OVERHEAD)
     return DefaultRecordBatch(plain)
-
-
-def codec_available(name: str) -> bool:
-    """Whether this broker can write ``name`` (kafka-python needs the codec's Python module)."""
-    return _AVAILABLE[name]()
 
 
 def target_codec(compression_type: str, batch_codec: int) -> int | None:

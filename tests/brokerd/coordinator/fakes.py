@@ -10,7 +10,9 @@ import time
 
 from kafka.errors import NotLeaderForPartitionError, UnknownTopicOrPartitionError
 
-from brokerd.storage import AppendInfo, build_end_txn_marker, iter_batch_spans
+from brokerd.storage.control_batch import build_end_txn_marker
+from brokerd.storage.partition_log import AppendInfo
+from brokerd.storage.record_batch import iter_batch_spans
 
 TopicPartition = tuple[str, int]
 BROKER_ID = 1

@@ -14,7 +14,8 @@ import pytest
 from brokerd.partition import Partition
 from brokerd.replication.alter_partition import AlterPartitionManager
 from brokerd.state import ClusterState, IsrProposal, PartitionRecord, TopicRecord
-from brokerd.storage import LogConfig, PartitionLog
+from brokerd.storage.log_config import LogConfig
+from brokerd.storage.partition_log import PartitionLog
 from tests.brokerd.storage.conftest import make_batch
 
 pytestmark = pytest.mark.unit

@@ -15,7 +15,8 @@ from kafka.protocol.api_key import ApiKey
 from brokerd.partition import Partition
 from brokerd.replication.fetcher import ReplicaFetcher
 from brokerd.state import PartitionRecord
-from brokerd.storage import LogConfig, PartitionLog
+from brokerd.storage.log_config import LogConfig
+from brokerd.storage.partition_log import PartitionLog
 from tests.brokerd.storage.conftest import make_batch
 
 pytestmark = pytest.mark.unit

@@ -20,7 +20,8 @@ from brokerd.share.share_state import SHARE_STATE_TOPIC, ShareKey, ShareState
 from brokerd.share.share_state_epochs import ShareStateEpochs
 from brokerd.share.state_persister import ShareStateTopic
 from brokerd.state import PartitionRecord
-from brokerd.storage import LogConfig, PartitionLog
+from brokerd.storage.log_config import LogConfig
+from brokerd.storage.partition_log import PartitionLog
 
 pytestmark = pytest.mark.unit
 

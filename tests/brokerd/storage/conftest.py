@@ -8,7 +8,8 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from brokerd.storage import LogConfig, PartitionLog
+from brokerd.storage.log_config import LogConfig
+from brokerd.storage.partition_log import PartitionLog
 
 NONE, GZIP, LZ4 = 0, 1, 3
 

@@ -1,7 +1,8 @@
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
-from brokerd.storage import COMMIT, EndTxnMarker, build_end_txn_marker, read_end_txn_marker, read_header
+from brokerd.storage.control_batch import COMMIT, EndTxnMarker, build_end_txn_marker, read_end_txn_marker
+from brokerd.storage.record_batch import read_header
 from tests.brokerd.storage.conftest import make_batch
 
 pytestmark = pytest.mark.unit

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from brokerd.storage import TimestampOffset, read_header
 from brokerd.storage.offset_index import OffsetIndex
-from brokerd.storage.time_index import TimeIndex
+from brokerd.storage.record_batch import read_header
+from brokerd.storage.time_index import TimeIndex, TimestampOffset
 from tests.brokerd.storage.conftest import crash, make_batch, records
 
 pytestmark = pytest.mark.unit

@@ -1,7 +1,7 @@
 import pytest
 from kafka.errors import InvalidConfigurationError
 
-from brokerd.storage import LogConfig
+from brokerd.storage.log_config import LogConfig
 
 pytestmark = pytest.mark.unit
 

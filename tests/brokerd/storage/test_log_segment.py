@@ -3,9 +3,10 @@ import struct
 import crc32c
 import pytest
 
-from brokerd.storage import LogConfig, iter_batch_headers
+from brokerd.storage.log_config import LogConfig
 from brokerd.storage.log_segment import LogSegment, segment_path
 from brokerd.storage.log_validator import stamp_batch
+from brokerd.storage.record_batch import iter_batch_headers
 from brokerd.storage.time_index import TimestampOffset
 from tests.brokerd.storage.conftest import GZIP, LZ4, NONE, make_batch, records
 

@@ -7,7 +7,8 @@ from kafka.errors import InvalidProducerEpochError, InvalidTxnStateError, Transa
 
 from brokerd.partition import Partition
 from brokerd.state import PartitionRecord
-from brokerd.storage import LogConfig, PartitionLog
+from brokerd.storage.log_config import LogConfig
+from brokerd.storage.partition_log import PartitionLog
 from brokerd.storage.transaction_index import AbortedTxn
 from tests.brokerd.storage.conftest import crash, make_batch, records
 

@@ -1,7 +1,7 @@
 import pytest
 from kafka.errors import InvalidTimestampError
 
-from brokerd.storage import LogConfig
+from brokerd.storage.log_config import LogConfig
 from brokerd.storage.log_validator import validate_client_batch, validate_timestamps
 from tests.brokerd.storage.conftest import make_batch
 

@@ -8,9 +8,12 @@ from kafka.errors import (
     OutOfOrderSequenceNumberError,
 )
 
-from brokerd.storage import LogConfig, PartitionLog, TimestampOffset, iter_batch_headers
 from brokerd.storage.leader_epoch_cache import LeaderEpochFileCache
+from brokerd.storage.log_config import LogConfig
 from brokerd.storage.log_loader import CLEAN_SHUTDOWN_FILE
+from brokerd.storage.partition_log import PartitionLog
+from brokerd.storage.record_batch import iter_batch_headers
+from brokerd.storage.time_index import TimestampOffset
 from tests.brokerd.storage.conftest import GZIP, LZ4, NONE, make_batch, records
 
 pytestmark = pytest.mark.unit

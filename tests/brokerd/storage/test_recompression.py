@@ -3,7 +3,7 @@
 import pytest
 from kafka.errors import InvalidConfigurationError
 
-from brokerd.storage import LogConfig
+from brokerd.storage.log_config import LogConfig
 from tests.brokerd.storage.conftest import GZIP, LZ4, NONE, make_batch, records
 
 pytestmark = pytest.mark.unit

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from brokerd.storage import iter_batch_headers
 from brokerd.storage.leader_epoch_cache import LEADER_EPOCH_CHECKPOINT, LeaderEpochFileCache
 from brokerd.storage.log_loader import RECOVERY_POINT_CHECKPOINT
 from brokerd.storage.log_validator import stamp_batch
+from brokerd.storage.record_batch import iter_batch_headers
 from tests.brokerd.storage.conftest import crash, make_batch, records
 
 pytestmark = pytest.mark.unit
@@ -168,7 +168,8 @@ def test_opening_a_small_log_after_a_crash_is_fast(open_log):
 PRODUCER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from brokerd.storage import LogConfig, PartitionLog
+    from brokerd.storage.log_config import LogConfig
+    from brokerd.storage.partition_log import PartitionLog
     from tests.brokerd.storage.conftest import make_batch
 
     log = PartitionLog.open(Path(sys.argv[1]), LogConfig.from_configs({"segment.bytes": "65536"}))

@@ -1,7 +1,7 @@
 import pytest
 from kafka.errors import InvalidTopicError
 
-from brokerd.storage import parse_partition_dir_name, partition_dir_name, validate_topic_name
+from brokerd.storage.topic_name import parse_partition_dir_name, partition_dir_name, validate_topic_name
 
 pytestmark = pytest.mark.unit
 

@@ -2,7 +2,7 @@ import struct
 
 import pytest
 
-from brokerd.storage import AbortedTxn, TransactionIndex
+from brokerd.storage.transaction_index import AbortedTxn, TransactionIndex
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from brokerd.storage import iter_batch_headers
+from brokerd.storage.record_batch import iter_batch_headers
 from tests.cluster_harness import wait_until
 from tests.kafka_helpers import create_topic
 

@@ -18,7 +18,8 @@ from brokerd.fetch_session import CachedPartition, FetchSession, FetchSessionCac
 from brokerd.metadata.image import PartitionRecord
 from brokerd.partition import Partition
 from brokerd.replication.fetch_session_handler import FetchSessionHandler
-from brokerd.storage import LogConfig, PartitionLog
+from brokerd.storage.log_config import LogConfig
+from brokerd.storage.partition_log import PartitionLog
 from tests.brokerd.storage.conftest import records
 from tests.cluster_harness import running_cluster, wait_until
 from tests.kafka_helpers import RawClient, create_topic, request_partitions, transactional_producer
