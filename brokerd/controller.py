@@ -14,11 +14,13 @@ asked to auto-create.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Concatenate, ParamSpec, TypeVar
 
 from kafka.errors import (
     ElectionNotNeededError,
@@ -300,6 +302,30 @@ def _elect_back(
     return decided
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def answered_as_not_controller(
+    request: Callable[Concatenate[Controller, P], R],
+) -> Callable[Concatenate[Controller, P], R]:
+    """An admin request's write refused because another broker claimed a newer controller
+    epoch meanwhile: this broker resigns and answers NOT_CONTROLLER, which clients retry at the
+    new controller (as Kafka's brokers answer for a controller that moved), not an unknown error."""
+
+    @functools.wraps(request)
+    def guarded(controller: Controller, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return request(controller, *args, **kwargs)
+        except StaleControllerEpoch as exc:
+            controller._fenced(str(exc))
+            raise NotControllerError(
+                f"broker {controller.broker_id} is no longer the controller ({exc})"
+            ) from exc
+
+    return guarded
+
+
 class Controller:
     def __init__(
         self,
@@ -461,6 +487,7 @@ class Controller:
             raise NotControllerError(f"broker {self.broker_id} is not the controller")
         return self.epoch
 
+    @answered_as_not_controller
     def create_topic(
         self,
         name: str,
@@ -508,6 +535,7 @@ class Controller:
         )
         return record
 
+    @answered_as_not_controller
     def create_partitions(
         self,
         name: str,
@@ -555,6 +583,7 @@ class Controller:
                 topic.partitions[p] = new_partition(p, replicas)
         log.info("topic %s grew from %d to %d partitions", name, current, count)
 
+    @answered_as_not_controller
     def elect_leaders(
         self, election: str, wanted: list[tuple[str, int]] | None, live_brokers: list[int]
     ) -> dict[tuple[str, int], Exception | None]:
@@ -584,6 +613,7 @@ class Controller:
                 log.info("%s-%d: %s leader elected", topic, index, election)
         return results
 
+    @answered_as_not_controller
     def reassign_partitions(
         self, targets: dict[tuple[str, int], list[int] | None], live_brokers: list[int]
     ) -> dict[tuple[str, int], Exception | None]:
@@ -610,6 +640,7 @@ class Controller:
                 log.info("%s-%d: reassignment to %s", topic, index, targets[(topic, index)])
         return results
 
+    @answered_as_not_controller
     def delete_topic(self, name: str) -> None:
         epoch = self._require_active()
         with self.state.update_topics(epoch) as topics:
