@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import random
 import signal
@@ -16,6 +17,11 @@ from pathlib import Path
 from brokerd.state import ClusterState
 
 START_TIMEOUT_S = 15.0
+
+# Brokers are forked from one process per test worker that has imported brokerd once: an
+# import costs about 0.45 s of CPU, which hundreds of broker starts paid again each time.
+_FORKSERVER = multiprocessing.get_context("forkserver")
+_FORKSERVER.set_forkserver_preload(["brokerd.main", "tests.cluster_harness"])
 
 
 # Brokers' ports come from below Linux's ephemeral range (32768-60999), where no client's
@@ -94,7 +100,7 @@ class LocalCluster:
         self.overrides = overrides or {}
         self.listener_protocol = listener_protocol  # each broker's one listener, if not PLAINTEXT
         self.state.initialize({i: free_port() for i in range(1, brokers + 1)})
-        self.procs: dict[int, subprocess.Popen] = {}
+        self.procs: dict[int, BrokerProcess] = {}
 
     @property
     def ports(self) -> dict[int, int]:
@@ -111,10 +117,7 @@ class LocalCluster:
             self.wait_serving(bid)
 
     def _spawn(self, broker_id: int) -> None:
-        cmd = [
-            sys.executable,
-            "-m",
-            "brokerd",
+        argv = [
             "--cluster-dir",
             str(self.dir),
             "--broker-id",
@@ -123,13 +126,12 @@ class LocalCluster:
             str(self.ports[broker_id]),
         ]
         for name, value in self.overrides.items():
-            cmd += ["-o", f"{name}={value}"]
+            argv += ["-o", f"{name}={value}"]
         if self.listener_protocol is not None:
-            cmd += ["-o", f"listeners={self.listener_protocol}://127.0.0.1:{self.ports[broker_id]}"]
+            argv += ["-o", f"listeners={self.listener_protocol}://127.0.0.1:{self.ports[broker_id]}"]
         log_path = self.state.broker_dir(broker_id) / "broker.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as log:
-            self.procs[broker_id] = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+        self.procs[broker_id] = BrokerProcess(argv, log_path)
 
     def wait_serving(self, broker_id: int) -> None:
         proc = self.procs[broker_id]
@@ -174,3 +176,48 @@ class LocalCluster:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait(timeout)
+
+
+def _serve(argv: list[str], log_path: str) -> None:
+    """A broker process: brokerd's own entry point, its output appended to its log."""
+    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    from brokerd.main import main
+
+    sys.exit(main(argv))
+
+
+class BrokerProcess:
+    """One brokerd process forked from the test worker's forkserver, with the part of
+    subprocess.Popen's interface the tests use (pid, poll, wait, signals, returncode)."""
+
+    def __init__(self, argv: list[str], log_path: Path):
+        # daemon: a worker that exits (or is interrupted) with brokers running stops them
+        self._process = _FORKSERVER.Process(target=_serve, args=(argv, str(log_path)), daemon=True)
+        self._process.start()
+        self.pid: int = self._process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.exitcode
+
+    def poll(self) -> int | None:
+        return self._process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self._process.join(timeout)
+        if self._process.exitcode is None:
+            raise subprocess.TimeoutExpired(f"broker {self.pid}", timeout or 0)
+        return self._process.exitcode
+
+    def send_signal(self, sig: int) -> None:
+        if self._process.exitcode is None:
+            os.kill(self.pid, sig)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
