@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable
 
 from filelock import FileLock
-from kafka.errors import TopicAlreadyExistsError
+from kafka.errors import NotControllerError, TopicAlreadyExistsError
 
 from brokerd.api import build_handlers
 from brokerd.config import BrokerConfig
@@ -398,7 +398,9 @@ class Broker:
     def auto_create_topic(self, name: str) -> TopicRecord | None:
         """Create a topic a client asked for by name (auto.create.topics.enable).
 
-        Only the controller creates topics; another broker leaves a request for it.
+        Only the controller creates topics; another broker leaves a request for it, and so
+        does a controller that finds another has taken over: the client is answered as while
+        the topic is being created (LEADER_NOT_AVAILABLE, COORDINATOR_NOT_AVAILABLE) and asks again.
         """
         if not self.controller.is_active:
             self.state.request_topic_creation(name)
@@ -409,6 +411,9 @@ class Broker:
             self.controller.create_topic(name, partitions, replication, configs, live)
         except TopicAlreadyExistsError:
             pass  # created a moment ago by another request; our cache had not caught up yet
+        except NotControllerError:
+            self.state.request_topic_creation(name)
+            return None
         self.refresh_metadata()
         return self.topics.get(name)
 

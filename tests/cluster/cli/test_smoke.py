@@ -189,7 +189,15 @@ def test_broker_faults_show_in_the_list_and_heal(cluster):
         kctl_in(cluster.dir, "broker", "pause", "2")
         kctl_in(cluster.dir, "broker", "kill", "3")
         kctl_in(cluster.dir, "broker", "throttle", "1", "--rate", "64KB/s")
-        listed = kctl_json(cluster.dir, "broker", "list")
+        # paused is what kctl reports once the frozen broker's lease has run out (its session
+        # timeout), which the three commands above may take less time than
+        listed = wait_until(
+            lambda: (found := kctl_json(cluster.dir, "broker", "list"))
+            and found["brokers"][1]["state"] != "alive"
+            and found,
+            10,
+            "broker 2's lease to run out",
+        )
         assert {b["id"]: b["state"] for b in listed["brokers"]} == {1: "alive", 2: "paused", 3: "dead"}
         assert listed["brokers"][0]["replication_throttle_bytes_per_s"] == 64000
     finally:
