@@ -55,6 +55,21 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.xdist_group("spark"))
         elif _shares_a_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    _longest_first(items)
+
+
+LENGTH_RANK = {"spark": 0, "slow": 1}  # every other tier after them
+
+
+def _longest_first(items: list[pytest.Item]) -> None:
+    """Workers take modules in collection order: the Spark tests (one worker's chain of a
+    few minutes) and the slow modules go first, so no long test starts last while the other
+    workers idle. Modules move whole; tests keep their order within a module."""
+    rank: dict[str, int] = {}
+    for item in items:
+        tiers = [LENGTH_RANK.get(mark.name, len(LENGTH_RANK)) for mark in item.iter_markers()]
+        rank[item.module.__name__] = min([rank.get(item.module.__name__, len(LENGTH_RANK)), *tiers])
+    items.sort(key=lambda item: rank[item.module.__name__])
 
 
 @pytest.fixture(scope="session")

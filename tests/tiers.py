@@ -3,8 +3,9 @@
 Every test is in exactly one of `unit`, `cluster`, `spark` and `slow` (registered in
 pyproject.toml), so that `scripts/test --quick` can run every unit test and nothing else
 slow. A test in no tier or in two stops the run before anything executes, whatever `-m`
-selects, so a new module cannot slip in unmarked. A `unit` test that starts a broker, a
-kctl process or a JVM fails: that is what the other tiers are for.
+selects, so a new module cannot slip in unmarked. A `unit` test that starts a broker (a
+process or one forked by the cluster harness), a kctl process or a JVM fails: that is what
+the other tiers are for.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import subprocess
 from collections.abc import Iterator, Sequence
 
 import pytest
+
+from tests import cluster_harness
 
 SPEED_TIERS = ("unit", "cluster", "spark", "slow")
 
@@ -56,6 +59,11 @@ def unit_tests_stay_in_process(
     """Fail a `unit` test that starts a broker, kctl or Spark instead of letting it be slow."""
     if request.node.get_closest_marker("unit") is not None:
         original = subprocess.Popen.__init__
+
+        def refuse_brokers(*args: object, **kwargs: object) -> None:
+            pytest.fail("a unit test started a broker: mark it cluster or slow")
+
+        monkeypatch.setattr(cluster_harness.BrokerProcess, "__init__", refuse_brokers)
 
         def refuse_other_tiers(self: subprocess.Popen, args: object, *rest: object, **kwargs: object) -> None:
             program = _starts_other_tier(args)

@@ -19,7 +19,7 @@ from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env
 from tests.kctl.local import kctl_in, kctl_json
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 SESSION_MS = 2000  # a paused broker is presumed dead after 2 s instead of 3
 

@@ -19,7 +19,7 @@ from kctl.learn.lesson import LETTERS
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 LESSON_TIMEOUT_S = 180.0
 

@@ -21,7 +21,7 @@ from kctl.learn import catalogue
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 PROMPT = b"Your prediction"
 

@@ -192,9 +192,11 @@ def test_broker_faults_show_in_the_list_and_heal(cluster):
         # paused is what kctl reports once the frozen broker's lease has run out (its session
         # timeout), which the three commands above may take less time than
         listed = wait_until(
-            lambda: (found := kctl_json(cluster.dir, "broker", "list"))
-            and found["brokers"][1]["state"] != "alive"
-            and found,
+            lambda: (
+                (found := kctl_json(cluster.dir, "broker", "list"))
+                and found["brokers"][1]["state"] != "alive"
+                and found
+            ),
             10,
             "broker 2's lease to run out",
         )

@@ -15,7 +15,7 @@ from tests.cluster_harness import running_cluster
 from tests.kctl.cli import run_kctl
 from tests.kctl.local import kctl_in
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def checks(doc: dict) -> dict[str, dict]:
