@@ -7,11 +7,13 @@ directory (brokerd.state), never a pid check: pids are reused, locks die with th
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -95,71 +97,134 @@ def start_missing(
     ports: dict[int, int],
     settings: dict[str, str],
     ready_timeout: float = READY_TIMEOUT_S,
-) -> dict[int, subprocess.Popen]:
+) -> dict[int, int]:
     """Start those of `ports`' brokers that are not running and wait until they all answer
-    (within `ready_timeout`)."""
+    (within `ready_timeout`); the pids of those started, by broker id."""
     running = {b.id for b in brokerview.view(state) if b.state != brokerview.DEAD}
     missing = {i: p for i, p in ports.items() if i not in running}
     for broker_id, port in missing.items():
         ensure_port_free(port, broker_id)
-    procs = {i: start(state, i, p, settings) for i, p in missing.items()}
-    wait_ready(state, procs, ready_timeout)
-    return procs
+    if not missing:
+        return {}
+    launched = launch(state, missing, settings)
+    try:
+        wait_ready(state, launched, ready_timeout)
+    finally:
+        launched.close()
+    return dict(launched.pids)
 
 
-def start(state: ClusterState, broker_id: int, port: int, settings: dict[str, str]) -> subprocess.Popen:
-    """One brokerd in the background, with `settings` as its `-o name=value` options and
-    listeners of the cluster's security protocol on its port."""
-    log_path = state.broker_dir(broker_id) / "broker.log"
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    command = [
-        sys.executable,
-        "-m",
-        "brokerd",
-        "--cluster-dir",
-        str(state.cluster_dir),
-        "--broker-id",
-        str(broker_id),
-        "--port",
-        str(port),
-    ]
+def launch(state: ClusterState, ports: dict[int, int], settings: dict[str, str]) -> LaunchedBrokers:
+    """Brokers in the background, with `settings` as their `-o name=value` options and
+    listeners of the cluster's security protocol on their ports."""
     protocol = brokerconfig.security_protocol(state.cluster_dir)
-    for name, value in {**securecluster.listeners(protocol, HOST, port), **settings}.items():
-        command += ["-o", f"{name}={value}"]
-    with open(log_path, "ab") as log:
-        return subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    brokers = {}
+    for broker_id, port in ports.items():
+        log_path = state.broker_dir(broker_id) / "broker.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        argv = ["--cluster-dir", str(state.cluster_dir), "--broker-id", str(broker_id), "--port", str(port)]
+        for name, value in {**securecluster.listeners(protocol, HOST, port), **settings}.items():
+            argv += ["-o", f"{name}={value}"]
+        brokers[broker_id] = (argv, log_path)
+    return LaunchedBrokers(brokers)
+
+
+class LaunchedBrokers:
+    """Brokers forked by one `python -m brokerd.launch`, which imports brokerd once for all of
+    them: each one's pid, and its exit code if it ended while the launcher ran (until close)."""
+
+    def __init__(self, brokers: dict[int, tuple[list[str], Path]]):
+        self._ids = list(brokers)
+        self.pids: dict[int, int] = {}
+        self.exit_codes: dict[int, int] = {}
+        self._launcher = subprocess.Popen(
+            [sys.executable, "-m", "brokerd.launch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
         )
+        assert self._launcher.stdin is not None and self._launcher.stdout is not None
+        self._launcher.stdin.write(json.dumps([{"argv": a, "log": str(log)} for a, log in brokers.values()]))
+        self._launcher.stdin.write("\n")
+        self._launcher.stdin.flush()
+        for _ in self._ids:
+            self._read(self._launcher.stdout.readline())
+        if len(self.pids) < len(self._ids):
+            self.close()
+            raise KctlError(
+                f"the broker launcher exited with code {self._launcher.returncode} before starting "
+                f"every broker",
+                ExitCode.ERROR,
+            )
+        self._reader = threading.Thread(target=self._read_exits, name="kctl-broker-exits", daemon=True)
+        self._reader.start()
+
+    def _read(self, line: str) -> None:
+        words = line.split()
+        if len(words) == 3:
+            broker_id, number = self._ids[int(words[1])], int(words[2])
+            (self.pids if words[0] == "started" else self.exit_codes)[broker_id] = number
+
+    def _read_exits(self) -> None:
+        assert self._launcher.stdout is not None
+        for line in self._launcher.stdout:
+            self._read(line)
+
+    def exit_code(self, broker_id: int) -> int | None:
+        return self.exit_codes.get(broker_id)
+
+    def stop(self) -> None:
+        """SIGTERM every broker still running (SIGCONT too: a paused one must run to act on
+        it), SIGKILL those that have not exited within STOP_TIMEOUT_S, then close."""
+        running = [i for i in self.pids if self.exit_code(i) is None]
+        for broker_id in running:
+            terminate(self.pids[broker_id])
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while any(self.exit_code(i) is None for i in running) and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        for broker_id in running:
+            if self.exit_code(broker_id) is None:
+                send(self.pids[broker_id], signal.SIGKILL)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while any(self.exit_code(i) is None for i in running) and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        self.close()
+
+    def close(self) -> None:
+        """Let the launcher go (it reaps what has ended; the brokers live on without it)."""
+        assert self._launcher.stdin is not None
+        if not self._launcher.stdin.closed:
+            self._launcher.stdin.close()
+        self._launcher.wait()
 
 
-def wait_ready(
-    state: ClusterState, procs: dict[int, subprocess.Popen], timeout: float = READY_TIMEOUT_S
-) -> None:
-    """Until every started broker is registered, alive and answers a metadata request.
+def wait_ready(state: ClusterState, launched: LaunchedBrokers, timeout: float = READY_TIMEOUT_S) -> None:
+    """Until every launched broker is registered, alive and answers a metadata request.
 
-    On failure the brokers started here are stopped again, so `up` is all or nothing.
+    On failure the brokers launched are stopped again, so `up` is all or nothing.
     """
     # librdkafka, which _answers asks with, is imported while the brokers start, not after
     import kctl.kafka.client  # noqa: F401
 
     deadline = time.monotonic() + timeout
-    pending = dict(procs)
+    pending = dict(launched.pids)
     try:
         # the brokers are asked at once: each question waits on the network, not on Python
-        with ThreadPoolExecutor(max_workers=max(1, len(procs))) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, len(pending))) as pool:
             while pending:
-                for broker_id, proc in pending.items():
-                    if proc.poll() is not None:
-                        raise _startup_failure(state, broker_id, f"exited with code {proc.returncode}")
-                asked = {i: pool.submit(_answers, state, i, proc.pid) for i, proc in pending.items()}
+                for broker_id in pending:
+                    code = launched.exit_code(broker_id)
+                    if code is not None:
+                        raise _startup_failure(state, broker_id, f"exited with code {code}")
+                asked = {i: pool.submit(_answers, state, i, pid) for i, pid in pending.items()}
                 pending = {i: pending[i] for i, answer in asked.items() if not answer.result()}
                 if pending and time.monotonic() > deadline:
                     raise _startup_failure(state, min(pending), f"did not answer within {timeout:g}s")
                 if pending:
                     time.sleep(POLL_S)
     except BaseException:
-        for proc in procs.values():
-            _terminate(proc)
+        launched.stop()
         raise
 
 
@@ -194,16 +259,6 @@ def log_tail(path: Path, lines: int = 15) -> str:
     except FileNotFoundError:
         return ""
     return "\n".join(text.rstrip("\n").splitlines()[-lines:])
-
-
-def _terminate(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def stop_all(state: ClusterState, timeout: float = STOP_TIMEOUT_S) -> dict[int, str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import shutil
 import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -67,7 +66,7 @@ class Lab:
         self.security_protocol = security_protocol  # anything but PLAINTEXT: SASL/TLS and ACLs on
         self.seen: dict[str, Any] = {}  # what experiments observed, for the checks
         self._tmp: Path | None = None
-        self._procs: dict[int, subprocess.Popen] = {}
+        self._launched: list[localcluster.LaunchedBrokers] = []
         self._events: list[tuple[float, str]] = []
         self._shown = 0
         self._stop_narrating = threading.Event()
@@ -106,9 +105,7 @@ class Lab:
         self.broker_config.update(securecluster.secure(state, self.security_protocol))
         brokerconfig.remember(self.dir, self.broker_config, self.security_protocol)
         settings = brokerconfig.effective(self.broker_config, self.brokers)
-        for broker_id, port in ports.items():
-            self._spawn(broker_id, port, settings)
-        localcluster.wait_ready(state, self._procs, START_TIMEOUT_S)
+        localcluster.wait_ready(state, self._launch(ports, settings), START_TIMEOUT_S)
         self._narrator = threading.Thread(target=self._narrate, name="kctl-learn-watch", daemon=True)
         self._narrator.start()
 
@@ -131,8 +128,8 @@ class Lab:
             if self._tmp is not None and self.state.exists():
                 localcluster.stop_all(self.state)
         finally:
-            for proc in self._procs.values():
-                _reap(proc)
+            for launched in self._launched:
+                launched.stop()
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)
 
@@ -172,20 +169,20 @@ class Lab:
         """Start a dead broker again with its data, as `kctl broker start` does."""
         state = self.state
         settings = brokerconfig.effective(self.broker_config, self.brokers)
-        proc = self._spawn(broker_id, state.planned_brokers()[broker_id], settings)
-        localcluster.wait_ready(state, {broker_id: proc}, START_TIMEOUT_S)
+        port = state.planned_brokers()[broker_id]
+        localcluster.wait_ready(state, self._launch({broker_id: port}, settings), START_TIMEOUT_S)
 
-    def _spawn(self, broker_id: int, port: int, settings: dict[str, str]) -> subprocess.Popen:
-        """Start one broker and remember its process before Ctrl-C (or SIGTERM) can be acted
-        on, so `close` always knows every process it has to stop."""
+    def _launch(self, ports: dict[int, int], settings: dict[str, str]) -> localcluster.LaunchedBrokers:
+        """Start brokers and remember them before Ctrl-C (or SIGTERM) can be acted on, so
+        `close` always knows every process it has to stop."""
         deferred = {signal.SIGINT, signal.SIGTERM}
         signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
         try:
-            proc = localcluster.start(self.state, broker_id, port, settings)
-            self._procs[broker_id] = proc
+            launched = localcluster.launch(self.state, ports, settings)
+            self._launched.append(launched)
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, deferred)
-        return proc
+        return launched
 
     # -- topics and partitions -----------------------------------------------------------
 
@@ -383,17 +380,6 @@ def read_committed_done(consumer: Consumer, pending: set[int], ends: dict[int, i
         if tp.offset >= ends[tp.partition]:
             pending.discard(tp.partition)
     return not pending
-
-
-def _reap(proc: subprocess.Popen) -> None:
-    """A broker process started here ends, and is waited for (no zombie left behind)."""
-    if proc.poll() is None:
-        localcluster.terminate(proc.pid)
-        try:
-            proc.wait(localcluster.STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _settings(config: dict[str, Any]) -> dict[str, Any]:

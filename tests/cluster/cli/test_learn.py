@@ -31,10 +31,11 @@ def brokers_under(directory: Path) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            argv = (entry / "cmdline").read_bytes().split(b"\0")
+            cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if b"brokerd" in argv and any(str(directory).encode() in arg for arg in argv):
+        # brokerd's arguments, or the title `brokerd ARGS` of a broker forked by brokerd.launch
+        if b"brokerd" in cmdline.replace(b"\0", b" ").split() and str(directory).encode() in cmdline:
             found.append(int(entry.name))
     return found
 
