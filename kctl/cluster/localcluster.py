@@ -148,17 +148,21 @@ class LaunchedBrokers:
         self._launcher.stdin.write(json.dumps([{"argv": a, "log": str(log)} for a, log in brokers.values()]))
         self._launcher.stdin.write("\n")
         self._launcher.stdin.flush()
-        for _ in self._ids:
-            self._read(self._launcher.stdout.readline())
+        self._all_started = threading.Event()
+        self._reader = threading.Thread(target=self._read_reports, name="kctl-broker-launch", daemon=True)
+        self._reader.start()
+        try:
+            self._all_started.wait()
+        except BaseException:  # Ctrl-C while they start: none is left running
+            self.stop()
+            raise
         if len(self.pids) < len(self._ids):
             self.close()
             raise KctlError(
                 f"the broker launcher exited with code {self._launcher.returncode} before starting "
-                f"every broker",
+                "every broker",
                 ExitCode.ERROR,
             )
-        self._reader = threading.Thread(target=self._read_exits, name="kctl-broker-exits", daemon=True)
-        self._reader.start()
 
     def _read(self, line: str) -> None:
         words = line.split()
@@ -166,10 +170,13 @@ class LaunchedBrokers:
             broker_id, number = self._ids[int(words[1])], int(words[2])
             (self.pids if words[0] == "started" else self.exit_codes)[broker_id] = number
 
-    def _read_exits(self) -> None:
+    def _read_reports(self) -> None:
         assert self._launcher.stdout is not None
         for line in self._launcher.stdout:
             self._read(line)
+            if len(self.pids) == len(self._ids):
+                self._all_started.set()
+        self._all_started.set()  # the launcher has ended
 
     def exit_code(self, broker_id: int) -> int | None:
         return self.exit_codes.get(broker_id)
