@@ -28,6 +28,10 @@ OVERRIDES = {
     # partitions (under the default limit of 10,000) hold it for 6 s. The fuzzer checks that
     # the limit holds, so it runs with one that a single request can fill within MAX_CPU_S.
     "max.broker.partitions": "500",
+    # A partition's active segment is a sparse file of segment.bytes mapped whole when first
+    # written (1 GiB by default): under the fuzzer's 4 GiB address-space cap, the fourth
+    # partition a mutated Produce wrote to failed to map, and the process exited.
+    "log.segment.bytes": str(1024 * 1024),
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
