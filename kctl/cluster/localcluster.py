@@ -187,16 +187,19 @@ class LaunchedBrokers:
         running = [i for i in self.pids if self.exit_code(i) is None]
         for broker_id in running:
             terminate(self.pids[broker_id])
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while any(self.exit_code(i) is None for i in running) and time.monotonic() < deadline:
-            time.sleep(POLL_S)
-        for broker_id in running:
-            if self.exit_code(broker_id) is None:
-                send(self.pids[broker_id], signal.SIGKILL)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while any(self.exit_code(i) is None for i in running) and time.monotonic() < deadline:
-            time.sleep(POLL_S)
+        for broker_id in self._still_running(running, STOP_TIMEOUT_S):
+            send(self.pids[broker_id], signal.SIGKILL)
+        self._still_running(running, STOP_TIMEOUT_S)
         self.close()
+
+    def _still_running(self, broker_ids: list[int], timeout: float) -> list[int]:
+        """Those of `broker_ids` the launcher has not reported ended within `timeout`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            running = [i for i in broker_ids if self.exit_code(i) is None]
+            if not running or time.monotonic() > deadline:
+                return running
+            time.sleep(POLL_S)
 
     def close(self) -> None:
         """Let the launcher go (it reaps what has ended; the brokers live on without it)."""
