@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import sys
 import traceback
 
@@ -35,6 +36,9 @@ def fork_broker(argv: list[str], log_path: str) -> int:
     code = 1
     try:
         os.setsid()
+        # signals the caller held back while it started us (kctl's lessons defer Ctrl-C and
+        # SIGTERM around it) are the broker's own: SIGTERM is how it is asked to stop
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
         setproctitle(" ".join(["brokerd", *argv]))  # what ps shows, as for a brokerd run alone
         stdin = os.open(os.devnull, os.O_RDONLY)
         log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

