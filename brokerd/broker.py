@@ -296,9 +296,8 @@ class Broker:
         without a leader adding it back while it goes."""
         self.state.mark_shutting_down(self.broker_id)
         await self.fetchers.stop()
-        self.refresh_metadata()  # leaderships granted since the last tick must be handed over too
         deadline = time.monotonic() + self.config.get("controlled.shutdown.timeout.ms") / 1000
-        while not self.replicas.leads_alone() and time.monotonic() < deadline:
+        while self._leads_with_followers() and time.monotonic() < deadline:
             await asyncio.sleep(TICK_S)
         self._stopping.set()
         for task in self._tasks:
@@ -313,6 +312,20 @@ class Broker:
         if self._liveness is not None:
             self._liveness.release()
         log.info("broker %d stopped", self.broker_id)
+
+    def _leads_with_followers(self) -> bool:
+        """Whether leadership is left to hand over: a partition led here with another replica
+        in sync, in the metadata (what the controller moves) or in the replicas hosted here.
+        A leadership granted a moment ago counts before its replica is made here, so a broker
+        stopped right after a topic was created waits for the controller like any other."""
+        self.refresh_metadata()
+        if not self.replicas.leads_alone():
+            return True
+        return any(
+            partition.leader == self.broker_id and partition.isr != [self.broker_id]
+            for topic in self.topics.values()
+            for partition in topic.partitions.values()
+        )
 
     def _renew_lease(self) -> None:
         """The heartbeat, on a thread of its own, as Kafka's broker heartbeats apart from its
