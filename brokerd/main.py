@@ -47,13 +47,24 @@ def parse_args(argv: list[str] | None) -> BrokerConfig:
 
 
 async def run(config: BrokerConfig) -> None:
+    """Serve until SIGTERM or SIGINT, then stop cleanly. The handlers are in place before
+    the broker starts: a broker asked to stop while it starts (it registers, and so can be
+    given leaderships, before it is done) finishes starting and then hands them over, instead
+    of dying at once of the signal's default action."""
     broker = Broker(config)
-    await broker.start()
     stopping = asyncio.Event()
+    received: list[signal.Signals] = []
+
+    def stop_on(sig: signal.Signals) -> None:
+        received.append(sig)
+        stopping.set()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopping.set)
+        loop.add_signal_handler(sig, stop_on, sig)
+    await broker.start()
     await stopping.wait()
+    logging.getLogger("brokerd").info("broker %d stopping: %s received", config.broker_id, received[0].name)
     await broker.stop()
 
 

@@ -112,11 +112,12 @@ class LocalCluster:
 
     def start(self, broker_id: int | None = None) -> None:
         for bid in [broker_id] if broker_id is not None else list(self.ports):
-            self._spawn(bid)
+            self.spawn(bid)
         for bid in [broker_id] if broker_id is not None else list(self.ports):
             self.wait_serving(bid)
 
-    def _spawn(self, broker_id: int) -> None:
+    def spawn(self, broker_id: int) -> None:
+        """Start a broker without waiting for it to serve."""
         argv = [
             "--cluster-dir",
             str(self.dir),
