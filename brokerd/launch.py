@@ -41,12 +41,9 @@ def fork_broker(argv: list[str], log_path: str) -> int:
         signal.pthread_sigmask(signal.SIG_SETMASK, set())
         setproctitle(" ".join(["brokerd", *argv]))  # what ps shows, as for a brokerd run alone
         stdin = os.open(os.devnull, os.O_RDONLY)
-        log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         os.dup2(stdin, 0)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
         os.close(stdin)
-        os.close(log)
+        output_to(log_path)
         code = run_broker(argv)
     except SystemExit as refusal:  # argparse's refusal of an argument (2)
         code = refusal.code if isinstance(refusal.code, int) else 1
@@ -56,6 +53,14 @@ def fork_broker(argv: list[str], log_path: str) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def output_to(log_path: str) -> None:
+    """This process's standard output and error appended to a broker's log."""
+    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
 
 
 def report(line: str) -> None:

@@ -21,7 +21,7 @@ START_TIMEOUT_S = 15.0
 # Brokers are forked from one process per test worker that has imported brokerd once: an
 # import costs about 0.45 s of CPU, which hundreds of broker starts paid again each time.
 _FORKSERVER = multiprocessing.get_context("forkserver")
-_FORKSERVER.set_forkserver_preload(["brokerd.main", "tests.cluster_harness"])
+_FORKSERVER.set_forkserver_preload(["brokerd.launch", "tests.cluster_harness"])
 
 
 # Brokers' ports come from below Linux's ephemeral range (32768-60999), where no client's
@@ -181,12 +181,10 @@ class LocalCluster:
 
 def _serve(argv: list[str], log_path: str) -> None:
     """A broker process: brokerd's own entry point, its output appended to its log."""
-    log = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    os.close(log)
+    from brokerd.launch import output_to
     from brokerd.main import main
 
+    output_to(log_path)
     sys.exit(main(argv))
 
 
