@@ -33,15 +33,24 @@ _worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or
 
 def free_port() -> int:
     """A port no process listens on now, from this worker's slice of 20000-31999."""
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` different ports no process listens on now, from this worker's slice (chosen
+    one by one, two brokers of a cluster could be given the same port and one fail to bind)."""
     first = 20000 + _worker * PORT_SLICE
+    found: list[int] = []
     for port in random.sample(range(first, first + PORT_SLICE), PORT_SLICE):
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
-    raise AssertionError(f"no free port in {first}-{first + PORT_SLICE - 1}")
+        found.append(port)
+        if len(found) == count:
+            return found
+    raise AssertionError(f"no {count} free ports in {first}-{first + PORT_SLICE - 1}")
 
 
 def wait_until(predicate, timeout: float, what: str, interval: float = 0.02):
@@ -99,7 +108,7 @@ class LocalCluster:
         self.state = ClusterState(cluster_dir)
         self.overrides = overrides or {}
         self.listener_protocol = listener_protocol  # each broker's one listener, if not PLAINTEXT
-        self.state.initialize({i: free_port() for i in range(1, brokers + 1)})
+        self.state.initialize(dict(enumerate(free_ports(brokers), start=1)))
         self.procs: dict[int, BrokerProcess] = {}
 
     @property
