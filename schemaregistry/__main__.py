@@ -1,0 +1,5 @@
+import sys
+
+from schemaregistry.main import main
+
+sys.exit(main())

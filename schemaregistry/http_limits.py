@@ -1,0 +1,82 @@
+"""What the registry accepts of a request before any handler sees it: the content types
+Confluent's registry consumes (else 415) and a bounded body (else 413), so a client cannot
+make it read an unbounded request into memory."""
+
+from __future__ import annotations
+
+import json
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+ACCEPTED_CONTENT_TYPES = (
+    "application/vnd.schemaregistry.v1+json",
+    "application/vnd.schemaregistry+json",
+    "application/json",
+    "application/octet-stream",
+)
+ERROR_MEDIA_TYPE = b"application/vnd.schemaregistry.v1+json"
+
+
+class BodyTooLarge(HTTPException):
+    """An HTTPException, so that the framework's body reading passes it on as a 413."""
+
+    def __init__(self) -> None:
+        super().__init__(413, "Request Entity Too Large")
+
+
+class RequestLimits:
+    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT"):
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        content_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
+        if content_type and content_type not in ACCEPTED_CONTENT_TYPES:
+            await _refuse(send, 415, "HTTP 415 Unsupported Media Type")
+            return
+        length = headers.get(b"content-length", b"")
+        if length.isdigit() and int(length) > self.max_body_bytes:
+            await _refuse(send, 413, "HTTP 413 Request Entity Too Large")
+            return
+        await self._bounded(scope, receive, send)
+
+    async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, counting what a body without a length sends."""
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.max_body_bytes:
+                raise BodyTooLarge()
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except BodyTooLarge:
+            if not started:
+                await _refuse(send, 413, "HTTP 413 Request Entity Too Large")
+
+
+async def _refuse(send: Send, status: int, message: str) -> None:
+    body = json.dumps({"error_code": status, "message": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", ERROR_MEDIA_TYPE), (b"content-length", str(len(body)).encode())],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
