@@ -118,6 +118,14 @@ COMMANDS: dict[str, CommandEntry] = {
         "/users/U/clients/<default>, /users/U, /users/<default>/clients/C, "
         "/users/<default>/clients/<default>, /users/<default>, /clients/C, /clients/<default>.",
     ),
+    "schema": CommandEntry(
+        "kctl.schema.schema",
+        "app",
+        "Register, list, show, check and delete schemas in the schema registry (Confluent's REST"
+        " API). Producers and consumers agree on a record format through it: a subject "
+        "(`TOPIC-value`, `TOPIC-key`) holds versions of a schema, and each new version must be "
+        "compatible with the earlier ones as the subject's level says (BACKWARD by default).",
+    ),
     "bench": CommandEntry("kctl.bench.bench", "app", "Measure produce and consume throughput and latency."),
     "verify": CommandEntry(
         "kctl.verify.verify",

@@ -1,19 +1,24 @@
 """`python -m schemaregistry`: serve the registry of one cluster.
 
-It reads the `_schemas` topic to its end before it listens, so a client that can connect gets
-answers with every schema registered so far. Exit codes: 0 stopped by SIGTERM/SIGINT, 2 bad
-arguments, 3 the cluster cannot be reached or its `_schemas` topic is unfit, 4 the address is
-in use.
+It binds its port first, then reads the `_schemas` topic to its end, then answers: a client
+that connects while it starts waits in the listen backlog and gets answers with every schema
+registered so far, so whoever started it need only wait for the port. With --lock-file it holds
+an exclusive lock on that file while it runs and writes its pid and URL there (how kctl tells a
+live registry from a dead one). Exit codes: 0 stopped by SIGTERM/SIGINT, 2 bad arguments, 3 the
+cluster cannot be reached or its `_schemas` topic is unfit, 4 the address is in use, 5 the lock
+file is held by another registry.
 """
 
 from __future__ import annotations
 
 import argparse
+import fcntl
+import json
 import logging
+import os
 import socket
 import sys
-
-from schemaregistry.kafka_store import KafkaStore, StoreUnavailable
+from typing import IO
 
 log = logging.getLogger("schemaregistry")
 
@@ -30,19 +35,27 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         metavar="KEY=VALUE",
         help="a librdkafka property for the registry's clients (security.protocol, sasl.*, ssl.*)",
     )
+    parser.add_argument(
+        "--client-config-file",
+        metavar="FILE",
+        help="a properties file of librdkafka settings (key=value lines; secrets stay out of argv)",
+    )
     parser.add_argument("--topic", default="_schemas", help="the topic the schemas are kept in (kafkastore.topic)")
     parser.add_argument(
         "--group-id",
         default="schema-registry",
         help="the registries that share a topic and elect their writer (schema.registry.group.id)",
     )
+    parser.add_argument("--lock-file", help="a file to hold locked, with the pid and URL, while running")
     parser.add_argument("--max-body-bytes", type=int, default=8 << 20, help="the largest request body taken")
     return parser.parse_args(argv)
 
 
-def _client_config(pairs: list[str]) -> dict[str, str]:
+def _client_config(file: str | None, pairs: list[str]) -> dict[str, str]:
+    """The settings of --client-config-file (`#` lines are comments), then --client-config's."""
+    lines = open(file).read().splitlines() if file else []
     config = {}
-    for pair in pairs:
+    for pair in [line for line in lines if line.strip() and not line.lstrip().startswith("#")] + pairs:
         key, sep, value = pair.partition("=")
         if not sep:
             raise SystemExit(f"python -m schemaregistry: --client-config {pair!r} is not KEY=VALUE")
@@ -58,29 +71,53 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _hold(path: str, url: str) -> IO[str] | None:
+    """The lock file, locked and holding our pid and URL; None when another process holds it."""
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    handle.truncate(0)
+    handle.write(json.dumps({"pid": os.getpid(), "url": url}) + "\n")
+    handle.flush()
+    return handle
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _arguments(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    store = KafkaStore(args.bootstrap, _client_config(args.client_config), args.topic, args.group_id)
+    try:
+        sock = _listen(args.host, args.port)
+    except OSError as exc:
+        log.error("cannot listen on %s:%d: %s", args.host, args.port, exc.strerror)
+        return 4
+    host, port = sock.getsockname()[:2]
+    url = f"http://{host}:{port}"
+    lock = _hold(args.lock_file, url) if args.lock_file else None
+    if args.lock_file and lock is None:
+        log.error("another schema registry holds %s", args.lock_file)
+        return 5
+    return _serve(args, sock, url)
+
+
+def _serve(args: argparse.Namespace, sock: socket.socket, url: str) -> int:
+    """Read the store, then answer on the bound socket until SIGTERM/SIGINT."""
+    import uvicorn
+
+    from schemaregistry.api import create_app
+    from schemaregistry.kafka_store import KafkaStore, StoreUnavailable
+    from schemaregistry.registry import SchemaRegistry
+
+    store = KafkaStore(args.bootstrap, _client_config(args.client_config_file, args.client_config), args.topic, args.group_id)
     try:
         store.start()
     except StoreUnavailable as exc:
         log.error("%s", exc)
         return 3
-    try:
-        sock = _listen(args.host, args.port)
-    except OSError as exc:
-        log.error("cannot listen on %s:%d: %s", args.host, args.port, exc.strerror)
-        store.close()
-        return 4
-    import uvicorn
-
-    from schemaregistry.api import create_app
-    from schemaregistry.registry import SchemaRegistry
-
     app = create_app(SchemaRegistry(store), args.max_body_bytes)
-    host, port = sock.getsockname()[:2]
-    log.info("schema registry of %s serving on http://%s:%d", args.bootstrap, host, port)
+    log.info("schema registry of %s serving on %s", args.bootstrap, url)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
     try:
         server.run(sockets=[sock])

@@ -16,6 +16,8 @@ from brokerd.security import client_properties
 from kctl.cluster import brokerconfig, brokerview, localcluster, securecluster
 from kctl.cluster.securecluster import SecurityProtocol
 from kctl.kafka.bootstrap import resolve_cluster_dir
+from kctl.schema import localregistry
+from kctl.schema.locate import REGISTRY_ENV
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -81,10 +83,20 @@ def up(
             "DIR/admin.properties, which kctl uses for this cluster. An existing cluster keeps its own.",
         ),
     ] = None,
+    no_schema_registry: Annotated[
+        bool,
+        typer.Option(
+            "--no-schema-registry",
+            help="Do not start the cluster's schema registry (started by default beside the brokers).",
+        ),
+    ] = False,
     cluster_dir: ClusterDir = None,
     json_output: Json = False,
 ) -> None:
     """Start the local cluster's brokers in the background and wait until they answer.
+
+    A schema registry (Confluent's REST API, schemas kept in the `_schemas` topic) starts
+    beside them unless --no-schema-registry: its URL is printed as KCTL_SCHEMA_REGISTRY_URL.
 
     On an existing directory this restarts its brokers with their data, ports and settings;
     brokers that are already running are left alone. With several brokers,
@@ -108,14 +120,21 @@ def up(
     settings = {**brokerconfig.remembered(state.cluster_dir), **security, **requested}
     brokerconfig.remember(state.cluster_dir, settings, protocol)
     effective = brokerconfig.effective(settings, len(ports))
+    secured = protocol != SecurityProtocol.PLAINTEXT.value
+    registry = None
+    if not no_schema_registry:
+        planned = ",".join(f"{localcluster.HOST}:{port}" for port in ports.values())
+        registry = localregistry.start(
+            state.cluster_dir, planned, client_properties.path(state.cluster_dir) if secured else None
+        )
     procs = localcluster.start_missing(state, ports, effective)
+    registry_url = None if registry is None else registry.ready().url
     if requested and len(procs) < len(ports):
         console.warn("brokers that were already running keep their settings until restarted")
     views = brokerview.view(state)
     for broker in views:
         broker.state = "started" if broker.id in procs else "already running"
     bootstrap = ",".join(b.address for b in views)
-    secured = protocol != SecurityProtocol.PLAINTEXT.value
     if json_output:
         properties = client_properties.path(state.cluster_dir) if secured else None
         console.print_json(
@@ -127,11 +146,14 @@ def up(
                 "client_properties": None if properties is None else str(properties),
                 "broker_config": effective,
                 "brokers": [b.to_json() for b in views],
+                "schema_registry": registry_url,
             }
         )
     else:
         console.print_section(brokerview.section(views, controller=None))
         print(f"export KCTL_BOOTSTRAP={bootstrap}", flush=True)
+        if registry_url is not None:
+            print(f"export {REGISTRY_ENV}={registry_url}", flush=True)
     _hint_next(state.cluster_dir, cluster_dir is not None, started=bool(procs))
     if secured:
         _hint_security(state.cluster_dir, protocol, views[0].address)
@@ -162,20 +184,31 @@ def _hint_security(directory: Path, protocol: str, address: str) -> None:
 
 @app.command()
 def down(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
-    """Stop every broker of the local cluster (SIGTERM, then SIGKILL after 10 s); data stays."""
+    """Stop every broker of the local cluster and its schema registry (SIGTERM, then SIGKILL
+    after 10 s); data stays."""
     state = localcluster.existing(cluster_dir)
+    registry = localregistry.stop(state.cluster_dir)
     outcome = localcluster.stop_all(state)
     if json_output:
-        console.print_json({"brokers": [{"id": i, "result": r} for i, r in sorted(outcome.items())]})
+        console.print_json(
+            {
+                "brokers": [{"id": i, "result": r} for i, r in sorted(outcome.items())],
+                "schema_registry": registry,
+            }
+        )
     else:
-        console.print_table(["id", "result"], sorted(outcome.items()))
-    if any(r == "still running" for r in outcome.values()):
+        rows: list[tuple[int | str, str]] = list(sorted(outcome.items()))
+        if registry != "not running":
+            rows.append(("schema registry", registry))
+        console.print_table(["id", "result"], rows)
+    if any(r == "still running" for r in [*outcome.values(), registry]):
         raise KctlError("some brokers did not stop even after SIGKILL")
 
 
 @app.command()
 def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
-    """Show brokers, pids, addresses, liveness and the controller with its epoch.
+    """Show brokers, pids, addresses, liveness, the controller with its epoch, and the schema
+    registry.
 
     Exits 10 when the cluster is unhealthy: a planned broker is dead, paused (its lease is
     older than broker.session.timeout.ms) or shutting down, or no live broker is controller.
@@ -187,6 +220,7 @@ def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
     live_ids = {b.id for b in views if b.state in (brokerview.ALIVE, brokerview.SHUTTING_DOWN)}
     if controller is None or controller[0] not in live_ids:
         problems.append("no live controller")
+    registry = localregistry.running(state.cluster_dir)
     if json_output:
         console.print_json(
             {
@@ -196,10 +230,13 @@ def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
                 "problems": problems,
                 "controller": brokerview.controller_json(controller),
                 "brokers": [b.to_json() for b in views],
+                "schema_registry": None if registry is None else {"url": registry.url, "pid": registry.pid},
             }
         )
     else:
         console.print_section(brokerview.section(views, controller))
+        if registry is not None:
+            print(f"schema registry: {registry.url} (pid {registry.pid})")
     if problems:
         raise KctlError("cluster unhealthy: " + ", ".join(problems), ExitCode.UNHEALTHY)
 

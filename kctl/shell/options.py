@@ -89,6 +89,18 @@ CommandConfig = Annotated[
 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
+SchemaRegistryUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--schema-registry",
+        "-r",
+        metavar="URL",
+        show_default=False,
+        help="Schema registry to use (Confluent's REST API). Default: $KCTL_SCHEMA_REGISTRY_URL, "
+        "else the local cluster's registry.",
+    ),
+]
+
 DEFAULT_TIMEOUT = 5.0
 
 

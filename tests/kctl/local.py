@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 from brokerd.state import ClusterState
+from kctl.schema import localregistry
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 
@@ -78,8 +79,12 @@ class KctlProcess:
 
 
 def kill_leftovers(directory: Path) -> None:
-    """SIGKILL every broker of `directory` still alive (a paused one too: SIGKILL ends it)."""
+    """SIGKILL every broker of `directory` still alive (a paused one too: SIGKILL ends it), and
+    its schema registry."""
     if ClusterState(directory).exists():
         for reg in ClusterState(directory).brokers():
             if reg.alive:
                 os.kill(reg.pid, signal.SIGKILL)
+    registry = localregistry.running(directory)
+    if registry is not None:
+        os.kill(registry.pid, signal.SIGKILL)

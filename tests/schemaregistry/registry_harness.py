@@ -1,0 +1,80 @@
+"""A schema registry process (`python -m schemaregistry`) for a test's cluster, always stopped,
+and raw HTTP calls to it that keep the status and body whatever they are."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from tests.cluster_harness import free_port, wait_until
+
+CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+
+
+class RegistryProcess:
+    def __init__(self, bootstrap: str, directory: Path, *extra: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = directory / f"registry-{self.port}.log"
+        directory.mkdir(parents=True, exist_ok=True)
+        argv = [sys.executable, "-m", "schemaregistry", "--bootstrap", bootstrap, "--port", str(self.port), *extra]
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            wait_until(self._answers, 30, f"the schema registry on port {self.port} to answer")
+        except BaseException:
+            self.stop()
+            raise
+
+    def _answers(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"the registry exited with {self.process.returncode}:\n{self.log.read_text()}")
+        try:
+            return call(self.url, "GET", "/")[0] == 200
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        return self.process.returncode
+
+    def __enter__(self) -> RegistryProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def call(
+    url: str, method: str, path: str, body: Any = None, content_type: str = CONTENT_TYPE, raw: bytes | None = None
+) -> tuple[int, Any]:
+    """(HTTP status, the decoded JSON body, or the text when it is not JSON)."""
+    data = raw if raw is not None else None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url + path, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", content_type)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            status, text = response.status, response.read().decode()
+    except urllib.error.HTTPError as error:
+        status, text = error.code, error.read().decode()
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
