@@ -8,12 +8,13 @@ references so records written with it can be encoded and decoded.
 """
 
 import base64
+import contextlib
 import http.client
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # parsing schemas imports Avro, Protobuf and JSON Schema libraries: only when asked
@@ -91,7 +92,9 @@ class RegistryClient:
     ) -> int:
         """Register a schema under a subject and return its id (an existing one if it is already there)."""
         body = _schema_body(schema_text, schema_type, references)
-        return int(self._call("POST", f"/subjects/{_quote(subject)}/versions", body)["id"])
+        answer = self._call("POST", f"/subjects/{_quote(subject)}/versions", body)
+        with _expecting(answer):
+            return int(answer["id"])
 
     def lookup(
         self, subject: str, schema_text: str, schema_type: str = "AVRO", references: Sequence[Reference] = ()
@@ -160,9 +163,10 @@ class RegistryClient:
             from schemaregistry import schemas
 
             answer = self.schema_by_id(schema_id)
-            referenced = self._referenced_texts(answer.get("references") or [], {}, set())
-            schema_type = answer.get("schemaType") or "AVRO"
-            self._parsed[schema_id] = schemas.parse(schema_type, answer["schema"], referenced)
+            with _expecting(answer):
+                referenced = self._referenced_texts(answer.get("references") or [], {}, set())
+                schema_type, text = answer.get("schemaType") or "AVRO", answer["schema"]
+            self._parsed[schema_id] = schemas.parse(schema_type, text, referenced)
         return self._parsed[schema_id]
 
     def _referenced_texts(
@@ -254,6 +258,17 @@ def _schema_body(schema_text: str, schema_type: str, references: Sequence[Refere
     if references:
         body["references"] = [dict(reference) for reference in references]
     return body
+
+
+@contextlib.contextmanager
+def _expecting(answer: Any) -> Iterator[None]:
+    """Reading fields of an answer: one without them (another service at the registry's URL,
+    a proxy's page) is a RegistryError, not a KeyError deep in kctl."""
+    try:
+        yield
+    except (KeyError, TypeError, AttributeError, ValueError) as error:
+        shown = json.dumps(answer)[:200]
+        raise RegistryError(200, 0, f"unexpected answer from the registry ({error!r}): {shown}") from None
 
 
 def _json_answer(status: int, raw: bytes) -> Any:

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 from schemaregistry.wire import BadPayload, frame
 
 if TYPE_CHECKING:
-    from google.protobuf.descriptor import Descriptor, FieldDescriptor
-    from google.protobuf.descriptor_pb2 import FileDescriptorSet
-    from google.protobuf.message import Message
-    from jsonschema.protocols import Validator
+    from google.protobuf.descriptor import Descriptor, FieldDescriptor  # type: ignore[import-untyped]
+    from google.protobuf.descriptor_pb2 import FileDescriptorSet  # type: ignore[import-untyped]
+    from google.protobuf.message import Message  # type: ignore[import-untyped]
+    from jsonschema.protocols import Validator  # type: ignore[import-untyped]
 
     from schemaregistry.schemas import ParsedSchema
 
@@ -540,8 +540,8 @@ class ProtobufCodec:
     def __init__(self, files: "FileDescriptorSet", file_name: str | None = None) -> None:
         """`file_name` is the schema's own file; by default the last in `files`, where protoc
         puts the file it was asked for, after its imports."""
-        from google.protobuf import descriptor_pool, json_format, message_factory
-        from google.protobuf.message import DecodeError
+        from google.protobuf import descriptor_pool, json_format, message_factory  # type: ignore[import-untyped]
+        from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 
         self._json = json_format
         self._decode_error = DecodeError
@@ -699,7 +699,7 @@ class JsonSchemaCodec:
     Schema. Decoding only parses: a record already in a topic is shown as it is, valid or not."""
 
     def __init__(self, validator: "Validator") -> None:
-        from jsonschema.exceptions import best_match
+        from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
 
         self._validator = validator
         self._best_match = best_match
@@ -771,7 +771,7 @@ class Encoder:
         self.schema = schema
         codec = codec_for(schema)
         self.message_indexes: list[int] | None = None
-        self._encode_body: Callable[[Any], bytes] = codec.encode  # type: ignore[assignment]
+        self._encode_body: Callable[[Any], bytes]
         if isinstance(codec, ProtobufCodec):
             indexes = codec.message_indexes(message_name) if message_name is not None else [0]
             codec.message_class(indexes)  # a schema without messages fails here, not at the first record
@@ -779,6 +779,8 @@ class Encoder:
             self._encode_body = functools.partial(codec.encode, indexes=indexes)
         elif message_name is not None:
             raise NoSuchMessage(f"a message name is for Protobuf schemas, not {schema.schema_type}")
+        else:
+            self._encode_body = codec.encode
 
     def encode(self, value: Any) -> bytes:
         """The framed payload for one JSON-decoded value; RecordDoesNotFit if the schema cannot hold it."""

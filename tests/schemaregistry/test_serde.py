@@ -22,8 +22,17 @@ from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, Proto
 from confluent_kafka.serialization import MessageField, SerializationContext
 from google.protobuf import descriptor_pb2
 
-from schemaregistry.schemas import json_schema
-from schemaregistry.serde import AvroCodec, JsonSchemaCodec, NoSuchMessage, ProtobufCodec, RecordDoesNotFit
+from schemaregistry import schemas
+from schemaregistry.serde import (
+    AvroCodec,
+    Encoder,
+    JsonSchemaCodec,
+    NoSuchMessage,
+    ProtobufCodec,
+    RecordDoesNotFit,
+    codec_for,
+    decode,
+)
 from schemaregistry.wire import BadPayload, frame, unframe
 
 pytestmark = pytest.mark.unit
@@ -457,7 +466,7 @@ ADDRESS_JSON = {
 
 def json_codec(schema: Any, references: Mapping[str, Any] = {}) -> JsonSchemaCodec:
     texts = {name: json.dumps(document) for name, document in references.items()}
-    return JsonSchemaCodec(json_schema.parse(json.dumps(schema), texts).parsed.validator)
+    return JsonSchemaCodec(schemas.parse("JSON", json.dumps(schema), texts).parsed.validator)
 
 
 def test_json_schema_body_is_compact_utf8_that_confluent_kafka_reads() -> None:
@@ -506,3 +515,67 @@ def test_json_schema_validator_follows_dollar_schema_draft_7_by_default() -> Non
 def test_json_body_that_is_not_json_is_a_bad_payload() -> None:
     with pytest.raises(BadPayload, match="not UTF-8 JSON"):
         json_codec(True).decode(b"\xff{")
+
+
+# --- registered schemas: Encoder and decode over schemas.parse ------------------------------------
+
+
+def test_encoder_frames_avro_with_its_id_and_decode_reads_it_back() -> None:
+    parsed = schemas.parse("AVRO", json.dumps(ORDER), {"com.acme.Address": json.dumps(ADDRESS)})
+    payload = Encoder(7, parsed).encode(ORDER_VALUE)
+    schema_id, indexes, body = unframe(payload)
+    assert (schema_id, indexes) == (7, None)
+    assert decode(parsed, None, body)["address"] == ORDER_VALUE["address"]
+    with pytest.raises(RecordDoesNotFit, match="field /count:"):
+        Encoder(7, parsed).encode({**ORDER_VALUE, "count": "3"})
+
+
+def test_encoder_for_a_protobuf_message_by_name_with_an_imported_file() -> None:
+    address = 'syntax = "proto3";\npackage geo;\nmessage Address { string zip = 1; }\n'
+    person = (
+        'syntax = "proto3";\npackage people;\nimport "geo/address.proto";\n'
+        "message Team { repeated Person members = 1; }\n"
+        "message Person { string name = 1; geo.Address address = 2; message Pet { string name = 1; } }\n"
+    )
+    parsed = schemas.parse("PROTOBUF", person, {"geo/address.proto": address})
+
+    first = Encoder(9, parsed).encode({"members": [{"name": "Ada", "address": {"zip": "75001"}}]})
+    assert unframe(first, protobuf=True)[:2] == (9, [0])
+    pet = Encoder(9, parsed, message_name="people.Person.Pet")
+    schema_id, indexes, body = unframe(pet.encode({"name": "Rex"}), protobuf=True)
+    assert (schema_id, indexes) == (9, [1, 0])
+    assert decode(parsed, indexes, body) == {"name": "Rex"}
+    assert decode(parsed, [0], unframe(first, protobuf=True)[2]) == {
+        "members": [{"name": "Ada", "address": {"zip": "75001"}}]
+    }
+    with pytest.raises(RecordDoesNotFit, match="field /members/0/address/zip:"):
+        Encoder(9, parsed).encode({"members": [{"address": {"zip": 1}}]})
+
+
+def test_a_protobuf_message_name_must_be_in_the_schemas_own_file() -> None:
+    parsed = schemas.parse("PROTOBUF", 'syntax = "proto3";\nmessage A { int32 x = 1; }\n')
+    with pytest.raises(NoSuchMessage, match="no message B"):
+        Encoder(1, parsed, message_name="B")
+    with pytest.raises(NoSuchMessage, match="for Protobuf schemas, not AVRO"):
+        Encoder(1, schemas.parse("AVRO", '"string"'), message_name="A")
+
+
+def test_decode_with_message_indexes_the_schema_lacks_is_a_bad_payload() -> None:
+    parsed = schemas.parse("PROTOBUF", 'syntax = "proto3";\nmessage A { int32 x = 1; }\n')
+    with pytest.raises(BadPayload, match=r"message indexes \[3\]"):
+        decode(parsed, [3], b"")
+    assert decode(parsed, None, b"\x08\x05") == {"x": 5}
+
+
+def test_encoder_for_json_schema_and_its_confluent_framing() -> None:
+    parsed = schemas.parse("JSON", json.dumps(CUSTOMER), {"address.json": json.dumps(ADDRESS_JSON)})
+    payload = Encoder(11, parsed).encode({"name": "x", "address": {"zip": "75001"}})
+    assert payload == b'\x00\x00\x00\x00\x0b{"name":"x","address":{"zip":"75001"}}'
+    assert decode(parsed, None, unframe(payload)[2]) == {"name": "x", "address": {"zip": "75001"}}
+
+
+def test_a_schema_is_compiled_once_whatever_uses_it() -> None:
+    parsed = schemas.parse("AVRO", json.dumps(ORDER), {"com.acme.Address": json.dumps(ADDRESS)})
+    assert codec_for(parsed) is codec_for(parsed)
+    same_text = schemas.parse("AVRO", json.dumps(ORDER), {"com.acme.Address": json.dumps(ADDRESS)})
+    assert codec_for(same_text) is not codec_for(parsed)  # another object, maybe other references
