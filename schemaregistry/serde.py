@@ -596,21 +596,25 @@ class ProtobufCodec:
         try:
             message = self._json.ParseDict(value, cls(), descriptor_pool=self.pool)
         except self._json.ParseError as error:
-            raise self._misfit(cls.DESCRIPTOR, value, error).does_not_fit() from None
+            try:
+                misfit = self._misfit(cls.DESCRIPTOR, value, error)
+            except RecursionError:
+                misfit = _Misfit(_TOO_DEEP)
+            raise misfit.does_not_fit() from None
         return message.SerializeToString()
 
     def decode(self, body: bytes, indexes: Sequence[int]) -> Any:
         cls = self.message_class(indexes)
         try:
-            message = cls.FromString(body)
-        except self._decode_error as error:
-            raise BadPayload(f"not a {cls.DESCRIPTOR.full_name} message: {error}") from None
-        return self._json.MessageToDict(
-            message,
-            preserving_proto_field_name=True,
-            always_print_fields_with_no_presence=True,
-            descriptor_pool=self.pool,
-        )
+            return self._json.MessageToDict(
+                cls.FromString(body),
+                preserving_proto_field_name=True,
+                always_print_fields_with_no_presence=True,
+                descriptor_pool=self.pool,
+            )
+        # past the bytes, JSON may fail too: a Timestamp out of range, an Any of an unknown type
+        except (self._decode_error, self._json.SerializeToJsonError, TypeError) as error:
+            raise BadPayload(f"not readable as {cls.DESCRIPTOR.full_name}: {error}") from None
 
     def _misfit(self, descriptor: "Descriptor", value: dict[str, Any], error: Exception) -> _Misfit:
         """Which field made json_format refuse `value` (with `error`): its error names the

@@ -4,6 +4,7 @@ confluent-kafka's own serializers and deserializers (offline: their mock registr
 import importlib.util
 import io
 import json
+import random
 import sys
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
@@ -424,7 +425,7 @@ def test_protobuf_misfits_name_the_field_path(compiled: Any, value: Any, field: 
 
 def test_protobuf_bad_bodies_and_bad_indexes(compiled: Any) -> None:
     codec = ProtobufCodec(compiled[0])
-    with pytest.raises(BadPayload, match="not a kctl_serde_test.Person message"):
+    with pytest.raises(BadPayload, match="not readable as kctl_serde_test.Person"):
         codec.decode(b"\x0a\xff\xff\xff\xff\x0f", [0])
     with pytest.raises(NoSuchMessage, match=r"message indexes \[2\]: kctl_serde_test.proto has 2 messages"):
         codec.message_class([2])
@@ -579,3 +580,62 @@ def test_a_schema_is_compiled_once_whatever_uses_it() -> None:
     assert codec_for(parsed) is codec_for(parsed)
     same_text = schemas.parse("AVRO", json.dumps(ORDER), {"com.acme.Address": json.dumps(ADDRESS)})
     assert codec_for(same_text) is not codec_for(parsed)  # another object, maybe other references
+
+
+def test_hostile_bodies_decode_to_json_or_raise_bad_payload() -> None:
+    """Random bytes, and valid bodies with bytes changed, as a topic anyone writes may hold."""
+    randomly = random.Random(5)
+    avro = schemas.parse("AVRO", json.dumps(ORDER), {"com.acme.Address": json.dumps(ADDRESS)})
+    protobuf = schemas.parse("PROTOBUF", PERSON_PROTO)
+    valid = {
+        avro: unframe(Encoder(1, avro).encode(ORDER_VALUE))[2],
+        protobuf: unframe(Encoder(1, protobuf).encode(PERSON_VALUE), protobuf=True)[2],
+        schemas.parse("JSON", "{}"): b'{"a": [1, 2.5, "x", null]}',
+    }
+    for parsed, body in valid.items():
+        for attempt in range(1000):
+            if attempt % 2:
+                data = bytes(randomly.randrange(256) for _ in range(randomly.randrange(64)))
+            else:
+                changed = bytearray(body)
+                for _ in range(3):
+                    changed[randomly.randrange(len(changed))] = randomly.randrange(256)
+                data = bytes(changed)
+            try:
+                json.dumps(decode(parsed, [0] if parsed is protobuf else None, data))
+            except BadPayload:
+                pass
+
+
+def test_values_nested_deeper_than_python_recurses_do_not_fit() -> None:
+    deep: Any = None
+    for _ in range(5000):
+        deep = {"next": deep}
+    linked = {
+        "type": "record",
+        "name": "L",
+        "fields": [{"name": "next", "type": ["null", "L"]}],
+    }
+    nested_message = 'syntax = "proto3";\nmessage L { L next = 1; }\n'
+    for parsed in (
+        schemas.parse("AVRO", json.dumps(linked)),
+        schemas.parse("PROTOBUF", nested_message),
+        schemas.parse("JSON", '{"properties": {"next": {"$ref": "#"}}}'),
+    ):
+        with pytest.raises(RecordDoesNotFit) as raised:
+            Encoder(1, parsed).encode(deep)
+        assert raised.value.field == "/", parsed.schema_type
+
+
+def test_a_protobuf_any_of_a_type_the_schema_does_not_know() -> None:
+    parsed = schemas.parse(
+        "PROTOBUF",
+        'syntax = "proto3";\nimport "google/protobuf/any.proto";\nmessage M { google.protobuf.Any a = 1; }',
+    )
+    unknown = b"\x0a\x21\x0a\x1dtype.googleapis.com/nope.Nope\x12\x00"
+    with pytest.raises(BadPayload, match="not readable as M: Can not find message descriptor"):
+        decode(parsed, [0], unknown)
+    with pytest.raises(RecordDoesNotFit, match="field /a: Can not find message descriptor"):
+        Encoder(1, parsed).encode({"a": {"@type": "type.googleapis.com/nope.Nope"}})
+    known = Encoder(1, parsed).encode({"a": {"@type": "type.googleapis.com/M"}})
+    assert decode(parsed, [0], unframe(known, protobuf=True)[2]) == {"a": {"@type": "type.googleapis.com/M"}}
