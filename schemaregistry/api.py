@@ -94,9 +94,13 @@ def _errors(app: FastAPI) -> None:
     def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {"msg": "invalid request"}
         if first.get("type") == "json_invalid":  # Confluent: a JSON parse error is a 400
-            return SchemaRegistryResponse({"error_code": 400, "message": f"Unexpected character: {first['msg']}"}, 400)
+            return SchemaRegistryResponse(
+                {"error_code": 400, "message": f"Unexpected character: {first['msg']}"}, 400
+            )
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        return SchemaRegistryResponse({"error_code": 422, "message": f"{where}: {first['msg']}".lstrip(": ")}, 422)
+        return SchemaRegistryResponse(
+            {"error_code": 422, "message": f"{where}: {first['msg']}".lstrip(": ")}, 422
+        )
 
 
 def _schema_json(registry: SchemaRegistry, stored: StoredSchema, fmt: str | None) -> dict[str, Any]:
@@ -118,7 +122,12 @@ def _schema_text(registry: SchemaRegistry, stored: StoredSchema, fmt: str | None
 
 def _version_json(registry: SchemaRegistry, value: SchemaValue, fmt: str | None = None) -> dict[str, Any]:
     stored = StoredSchema(value.schema_type, value.schema, value.references)
-    return {"subject": value.subject, "version": value.version, "id": value.id, **_schema_json(registry, stored, fmt)}
+    return {
+        "subject": value.subject,
+        "version": value.version,
+        "id": value.id,
+        **_schema_json(registry, stored, fmt),
+    }
 
 
 def _schema_routes(app: FastAPI, registry: SchemaRegistry) -> None:
@@ -161,7 +170,9 @@ def _subject_routes(app: FastAPI, registry: SchemaRegistry) -> None:
         return registry.versions(subject, deleted)
 
     @app.get("/subjects/{subject}/versions/{version}")
-    def version(subject: str, version: str, deleted: Flag = False, format: str | None = None) -> dict[str, Any]:
+    def version(
+        subject: str, version: str, deleted: Flag = False, format: str | None = None
+    ) -> dict[str, Any]:
         return _version_json(registry, registry.version(subject, parse_version(version), deleted), format)
 
     @app.get("/subjects/{subject}/versions/{version}/schema", response_class=PlainTextResponse)
@@ -174,12 +185,16 @@ def _subject_routes(app: FastAPI, registry: SchemaRegistry) -> None:
         return registry.referenced_by(subject, value.version)
 
     @app.post("/subjects/{subject}/versions")
-    def register(subject: str, body: Annotated[SchemaBody, Body()], normalize: Flag = False) -> dict[str, Any]:
+    def register(
+        subject: str, body: Annotated[SchemaBody, Body()], normalize: Flag = False
+    ) -> dict[str, Any]:
         value = registry.register(subject, body.new_schema(), body.id, body.version)
         return {"id": value.id, "version": value.version, **_version_json(registry, value)}
 
     @app.post("/subjects/{subject}")
-    def lookup(subject: str, body: Annotated[SchemaBody, Body()], deleted: Flag = False, normalize: Flag = False) -> dict[str, Any]:
+    def lookup(
+        subject: str, body: Annotated[SchemaBody, Body()], deleted: Flag = False, normalize: Flag = False
+    ) -> dict[str, Any]:
         return _version_json(registry, registry.lookup(subject, body.new_schema(), deleted))
 
     @app.delete("/subjects/{subject}")
@@ -199,7 +214,9 @@ def _compatibility_routes(app: FastAPI, registry: SchemaRegistry) -> None:
         return body
 
     @app.post("/compatibility/subjects/{subject}/versions/{version}")
-    def check_version(subject: str, version: str, body: Annotated[SchemaBody, Body()], verbose: Flag = False) -> dict[str, Any]:
+    def check_version(
+        subject: str, version: str, body: Annotated[SchemaBody, Body()], verbose: Flag = False
+    ) -> dict[str, Any]:
         return answer(registry.check(subject, body.new_schema(), parse_version(version)), verbose)
 
     @app.post("/compatibility/subjects/{subject}/versions")
@@ -214,7 +231,9 @@ def _config_routes(app: FastAPI, registry: SchemaRegistry) -> None:
 
     @app.put("/config")
     def put_global(body: Annotated[CompatibilityBody, Body()]) -> dict[str, Any]:
-        return {"compatibility": registry.set_compatibility(GLOBAL, body.compatibility or body.compatibilityLevel)}
+        return {
+            "compatibility": registry.set_compatibility(GLOBAL, body.compatibility or body.compatibilityLevel)
+        }
 
     @app.delete("/config")
     def delete_global() -> dict[str, Any]:
@@ -226,7 +245,11 @@ def _config_routes(app: FastAPI, registry: SchemaRegistry) -> None:
 
     @app.put("/config/{subject}")
     def put_subject(subject: str, body: Annotated[CompatibilityBody, Body()]) -> dict[str, Any]:
-        return {"compatibility": registry.set_compatibility(subject, body.compatibility or body.compatibilityLevel)}
+        return {
+            "compatibility": registry.set_compatibility(
+                subject, body.compatibility or body.compatibilityLevel
+            )
+        }
 
     @app.delete("/config/{subject}")
     def delete_subject_config(subject: str) -> dict[str, Any]:

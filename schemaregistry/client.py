@@ -82,10 +82,11 @@ class RegistryClient:
     def versions(self, subject: str) -> list[int]:
         return self._call("GET", f"/subjects/{_quote(subject)}/versions")
 
-    def version(self, subject: str, version: int | str) -> dict[str, Any]:
-        """One version of a subject: a number, "latest" or -1 (the latest too)."""
+    def version(self, subject: str, version: int | str, deleted: bool = False) -> dict[str, Any]:
+        """One version of a subject: a number, "latest" or -1 (the latest too); soft-deleted
+        ones too when `deleted`."""
         path = f"/subjects/{_quote(subject)}/versions/{_quote(str(version))}"
-        return self._call("GET", path)
+        return self._call("GET", path, query=_flag("deleted", deleted))
 
     def register(
         self, subject: str, schema_text: str, schema_type: str = "AVRO", references: Sequence[Reference] = ()
@@ -119,14 +120,17 @@ class RegistryClient:
     def check(
         self,
         subject: str,
-        version: int | str,
+        version: int | str | None,
         schema_text: str,
         schema_type: str = "AVRO",
         verbose: bool = True,
         references: Sequence[Reference] = (),
     ) -> dict[str, Any]:
-        """Is this schema compatible with a version ("latest" included)? {is_compatible, messages?}."""
-        path = f"/compatibility/subjects/{_quote(subject)}/versions/{_quote(str(version))}"
+        """Is this schema compatible with a version ("latest" included), or with every version
+        (`version` None)? {is_compatible, messages?}."""
+        path = f"/compatibility/subjects/{_quote(subject)}/versions"
+        if version is not None:
+            path += f"/{_quote(str(version))}"
         body = _schema_body(schema_text, schema_type, references)
         return self._call("POST", path, body, query=_flag("verbose", verbose))
 

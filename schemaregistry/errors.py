@@ -27,7 +27,9 @@ def version_not_found(version: int | str) -> RegistryError:
 
 
 def schema_not_found(schema_id: int | None = None) -> RegistryError:
-    return RegistryError(404, 40403, "Schema not found" if schema_id is None else f"Schema {schema_id} not found")
+    return RegistryError(
+        404, 40403, "Schema not found" if schema_id is None else f"Schema {schema_id} not found"
+    )
 
 
 def subject_soft_deleted(subject: str) -> RegistryError:

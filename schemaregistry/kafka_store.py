@@ -45,7 +45,10 @@ class KafkaStore:
     ) -> None:
         self.topic = topic
         self.timeout_s = timeout_s
-        self._config = {"bootstrap.servers": bootstrap, **(client_config or {})}
+        self._config: dict[str, str | int | float | bool] = {
+            "bootstrap.servers": bootstrap,
+            **(client_config or {}),
+        }
         self._transactional_id = transactional_id
         self.state = RegistryState()
         self.lock = threading.RLock()  # guards state; held while a batch of records is applied
@@ -97,19 +100,25 @@ class KafkaStore:
         try:
             metadata = admin.list_topics(timeout=self.timeout_s)
         except KafkaException as exc:
-            raise StoreUnavailable(f"cannot reach the cluster at {self._config['bootstrap.servers']}: {exc}")
+            raise StoreUnavailable(
+                f"cannot reach the cluster at {self._config['bootstrap.servers']}: {exc}"
+            ) from None
         if self.topic not in metadata.topics:
             replicas = min(3, len(metadata.brokers))
             new = NewTopic(self.topic, 1, replicas, config={"cleanup.policy": "compact"})
             try:
-                admin.create_topics([new], operation_timeout=self.timeout_s)[self.topic].result(self.timeout_s)
+                admin.create_topics([new], operation_timeout=self.timeout_s)[self.topic].result(
+                    self.timeout_s
+                )
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
-                    raise StoreUnavailable(f"cannot create the topic {self.topic}: {exc}")
+                    raise StoreUnavailable(f"cannot create the topic {self.topic}: {exc}") from None
             return
         partitions = len(metadata.topics[self.topic].partitions)
         if partitions != 1:
-            raise StoreUnavailable(f"the schemas topic {self.topic} must have 1 partition, it has {partitions}")
+            raise StoreUnavailable(
+                f"the schemas topic {self.topic} must have 1 partition, it has {partitions}"
+            )
         resource = ConfigResource(ConfigResource.Type.TOPIC, self.topic)
         configs = admin.describe_configs([resource])[resource].result(self.timeout_s)
         policy = configs["cleanup.policy"].value
@@ -132,11 +141,12 @@ class KafkaStore:
                 continue
             with self._applied:
                 for message in messages:
-                    if message.error() is None:
+                    offset = message.offset()
+                    if message.error() is None and offset is not None:
                         record = decode(message.key(), message.value())
                         if record is not None:
                             self.state.apply(record)
-                        self._position = max(self._position, message.offset() + 1)
+                        self._position = max(self._position, offset + 1)
                 if position >= 0:
                     self._position = max(self._position, position)
                 self._applied.notify_all()
@@ -151,7 +161,7 @@ class KafkaStore:
                     TopicPartition(self.topic, 0), self.timeout_s, False
                 )
         except KafkaException as exc:
-            raise errors.store_timeout(f"cannot read the end of {self.topic}: {exc}")
+            raise errors.store_timeout(f"cannot read the end of {self.topic}: {exc}") from None
         self.wait_applied(end)
 
     def wait_applied(self, offset: int) -> None:
@@ -201,14 +211,14 @@ class KafkaStore:
             try:
                 producer.init_transactions(self.timeout_s)
             except KafkaException as exc:
-                raise errors.store_timeout(f"cannot become the writer of {self.topic}: {exc}")
+                raise errors.store_timeout(f"cannot become the writer of {self.topic}: {exc}") from None
             self._producer = producer
         return self._producer
 
     def _drop_producer(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(0)
-            self._producer = None
+        """Forget the producer (a fenced one fails every call, flush included); its
+        transaction is committed, aborted, or aborted by the coordinator on fencing."""
+        self._producer = None
 
     def _commit(self, producer: Producer, records: list[Record]) -> int:
         """Produce the records in one transaction; the offset of the last one."""

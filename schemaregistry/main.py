@@ -40,7 +40,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         metavar="FILE",
         help="a properties file of librdkafka settings (key=value lines; secrets stay out of argv)",
     )
-    parser.add_argument("--topic", default="_schemas", help="the topic the schemas are kept in (kafkastore.topic)")
+    parser.add_argument(
+        "--topic", default="_schemas", help="the topic the schemas are kept in (kafkastore.topic)"
+    )
     parser.add_argument(
         "--group-id",
         default="schema-registry",
@@ -110,7 +112,9 @@ def _serve(args: argparse.Namespace, sock: socket.socket, url: str) -> int:
     from schemaregistry.kafka_store import KafkaStore, StoreUnavailable
     from schemaregistry.registry import SchemaRegistry
 
-    store = KafkaStore(args.bootstrap, _client_config(args.client_config_file, args.client_config), args.topic, args.group_id)
+    store = KafkaStore(
+        args.bootstrap, _client_config(args.client_config_file, args.client_config), args.topic, args.group_id
+    )
     try:
         store.start()
     except StoreUnavailable as exc:

@@ -147,7 +147,8 @@ def _schema_value(value: dict[str, Any] | None) -> SchemaValue | None:
         schema=value["schema"],
         schema_type=value.get("schemaType") or "AVRO",
         references=tuple(
-            Reference(ref["name"], ref["subject"], int(ref["version"])) for ref in value.get("references") or ()
+            Reference(ref["name"], ref["subject"], int(ref["version"]))
+            for ref in value.get("references") or ()
         ),
         deleted=bool(value.get("deleted", False)),
     )

@@ -272,7 +272,9 @@ class SchemaRegistry:
     # -- schemas -----------------------------------------------------------------------------
     def _parse_new(self, new: NewSchema) -> schemas.ParsedSchema:
         if new.schema_type not in schemas.SCHEMA_TYPES:
-            raise errors.invalid_schema(f"type {new.schema_type}: valid types are {', '.join(schemas.SCHEMA_TYPES)}")
+            raise errors.invalid_schema(
+                f"type {new.schema_type}: valid types are {', '.join(schemas.SCHEMA_TYPES)}"
+            )
         return self.store.read(lambda state: self.parsed(state, new.stored()))
 
     def parsed(self, state: RegistryState, stored: StoredSchema) -> schemas.ParsedSchema:
@@ -290,14 +292,22 @@ class SchemaRegistry:
         return cached
 
     def _same(
-        self, state: RegistryState, value: SchemaValue, parsed: schemas.ParsedSchema, references: Sequence[Reference]
+        self,
+        state: RegistryState,
+        value: SchemaValue,
+        parsed: schemas.ParsedSchema,
+        references: Sequence[Reference],
     ) -> bool:
         if value.schema_type != parsed.schema_type or tuple(value.references) != tuple(references):
             return False
-        stored = state.schemas.get(value.id) or StoredSchema(value.schema_type, value.schema, value.references)
+        stored = state.schemas.get(value.id) or StoredSchema(
+            value.schema_type, value.schema, value.references
+        )
         return self.parsed(state, stored).canonical == parsed.canonical
 
-    def _id_for(self, state: RegistryState, parsed: schemas.ParsedSchema, references: Sequence[Reference]) -> int:
+    def _id_for(
+        self, state: RegistryState, parsed: schemas.ParsedSchema, references: Sequence[Reference]
+    ) -> int:
         for versions in state.versions.values():
             for value in versions.values():
                 if self._same(state, value, parsed, references):
@@ -315,7 +325,8 @@ class SchemaRegistry:
         self, state: RegistryState, level: str, parsed: schemas.ParsedSchema, against: list[SchemaValue]
     ) -> list[str]:
         previous = [
-            (v.version, self.parsed(state, StoredSchema(v.schema_type, v.schema, v.references))) for v in against
+            (v.version, self.parsed(state, StoredSchema(v.schema_type, v.schema, v.references)))
+            for v in against
         ]
         return schemas.compatibility_messages(level, parsed, previous)
 

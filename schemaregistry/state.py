@@ -83,7 +83,8 @@ class RegistryState:
             value
             for versions in self.versions.values()
             for value in versions.values()
-            if not value.deleted and any(r.subject == subject and r.version == version for r in value.references)
+            if not value.deleted
+            and any(r.subject == subject and r.version == version for r in value.references)
         ]
 
 

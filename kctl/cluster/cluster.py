@@ -151,9 +151,9 @@ def up(
         )
     else:
         console.print_section(brokerview.section(views, controller=None))
-        print(f"export KCTL_BOOTSTRAP={bootstrap}", flush=True)
         if registry_url is not None:
             print(f"export {REGISTRY_ENV}={registry_url}", flush=True)
+        print(f"export KCTL_BOOTSTRAP={bootstrap}", flush=True)  # last: scripts take it with tail -1
     _hint_next(state.cluster_dir, cluster_dir is not None, started=bool(procs))
     if secured:
         _hint_security(state.cluster_dir, protocol, views[0].address)

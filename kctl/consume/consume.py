@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from kctl.consume import schemadecoding
 from kctl.consume.assignment import plan
 from kctl.consume.filters import FilterSyntaxError, Test, compile_filters
 from kctl.consume.formatting import (
@@ -27,6 +29,7 @@ from kctl.consume.membership import (
 )
 from kctl.consume.reader import Commit, Reader, Render
 from kctl.consume.share import ShareReader
+from kctl.kafka.bootstrap import BOOTSTRAP_ENV
 from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic
 from kctl.kafka.consumer import ClusterWatch
 from kctl.kafka.share import Ack, share_consumer
@@ -40,6 +43,7 @@ from kctl.shell.options import (
     ClusterDir,
     CommandConfig,
     Isolation,
+    SchemaRegistryUrl,
     Settings,
     Timeout,
     parse_partitions,
@@ -189,6 +193,8 @@ def consume(
             "read_uncommitted shows every record as soon as it is written.",
         ),
     ] = Isolation.READ_COMMITTED,
+    decode: schemadecoding.DecodeOption = schemadecoding.Decode.AUTO,
+    registry: SchemaRegistryUrl = None,
     bootstrap: Bootstrap = None,
     cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
@@ -216,8 +222,17 @@ def consume(
     share every partition of the topic and each record goes to one of them at a time. Every
     record printed is acknowledged once written (--ack accept, the default; release or
     reject), so a member that dies leaves its records to the others after their lock expires.
+
+    Records written with a schema registry's schemas (Confluent's wire format, e.g. by
+    `kctl produce --value-schema` or confluent-kafka's serializers) show as JSON when a
+    registry is known; --json keeps the bytes lossless and adds "value_schema_id" and
+    "value_decoded" ("key_*" alike). --decode none shows the bytes.
     """
     spec, render, keep = _compile(offset, fmt, json_output, filters or [], share_group is not None)
+    local_cluster = not (bootstrap or os.environ.get(BOOTSTRAP_ENV))
+    render = schemadecoding.decoding(
+        render, decode, registry, cluster_dir, local_cluster, json_output, share_group is not None
+    )
     if share_group is not None:
         _check_share_options(group, commit, partition, offset, exit_at_end)
         if group_protocol is not None or remote_assignor is not None:

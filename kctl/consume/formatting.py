@@ -112,19 +112,27 @@ def _parse(fmt: str, shared: bool) -> list[bytes | Part]:
 def record_json(record: Record) -> bytes:
     """One compact JSON line, lossless: UTF-8 keys, values and header values as text, others
     as base64 with a `*_encoding` field saying so (the scheme is in kctl.shell.recordjson)."""
-    return _json_line(_record_doc(record))
+    return json_line(record_doc(record))
 
 
 def shared_record_json(record: Record) -> bytes:
     """record_json's line with the delivery count of a record a share group handed out."""
-    return _json_line({**_record_doc(record), "delivery_count": record.delivery_count()})
+    return json_line(record_doc(record, shared=True))
 
 
-def _json_line(doc: dict) -> bytes:
+def json_line(doc: dict) -> bytes:
     return json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-def _record_doc(record: Record) -> dict:
+def record_doc(record: Record, shared: bool = False) -> dict:
+    """The record as --json shows it (with its delivery count when a share group handed it out)."""
+    doc = _record_fields(record)
+    if shared:
+        doc["delivery_count"] = record.delivery_count()
+    return doc
+
+
+def _record_fields(record: Record) -> dict:
     doc = {
         "topic": record.topic(),
         "partition": record.partition(),

@@ -30,7 +30,7 @@ from kctl.kafka.client import (
 from kctl.kafka.delivery import STALLED, DeliveryPoller, DeliveryStopped, DeliveryTally
 from kctl.kafka.errors import KafkaError, KafkaException, from_kafka
 from kctl.kafka.transactions import Transactions
-from kctl.produce import insync, linebatches, pacing
+from kctl.produce import insync, linebatches, pacing, schemaencoding
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -45,6 +45,7 @@ from kctl.shell.options import (
     Compression,
     CompressionOption,
     DeliveryTimeout,
+    SchemaRegistryUrl,
     Settings,
     TransactionalId,
 )
@@ -66,7 +67,8 @@ class InputFormat(str, Enum):
 class Records(Protocol):
     """How input lines become records, and the bad line (if any) that ended them."""
 
-    error: KctlError | None
+    @property
+    def error(self) -> KctlError | None: ...
 
     def records(self, lines: Iterable[bytes]) -> Iterator[ProduceArgs]: ...
 
@@ -158,6 +160,13 @@ def produce(
             help="Send at most N records per second (on average over any second), e.g. --rate 100/s.",
         ),
     ] = None,
+    value_schema: schemaencoding.ValueSchemaFile = None,
+    value_schema_id: schemaencoding.ValueSchemaId = None,
+    value_subject: schemaencoding.ValueSubject = None,
+    key_schema: schemaencoding.KeySchemaFile = None,
+    key_schema_id: schemaencoding.KeySchemaId = None,
+    key_subject: schemaencoding.KeySubject = None,
+    registry: SchemaRegistryUrl = None,
     bootstrap: Bootstrap = None,
     cluster_dir: ClusterDir = None,
     timeout: DeliveryTimeout = DEFAULT_TIMEOUT,
@@ -193,8 +202,21 @@ def produce(
 
     A line that is not such a record stops the input: the records before it are delivered
     (with --transactional-id, committed), then kctl names the line and exits 5.
+
+    With a value schema (--value-schema FILE, --value-schema-id ID or --value-subject
+    SUBJECT; keys alike) each value is a JSON document, encoded in Confluent's wire format
+    with the schema from the schema registry (docs/schemas.md). A document that does not fit
+    the schema stops the input the same way, naming its line and field.
     """
     records_for = _records(input_format, key, key_delimiter, partition, header)
+    encoders = schemaencoding.encoders(
+        topic,
+        schemaencoding.SchemaChoice("value", value_schema, value_schema_id, value_subject),
+        schemaencoding.SchemaChoice("key", key_schema, key_schema_id, key_subject),
+        registry,
+        cluster_dir,
+        timeout,
+    )
     transactions.check_options(transactional_id, txn_size, acks)
     per_second = None if rate is None else pacing.parse_rate(rate)
     txns = None if transactional_id is None else Transactions(transactional_id, timeout)
@@ -214,6 +236,8 @@ def produce(
             }
         )
         source = records_for(_check_target(producer, conn, topic, partition, acks))
+        if encoders is not None:
+            source = encoders.wrap(source)
         explain = partial(_delivery_error, conn=conn, topic=topic, acks=acks)
         send = partial(_send, producer=producer, topic=topic, tally=tally, tick=tick, every=every)
         if txns is None:

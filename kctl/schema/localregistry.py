@@ -79,7 +79,17 @@ def start(cluster_dir: Path, bootstrap: str, client_config_file: Path | None) ->
     home = directory(cluster_dir)
     home.mkdir(parents=True, exist_ok=True)
     port = _port(home)
-    argv = [sys.executable, "-m", "schemaregistry", "--bootstrap", bootstrap, "--host", HOST, "--port", str(port)]
+    argv = [
+        sys.executable,
+        "-m",
+        "schemaregistry",
+        "--bootstrap",
+        bootstrap,
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+    ]
     argv += ["--lock-file", str(home / "registry.lock")]
     if client_config_file is not None:
         argv += ["--client-config-file", str(client_config_file)]

@@ -26,12 +26,17 @@ def registry_url(option: str | None, cluster_dir: Path, env: Mapping[str, str] =
     return found
 
 
-def known_registry_url(option: str | None, cluster_dir: Path, env: Mapping[str, str] = os.environ) -> str | None:
-    """The registry's URL if one is named or the local cluster runs one; None otherwise (what
-    `kctl consume` goes by: it decodes records only when it knows a registry)."""
+def known_registry_url(
+    option: str | None, cluster_dir: Path, env: Mapping[str, str] = os.environ, local_cluster: bool = True
+) -> str | None:
+    """The registry's URL if one is named, or the local cluster's if it is the cluster used
+    (`local_cluster`) and runs one; None otherwise (what `kctl consume` goes by: it decodes
+    records only when it knows a registry, and never with another cluster's ids)."""
     if option:
         return option.rstrip("/")
     if env.get(REGISTRY_ENV):
         return env[REGISTRY_ENV].rstrip("/")
+    if not local_cluster:
+        return None
     local = localregistry.running(cluster_dir)
     return None if local is None else local.url

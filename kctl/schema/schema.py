@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -122,20 +123,11 @@ def list_subjects(
     """List the subjects with their latest version, its id and its type."""
     registry_client = client(registry, cluster_dir, timeout)
     subjects = call(lambda: registry_client.subjects(deleted))
-    latest = [call(lambda: registry_client.version(s, "latest")) for s in subjects if _has_live(registry_client, s)]
-    rows = [_summary(v) for v in latest]
+    rows = [_summary(call(partial(registry_client.version, s, "latest", deleted))) for s in subjects]
     if json_output:
         console.print_json(rows)
     else:
         console.print_table(["subject", "version", "id", "type"], [list(r.values()) for r in rows])
-
-
-def _has_live(registry_client: Any, subject: str) -> bool:
-    try:
-        registry_client.versions(subject)
-    except Exception:
-        return False
-    return True
 
 
 def _summary(version: dict[str, Any]) -> dict[str, Any]:
@@ -152,7 +144,8 @@ def get(
     subject: Annotated[str | None, typer.Argument(metavar="[SUBJECT]", help="The subject.")] = None,
     version: Annotated[str, typer.Argument(help="A version number, or latest.")] = "latest",
     schema_id: Annotated[
-        int | None, typer.Option("--id", metavar="ID", show_default=False, help="The schema with this id instead.")
+        int | None,
+        typer.Option("--id", metavar="ID", show_default=False, help="The schema with this id instead."),
     ] = None,
     registry: SchemaRegistryUrl = None,
     cluster_dir: ClusterDir = None,
@@ -192,7 +185,7 @@ def versions(
     """List a subject's versions with their ids."""
     registry_client = client(registry, cluster_dir, timeout)
     numbers = call(lambda: registry_client.versions(subject))
-    rows = [_summary(call(lambda: registry_client.version(subject, n))) for n in numbers]
+    rows = [_summary(call(partial(registry_client.version, subject, n))) for n in numbers]
     if json_output:
         console.print_json(rows)
     else:
@@ -218,7 +211,7 @@ def check(
     text, kind = _read_schema(file, schema_type)
     registry_client = client(registry, cluster_dir, timeout)
     refs = _references(references)
-    target = "" if version == "all" else version
+    target = None if version == "all" else version
     answer = call(lambda: registry_client.check(subject, target, text, kind, True, refs))
     if json_output:
         console.print_json(answer)
@@ -238,7 +231,8 @@ def delete(
     permanent: Annotated[
         bool,
         typer.Option(
-            "--permanent", help="Remove for good what was soft-deleted before (ids are freed, records tombstoned)."
+            "--permanent",
+            help="Remove for good what was soft-deleted before (ids are freed, records tombstoned).",
         ),
     ] = False,
     registry: SchemaRegistryUrl = None,

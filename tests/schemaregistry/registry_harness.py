@@ -3,6 +3,7 @@ and raw HTTP calls to it that keep the status and body whatever they are."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import signal
 import subprocess
@@ -23,7 +24,16 @@ class RegistryProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = directory / f"registry-{self.port}.log"
         directory.mkdir(parents=True, exist_ok=True)
-        argv = [sys.executable, "-m", "schemaregistry", "--bootstrap", bootstrap, "--port", str(self.port), *extra]
+        argv = [
+            sys.executable,
+            "-m",
+            "schemaregistry",
+            "--bootstrap",
+            bootstrap,
+            "--port",
+            str(self.port),
+            *extra,
+        ]
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -34,7 +44,9 @@ class RegistryProcess:
 
     def _answers(self) -> bool:
         if self.process.poll() is not None:
-            raise AssertionError(f"the registry exited with {self.process.returncode}:\n{self.log.read_text()}")
+            raise AssertionError(
+                f"the registry exited with {self.process.returncode}:\n{self.log.read_text()}"
+            )
         try:
             return call(self.url, "GET", "/")[0] == 200
         except OSError:
@@ -61,8 +73,29 @@ class RegistryProcess:
         self.stop()
 
 
+def declare_body(url: str, path: str, length: int) -> tuple[int, Any]:
+    """POST headers announcing a body of `length` bytes, then wait for the answer without
+    sending it: what a server that reads a body before refusing it would hang on."""
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        connection.putrequest("POST", path)
+        connection.putheader("Content-Type", CONTENT_TYPE)
+        connection.putheader("Content-Length", str(length))
+        connection.endheaders()
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
 def call(
-    url: str, method: str, path: str, body: Any = None, content_type: str = CONTENT_TYPE, raw: bytes | None = None
+    url: str,
+    method: str,
+    path: str,
+    body: Any = None,
+    content_type: str = CONTENT_TYPE,
+    raw: bytes | None = None,
 ) -> tuple[int, Any]:
     """(HTTP status, the decoded JSON body, or the text when it is not JSON)."""
     data = raw if raw is not None else None if body is None else json.dumps(body).encode()

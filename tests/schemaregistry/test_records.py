@@ -21,7 +21,9 @@ pytestmark = pytest.mark.unit
 
 
 def test_keys_are_confluents_bytes():
-    assert SchemaKey("t-value", 3).encode() == b'{"keytype":"SCHEMA","subject":"t-value","version":3,"magic":1}'
+    assert (
+        SchemaKey("t-value", 3).encode() == b'{"keytype":"SCHEMA","subject":"t-value","version":3,"magic":1}'
+    )
     assert ConfigKey(None).encode() == b'{"keytype":"CONFIG","subject":null,"magic":0}'
     assert ModeKey("s").encode() == b'{"keytype":"MODE","subject":"s","magic":0}'
     assert DeleteSubjectKey("s").encode() == b'{"keytype":"DELETE_SUBJECT","subject":"s","magic":0}'
@@ -30,7 +32,9 @@ def test_keys_are_confluents_bytes():
 def test_schema_values_round_trip_and_omit_the_avro_type():
     avro = SchemaValue("t-value", 1, 7, '"string"')
     assert b"schemaType" not in Record(SchemaKey("t-value", 1), avro).encode()[1]
-    proto = SchemaValue("p-value", 2, 8, "syntax = 'proto3';", "PROTOBUF", (Reference("a.proto", "a", 1),), True)
+    proto = SchemaValue(
+        "p-value", 2, 8, "syntax = 'proto3';", "PROTOBUF", (Reference("a.proto", "a", 1),), True
+    )
     for value in (avro, proto):
         key, raw = Record(SchemaKey(value.subject, value.version), value).encode()
         assert decode(key, raw) == Record(SchemaKey(value.subject, value.version), value)

@@ -43,10 +43,18 @@ def test_ids_survive_a_killed_registry_and_restarted_brokers(tmp_path):
 
 def test_two_registries_of_one_cluster_never_give_one_id_to_two_schemas(tmp_path):
     with running_cluster(tmp_path / "cluster") as cluster:
-        with RegistryProcess(cluster.bootstrap, tmp_path) as first, RegistryProcess(cluster.bootstrap, tmp_path) as second:
+        with (
+            RegistryProcess(cluster.bootstrap, tmp_path) as first,
+            RegistryProcess(cluster.bootstrap, tmp_path) as second,
+        ):
             jobs = [(first.url if n % 2 else second.url, n) for n in range(24)]
             with ThreadPoolExecutor(8) as pool:
-                ids = dict(zip([n for _, n in jobs], pool.map(lambda job: register(job[0], f"c{job[1]}-value", schema(job[1])), jobs)))
+                ids = dict(
+                    zip(
+                        [n for _, n in jobs],
+                        pool.map(lambda job: register(job[0], f"c{job[1]}-value", schema(job[1])), jobs),
+                    )
+                )
             assert len(set(ids.values())) == len(ids)
             for n, schema_id in ids.items():
                 for url in (first.url, second.url):
