@@ -50,36 +50,24 @@ def compatibility_messages(
 
 
 def _check(direction: str, new: ParsedSchema, version: int, old: ParsedSchema) -> list[str]:
+    """The messages against one earlier version: what is wrong, then that version and its
+    text (Confluent adds them after the backward half of FULL only; here they follow a failed
+    forward half too, so a FULL_TRANSITIVE answer always says which version failed)."""
     if new.schema_type != old.schema_type:
         return [f"{DIFFERENT_SCHEMA_TYPE}: {new.schema_type} after {old.schema_type} (version {version})"]
     backward = BACKWARD_CHECKS[new.schema_type]
     try:
-        if direction == "BACKWARD":
-            return _worded(backward(new, old), "new", "old", version, old)
-        if direction == "FORWARD":
-            return _worded(backward(old, new), "old", "new", version, old)
-        # FULL: Confluent's mutualReadStrategy names the old schema only after the backward half
-        return _worded(backward(old, new), "old", "new", None, old) + _worded(
-            backward(new, old), "new", "old", version, old
-        )
+        messages: list[str] = []
+        if direction in ("FORWARD", "FULL"):  # the old schema reads the new one's data
+            messages += [found.render("old", "new") for found in backward(old, new)]
+        if direction in ("BACKWARD", "FULL"):  # the new schema reads the old one's data
+            messages += [found.render("new", "old") for found in backward(new, old)]
     except TooComplex as exc:
-        return _worded([], "new", "old", version, old, f"The schemas cannot be compared: {exc}")
-
-
-def _worded(
-    found: list[Incompatibility],
-    reader: str,
-    writer: str,
-    version: int | None,
-    old: ParsedSchema,
-    *extra: str,
-) -> list[str]:
-    messages = [item.render(reader, writer) for item in found] + list(extra)
-    if messages and version is not None:
-        shown = old.text
-        if len(shown) <= MAX_SCHEMA_SIZE_FOR_LOGGING:
-            schema = f"{{oldSchema: '{shown}'}}"
-        else:
-            schema = f"{{oldSchema: <truncated> '{shown[:MAX_SCHEMA_SIZE_FOR_LOGGING]}...'}}"
-        messages += [f"{{oldSchemaVersion: {version}}}", schema]
-    return messages
+        messages = [f"The schemas cannot be compared: {exc}"]
+    if not messages:
+        return []
+    if len(old.text) > MAX_SCHEMA_SIZE_FOR_LOGGING:
+        shown = f"<truncated> '{old.text[:MAX_SCHEMA_SIZE_FOR_LOGGING]}...'"
+    else:
+        shown = f"'{old.text}'"
+    return [*messages, f"{{oldSchemaVersion: {version}}}", f"{{oldSchema: {shown}}}"]
