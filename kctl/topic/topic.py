@@ -15,12 +15,22 @@ from kctl.cluster import localcluster
 from kctl.kafka import topics
 from kctl.kafka.client import ClusterMetadata, connect, fetch_metadata, find_topic
 from kctl.kafka.configs import DEFAULT_SOURCE
+from kctl.schema.topicsubjects import rows, topic_subjects
 from kctl.shell import console, sections
 from kctl.shell.console import Cell
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
-from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell.options import (
+    DEFAULT_TIMEOUT,
+    Bootstrap,
+    ClusterDir,
+    CommandConfig,
+    Json,
+    SchemaRegistryUrl,
+    Settings,
+    Timeout,
+)
 from kctl.topic import deleterecords, topicinfo
 from kctl.topic import producers as producerstate
 from kctl.topic.reassign import parse_replicas, read_plan
@@ -153,8 +163,12 @@ def describe(
         bool,
         typer.Option("--all-configs", help="List every config, defaults too (--json always does)."),
     ] = False,
+    registry: SchemaRegistryUrl = None,
 ) -> None:
     """Show each partition's leader, epoch, replicas, ISR, offsets and open transactions.
+
+    SCHEMAS names the subjects the topic's keys and values are registered under in the schema
+    registry (TOPIC-key, TOPIC-value, as Confluent's serializers name them), when one is known.
 
     CONFIGS lists the configs that differ from their defaults (set on the topic, or by a
     broker setting), as kafka-topics --describe does; --all-configs lists them all.
@@ -169,6 +183,9 @@ def describe(
     """
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
     doc = topicinfo.describe(conn, name)
+    subjects = topic_subjects(name, registry, bootstrap, cluster_dir)
+    if subjects is not None:
+        doc["schemas"] = subjects
     if json_output:
         console.print_json(doc)
         return
@@ -186,6 +203,8 @@ def describe(
             [[k, c["value"], c["source"]] for k, c in shown.items()],
             title="CONFIGS" if shown or all_configs else "CONFIGS: all defaults (--all-configs lists them)",
         )
+    if subjects and any(subjects.values()):
+        console.print_table(["of", "subject", "version", "id", "type"], rows(subjects), title="SCHEMAS")
     console.print_section(sections.partitions("PARTITIONS", parts))
 
 

@@ -117,6 +117,12 @@ def test_produce_with_an_avro_schema_and_consume_decoded(home, tmp_path):
     ]
     assert records[3]["value_decoded"] == {"name": "n3", "age": 3}
     schema_id = records[3]["value_schema_id"]
+    described = json.loads(kctl(home, "topic", "describe", "people", "--json").stdout)
+    assert described["schemas"] == {
+        "key": None,
+        "value": {"subject": "people-value", "version": 1, "id": schema_id, "type": "AVRO"},
+    }
+    assert "people-value" in kctl(home, "topic", "describe", "people").stdout.decode()
     # the JSON envelope stays lossless: a copy holds the same bytes
     kctl(home, "topic", "create", "people-copy", "-p", "1")
     kctl(

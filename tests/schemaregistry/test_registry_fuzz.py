@@ -1,0 +1,43 @@
+"""The registry's HTTP API fuzzed from its own OpenAPI description (schemathesis): whatever a
+client sends, the registry answers with a status below 500, promptly, and keeps answering."""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+
+from tests.cluster_harness import running_cluster
+from tests.schemaregistry.registry_harness import RegistryProcess, call
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("fuzz")
+    with (
+        running_cluster(directory / "cluster") as cluster,
+        RegistryProcess(cluster.bootstrap, directory) as process,
+    ):
+        yield process.url
+
+
+@pytest.fixture(scope="module")
+def api(registry):
+    return schemathesis.openapi.from_url(f"{registry}/openapi.json")
+
+
+schema = schemathesis.pytest.from_fixture("api")
+
+
+@schema.parametrize()
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+def test_no_request_makes_the_registry_fail(case, registry):
+    response = case.call(base_url=registry, timeout=30)
+    assert response.status_code < 500, (case.method, case.formatted_path, response.text)
+    assert response.elapsed < 10
+
+
+def test_it_still_answers_after_the_fuzzing(registry):
+    assert call(registry, "GET", "/") == (200, {})
