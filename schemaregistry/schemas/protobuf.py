@@ -1,7 +1,8 @@
 """Protobuf schemas, as .proto text or as the base64 of a serialized FileDescriptorProto (what
 confluent-kafka's ProtobufSerializer registers), compiled by protoc (grpcio-tools) into a
 FileDescriptorSet: the same checks and name resolution `protoc` gives, well-known imports
-(google/protobuf/*.proto) included without references."""
+(google/protobuf/*.proto) included without references. protoc refuses messages nested deeper
+than 31 levels, so nothing later recurses deeply into a file."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from google.protobuf import descriptor_pb2, text_format  # type: ignore[import-u
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from grpc_tools import protoc
 
-from schemaregistry.schemas.model import MAX_DEPTH, InvalidSchema, ParsedSchema
+from schemaregistry.schemas.model import InvalidSchema, ParsedSchema
 
 WELL_KNOWN_INCLUDE = str(Path(protoc.__file__).parent / "_proto")  # google/protobuf/*.proto
 DEFAULT_NAME = "default.proto"  # the schema's own file (Confluent calls it "default")
@@ -64,7 +65,6 @@ def parse(text: str, references: Mapping[str, str]) -> ParsedSchema:
         main.name = name
         descriptors.append(main)
     files = _compile(name, sources, descriptors)
-    _check_nesting(files)
     if not (files.file[-1].message_type or files.file[-1].enum_type):
         raise InvalidSchema("Protobuf schema definition contains no type definitions")
     return ParsedSchema("PROTOBUF", text, _canonical(files.file[-1]), ProtobufParsed(files))
@@ -150,13 +150,6 @@ def _protoc(arguments: list[str], errors: Path) -> tuple[int, str]:
             os.close(saved)
         capture.seek(0)
         return status, capture.read(64 * 1024).decode("utf-8", "replace")
-
-
-def _check_nesting(files: descriptor_pb2.FileDescriptorSet) -> None:
-    for file in files.file:
-        for depth, _ in _messages(file.message_type, 1):
-            if depth > MAX_DEPTH:
-                raise InvalidSchema(f"{file.name}: messages are nested deeper than {MAX_DEPTH} levels")
 
 
 def _messages(
