@@ -3,8 +3,9 @@ parsing and validating them, with their references resolved, and checking a new 
 compatibility with earlier ones as Confluent does, in Confluent's words.
 
 Modules: `model` (ParsedSchema, InvalidSchema, bounds), one parser per type (`avro`,
-`json_schema`, `protobuf`), one compatibility checker per type (`avro_compat`, `json_compat`,
-`protobuf_compat`) and `compatibility`, which applies the levels."""
+`json_schema`, `protobuf`), one compatibility checker per type (`avro_compat`, `json_compat`
+with `json_model` and `json_diff`, `protobuf_compat`) and `compatibility`, which applies the
+levels."""
 
 from __future__ import annotations
 

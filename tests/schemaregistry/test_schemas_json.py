@@ -11,8 +11,8 @@ import time
 import pytest
 
 from schemaregistry import schemas
-from schemaregistry.schemas import InvalidSchema, ParsedSchema, compatibility_messages, json_compat
-from schemaregistry.schemas.json_compat import differences
+from schemaregistry.schemas import InvalidSchema, ParsedSchema, compatibility_messages, json_diff
+from schemaregistry.schemas.json_diff import differences
 
 pytestmark = pytest.mark.unit
 
@@ -336,7 +336,7 @@ def test_hostile_schemas_are_refused_or_cut_short(monkeypatch):
         leaf = {"type": "string"}
         return leaf if depth == 0 else {"anyOf": [{**nest(depth - 1), "title": str(i)} for i in range(6)]}
 
-    monkeypatch.setattr(json_compat, "MAX_COMPARISONS", 2_000)
+    monkeypatch.setattr(json_diff, "MAX_COMPARISONS", 2_000)
     started = time.monotonic()
     messages = compatibility_messages("BACKWARD", js(nest(4)), [(1, js(nest(4)))])
     assert time.monotonic() - started < 10
