@@ -164,12 +164,15 @@ def _messages(
 
 
 def _canonical(file: descriptor_pb2.FileDescriptorProto) -> str:
-    """The file without what does not change the schema: its name, source locations and the
-    json_name protoc fills in (a descriptor serialized by generated code has none)."""
+    """The file without what does not change the schema: its name, source locations, a
+    syntax of proto2 said or not, and the json_name protoc fills in (a descriptor serialized by
+    generated code has none)."""
     normal = descriptor_pb2.FileDescriptorProto()
     normal.CopyFrom(file)
     normal.ClearField("name")
     normal.ClearField("source_code_info")
+    if normal.syntax == "proto2":  # protoc leaves proto2, the default, unsaid
+        normal.ClearField("syntax")
     for _, message in _messages(normal.message_type, 1):
         for field in [*message.field, *message.extension]:
             if field.json_name == _json_name(field.name):

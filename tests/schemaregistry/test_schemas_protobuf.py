@@ -303,3 +303,13 @@ def test_protoc_errors_stay_off_stderr_and_with_their_own_schema(capfd):
     assert {number: results[number] for number in range(0, 8, 2)} == {n: f"A{n}" for n in range(0, 8, 2)}
     assert all('"strin" is not defined' in results[number] for number in range(1, 8, 2))
     assert capfd.readouterr().err == ""
+
+
+def test_a_descriptor_that_says_proto2_is_the_same_schema_as_text_that_does_not():
+    file = descriptor_pb2.FileDescriptorProto(name="a.proto", syntax="proto2")
+    file.message_type.add(name="A").field.add(name="x", number=1, type=5, label=1)  # optional int32
+    from_descriptor = schemas.parse("PROTOBUF", base64.b64encode(file.SerializeToString()).decode())
+    assert (
+        from_descriptor.canonical
+        == schemas.parse("PROTOBUF", "message A { optional int32 x = 1; }").canonical
+    )
