@@ -94,11 +94,18 @@ class _Side:
 
 @dataclass
 class _Shared:
+    """Imported message types compared so far, with what was found: reported under the type's
+    own name, their differences are the same wherever the type is used. `comparing` holds the
+    pairs under way, so that a recursive type ends."""
+
     memo: dict[tuple[str, str], tuple[list[tuple[str, str, str]], bool]] = field(default_factory=dict)
     comparing: set[tuple[str, str]] = field(default_factory=set)
 
 
 class _Context:
+    """Where the comparison is (message names, oneof names, field numbers), the original
+    messages being compared and the differences found."""
+
     def __init__(self, original: _Side, update: _Side, shared: _Shared, path: Sequence[str] = ()) -> None:
         self.original, self.update, self.shared = original, update, shared
         self.path = list(path)
