@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
 from schemaregistry import errors, schemas
+from schemaregistry.authentication import ClusterLogin
+from schemaregistry.http_auth import BasicAuth
 from schemaregistry.http_limits import RequestLimits
 from schemaregistry.records import GLOBAL, Reference, SchemaValue
 from schemaregistry.registry import NewSchema, SchemaRegistry, parse_version
@@ -61,7 +63,9 @@ class ModeBody(BaseModel):
 Flag = Annotated[bool, Query()]
 
 
-def create_app(registry: SchemaRegistry, max_body_bytes: int = 8 << 20) -> FastAPI:
+def create_app(
+    registry: SchemaRegistry, max_body_bytes: int = 8 << 20, login: ClusterLogin | None = None
+) -> FastAPI:
     app = FastAPI(
         title="kctl schema registry",
         description="Confluent Schema Registry's REST API, kept in the cluster's _schemas topic.",
@@ -69,6 +73,8 @@ def create_app(registry: SchemaRegistry, max_body_bytes: int = 8 << 20) -> FastA
         default_response_class=SchemaRegistryResponse,
     )
     app.add_middleware(RequestLimits, max_body_bytes=max_body_bytes)
+    if login is not None:
+        app.add_middleware(BasicAuth, login=login)  # added last: runs first
     _errors(app)
     _schema_routes(app, registry)
     _subject_routes(app, registry)

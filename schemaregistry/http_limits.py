@@ -37,11 +37,11 @@ class RequestLimits:
         headers = dict(scope["headers"])
         content_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
         if content_type and content_type not in ACCEPTED_CONTENT_TYPES:
-            await _refuse(send, 415, "HTTP 415 Unsupported Media Type")
+            await refuse(send, 415, "HTTP 415 Unsupported Media Type")
             return
         length = headers.get(b"content-length", b"")
         if length.isdigit() and int(length) > self.max_body_bytes:
-            await _refuse(send, 413, "HTTP 413 Request Entity Too Large")
+            await refuse(send, 413, "HTTP 413 Request Entity Too Large")
             return
         await self._bounded(scope, receive, send)
 
@@ -67,16 +67,23 @@ class RequestLimits:
             await self.app(scope, counting_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await _refuse(send, 413, "HTTP 413 Request Entity Too Large")
+                await refuse(send, 413, "HTTP 413 Request Entity Too Large")
 
 
-async def _refuse(send: Send, status: int, message: str) -> None:
+async def refuse(
+    send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    """Answer with Confluent's error body before the application sees the request."""
     body = json.dumps({"error_code": status, "message": message}).encode()
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", ERROR_MEDIA_TYPE), (b"content-length", str(len(body)).encode())],
+            "headers": [
+                (b"content-type", ERROR_MEDIA_TYPE),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": body})

@@ -48,6 +48,11 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
         default="schema-registry",
         help="the registries that share a topic and elect their writer (schema.registry.group.id)",
     )
+    parser.add_argument(
+        "--authenticate-users",
+        action="store_true",
+        help="ask for HTTP basic credentials and accept those that log in to the cluster (SASL)",
+    )
     parser.add_argument("--lock-file", help="a file to hold locked, with the pid and URL, while running")
     parser.add_argument("--max-body-bytes", type=int, default=8 << 20, help="the largest request body taken")
     return parser.parse_args(argv)
@@ -109,18 +114,27 @@ def _serve(args: argparse.Namespace, sock: socket.socket, url: str) -> int:
     import uvicorn
 
     from schemaregistry.api import create_app
+    from schemaregistry.authentication import ClusterLogin
     from schemaregistry.kafka_store import KafkaStore, StoreUnavailable
     from schemaregistry.registry import SchemaRegistry
 
-    store = KafkaStore(
-        args.bootstrap, _client_config(args.client_config_file, args.client_config), args.topic, args.group_id
-    )
+    client_config = _client_config(args.client_config_file, args.client_config)
+    store = KafkaStore(args.bootstrap, client_config, args.topic, args.group_id)
     try:
         store.start()
     except StoreUnavailable as exc:
         log.error("%s", exc)
         return 3
-    app = create_app(SchemaRegistry(store), args.max_body_bytes)
+    login = (
+        ClusterLogin({"bootstrap.servers": args.bootstrap, **client_config})
+        if args.authenticate_users
+        else None
+    )
+    if args.authenticate_users and not client_config.get("security.protocol", "").startswith("SASL"):
+        log.error("--authenticate-users needs a SASL cluster (security.protocol SASL_PLAINTEXT or SASL_SSL)")
+        store.close()
+        return 2
+    app = create_app(SchemaRegistry(store), args.max_body_bytes, login)
     log.info("schema registry of %s serving on %s", args.bootstrap, url)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
     try:

@@ -125,7 +125,10 @@ def up(
     if not no_schema_registry:
         planned = ",".join(f"{localcluster.HOST}:{port}" for port in ports.values())
         registry = localregistry.start(
-            state.cluster_dir, planned, client_properties.path(state.cluster_dir) if secured else None
+            state.cluster_dir,
+            planned,
+            client_properties.path(state.cluster_dir) if secured else None,
+            authenticate_users=securecluster.uses_sasl(protocol),
         )
     procs = localcluster.start_missing(state, ports, effective)
     registry_url = None if registry is None else registry.ready().url

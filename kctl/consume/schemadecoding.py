@@ -130,13 +130,13 @@ def decoding(
         return render
     from kctl.kafka.bootstrap import resolve_cluster_dir
     from kctl.schema.locate import known_registry_url
+    from kctl.schema.registryclient import registry_client
 
-    url = known_registry_url(registry, resolve_cluster_dir(cluster_dir), local_cluster=local_cluster)
+    directory = resolve_cluster_dir(cluster_dir)
+    url = known_registry_url(registry, directory, local_cluster=local_cluster)
     if url is None:
         return render
-    from schemaregistry.client import RegistryClient
-
-    decoder = SchemaDecoder(RegistryClient(url))
+    decoder = SchemaDecoder(registry_client(url, directory, timeout=10))
     if json_output:
         return lambda record: json_line(_decoded_doc(record, decoder, shared))
     return lambda record: render(DecodedRecord(record, decoder))  # type: ignore[arg-type]

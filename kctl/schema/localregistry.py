@@ -70,9 +70,13 @@ class StartingRegistry:
         return RunningRegistry(self.process.pid, self.url)
 
 
-def start(cluster_dir: Path, bootstrap: str, client_config_file: Path | None) -> StartingRegistry:
+def start(
+    cluster_dir: Path, bootstrap: str, client_config_file: Path | None, authenticate_users: bool = False
+) -> StartingRegistry:
     """Start the registry unless it runs; it finds the brokers by itself once they are up, so
-    it can be started beside them."""
+    it can be started beside them. On a secured cluster it connects with the super user's
+    settings (`client_config_file`) and, with SASL, asks its own users to log in as the
+    cluster's users (HTTP basic auth)."""
     current = running(cluster_dir)
     if current is not None:
         return StartingRegistry(None, current.url, 0, Path())
@@ -93,6 +97,8 @@ def start(cluster_dir: Path, bootstrap: str, client_config_file: Path | None) ->
     argv += ["--lock-file", str(home / "registry.lock")]
     if client_config_file is not None:
         argv += ["--client-config-file", str(client_config_file)]
+    if authenticate_users:
+        argv.append("--authenticate-users")
     with open(home / "registry.log", "ab") as log:
         process = subprocess.Popen(
             argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True

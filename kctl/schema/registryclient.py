@@ -18,7 +18,21 @@ T = TypeVar("T")
 
 
 def client(option: str | None, cluster_dir: Path | None, timeout: float) -> RegistryClient:
-    return RegistryClient(registry_url(option, resolve_cluster_dir(cluster_dir)), timeout=timeout)
+    directory = resolve_cluster_dir(cluster_dir)
+    return registry_client(registry_url(option, directory), directory, timeout)
+
+
+def registry_client(url: str, cluster_dir: Path, timeout: float) -> RegistryClient:
+    """A client of the registry at `url`, with the credentials in the URL (http://USER:PASSWORD@...)
+    or else those of the local cluster's super user when the cluster is SASL-secured (its
+    registry accepts the cluster's users), as kctl uses them for the brokers."""
+    from brokerd.security import client_properties
+
+    settings = client_properties.read(client_properties.path(cluster_dir))
+    user, password = settings.get("sasl.username"), settings.get("sasl.password")
+    if "@" in url.partition("://")[2].partition("/")[0] or user is None:
+        return RegistryClient(url, timeout=timeout)
+    return RegistryClient(url, user, password, timeout=timeout)
 
 
 def exit_code(error: RegistryError) -> ExitCode:

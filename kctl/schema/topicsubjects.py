@@ -18,12 +18,14 @@ def topic_subjects(
     """{"key": latest version or None, "value": ...} when a registry is known, else None. The
     local cluster's registry counts only when the local cluster is the one described."""
     local_cluster = not (bootstrap or os.environ.get(BOOTSTRAP_ENV))
-    url = known_registry_url(registry, resolve_cluster_dir(cluster_dir), local_cluster=local_cluster)
+    directory = resolve_cluster_dir(cluster_dir)
+    url = known_registry_url(registry, directory, local_cluster=local_cluster)
     if url is None:
         return None
-    from schemaregistry.client import RegistryClient, RegistryClientError, RegistryError
+    from kctl.schema.registryclient import registry_client
+    from schemaregistry.client import RegistryClientError, RegistryError
 
-    client = RegistryClient(url, timeout=5)
+    client = registry_client(url, directory, timeout=5)
     found: dict[str, Any] = {}
     for side in ("key", "value"):
         try:

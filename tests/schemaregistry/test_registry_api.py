@@ -74,10 +74,10 @@ def test_lookup_finds_the_version_holding_a_schema(registry):
     "method, path, body, status, code",
     [
         ("GET", "/subjects/missing/versions", None, 404, 40401),
-        ("GET", "/subjects/users-value/versions/99", None, 404, 40402),
+        ("GET", "/subjects/errors-value/versions/99", None, 404, 40402),
         ("GET", "/schemas/ids/999999", None, 404, 40403),
-        ("GET", "/subjects/users-value/versions/zero", None, 422, 42202),
-        ("GET", "/subjects/users-value/versions/0", None, 422, 42202),
+        ("GET", "/subjects/errors-value/versions/zero", None, 422, 42202),
+        ("GET", "/subjects/errors-value/versions/0", None, 422, 42202),
         ("POST", "/subjects/bad-value/versions", {"schema": "{not avro"}, 422, 42201),
         ("POST", "/subjects/bad-value/versions", {"schema": '"string"', "schemaType": "XML"}, 422, 42201),
         ("POST", "/subjects/bad-value/versions", {"schemaType": "AVRO"}, 422, 422),
@@ -88,6 +88,7 @@ def test_lookup_finds_the_version_holding_a_schema(registry):
     ],
 )
 def test_wrong_requests_get_confluents_error_codes(registry, method, path, body, status, code):
+    register(registry, "errors-value", USER_V1)
     answer = call(registry, method, path, body)
     assert answer[0] == status and answer[1]["error_code"] == code, answer
     assert answer[1]["message"]
