@@ -50,8 +50,10 @@ def test_up_status_restart_down(cluster_dir):
     assert status(cluster_dir)["healthy"]
 
     down = kctl_in(cluster_dir, "cluster", "down")
-    assert down.stdout.decode().split()[2:] == ["1", "stopped", "2", "stopped", "3", "stopped"]
-    assert status(cluster_dir, expect=ExitCode.UNHEALTHY)["brokers"][0]["state"] == "dead"
+    rows = [line.split() for line in down.stdout.decode().splitlines()[1:]]
+    assert rows == [["1", "stopped"], ["2", "stopped"], ["3", "stopped"], ["schema", "registry", "stopped"]]
+    stopped = status(cluster_dir, expect=ExitCode.UNHEALTHY)
+    assert stopped["brokers"][0]["state"] == "dead" and stopped["schema_registry"] is None
     kctl_in(cluster_dir, "topic", "list", expect=ExitCode.UNREACHABLE)
 
 
