@@ -6,7 +6,8 @@ The cluster is started on free ports with the lesson's broker settings and is al
 learner's own cluster in ~/.kctl is never touched. Faults go through kctl.cluster.brokerctl,
 clients through kctl.kafka.client, and the watch view is kctl.watch's own: snapshots of the
 state directory, their sections, and the changes kctl.watch.events narrates, collected by a
-background thread so a lesson can show what happened while an experiment ran.
+background thread so a lesson can show what happened while an experiment ran. A lesson about
+schemas starts the cluster's schema registry too, as `kctl cluster up` does; it is stopped first.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ from typing import Any, TypeVar
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
+from brokerd.security import client_properties
 from brokerd.state import ClusterState
 from kctl.cluster import brokerconfig, brokerctl, localcluster, securecluster, snapshot
 from kctl.kafka import groups, topics
 from kctl.kafka.client import Connection, local_connection
+from kctl.schema import localregistry
 from kctl.shell.console import Section
 from kctl.shell.errors import KctlError
 from kctl.watch import dashboard, events
@@ -73,6 +76,8 @@ class Lab:
         self._narrator: threading.Thread | None = None
         self._conn: Connection | None = None
         self._closers: list[Callable[[], None]] = []
+        self._registry: localregistry.StartingRegistry | None = None
+        self._registry_url: str | None = None
 
     # -- the cluster ---------------------------------------------------------------------
 
@@ -125,6 +130,7 @@ class Lab:
         if self._narrator is not None:
             self._narrator.join(5)
         try:
+            self._stop_schema_registry()
             if self._tmp is not None and self.state.exists():
                 localcluster.stop_all(self.state)
         finally:
@@ -132,6 +138,26 @@ class Lab:
                 launched.stop()
             if self._tmp is not None:
                 shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def schema_registry(self) -> str:
+        """The URL of the cluster's schema registry, started as `kctl cluster up` starts it the
+        first time a lesson asks: only the lessons about schemas pay for its start. `close`
+        stops it before the brokers it keeps its schemas in."""
+        if self._registry_url is None:
+            secured = self.security_protocol != "PLAINTEXT"
+            properties = client_properties.path(self.dir) if secured else None
+            self._registry = localregistry.start(self.dir, self.bootstrap, properties)
+            self._registry_url = self._registry.ready().url
+        return self._registry_url
+
+    def _stop_schema_registry(self) -> None:
+        """SIGTERM the registry (SIGKILL if it lingers) and reap it. One not holding its lock
+        yet (Ctrl-C while it started) is not found by the lock: the process is killed."""
+        if self._registry is None or self._registry.process is None:
+            return
+        if localregistry.stop(self.dir) not in ("stopped", "killed"):
+            self._registry.process.kill()
+        self._registry.process.wait()
 
     @property
     def conn(self) -> Connection:
