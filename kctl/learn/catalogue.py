@@ -15,6 +15,7 @@ from kctl.learn.lessons import (
     offsets,
     partitions,
     retention,
+    schemas,
     transactions,
 )
 from kctl.shell.errors import KctlError
@@ -33,6 +34,7 @@ LESSONS: tuple[Lesson, ...] = (
     groups.LESSON,
     retention.LESSON,
     acls.LESSON,
+    schemas.LESSON,
 )
 
 

@@ -1,0 +1,108 @@
+"""`kctl learn run schemas` on real brokers and the lesson cluster's own schema registry: v2 (a
+field with a default) is accepted, v3 (a field without one) is refused by `kctl produce` with
+exit 6 and the registry's reason naming the field, the old consumer reads every record, and
+the registry stops with the lesson's cluster, also when the learner presses Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.cluster_harness import wait_until
+from tests.kctl.cli import kctl_command, kctl_env, run_kctl
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+
+LESSON_TIMEOUT_S = 180.0
+RIGHT_ANSWERS = "b,b,b"
+
+
+def processes_under(directory: Path, program: bytes) -> list[int]:
+    """Pids of processes whose command line has the word `program` and names a path below
+    `directory` (a broker's --cluster-dir, the registry's --lock-file)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if program in cmdline.split() and str(directory).encode() in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+def lesson_processes(directory: Path) -> list[int]:
+    return processes_under(directory, b"brokerd") + processes_under(directory, b"schemaregistry")
+
+
+@pytest.fixture
+def learner(tmp_path):
+    """kctl's directory and the lesson's temporary directory under tmp_path, so whatever the
+    lesson leaves behind is seen, and killed after the test."""
+    env = {"KCTL_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp")}
+    (tmp_path / "tmp").mkdir()
+    yield env
+    for pid in lesson_processes(tmp_path):
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_v2_is_accepted_v3_refused_naming_the_field_and_the_old_consumer_reads_everything(learner, tmp_path):
+    notes = tmp_path / "schemas.md"
+    result = run_kctl(
+        "learn",
+        "run",
+        "schemas",
+        "--answers",
+        RIGHT_ANSWERS,
+        "--transcript",
+        str(notes),
+        env=learner,
+        timeout=LESSON_TIMEOUT_S,
+    )
+    assert result.returncode == 0, result.stdout.decode() + result.stderr
+    text = notes.read_text()
+    assert "`$ kctl schema register orders-value order-v2.avsc` → registered orders-value version 2" in text
+    refused = re.search(
+        r"`\$ kctl produce orders --value-schema order-v3\.avsc < orders-v3\.jsonl` → "
+        r"(kctl: error: [^\n]*?) \(exit (\d+)\); the registry's own answer to registering v3: HTTP (\d+)",
+        text,
+    )
+    assert refused is not None, text
+    error, code, status = refused.groups()
+    assert (code, status) == ("6", "409")
+    assert "READER_FIELD_MISSING_DEFAULT_VALUE" in error and "The field 'customer'" in error
+    assert "orders-value has versions [1, 2]; orders ended at 5 before and 5 after" in text
+    assert "the old consumer read 6 of the 6 records (o-1, o-2, o-3, o-4, o-5, o-6)" in text
+    assert "0 it could not read" in text
+    assert text.count("**Check (✔ held):**") == 5 and "did NOT hold" not in text
+    assert "Predictions: 3 of 3 right." in text
+    assert lesson_processes(tmp_path) == []
+    assert list((tmp_path / "tmp").iterdir()) == []
+
+
+def test_ctrl_c_stops_the_lessons_schema_registry_with_its_brokers(learner, tmp_path):
+    proc = subprocess.Popen(
+        kctl_command("learn", "run", "schemas", "--auto"),
+        env=kctl_env(learner),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_until(lambda: processes_under(tmp_path, b"schemaregistry"), 60, "the lesson's schema registry")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err.decode()
+    assert lesson_processes(tmp_path) == []
+    assert list((tmp_path / "tmp").iterdir()) == []
