@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin
 
-import jsonschema  # type: ignore[import-untyped]
+import jsonschema
 import referencing.jsonschema
-from jsonschema.protocols import Validator  # type: ignore[import-untyped]
-from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+from jsonschema.protocols import Validator
+from jsonschema.validators import validator_for
 from referencing import Registry, Specification
 from referencing.exceptions import Unresolvable
 

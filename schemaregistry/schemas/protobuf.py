@@ -16,8 +16,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from google.protobuf import descriptor_pb2, text_format  # type: ignore[import-untyped]
-from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
+from google.protobuf import descriptor_pb2, text_format
+from google.protobuf.message import DecodeError
 from grpc_tools import protoc
 
 from schemaregistry.schemas.model import InvalidSchema, ParsedSchema
