@@ -57,8 +57,8 @@ def registry_errors() -> Iterator[None]:
         yield
     except RegistryUnreachable as exc:
         raise KctlError(str(exc), ExitCode.UNREACHABLE) from None
-    except RegistryError as exc:
-        raise KctlError(exc.message, exit_code(exc)) from None
+    except RegistryError as exc:  # one line, even when the message quotes a schema's text
+        raise KctlError(" ".join(exc.message.split()), exit_code(exc)) from None
     except RegistryClientError as exc:
         raise KctlError(f"schema registry: {exc}", ExitCode.ERROR) from None
 
