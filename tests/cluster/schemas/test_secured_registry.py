@@ -35,7 +35,9 @@ def test_only_the_clusters_users_reach_the_registry(tmp_path):
     try:
         up = run_kctl("cluster", "up", "--brokers", "1", "--security-protocol", "SASL_PLAINTEXT", env=env)
         assert up.returncode == 0, up.stderr
-        url = next(line for line in up.stdout.decode().splitlines() if "SCHEMA_REGISTRY_URL" in line).split("=", 1)[1]
+        url = next(line for line in up.stdout.decode().splitlines() if "SCHEMA_REGISTRY_URL" in line).split(
+            "=", 1
+        )[1]
         assert get(url, "/subjects") == 401
         assert get(url, "/subjects", "admin", "not the password") == 401
         created = run_kctl("user", "create", "alice", "--password", "alice-secret", env=env)
@@ -44,7 +46,9 @@ def test_only_the_clusters_users_reach_the_registry(tmp_path):
         assert get(url, "/subjects", "alice", "wrong") == 401
         # kctl's own commands log in as the cluster's super user
         schema = tmp_path / "v.avsc"
-        schema.write_text(json.dumps({"type": "record", "name": "V", "fields": [{"name": "n", "type": "int"}]}))
+        schema.write_text(
+            json.dumps({"type": "record", "name": "V", "fields": [{"name": "n", "type": "int"}]})
+        )
         assert run_kctl("topic", "create", "secured", "-p", "1", env=env).returncode == 0
         produced = run_kctl("produce", "secured", "--value-schema", str(schema), input='{"n": 7}\n', env=env)
         assert produced.returncode == 0, produced.stderr
