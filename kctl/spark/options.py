@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kctl.spark.formats import RegistryFormats, registry_formats
 from kctl.spark.offsets import EARLIEST, LATEST, Offsets, TopicPartition, parse, parse_assign
 
 CLIENT_PREFIX = "kafka."
@@ -72,12 +73,14 @@ class SourceOptions:
     include_headers: bool = False
     read_committed: bool = False
     poll_timeout_s: float = 120.0
+    formats: RegistryFormats | None = None  # key.format, value.format and the registry
 
 
 @dataclass(frozen=True)
 class SinkOptions:
     client: dict[str, str]
     topic: str | None = None
+    formats: RegistryFormats | None = None
 
 
 def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions:
@@ -109,6 +112,7 @@ def source_options(options: Mapping[str, str], streaming: bool) -> SourceOptions
         include_headers=_bool(opts, "includeHeaders", False),
         read_committed=isolation == "read_committed",
         poll_timeout_s=(_positive(opts, "kafkaConsumer.pollTimeoutMs") or 120_000) / 1000,
+        formats=registry_formats(opts),
     )
 
 
@@ -122,11 +126,21 @@ def sink_options(options: Mapping[str, str], exactly_once: bool) -> SinkOptions:
         raise ValueError("the kctl streaming sink needs kafka.acks=all (the default)")
     if exactly_once and client.get("enable.idempotence", "true").lower() != "true":
         raise ValueError("the kctl streaming sink needs kafka.enable.idempotence=true (the default)")
-    return SinkOptions(client=client, topic=opts.get("topic") or None)
+    return SinkOptions(client=client, topic=opts.get("topic") or None, formats=registry_formats(opts))
 
 
 def wants_headers(options: Mapping[str, str]) -> bool:
-    return _bool({k.lower(): v for k, v in options.items()}, "includeHeaders", False)
+    return _bool(lowered(options), "includeHeaders", False)
+
+
+def subscription(options: Mapping[str, str]) -> Subscription:
+    """The subscription alone, for what depends on it before reading (subjects named after topics)."""
+    return _subscription(lowered(options))
+
+
+def lowered(options: Mapping[str, str]) -> dict[str, str]:
+    """Options with lower-case names: Spark's option names are case-insensitive."""
+    return {k.lower(): v for k, v in options.items()}
 
 
 def client_config(opts: Mapping[str, str], group_prefix: str | None = None) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 Columns: `value` (string or binary, required), `key` (string or binary), `topic` (string;
 the `topic` option overrides it), `partition` (int; null lets the partitioner choose) and
-`headers` (array<struct<key: string, value: binary>>). Other columns are ignored.
+`headers` (array<struct<key: string, value: binary>>). Other columns are ignored. With
+key.format or value.format that side may be of any type: kctl.spark.encoding encodes it.
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ class SinkColumns:
     headers: bool
 
 
-def sink_columns(schema: StructType, topic_option: str | None) -> SinkColumns:
-    """Check the columns against the contract before any task runs."""
-    types = {f.name: f.dataType for f in schema.fields}
+def sink_columns(
+    schema: StructType, topic_option: str | None, encoded: frozenset[str] = frozenset()
+) -> SinkColumns:
+    """Check the columns against the contract before any task runs; the `encoded` sides
+    ("key", "value") become binary before rows are made of them."""
+    types = {f.name: f.dataType for f in schema.fields if f.name not in encoded}
     expected = {
         "value": _TEXT_OR_BYTES,
         "key": _TEXT_OR_BYTES,
@@ -42,7 +46,7 @@ def sink_columns(schema: StructType, topic_option: str | None) -> SinkColumns:
         "partition": (IntegerType(),),
         "headers": (HEADERS_TYPE,),
     }
-    if "value" not in types:
+    if "value" not in types and "value" not in encoded:
         raise ValueError("the kctl sink needs a value column (string or binary)")
     if topic_option is None and "topic" not in types:
         raise ValueError("the kctl sink needs a topic: set the topic option or add a topic column")
@@ -53,7 +57,8 @@ def sink_columns(schema: StructType, topic_option: str | None) -> SinkColumns:
                 f"column {name} has type {types[name].simpleString()}; the kctl sink "
                 f"takes {' or '.join(t.simpleString() for t in allowed)}"
             )
-    return SinkColumns(topic_option, "key" in types, "partition" in types, "headers" in types)
+    names = {f.name for f in schema.fields}
+    return SinkColumns(topic_option, "key" in names, "partition" in names, "headers" in names)
 
 
 def rows(batch: pa.RecordBatch, columns: SinkColumns) -> Iterator[Row]:

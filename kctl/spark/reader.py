@@ -4,6 +4,9 @@ Planning (which offsets) runs on the driver and asks the cluster through one Adm
 reading (`read`) runs in executor tasks, each on its own offset range, and yields Arrow
 record batches. Spark pickles the reader to ship it to executors, so the driver-side client
 is created lazily and left out of the pickle.
+
+With key.format or value.format, `decoding` holds the reader schemas the driver chose and
+each task decodes its batches (kctl.spark.decoding).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pyspark.sql.streaming.datasource import (
 
 from kctl.spark import planning
 from kctl.spark.arrow import record_batch
+from kctl.spark.decoding import BatchDecoder, SourceDecoding
 from kctl.spark.fetch import read_range
 from kctl.spark.lookup import ClusterOffsets
 from kctl.spark.offsets import Offsets, TopicPartition, from_json, to_json
@@ -30,8 +34,9 @@ from kctl.spark.options import SourceOptions
 class _Planner:
     """Shared by both readers: the lazy cluster client, task planning and reading."""
 
-    def __init__(self, options: SourceOptions):
+    def __init__(self, options: SourceOptions, decoding: SourceDecoding | None = None):
         self.options = options
+        self.decoding = decoding
         self._cluster: ClusterOffsets | None = None
 
     def __getstate__(self) -> dict:
@@ -57,8 +62,10 @@ class _Planner:
         if not isinstance(r, planning.OffsetRange):
             return  # Spark's placeholder when there is nothing to read
         o = self.options
+        decoder = None if self.decoding is None else BatchDecoder(self.decoding, o.include_headers)
         for messages in read_range(o.client, r, o.fail_on_data_loss, o.poll_timeout_s):
-            yield record_batch(messages, r.topic, r.partition, o.include_headers)
+            batch = record_batch(messages, r.topic, r.partition, o.include_headers)
+            yield batch if decoder is None else decoder.apply(batch)
 
 
 class KctlBatchReader(_Planner, DataSourceReader):
@@ -75,8 +82,8 @@ class KctlStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvailabl
     """Micro-batches up to the high watermark (or last stable offset), bounded by
     maxOffsetsPerTrigger, frozen at the query's start under Trigger.AvailableNow."""
 
-    def __init__(self, options: SourceOptions):
-        super().__init__(options)
+    def __init__(self, options: SourceOptions, decoding: SourceDecoding | None = None):
+        super().__init__(options, decoding)
         self._cap: Offsets | None = None
         self._latest: Offsets | None = None
 

@@ -7,6 +7,9 @@ A streaming write task first reads the query's sink log (kctl.spark.sinklog):
 * otherwise it records its intent, and if an intent of the same task was already there, an
   earlier attempt may have delivered part of the rows: those are skipped (kctl.spark.replay);
 * once every task delivered, the driver's commit records the batch in the sink log.
+
+With key.format or value.format, each batch's encoded sides are encoded first
+(kctl.spark.encoding): what the replay compares is the records as they are produced.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
 
+from kctl.spark.encoding import SinkEncoding, encoded
 from kctl.spark.lookup import ClusterOffsets
 from kctl.spark.options import SinkOptions, Subscription
 from kctl.spark.produce import Outbox, SinkColumns, rows
@@ -36,14 +40,15 @@ class Delivered(WriterCommitMessage):
 class KctlBatchWriter(DataSourceArrowWriter):
     """At least once, like Spark's Kafka sink: a failed job may leave part of its rows behind."""
 
-    def __init__(self, options: SinkOptions, columns: SinkColumns):
+    def __init__(self, options: SinkOptions, columns: SinkColumns, encoding: SinkEncoding | None = None):
         self._options = options
         self._columns = columns
+        self._encoding = encoding
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Delivered:
         topics = set()
         with Outbox(self._options.client) as outbox:
-            for batch in iterator:
+            for batch in encoded(iterator, self._encoding):
                 for row in rows(batch, self._columns):
                     topics.add(row[0])
                     outbox.send(*row)
@@ -51,9 +56,10 @@ class KctlBatchWriter(DataSourceArrowWriter):
 
 
 class KctlStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, options: SinkOptions, columns: SinkColumns):
+    def __init__(self, options: SinkOptions, columns: SinkColumns, encoding: SinkEncoding | None = None):
         self._options = options
         self._columns = columns
+        self._encoding = encoding
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Delivered:
         return self.write_task(current_task(), iterator)
@@ -81,7 +87,7 @@ class KctlStreamWriter(DataSourceStreamArrowWriter):
         topics = set()
         tags = {chose: (TAG, identity.tag(chose)) for chose in (False, True)}
         with Outbox(self._options.client) as outbox:
-            for batch in iterator:
+            for batch in encoded(iterator, self._encoding):
                 for row in rows(batch, self._columns):
                     topics.add(row[0])
                     if leftovers is not None and leftovers.take(row):
