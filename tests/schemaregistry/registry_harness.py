@@ -10,10 +10,12 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.cluster_harness import free_port, wait_until
+from tests.cluster_harness import free_port, running_cluster, wait_until
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -71,6 +73,16 @@ class RegistryProcess:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextmanager
+def cluster_with_registry(directory: Path, brokers: int = 1) -> Iterator[tuple[str, str]]:
+    """A running cluster and its registry, for a module's tests: (bootstrap, registry URL)."""
+    with (
+        running_cluster(directory / "cluster", brokers) as cluster,
+        RegistryProcess(cluster.bootstrap, directory) as registry,
+    ):
+        yield cluster.bootstrap, registry.url
 
 
 def declare_body(url: str, path: str, length: int) -> tuple[int, Any]:

@@ -7,8 +7,7 @@ import json
 
 import pytest
 
-from tests.cluster_harness import running_cluster
-from tests.schemaregistry.registry_harness import RegistryProcess, call, declare_body
+from tests.schemaregistry.registry_harness import call, cluster_with_registry, declare_body
 
 pytestmark = pytest.mark.cluster
 
@@ -26,12 +25,8 @@ USER_NO_DEFAULT = avro_record("User", {"name": "name", "type": "string"}, {"name
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("registry")
-    with (
-        running_cluster(directory / "cluster") as cluster,
-        RegistryProcess(cluster.bootstrap, directory) as process,
-    ):
-        yield process.url
+    with cluster_with_registry(tmp_path_factory.mktemp("registry")) as (_, url):
+        yield url
 
 
 def register(url: str, subject: str, schema: str, **extra) -> tuple[int, dict]:

@@ -7,20 +7,15 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from tests.cluster_harness import running_cluster
-from tests.schemaregistry.registry_harness import RegistryProcess, call
+from tests.schemaregistry.registry_harness import call, cluster_with_registry
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("fuzz")
-    with (
-        running_cluster(directory / "cluster") as cluster,
-        RegistryProcess(cluster.bootstrap, directory) as process,
-    ):
-        yield process.url
+    with cluster_with_registry(tmp_path_factory.mktemp("fuzz")) as (_, url):
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -16,9 +16,8 @@ from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSe
 from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer, ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from tests.cluster_harness import running_cluster
 from tests.kctl.cli import run_kctl
-from tests.schemaregistry.registry_harness import RegistryProcess
+from tests.schemaregistry.registry_harness import cluster_with_registry
 
 pytestmark = [pytest.mark.cluster, pytest.mark.interop, pytest.mark.timeout(180)]
 
@@ -59,11 +58,8 @@ ORDERS = [{"id": i, "item": f"item-{i}", "price": i + 0.5} for i in range(20)]
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
     directory = tmp_path_factory.mktemp("interop")
-    with (
-        running_cluster(directory / "cluster") as cluster,
-        RegistryProcess(cluster.bootstrap, directory) as registry,
-    ):
-        yield cluster.bootstrap, registry.url, directory
+    with cluster_with_registry(directory) as (bootstrap, url):
+        yield bootstrap, url, directory
 
 
 @pytest.fixture(scope="module")
