@@ -173,3 +173,21 @@ def test_a_record_with_an_unknown_schema_id_is_shown_as_bytes_with_a_warning(hom
     result = kctl(home, "consume", "mystery", "-e")
     assert result.stdout == b"\x00\x00\x01\x86\xa0payload\n"
     assert "100000" in result.stderr
+
+
+def test_subjects_and_ids_survive_cluster_down_and_up(home, tmp_path):
+    schema = write(
+        tmp_path, "kept.avsc", {"type": "record", "name": "Kept", "fields": [{"name": "k", "type": "long"}]}
+    )
+    registered = json.loads(kctl(home, "schema", "register", "kept-value", schema, "--json").stdout)
+    url = json.loads(kctl(home, "cluster", "status", "--json").stdout)["schema_registry"]["url"]
+    kctl(home, "cluster", "down")
+    up = kctl(home, "cluster", "up").stdout.decode()
+    assert f"export KCTL_SCHEMA_REGISTRY_URL={url}" in up  # the same port again
+    assert json.loads(kctl(home, "schema", "get", "--id", str(registered["id"])).stdout) == json.loads(
+        open(schema).read()
+    )
+    assert (
+        json.loads(kctl(home, "schema", "versions", "kept-value", "--json").stdout)[0]["id"]
+        == registered["id"]
+    )
