@@ -158,3 +158,17 @@ def test_schema_types_and_global_config(registry):
     assert call(registry, "GET", "/schemas/types") == (200, ["JSON", "PROTOBUF", "AVRO"])
     assert call(registry, "GET", "/config") == (200, {"compatibilityLevel": "BACKWARD"})
     assert call(registry, "GET", "/mode") == (200, {"mode": "READWRITE"})
+
+
+def test_references_resolve_and_protect_what_they_name(registry):
+    address = avro_record("Address", {"name": "city", "type": "string"})
+    _, referenced = register(registry, "address-value", address)
+    person = avro_record("Person", {"name": "home", "type": "Address"})
+    assert register(registry, "person-value", person)[1]["error_code"] == 42201  # Address unknown without it
+    reference = {"name": "Address", "subject": "address-value", "version": 1}
+    status, body = register(registry, "person-value", person, references=[reference])
+    assert status == 200, body
+    assert call(registry, "GET", "/subjects/address-value/versions/1/referencedby") == (200, [body["id"]])
+    assert call(registry, "GET", f"/schemas/ids/{body['id']}")[1]["references"] == [reference]
+    assert call(registry, "DELETE", "/subjects/address-value")[1]["error_code"] == 42206
+    assert call(registry, "GET", f"/schemas/ids/{referenced['id']}")[0] == 200

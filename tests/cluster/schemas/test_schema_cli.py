@@ -152,6 +152,30 @@ def test_produce_with_an_avro_schema_and_consume_decoded(home, tmp_path):
     ]
 
 
+def test_keys_with_a_schema_too(home, tmp_path):
+    kctl(home, "topic", "create", "keyed", "-p", "1")
+    key_schema = write(
+        tmp_path, "key.avsc", {"type": "record", "name": "Key", "fields": [{"name": "id", "type": "int"}]}
+    )
+    value_schema = write(tmp_path, "value.avsc", USER_V1)
+    line = json.dumps({"id": 7}) + "|" + json.dumps({"name": "k", "age": 1}) + "\n"
+    kctl(
+        home,
+        "produce",
+        "keyed",
+        "-K",
+        "|",
+        "--key-schema",
+        key_schema,
+        "--value-schema",
+        value_schema,
+        input=line,
+    )
+    assert kctl(home, "consume", "keyed", "-e", "-f", "%k %s\\n").stdout == b'{"id":7} {"name":"k","age":1}\n'
+    subjects = kctl(home, "schema", "list").stdout.decode()
+    assert "keyed-key" in subjects and "keyed-value" in subjects
+
+
 def test_a_line_that_does_not_fit_stops_with_its_line_and_field(home, tmp_path):
     kctl(home, "topic", "create", "strict", "-p", "1")
     schema = write(tmp_path, "user.avsc", USER_V1)
