@@ -16,6 +16,8 @@ not nulled for an outage.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import io
 import json
 from collections.abc import Callable
@@ -40,8 +42,8 @@ from kctl.spark.formats import RegistryFormats
 from kctl.spark.options import Subscription
 from kctl.spark.schema import arrow_schema, decoded_source_schema
 from kctl.spark.schematypes import (
+    AVRO_NARROWED_UNIONS,
     TIMESTAMP_MESSAGE,
-    UnsupportedSchema,
     avro_branches,
     avro_kind,
     protobuf_single_type,
@@ -68,7 +70,6 @@ class DecodedSide:
 
     side: str  # "key" or "value"
     schema_type: str  # AVRO, PROTOBUF or JSON
-    subject: str
     reader_id: int  # the id of the subject's latest version when the query was defined
     data_type: DataType
 
@@ -99,7 +100,7 @@ def plan_decoding(formats: RegistryFormats, subscription: Subscription) -> Sourc
                 f"{side.option} is {side.schema_type} but subject {subject}'s latest schema "
                 f"(id {schema_id}) is {schema.schema_type}"
             )
-        planned.append(DecodedSide(side.side, side.schema_type, subject, schema_id, spark_type(schema)))
+        planned.append(DecodedSide(side.side, side.schema_type, schema_id, spark_type(schema)))
     return SourceDecoding(formats.url, tuple(planned), formats.fail_on_decode_error)
 
 
@@ -222,14 +223,11 @@ class SideDecoder:
             return f"schema {schema_id} cannot be read: {error}"
         if writer.schema_type != side.schema_type:
             return f"schema {schema_id} is {writer.schema_type}, not {side.schema_type}"
-        try:
-            if side.schema_type == "AVRO":
-                return _avro_decoder(writer, self._client.parsed_schema_by_id(side.reader_id), side)
-            if side.schema_type == "PROTOBUF":
-                return _ProtobufDecoder(writer, self._client.parsed_schema_by_id(side.reader_id), side)
-            return _json_decoder(side.data_type)
-        except (UnsupportedSchema, Incompatible) as error:
-            return f"schema {schema_id} does not fit the reader's schema {side.reader_id}: {error}"
+        if side.schema_type == "AVRO":
+            return _avro_decoder(writer, self._client.parsed_schema_by_id(side.reader_id))
+        if side.schema_type == "PROTOBUF":
+            return _ProtobufDecoder(writer, self._client.parsed_schema_by_id(side.reader_id), side)
+        return _json_decoder(side.data_type)
 
 
 def _schema_id(payload: bytes) -> int | None:
@@ -240,13 +238,14 @@ def _schema_id(payload: bytes) -> int | None:
 
 
 class Incompatible(ValueError):
-    """A writer's schema whose field is of another type than the reader's field of that name."""
+    """A writer's message the reader's type cannot hold: another message than the reader's,
+    or a field of another type than the reader's field of that name."""
 
 
 # --- Avro -----------------------------------------------------------------------------------------
 
 
-def _avro_decoder(writer: ParsedSchema, reader: ParsedSchema, side: DecodedSide) -> Convert:
+def _avro_decoder(writer: ParsedSchema, reader: ParsedSchema) -> Convert:
     """Avro bodies of `writer` read into `reader` (Avro's schema resolution: fields added
     with defaults, removed, promoted), then shaped as the reader's Spark type."""
     import fastavro
@@ -256,7 +255,17 @@ def _avro_decoder(writer: ParsedSchema, reader: ParsedSchema, side: DecodedSide)
     reader_schema = None if writer is reader else _raw_logical(reader.parsed.fastavro)
     shape = AvroShapes(reader.parsed.named_schemas).compile(reader.parsed.fastavro)
     read = fastavro.schemaless_reader
-    errors = (SchemaResolutionError, EOFError, ValueError, TypeError, IndexError, OverflowError, MemoryError)
+    # what fastavro raises on bytes that are not of the writer's schema, or do not resolve
+    errors = (
+        SchemaResolutionError,
+        EOFError,
+        ValueError,
+        TypeError,
+        IndexError,
+        OverflowError,
+        MemoryError,
+        RecursionError,
+    )
 
     def decode(payload: bytes) -> Any:
         try:
@@ -267,7 +276,7 @@ def _avro_decoder(writer: ParsedSchema, reader: ParsedSchema, side: DecodedSide)
                 return_named_type=True,
                 return_named_type_override=True,
             )
-        except (*errors, RecursionError) as error:
+        except errors as error:
             raise BadPayload(str(error) or type(error).__name__) from None
         return value if shape is None else shape(value)
 
@@ -327,7 +336,7 @@ class AvroShapes:
         if len(others) == 1:
             single = self.compile(others[0])
             return None if single is None else lambda value: None if value is None else single(value)
-        if len(others) == 2 and kinds in (frozenset({"int", "long"}), frozenset({"float", "double"})):
+        if len(others) == 2 and kinds in AVRO_NARROWED_UNIONS:
             return None
         return self._members(others)
 
@@ -350,50 +359,44 @@ class AvroShapes:
         return shape
 
 
-_AVRO_PYTHON_TYPES: dict[str, tuple[type, ...]] = {
-    "boolean": (bool,),
-    "int": (int,),
-    "long": (int,),
-    "float": (float,),
-    "double": (float,),
-    "string": (str,),
-    "enum": (str,),
-    "bytes": (bytes,),
-    "fixed": (bytes,),
-    "record": (dict,),
-    "error": (dict,),
-    "array": (list,),
-    "map": (dict,),
-}
-
-
 def _avro_match(branch: Any, named: dict[str, Any]) -> Callable[[Any], tuple[bool, Any]]:
     """Whether a value fastavro read from a union is of this branch, and the value itself:
-    named types come as (name, value) when the union holds several (return_named_type)."""
-    import datetime
-    import decimal
-
+    named types come as (name, value) when the union holds several (return_named_type),
+    other values are told apart by their Python type."""
     resolved = named.get(branch, branch) if isinstance(branch, str) else branch
     name = resolved.get("name") if isinstance(resolved, dict) else None
-    kind = avro_kind(branch, named)
     logical = resolved.get("logicalType") if isinstance(resolved, dict) else None
-    python_types = {
-        "decimal": (decimal.Decimal,),
-        "date": (datetime.date,),
-        "timestamp-millis": (datetime.datetime,),
-        "timestamp-micros": (datetime.datetime,),
-        "local-timestamp-millis": (datetime.datetime,),
-        "local-timestamp-micros": (datetime.datetime,),
-    }.get(logical or "", _AVRO_PYTHON_TYPES.get(kind, ()))
+    python_type = _AVRO_PYTHON_TYPES.get(logical) or _AVRO_PYTHON_TYPES.get(avro_kind(branch, named))
 
     def match(value: Any) -> tuple[bool, Any]:
         if type(value) is tuple and name is not None:
             return value[0] == name, value[1]
-        if type(value) is bool and bool not in python_types:
-            return False, value  # True is an int to isinstance, never to Avro
-        return isinstance(value, python_types), value
+        return type(value) is python_type, value  # exactly: a bool is no int, a datetime no date
 
     return match
+
+
+_AVRO_PYTHON_TYPES: dict[str | None, type] = {
+    "boolean": bool,
+    "int": int,
+    "long": int,
+    "float": float,
+    "double": float,
+    "string": str,
+    "enum": str,
+    "bytes": bytes,
+    "fixed": bytes,
+    "record": dict,
+    "error": dict,
+    "array": list,
+    "map": dict,
+    "decimal": decimal.Decimal,
+    "date": datetime.date,
+    "timestamp-millis": datetime.datetime,
+    "timestamp-micros": datetime.datetime,
+    "local-timestamp-millis": datetime.datetime,
+    "local-timestamp-micros": datetime.datetime,
+}
 
 
 # --- Protobuf -------------------------------------------------------------------------------------
@@ -436,7 +439,7 @@ class _ProtobufDecoder:
         if indexes not in self._by_indexes:
             try:
                 self._by_indexes[indexes] = self._build(indexes)
-            except (NoSuchMessage, Incompatible, UnsupportedSchema) as error:
+            except (NoSuchMessage, Incompatible) as error:
                 self._by_indexes[indexes] = str(error)
         return self._by_indexes[indexes]
 
@@ -495,9 +498,6 @@ def _protobuf_value(field: FieldDescriptor, reader: DataType) -> Convert:
 
 def _protobuf_single(field: FieldDescriptor, reader: DataType) -> Convert:
     """One value of a field (an element of a repeated one) as the reader's type."""
-    import datetime
-    import decimal
-
     message = field.message_type
     if message is not None and message.full_name != TIMESTAMP_MESSAGE:
         if not isinstance(reader, StructType):

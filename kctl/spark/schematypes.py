@@ -95,7 +95,8 @@ AVRO_LOGICAL: dict[tuple[str, str], DataType] = {
     ("long", "local-timestamp-millis"): TimestampNTZType(),
     ("long", "local-timestamp-micros"): TimestampNTZType(),
 }
-_NARROWS = {frozenset({"int", "long"}): LongType(), frozenset({"float", "double"}): DoubleType()}
+# unions of two numeric types spark-avro reads as the wider one
+AVRO_NARROWED_UNIONS = {frozenset({"int", "long"}): LongType(), frozenset({"float", "double"}): DoubleType()}
 
 
 def avro_type(schema: Any, named: Mapping[str, Any]) -> DataType:
@@ -166,8 +167,8 @@ class _AvroTypes:
         if len(others) == 1:
             return self.of(others[0])[0], nullable
         kinds = frozenset(avro_kind(branch, self._named) for branch in others)
-        if len(others) == 2 and kinds in _NARROWS:
-            return _NARROWS[kinds], nullable
+        if len(others) == 2 and kinds in AVRO_NARROWED_UNIONS:
+            return AVRO_NARROWED_UNIONS[kinds], nullable
         members = [StructField(f"member{i}", self.of(branch)[0], True) for i, branch in enumerate(others)]
         return StructType(members), nullable
 

@@ -85,7 +85,7 @@ def avro(document) -> schemas.ParsedSchema:
 
 def decoder(schema_type: str, reader_id: int, registry: Registry) -> SideDecoder:
     data_type = spark_type(registry.by_id[reader_id])
-    side = DecodedSide("value", schema_type, "orders-value", reader_id, data_type)
+    side = DecodedSide("value", schema_type, reader_id, data_type)
     return SideDecoder(side, registry)
 
 
@@ -290,7 +290,7 @@ def test_a_registry_that_does_not_answer_fails_the_task():
         def parsed_schema_by_id(self, schema_id):
             raise RegistryUnreachable("http://r:8081", "Connection refused")
 
-    side = DecodedSide("value", "AVRO", "s", 1, StringType())
+    side = DecodedSide("value", "AVRO", 1, StringType())
     with pytest.raises(RegistryUnreachable):
         SideDecoder(side, Down()).decode_all([b"\x00\x00\x00\x00\x01\x02a"])
 
@@ -363,7 +363,7 @@ def test_a_batch_gets_typed_columns_and_a_value_arrow_refuses_is_an_error_not_a_
         serde.Encoder(1, registry.by_id[1]).encode("1.25"),
         serde.Encoder(2, registry.by_id[2]).encode("1234567.00"),
     ]
-    side = DecodedSide("value", "AVRO", "s", 1, DecimalType(4, 2))
+    side = DecodedSide("value", "AVRO", 1, DecimalType(4, 2))
     decoding = SourceDecoding("http://unused", (side,), fail_on_error=False)
     batch_decoder = BatchDecoder(decoding, include_headers=False)
     batch_decoder._sides = [SideDecoder(side, registry)]
@@ -417,7 +417,7 @@ def test_spark_values_encode_as_confluents_avro_and_a_misfit_names_its_field():
     encoder = SideEncoder(EncodedSide("value", "e-value", 1, data_type), Registry(id1=schema))
     payload = encoder.encode_all([row, None])
     assert payload[1] is None
-    side = DecodedSide("value", "AVRO", "e-value", 1, data_type)
+    side = DecodedSide("value", "AVRO", 1, data_type)
     back = SideDecoder(side, Registry(id1=schema)).decode_all(payload[:1]).values[0]
     assert back == {**row, "m": {"a": 1}}
     with pytest.raises(
