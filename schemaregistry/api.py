@@ -12,15 +12,21 @@ from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
+from httpservice.basicauth import BasicAuth
+from httpservice.clusterlogin import ClusterLogin
+from httpservice.limits import RequestLimits
 from schemaregistry import errors, schemas
-from schemaregistry.authentication import ClusterLogin
-from schemaregistry.http_auth import BasicAuth
-from schemaregistry.http_limits import RequestLimits
 from schemaregistry.records import GLOBAL, Reference, SchemaValue
 from schemaregistry.registry import NewSchema, SchemaRegistry, parse_version
 from schemaregistry.state import StoredSchema
 
 MEDIA_TYPE = "application/vnd.schemaregistry.v1+json"
+CONTENT_TYPES = (
+    MEDIA_TYPE,
+    "application/vnd.schemaregistry+json",
+    "application/json",
+    "application/octet-stream",
+)
 MAX_REFERENCES = 1000
 
 
@@ -72,9 +78,11 @@ def create_app(
         version="1",
         default_response_class=SchemaRegistryResponse,
     )
-    app.add_middleware(RequestLimits, max_body_bytes=max_body_bytes)
+    app.add_middleware(
+        RequestLimits, max_body_bytes=max_body_bytes, content_types=CONTENT_TYPES, error_media_type=MEDIA_TYPE
+    )
     if login is not None:
-        app.add_middleware(BasicAuth, login=login)  # added last: runs first
+        app.add_middleware(BasicAuth, login=login, realm="SchemaRegistry")  # added last: runs first
     _errors(app)
     _schema_routes(app, registry)
     _subject_routes(app, registry)

@@ -1,6 +1,6 @@
-"""HTTP basic authentication for the registry of a SASL-secured cluster, with the cluster's own
+"""HTTP basic authentication for a service of a SASL-secured cluster, with the cluster's own
 users: a user name and password are accepted when they log in to the cluster (SASL PLAIN, which
-kctl's brokers check against the users' SCRAM credentials). The registry keeps no password
+kctl's brokers check against the users' SCRAM credentials). The service keeps no password
 list of its own; a success is remembered for a short while, keyed by a keyed hash of the
 credentials (never the password itself), so a burst of requests logs in once."""
 
@@ -23,16 +23,21 @@ REMEMBER_S = 60.0
 MAX_REMEMBERED = 1024
 
 
+def sasl_protocol(client_config: Mapping[str, str]) -> bool:
+    """Whether the service's own settings log in with SASL (what --authenticate-users needs)."""
+    return str(client_config.get("security.protocol", "")).upper().startswith("SASL")
+
+
 class ClusterLogin:
     def __init__(self, client_config: Mapping[str, str | int | float | bool]) -> None:
-        # the registry's own connection settings without its credentials
+        # the service's own connection settings without its credentials
         self._base = {k: v for k, v in client_config.items() if not k.startswith("sasl.")}
         self._key = secrets.token_bytes(32)
         self._remembered: dict[bytes, float] = {}
         self._lock = threading.Lock()
 
-    def check(self, authorization: str | None) -> str | None:
-        """The user an `Authorization: Basic ...` header logs in as, or None."""
+    def check(self, authorization: str | None) -> tuple[str, str] | None:
+        """The user and password of an `Authorization: Basic ...` header that logs in, or None."""
         credentials = _basic(authorization)
         if credentials is None:
             return None
@@ -41,14 +46,14 @@ class ClusterLogin:
         now = time.monotonic()
         with self._lock:
             if self._remembered.get(digest, 0.0) > now:
-                return user
+                return user, password
         if not self._logs_in(user, password):
             return None
         with self._lock:
             if len(self._remembered) >= MAX_REMEMBERED:
                 self._remembered.clear()
             self._remembered[digest] = now + REMEMBER_S
-        return user
+        return user, password
 
     def _logs_in(self, user: str, password: str) -> bool:
         refused = threading.Event()

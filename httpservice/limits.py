@@ -1,6 +1,6 @@
-"""What the registry accepts of a request before any handler sees it: the content types
-Confluent's registry consumes (else 415) and a bounded body (else 413), so a client cannot
-make it read an unbounded request into memory."""
+"""What a service accepts of a request before any handler sees it: the content types it
+consumes (else 415) and a bounded body (else 413), so a client cannot make it read an unbounded
+request into memory. Refusals carry Confluent's error body, `{"error_code", "message"}`."""
 
 from __future__ import annotations
 
@@ -8,14 +8,6 @@ import json
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-ACCEPTED_CONTENT_TYPES = (
-    "application/vnd.schemaregistry.v1+json",
-    "application/vnd.schemaregistry+json",
-    "application/json",
-    "application/octet-stream",
-)
-ERROR_MEDIA_TYPE = b"application/vnd.schemaregistry.v1+json"
 
 
 class BodyTooLarge(HTTPException):
@@ -26,9 +18,13 @@ class BodyTooLarge(HTTPException):
 
 
 class RequestLimits:
-    def __init__(self, app: ASGIApp, max_body_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_body_bytes: int, content_types: tuple[str, ...], error_media_type: str
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.content_types = content_types
+        self.error_media_type = error_media_type.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in ("POST", "PUT"):
@@ -36,12 +32,12 @@ class RequestLimits:
             return
         headers = dict(scope["headers"])
         content_type = headers.get(b"content-type", b"").decode("latin-1").split(";")[0].strip().lower()
-        if content_type and content_type not in ACCEPTED_CONTENT_TYPES:
-            await refuse(send, 415, "HTTP 415 Unsupported Media Type")
+        if content_type and content_type not in self.content_types:
+            await refuse(send, 415, "HTTP 415 Unsupported Media Type", media_type=self.error_media_type)
             return
         length = headers.get(b"content-length", b"")
         if length.isdigit() and int(length) > self.max_body_bytes:
-            await refuse(send, 413, "HTTP 413 Request Entity Too Large")
+            await refuse(send, 413, "HTTP 413 Request Entity Too Large", media_type=self.error_media_type)
             return
         await self._bounded(scope, receive, send)
 
@@ -67,11 +63,15 @@ class RequestLimits:
             await self.app(scope, counting_receive, tracking_send)
         except BodyTooLarge:
             if not started:
-                await refuse(send, 413, "HTTP 413 Request Entity Too Large")
+                await refuse(send, 413, "HTTP 413 Request Entity Too Large", media_type=self.error_media_type)
 
 
 async def refuse(
-    send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None
+    send: Send,
+    status: int,
+    message: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    media_type: bytes = b"application/json",
 ) -> None:
     """Answer with Confluent's error body before the application sees the request."""
     body = json.dumps({"error_code": status, "message": message}).encode()
@@ -80,7 +80,7 @@ async def refuse(
             "type": "http.response.start",
             "status": status,
             "headers": [
-                (b"content-type", ERROR_MEDIA_TYPE),
+                (b"content-type", media_type),
                 (b"content-length", str(len(body)).encode()),
                 *(headers or []),
             ],
