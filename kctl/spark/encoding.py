@@ -121,6 +121,8 @@ def encoded(batches: Iterator[pa.RecordBatch], encoding: SinkEncoding | None) ->
 
 
 class SideEncoder:
+    """One side's column values to framed payloads, its schema fetched once (per task)."""
+
     def __init__(self, side: EncodedSide, client: RegistryClient) -> None:
         from schemaregistry.serde import Encoder
 
