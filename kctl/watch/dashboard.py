@@ -1,5 +1,5 @@
-"""The `kctl watch` screen: brokers, partitions per topic, groups, the brokers' latest security
-events and recent changes.
+"""The `kctl watch` screen: brokers, partitions per topic (and, with --sample, the latest record
+of each), groups, the brokers' latest security events and recent changes.
 
 Built as console Sections, so the same tables are printed once when stdout is not a
 terminal and laid out in a Rich Live display when it is.
@@ -16,6 +16,7 @@ from kctl.cluster import brokerview, securityevents
 from kctl.cluster.brokerview import BrokerView
 from kctl.shell import sections
 from kctl.shell.console import Section, rich_table
+from kctl.watch import sampleview
 
 Event = tuple[float, str]
 
@@ -30,6 +31,8 @@ def build(snap: dict, events: list[Event]) -> list[Section]:
         )
     ]
     out += [sections.partitions(f"TOPIC {t['topic']}", t["partitions"]) for t in snap["topics"]]
+    if "sample" in snap:  # kctl watch TOPIC --sample
+        out += sampleview.sections(snap["sample"])
     if snap.get("groups_error"):
         out.append(Section("GROUPS", ["error"], [[snap["groups_error"]]]))
     out += [_group(g) for g in snap.get("groups", [])]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -14,12 +15,24 @@ from rich.live import Live
 
 from brokerd.state import ClusterState
 from kctl.cluster import localcluster, snapshot
-from kctl.kafka.client import connect
+from kctl.kafka.client import Connection, connect
 from kctl.shell import console
+from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
-from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell.options import (
+    DEFAULT_TIMEOUT,
+    Bootstrap,
+    ClusterDir,
+    CommandConfig,
+    Json,
+    SchemaRegistryUrl,
+    Settings,
+    Timeout,
+)
 from kctl.watch import dashboard, events, record
 from kctl.watch.groupwatch import GroupPoller, GroupSource, poll_once
+from kctl.watch.sample import MAX_PARTITIONS, SamplePoller, SampleSource
+from kctl.watch.sample import decoder as sample_decoder
 
 MAX_EVENTS = 10
 
@@ -77,6 +90,17 @@ def watch(
             "tables at the end; with --json, every moment as --record writes it.",
         ),
     ] = None,
+    sample: Annotated[
+        bool,
+        typer.Option(
+            "--sample",
+            help="Also show the latest record of each partition of TOPIC (the first "
+            f"{MAX_PARTITIONS}): keys and values written with a schema registry's schema as JSON "
+            "with their schema id, others as text. One consumer reads them, a partition again "
+            "only when its end moved, at most once per --interval.",
+        ),
+    ] = False,
+    registry: SchemaRegistryUrl = None,
     bootstrap: Bootstrap = None,
     cluster_dir: ClusterDir = None,
     timeout: Timeout = DEFAULT_TIMEOUT,
@@ -109,17 +133,20 @@ def watch(
     seconds = None if duration is None else record.seconds(duration)
     state = localcluster.existing(cluster_dir)
     snapshot.take(state, topic)  # an unknown topic is exit 4 before anything is shown
-    source = GroupSource(
-        lambda: connect(bootstrap, cluster_dir, timeout, settings, command_config), group or [], topic
-    )
+    connection = partial(connect, bootstrap, cluster_dir, timeout, settings, command_config)
+    source = GroupSource(connection, group or [], topic)
+    sampler = _sample_source(topic, connection, registry, bootstrap, cluster_dir, timeout) if sample else None
     recorder = None if record_to is None else record.Recorder(record_to)
     try:
         over_time = not once and (seconds is not None or recorder is not None)
         if not over_time and (once or json_output or not console.stdout().is_terminal):
-            _print_once(_snapshot(state, topic, poll_once(source)), json_output, recorder)
+            _print_once(_first_snapshot(state, topic, source, sampler), json_output, recorder)
             return
         deadline = None if seconds is None else time.monotonic() + seconds
-        moments = _moments(state, topic, GroupPoller(source, interval), interval, deadline, recorder)
+        samples = None if sampler is None else SamplePoller(sampler, interval)
+        moments = _moments(
+            state, topic, (GroupPoller(source, interval), samples), interval, deadline, recorder
+        )
         with closing(moments):
             if json_output or not console.stdout().is_terminal:
                 _plain(moments, json_output)
@@ -137,6 +164,35 @@ def _snapshot(state: ClusterState, topic: str | None, groups: tuple[list[dict], 
     return {**snapshot.take(state, topic), "groups": groups[0], "groups_error": groups[1]}
 
 
+def _sample_source(
+    topic: str | None,
+    connection: Callable[[], Connection],
+    registry: str | None,
+    bootstrap: str | None,
+    cluster_dir: Path | None,
+    timeout: float,
+) -> SampleSource:
+    """--sample's reader, decoding with the registry `kctl consume` would use."""
+    if topic is None:
+        raise KctlError(
+            "--sample needs a TOPIC: it shows the latest record of each of its partitions", ExitCode.USAGE
+        )
+    return SampleSource(connection, topic, sample_decoder(registry, bootstrap, cluster_dir, timeout))
+
+
+def _first_snapshot(
+    state: ClusterState, topic: str | None, source: GroupSource, sampler: SampleSource | None
+) -> dict:
+    """The one snapshot of --once, with its sample read there and then (the consumer closed)."""
+    snap = _snapshot(state, topic, poll_once(source))
+    if sampler is not None:
+        try:
+            snap["sample"] = sampler.fetch(snap)
+        finally:
+            sampler.close()
+    return snap
+
+
 def _print_once(snap: dict, json_output: bool, recorder: record.Recorder | None) -> None:
     if recorder is not None:
         recorder.write(snap, [])
@@ -150,18 +206,24 @@ def _print_once(snap: dict, json_output: bool, recorder: record.Recorder | None)
 def _moments(
     state: ClusterState,
     topic: str | None,
-    poller: GroupPoller,
+    pollers: tuple[GroupPoller, SamplePoller | None],
     interval: float,
     deadline: float | None,
     recorder: record.Recorder | None,
 ) -> Generator[tuple[dict, list[str]], None, None]:
     """Every moment and the changes since the one before, every `interval` until `deadline`
-    (monotonic; None: until the caller stops), each recorded first if recording."""
+    (monotonic; None: until the caller stops), each recorded first if recording. With a
+    sample poller, each moment carries the latest sample read, and hands it the moment's
+    partition ends to read the next one by."""
     before = None
+    poller, samples = pollers
     poller.start()
     try:
         while True:
             snap = _snapshot(state, topic, poller.latest)
+            if samples is not None:
+                samples.offer(snap)
+                snap["sample"] = samples.latest
             changed: list[str] = [] if before is None else events.changes(before, snap)
             if recorder is not None:
                 recorder.write(snap, changed)
@@ -173,6 +235,8 @@ def _moments(
             time.sleep(pause)
     finally:
         poller.stop()
+        if samples is not None:
+            samples.stop()
 
 
 def _plain(moments: Iterator[tuple[dict, list[str]]], json_output: bool) -> None:
