@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from kctl.consume.formatting import record_doc
 from kctl.consume.schemadecoding import SchemaDecoder
@@ -104,6 +104,8 @@ class SampleSource:
             self._refresh(shown)
         except KctlError as exc:
             doc["error"] = exc.message
+        except KafkaException as exc:  # an assignment refused: the rows read before stay
+            doc["error"] = f"cannot read {self.topic}: {exc.args[0].str()}"
         doc["partitions"] = [
             self._rows.get(
                 p["partition"], {"partition": p["partition"], "offset": None, "note": "not read yet"}
