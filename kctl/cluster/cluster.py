@@ -13,11 +13,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from brokerd.security import client_properties
-from kctl.cluster import brokerconfig, brokerview, localcluster, securecluster
+from kctl.cluster import brokerconfig, brokerview, localcluster, localservice, securecluster
 from kctl.cluster.securecluster import SecurityProtocol
 from kctl.kafka.bootstrap import resolve_cluster_dir
-from kctl.schema import localregistry
-from kctl.schema.locate import REGISTRY_ENV
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -121,17 +119,10 @@ def up(
     brokerconfig.remember(state.cluster_dir, settings, protocol)
     effective = brokerconfig.effective(settings, len(ports))
     secured = protocol != SecurityProtocol.PLAINTEXT.value
-    registry = None
-    if not no_schema_registry:
-        planned = ",".join(f"{localcluster.HOST}:{port}" for port in ports.values())
-        registry = localregistry.start(
-            state.cluster_dir,
-            planned,
-            client_properties.path(state.cluster_dir) if secured else None,
-            authenticate_users=securecluster.uses_sasl(protocol),
-        )
+    wanted = [] if no_schema_registry else [localservice.SCHEMA_REGISTRY]
+    services = _start_services(state.cluster_dir, wanted, ports, protocol)
     procs = localcluster.start_missing(state, ports, effective)
-    registry_url = None if registry is None else registry.ready().url
+    urls = {starting.service: starting.ready().url for starting in services}
     if requested and len(procs) < len(ports):
         console.warn("brokers that were already running keep their settings until restarted")
     views = brokerview.view(state)
@@ -149,17 +140,32 @@ def up(
                 "client_properties": None if properties is None else str(properties),
                 "broker_config": effective,
                 "brokers": [b.to_json() for b in views],
-                "schema_registry": registry_url,
+                **{_json_key(s): urls.get(s) for s in localservice.SERVICES},
             }
         )
     else:
         console.print_section(brokerview.section(views, controller=None))
-        if registry_url is not None:
-            print(f"export {REGISTRY_ENV}={registry_url}", flush=True)
+        for service, url in urls.items():
+            print(f"export {service.url_env}={url}", flush=True)
         print(f"export KCTL_BOOTSTRAP={bootstrap}", flush=True)  # last: scripts take it with tail -1
     _hint_next(state.cluster_dir, cluster_dir is not None, started=bool(procs))
     if secured:
         _hint_security(state.cluster_dir, protocol, views[0].address)
+
+
+def _start_services(
+    cluster_dir: Path, wanted: list[localservice.Service], ports: dict[int, int], protocol: str
+) -> list[localservice.StartingService]:
+    """The cluster's HTTP services, started beside its brokers (they find them once they are up)."""
+    planned = ",".join(f"{localcluster.HOST}:{port}" for port in ports.values())
+    secured = protocol != SecurityProtocol.PLAINTEXT.value
+    properties = client_properties.path(cluster_dir) if secured else None
+    sasl = securecluster.uses_sasl(protocol)
+    return [localservice.start(cluster_dir, s, planned, properties, authenticate_users=sasl) for s in wanted]
+
+
+def _json_key(service: localservice.Service) -> str:
+    return service.directory_name.replace("-", "_")
 
 
 def _hint_next(directory: Path, explicit_dir: bool, started: bool) -> None:
@@ -187,31 +193,30 @@ def _hint_security(directory: Path, protocol: str, address: str) -> None:
 
 @app.command()
 def down(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
-    """Stop every broker of the local cluster and its schema registry (SIGTERM, then SIGKILL
-    after 10 s); data stays."""
+    """Stop every broker of the local cluster and its services (schema registry, REST proxy):
+    SIGTERM, then SIGKILL after 10 s; data stays."""
     state = localcluster.existing(cluster_dir)
-    registry = localregistry.stop(state.cluster_dir)
+    services = {s: localservice.stop(state.cluster_dir, s) for s in localservice.SERVICES}
     outcome = localcluster.stop_all(state)
     if json_output:
         console.print_json(
             {
                 "brokers": [{"id": i, "result": r} for i, r in sorted(outcome.items())],
-                "schema_registry": registry,
+                **{_json_key(s): result for s, result in services.items()},
             }
         )
     else:
         rows: list[tuple[int | str, str]] = list(sorted(outcome.items()))
-        if registry != "not running":
-            rows.append(("schema registry", registry))
+        rows += [(s.title, result) for s, result in services.items() if result != "not running"]
         console.print_table(["id", "result"], rows)
-    if any(r == "still running" for r in [*outcome.values(), registry]):
-        raise KctlError("some brokers did not stop even after SIGKILL")
+    if any(r == "still running" for r in [*outcome.values(), *services.values()]):
+        raise KctlError("some brokers or services did not stop even after SIGKILL")
 
 
 @app.command()
 def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
-    """Show brokers, pids, addresses, liveness, the controller with its epoch, and the schema
-    registry.
+    """Show brokers, pids, addresses, liveness, the controller with its epoch, and the
+    cluster's services (schema registry, REST proxy).
 
     Exits 10 when the cluster is unhealthy: a planned broker is dead, paused (its lease is
     older than broker.session.timeout.ms) or shutting down, or no live broker is controller.
@@ -223,7 +228,7 @@ def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
     live_ids = {b.id for b in views if b.state in (brokerview.ALIVE, brokerview.SHUTTING_DOWN)}
     if controller is None or controller[0] not in live_ids:
         problems.append("no live controller")
-    registry = localregistry.running(state.cluster_dir)
+    services = {s: localservice.running(state.cluster_dir, s) for s in localservice.SERVICES}
     if json_output:
         console.print_json(
             {
@@ -233,13 +238,17 @@ def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
                 "problems": problems,
                 "controller": brokerview.controller_json(controller),
                 "brokers": [b.to_json() for b in views],
-                "schema_registry": None if registry is None else {"url": registry.url, "pid": registry.pid},
+                **{
+                    _json_key(s): None if r is None else {"url": r.url, "pid": r.pid}
+                    for s, r in services.items()
+                },
             }
         )
     else:
         console.print_section(brokerview.section(views, controller))
-        if registry is not None:
-            print(f"schema registry: {registry.url} (pid {registry.pid})")
+        for service, found in services.items():
+            if found is not None:
+                print(f"{service.title}: {found.url} (pid {found.pid})")
     if problems:
         raise KctlError("cluster unhealthy: " + ", ".join(problems), ExitCode.UNHEALTHY)
 

@@ -1,9 +1,9 @@
-"""The local cluster's schema registry daemon (`python -m schemaregistry`), started and stopped
-with the brokers.
+"""The HTTP services of a local cluster (its schema registry, its REST proxy): daemons started
+and stopped with the brokers, each a `python -m MODULE` of httpservice's making.
 
-Its files are under `<cluster>/schema-registry/`: `registry.log`, `port` (kept so its URL
-survives a restart) and `registry.lock`, which the running registry holds locked with its pid
-and URL in it. As with brokers, liveness is that lock, never a pid check.
+A service's files are under `<cluster>/<name>/`: its log, `port` (kept so its URL survives a
+restart) and `service.lock`, which the running service holds locked with its pid and URL in it.
+As with brokers, liveness is that lock, never a pid check.
 """
 
 from __future__ import annotations
@@ -29,64 +29,82 @@ POLL_S = 0.02
 
 
 @dataclass(frozen=True)
-class RunningRegistry:
+class Service:
+    title: str  # how messages name it
+    module: str  # what `python -m` runs
+    directory_name: str  # its folder in the cluster directory
+    url_env: str  # where kctl and scripts find its URL
+
+
+SCHEMA_REGISTRY = Service("schema registry", "schemaregistry", "schema-registry", "KCTL_SCHEMA_REGISTRY_URL")
+REST_PROXY = Service("REST proxy", "restproxy", "rest-proxy", "KCTL_REST_PROXY_URL")
+SERVICES = (SCHEMA_REGISTRY, REST_PROXY)
+
+
+@dataclass(frozen=True)
+class RunningService:
     pid: int
     url: str
 
 
-def directory(cluster_dir: Path) -> Path:
-    return Path(cluster_dir) / "schema-registry"
+def directory(cluster_dir: Path, service: Service) -> Path:
+    return Path(cluster_dir) / service.directory_name
 
 
-def running(cluster_dir: Path) -> RunningRegistry | None:
-    """The registry holding the lock, or None when none runs."""
-    lock = directory(cluster_dir) / "registry.lock"
+def running(cluster_dir: Path, service: Service) -> RunningService | None:
+    """The service holding the lock, or None when none runs."""
+    lock = directory(cluster_dir, service) / "service.lock"
     try:
         with open(lock) as handle:
             try:
                 fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
                 info = json.loads(handle.read() or "{}")
-                return RunningRegistry(int(info.get("pid", 0)), str(info.get("url", "")))
+                return RunningService(int(info.get("pid", 0)), str(info.get("url", "")))
             return None
     except (FileNotFoundError, ValueError):
         return None
 
 
 @dataclass
-class StartingRegistry:
-    """A registry process just started; `ready()` waits until its port is bound (it answers
-    once it has read the `_schemas` topic; a client connecting before then waits for that)."""
+class StartingService:
+    """A service process just started; `ready()` waits until its port is bound (it answers
+    once it is ready; a client connecting before then waits for that)."""
 
+    service: Service
     process: subprocess.Popen[bytes] | None  # None: it was already running
     url: str
     port: int
     log: Path
 
-    def ready(self) -> RunningRegistry:
+    def ready(self) -> RunningService:
         if self.process is None:
-            return RunningRegistry(0, self.url)
-        _wait_bound(self.process, self.port, self.log)
-        return RunningRegistry(self.process.pid, self.url)
+            return RunningService(0, self.url)
+        _wait_bound(self)
+        return RunningService(self.process.pid, self.url)
 
 
 def start(
-    cluster_dir: Path, bootstrap: str, client_config_file: Path | None, authenticate_users: bool = False
-) -> StartingRegistry:
-    """Start the registry unless it runs; it finds the brokers by itself once they are up, so
-    it can be started beside them. On a secured cluster it connects with the super user's
-    settings (`client_config_file`) and, with SASL, asks its own users to log in as the
-    cluster's users (HTTP basic auth)."""
-    current = running(cluster_dir)
+    cluster_dir: Path,
+    service: Service,
+    bootstrap: str,
+    client_config_file: Path | None,
+    authenticate_users: bool = False,
+) -> StartingService:
+    """Start the service unless it runs; it finds the brokers by itself once they are up, so it
+    can be started beside them. On a secured cluster it connects with the super user's settings
+    (`client_config_file`) and, with SASL, asks its own users to log in as the cluster's users
+    (HTTP basic auth)."""
+    current = running(cluster_dir, service)
     if current is not None:
-        return StartingRegistry(None, current.url, 0, Path())
-    home = directory(cluster_dir)
+        return StartingService(service, None, current.url, 0, Path())
+    home = directory(cluster_dir, service)
     home.mkdir(parents=True, exist_ok=True)
     port = _port(home)
     argv = [
         sys.executable,
         "-m",
-        "schemaregistry",
+        service.module,
         "--bootstrap",
         bootstrap,
         "--host",
@@ -94,20 +112,21 @@ def start(
         "--port",
         str(port),
     ]
-    argv += ["--lock-file", str(home / "registry.lock")]
+    argv += ["--lock-file", str(home / "service.lock")]
     if client_config_file is not None:
         argv += ["--client-config-file", str(client_config_file)]
     if authenticate_users:
         argv.append("--authenticate-users")
-    with open(home / "registry.log", "ab") as log:
+    log = home / f"{service.directory_name}.log"
+    with open(log, "ab") as output:
         process = subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
         )
-    return StartingRegistry(process, f"http://{HOST}:{port}", port, home / "registry.log")
+    return StartingService(service, process, f"http://{HOST}:{port}", port, log)
 
 
 def _port(home: Path) -> int:
-    """The registry's port: the one it had, else a free one, remembered."""
+    """The service's port: the one it had, else a free one, remembered."""
     remembered = home / "port"
     if remembered.exists():
         return int(remembered.read_text())
@@ -118,22 +137,28 @@ def _port(home: Path) -> int:
     return port
 
 
-def _wait_bound(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
+def _wait_bound(starting: StartingService) -> None:
+    assert starting.process is not None
     deadline = time.monotonic() + BIND_TIMEOUT_S
     while time.monotonic() < deadline:
         with socket.socket() as sock:
-            if sock.connect_ex((HOST, port)) == 0:
+            if sock.connect_ex((HOST, starting.port)) == 0:
                 return
-        if process.poll() is not None:
-            tail = "\n".join(log.read_text(errors="replace").splitlines()[-5:])
-            raise KctlError(f"the schema registry exited with {process.returncode}:\n{tail}", ExitCode.ERROR)
+        if starting.process.poll() is not None:
+            tail = "\n".join(starting.log.read_text(errors="replace").splitlines()[-5:])
+            raise KctlError(
+                f"the {starting.service.title} exited with {starting.process.returncode}:\n{tail}",
+                ExitCode.ERROR,
+            )
         time.sleep(POLL_S)
-    raise KctlError(f"the schema registry did not listen on port {port} within {BIND_TIMEOUT_S:.0f} s")
+    raise KctlError(
+        f"the {starting.service.title} did not listen on port {starting.port} within {BIND_TIMEOUT_S:.0f} s"
+    )
 
 
-def stop(cluster_dir: Path, timeout: float = STOP_TIMEOUT_S) -> str:
-    """SIGTERM the registry, SIGKILL it if it has not stopped within `timeout`: the outcome."""
-    current = running(cluster_dir)
+def stop(cluster_dir: Path, service: Service, timeout: float = STOP_TIMEOUT_S) -> str:
+    """SIGTERM the service, SIGKILL it if it has not stopped within `timeout`: the outcome."""
+    current = running(cluster_dir, service)
     if current is None:
         return "not running"
     for sig, outcome in ((signal.SIGTERM, "stopped"), (signal.SIGKILL, "killed")):
@@ -143,7 +168,7 @@ def stop(cluster_dir: Path, timeout: float = STOP_TIMEOUT_S) -> str:
             return outcome
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if running(cluster_dir) is None:
+            if running(cluster_dir, service) is None:
                 return outcome
             time.sleep(POLL_S)
     return "still running"

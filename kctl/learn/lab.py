@@ -26,10 +26,9 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
-from kctl.cluster import brokerconfig, brokerctl, localcluster, securecluster, snapshot
+from kctl.cluster import brokerconfig, brokerctl, localcluster, localservice, securecluster, snapshot
 from kctl.kafka import groups, topics
 from kctl.kafka.client import Connection, local_connection
-from kctl.schema import localregistry
 from kctl.shell.console import Section
 from kctl.shell.errors import KctlError
 from kctl.watch import dashboard, events
@@ -76,7 +75,7 @@ class Lab:
         self._narrator: threading.Thread | None = None
         self._conn: Connection | None = None
         self._closers: list[Callable[[], None]] = []
-        self._registry: localregistry.StartingRegistry | None = None
+        self._registry: localservice.StartingService | None = None
         self._registry_url: str | None = None
 
     # -- the cluster ---------------------------------------------------------------------
@@ -146,7 +145,9 @@ class Lab:
         if self._registry_url is None:
             secured = self.security_protocol != "PLAINTEXT"
             properties = client_properties.path(self.dir) if secured else None
-            self._registry = localregistry.start(self.dir, self.bootstrap, properties)
+            self._registry = localservice.start(
+                self.dir, localservice.SCHEMA_REGISTRY, self.bootstrap, properties
+            )
             self._registry_url = self._registry.ready().url
         return self._registry_url
 
@@ -155,7 +156,7 @@ class Lab:
         yet (Ctrl-C while it started) is not found by the lock: the process is killed."""
         if self._registry is None or self._registry.process is None:
             return
-        if localregistry.stop(self.dir) not in ("stopped", "killed"):
+        if localservice.stop(self.dir, localservice.SCHEMA_REGISTRY) not in ("stopped", "killed"):
             self._registry.process.kill()
         self._registry.process.wait()
 

@@ -8,11 +8,11 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from kctl.schema import localregistry
+from kctl.cluster import localservice
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
-REGISTRY_ENV = "KCTL_SCHEMA_REGISTRY_URL"
+REGISTRY_ENV = localservice.SCHEMA_REGISTRY.url_env
 
 
 def registry_url(option: str | None, cluster_dir: Path, env: Mapping[str, str] = os.environ) -> str:
@@ -38,5 +38,5 @@ def known_registry_url(
         return env[REGISTRY_ENV].rstrip("/")
     if not local_cluster:
         return None
-    local = localregistry.running(cluster_dir)
+    local = localservice.running(cluster_dir, localservice.SCHEMA_REGISTRY)
     return None if local is None else local.url

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from brokerd.state import ClusterState
-from kctl.schema import localregistry
+from kctl.cluster import localservice
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 
@@ -85,6 +85,7 @@ def kill_leftovers(directory: Path) -> None:
         for reg in ClusterState(directory).brokers():
             if reg.alive:
                 os.kill(reg.pid, signal.SIGKILL)
-    registry = localregistry.running(directory)
-    if registry is not None:
-        os.kill(registry.pid, signal.SIGKILL)
+    for service in localservice.SERVICES:
+        found = localservice.running(directory, service)
+        if found is not None:
+            os.kill(found.pid, signal.SIGKILL)
