@@ -1,0 +1,5 @@
+import sys
+
+from restproxy.main import main
+
+sys.exit(main())
