@@ -126,6 +126,14 @@ COMMANDS: dict[str, CommandEntry] = {
         "(`TOPIC-value`, `TOPIC-key`) holds versions of a schema, and each new version must be "
         "compatible with the earlier ones as the subject's level says (BACKWARD by default).",
     ),
+    "rest-proxy": CommandEntry(
+        "kctl.restproxy.restproxy",
+        "app",
+        "Start, stop and show a REST proxy: Confluent's REST Proxy API (v2 and v3) in front of a "
+        "Kafka cluster, so curl, browsers and any HTTP client produce and consume. `kctl cluster up` "
+        "starts one for the local cluster; `kctl rest-proxy up -b HOST:PORT` serves another cluster. "
+        "Its files are in DIR/rest-proxy/. See docs/rest-proxy.md.",
+    ),
     "bench": CommandEntry("kctl.bench.bench", "app", "Measure produce and consume throughput and latency."),
     "verify": CommandEntry(
         "kctl.verify.verify",

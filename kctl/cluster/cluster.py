@@ -7,6 +7,7 @@ import json
 import select
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -88,13 +89,22 @@ def up(
             help="Do not start the cluster's schema registry (started by default beside the brokers).",
         ),
     ] = False,
+    no_rest_proxy: Annotated[
+        bool,
+        typer.Option(
+            "--no-rest-proxy",
+            help="Do not start the cluster's REST proxy (started by default beside the brokers).",
+        ),
+    ] = False,
     cluster_dir: ClusterDir = None,
     json_output: Json = False,
 ) -> None:
     """Start the local cluster's brokers in the background and wait until they answer.
 
-    A schema registry (Confluent's REST API, schemas kept in the `_schemas` topic) starts
-    beside them unless --no-schema-registry: its URL is printed as KCTL_SCHEMA_REGISTRY_URL.
+    A schema registry (Confluent's REST API, schemas kept in the `_schemas` topic) and a REST
+    proxy (Confluent's REST Proxy API: produce and consume over HTTP) start beside them unless
+    --no-schema-registry / --no-rest-proxy: their URLs are printed as KCTL_SCHEMA_REGISTRY_URL
+    and KCTL_REST_PROXY_URL.
 
     On an existing directory this restarts its brokers with their data, ports and settings;
     brokers that are already running are left alone. With several brokers,
@@ -119,8 +129,7 @@ def up(
     brokerconfig.remember(state.cluster_dir, settings, protocol)
     effective = brokerconfig.effective(settings, len(ports))
     secured = protocol != SecurityProtocol.PLAINTEXT.value
-    wanted = [] if no_schema_registry else [localservice.SCHEMA_REGISTRY]
-    services = _start_services(state.cluster_dir, wanted, ports, protocol)
+    services = _start_services(state.cluster_dir, ports, protocol, not no_schema_registry, not no_rest_proxy)
     procs = localcluster.start_missing(state, ports, effective)
     urls = {starting.service: starting.ready().url for starting in services}
     if requested and len(procs) < len(ports):
@@ -154,14 +163,28 @@ def up(
 
 
 def _start_services(
-    cluster_dir: Path, wanted: list[localservice.Service], ports: dict[int, int], protocol: str
+    cluster_dir: Path, ports: dict[int, int], protocol: str, registry: bool, rest_proxy: bool
 ) -> list[localservice.StartingService]:
-    """The cluster's HTTP services, started beside its brokers (they find them once they are up)."""
+    """The cluster's HTTP services, started beside its brokers (they find them once they are
+    up); the REST proxy uses the registry for its Avro, JSON Schema and Protobuf formats."""
     planned = ",".join(f"{localcluster.HOST}:{port}" for port in ports.values())
     secured = protocol != SecurityProtocol.PLAINTEXT.value
     properties = client_properties.path(cluster_dir) if secured else None
-    sasl = securecluster.uses_sasl(protocol)
-    return [localservice.start(cluster_dir, s, planned, properties, authenticate_users=sasl) for s in wanted]
+    start = partial(
+        localservice.start,
+        cluster_dir,
+        bootstrap=planned,
+        client_config_file=properties,
+        authenticate_users=securecluster.uses_sasl(protocol),
+    )
+    started = [start(localservice.SCHEMA_REGISTRY)] if registry else []
+    if rest_proxy:
+        started.append(start(localservice.REST_PROXY, extra_args=_registry_args(started)))
+    return started
+
+
+def _registry_args(started: list[localservice.StartingService]) -> tuple[str, ...]:
+    return ("--schema-registry", started[0].url) if started else ()
 
 
 def _json_key(service: localservice.Service) -> str:

@@ -90,6 +90,7 @@ def start(
     bootstrap: str,
     client_config_file: Path | None,
     authenticate_users: bool = False,
+    extra_args: tuple[str, ...] = (),
 ) -> StartingService:
     """Start the service unless it runs; it finds the brokers by itself once they are up, so it
     can be started beside them. On a secured cluster it connects with the super user's settings
@@ -117,6 +118,7 @@ def start(
         argv += ["--client-config-file", str(client_config_file)]
     if authenticate_users:
         argv.append("--authenticate-users")
+    argv += extra_args
     log = home / f"{service.directory_name}.log"
     with open(log, "ab") as output:
         process = subprocess.Popen(

@@ -51,7 +51,8 @@ def test_up_status_restart_down(cluster_dir):
 
     down = kctl_in(cluster_dir, "cluster", "down")
     rows = [line.split() for line in down.stdout.decode().splitlines()[1:]]
-    assert rows == [["1", "stopped"], ["2", "stopped"], ["3", "stopped"], ["schema", "registry", "stopped"]]
+    assert rows[:3] == [["1", "stopped"], ["2", "stopped"], ["3", "stopped"]]
+    assert rows[3:] == [["schema", "registry", "stopped"], ["REST", "proxy", "stopped"]]
     stopped = status(cluster_dir, expect=ExitCode.UNHEALTHY)
     assert stopped["brokers"][0]["state"] == "dead" and stopped["schema_registry"] is None
     kctl_in(cluster_dir, "topic", "list", expect=ExitCode.UNREACHABLE)

@@ -1,0 +1,55 @@
+"""The REST proxy as kctl runs it: `kctl cluster up` starts it beside the brokers and the
+registry, `kctl rest-proxy up -b` serves a cluster kctl did not start, and down stops it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cluster_harness import running_cluster
+from tests.kctl.cli import run_kctl
+from tests.kctl.local import kill_leftovers
+from tests.service_harness import call
+
+pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
+
+
+def test_cluster_up_starts_the_proxy_and_down_stops_it(tmp_path):
+    env = {"KCTL_HOME": str(tmp_path / "cluster")}
+    try:
+        up = run_kctl("cluster", "up", "--brokers", "1", env=env)
+        assert up.returncode == 0, up.stderr
+        exports = dict(
+            line.removeprefix("export ").split("=", 1)
+            for line in up.stdout.decode().splitlines()
+            if line.startswith("export ")
+        )
+        url = exports["KCTL_REST_PROXY_URL"]
+        assert call(url, "GET", "/") == (200, {})
+        status = json.loads(run_kctl("cluster", "status", "--json", env=env).stdout)
+        assert status["rest_proxy"]["url"] == url
+        assert json.loads(run_kctl("rest-proxy", "status", "--json", env=env).stdout)["url"] == url
+        down = run_kctl("cluster", "down", "--json", env=env)
+        assert json.loads(down.stdout)["rest_proxy"] == "stopped"
+        assert run_kctl("rest-proxy", "status", env=env).returncode == 4
+    finally:
+        run_kctl("cluster", "down", env=env)
+        kill_leftovers(tmp_path / "cluster")
+
+
+def test_a_proxy_for_a_cluster_kctl_did_not_start(tmp_path):
+    env = {"KCTL_HOME": str(tmp_path / "home")}
+    with running_cluster(tmp_path / "other") as cluster:
+        try:
+            up = run_kctl("rest-proxy", "up", "-b", cluster.bootstrap, env=env)
+            assert up.returncode == 0, up.stderr
+            url = up.stdout.decode().strip().removeprefix("export KCTL_REST_PROXY_URL=")
+            assert call(url, "GET", "/") == (200, {})
+            again = run_kctl("rest-proxy", "up", "-b", cluster.bootstrap, env=env)
+            assert again.stdout.decode().strip().endswith(url)  # already running: the same one
+            down = run_kctl("rest-proxy", "down", env=env)
+            assert down.returncode == 0 and "stopped" in down.stderr
+        finally:
+            run_kctl("rest-proxy", "down", env=env)
+            kill_leftovers(tmp_path / "home")
