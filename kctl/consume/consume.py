@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from typing import Annotated
@@ -29,7 +28,6 @@ from kctl.consume.membership import (
 )
 from kctl.consume.reader import Commit, Reader, Render
 from kctl.consume.share import ShareReader
-from kctl.kafka.bootstrap import BOOTSTRAP_ENV
 from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic
 from kctl.kafka.consumer import ClusterWatch
 from kctl.kafka.share import Ack, share_consumer
@@ -229,10 +227,9 @@ def consume(
     "value_decoded" ("key_*" alike). --decode none shows the bytes.
     """
     spec, render, keep = _compile(offset, fmt, json_output, filters or [], share_group is not None)
-    local_cluster = not (bootstrap or os.environ.get(BOOTSTRAP_ENV))
-    render = schemadecoding.decoding(
-        render, decode, registry, cluster_dir, local_cluster, json_output, share_group is not None
-    )
+    if decode is schemadecoding.Decode.AUTO:
+        decoder = schemadecoding.schema_decoder(registry, bootstrap, cluster_dir, timeout)
+        render = schemadecoding.decoding(render, decoder, json_output, share_group is not None)
     if share_group is not None:
         _check_share_options(group, commit, partition, offset, exit_at_end)
         if group_protocol is not None or remote_assignor is not None:

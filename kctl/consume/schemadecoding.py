@@ -11,6 +11,7 @@ writes the same record back) and gains `value_schema_id` and `value_decoded` (`k
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -46,10 +47,13 @@ DecodeOption = Annotated[
 
 
 class SchemaDecoder:
-    """Decodes framed keys and values with the registry's schemas, fetched once per id."""
+    """Decodes framed keys and values with the registry's schemas, fetched once per id; what
+    it cannot decode it tells `warn` once per schema id (stderr by default; the watch keeps
+    them in its screen)."""
 
-    def __init__(self, client: RegistryClient) -> None:
+    def __init__(self, client: RegistryClient, warn: Callable[[str], None] = console.warn) -> None:
         self.client = client
+        self._tell = warn
         self._schemas: dict[int, ParsedSchema | None] = {}
         self._warned: set[int] = set()
 
@@ -87,7 +91,7 @@ class SchemaDecoder:
     def _warn(self, schema_id: int, message: str) -> None:
         if schema_id not in self._warned:
             self._warned.add(schema_id)
-            console.warn(message)
+            self._tell(message)
 
 
 class DecodedRecord:
@@ -116,27 +120,29 @@ def _compact(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def decoding(
-    render: Render,
-    decode: Decode,
+def schema_decoder(
     registry: str | None,
+    bootstrap: str | None,
     cluster_dir: Path | None,
-    local_cluster: bool,
-    json_output: bool,
-    shared: bool,
-) -> Render:
-    """`render`, showing framed records decoded when a registry is known."""
-    if decode is Decode.NONE:
-        return render
-    from kctl.kafka.bootstrap import resolve_cluster_dir
+    timeout: float,
+    warn: Callable[[str], None] = console.warn,
+) -> SchemaDecoder | None:
+    """A decoder when a registry is known: named, or the local cluster's when the local cluster
+    is the one read (no -b, no $KCTL_BOOTSTRAP: another cluster's ids mean other schemas)."""
+    from kctl.kafka.bootstrap import BOOTSTRAP_ENV, resolve_cluster_dir
     from kctl.schema.locate import known_registry_url
     from kctl.schema.registryclient import registry_client
 
     directory = resolve_cluster_dir(cluster_dir)
+    local_cluster = not (bootstrap or os.environ.get(BOOTSTRAP_ENV))
     url = known_registry_url(registry, directory, local_cluster=local_cluster)
-    if url is None:
+    return None if url is None else SchemaDecoder(registry_client(url, directory, timeout), warn)
+
+
+def decoding(render: Render, decoder: SchemaDecoder | None, json_output: bool, shared: bool) -> Render:
+    """`render`, showing framed records decoded when there is a decoder."""
+    if decoder is None:
         return render
-    decoder = SchemaDecoder(registry_client(url, directory, timeout=10))
     if json_output:
         return lambda record: json_line(_decoded_doc(record, decoder, shared))
     return lambda record: render(DecodedRecord(record, decoder))  # type: ignore[arg-type]

@@ -12,24 +12,23 @@ warnings are kept for the SAMPLE section: written to stderr they would tear the 
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from kctl.consume.formatting import record_doc
-from kctl.consume.schemadecoding import SchemaDecoder
-from kctl.kafka.bootstrap import BOOTSTRAP_ENV, resolve_cluster_dir
+from kctl.consume.schemadecoding import SchemaDecoder, schema_decoder
 from kctl.kafka.client import Connection
 from kctl.kafka.record import Record
 from kctl.shell.errors import KctlError
 
 if TYPE_CHECKING:
-    from schemaregistry.client import RegistryClient
+    pass
 
 # Past this many partitions the sample shows the first ones and says how many it left out.
 MAX_PARTITIONS = 20
@@ -50,33 +49,26 @@ SETTINGS = {
 Sample = dict[str, Any]
 
 
-class CollectingDecoder(SchemaDecoder):
-    """A SchemaDecoder that keeps its warnings (one per schema id) for the SAMPLE section
-    instead of printing them: stderr lines would tear the Rich Live screen."""
+@dataclass
+class CollectingDecoder:
+    """A SchemaDecoder whose warnings (one per schema id) are kept for the SAMPLE section
+    instead of printed: stderr lines would tear the Rich Live screen."""
 
-    def __init__(self, client: RegistryClient) -> None:
-        super().__init__(client)
-        self.warnings: list[str] = []
-        self._told: set[int] = set()
+    decoder: SchemaDecoder
+    warnings: list[str]
 
-    def _warn(self, schema_id: int, message: str) -> None:
-        if schema_id not in self._told:
-            self._told.add(schema_id)
-            self.warnings.append(message)
+    def decode(self, data: bytes | None) -> tuple[int, Any] | None:
+        return self.decoder.decode(data)
 
 
 def decoder(
     registry: str | None, bootstrap: str | None, cluster_dir: Path | None, timeout: float
 ) -> CollectingDecoder | None:
-    """A decoder when a registry is known, found as `kctl consume` finds it (never the local
-    cluster's registry for another cluster's records); None shows framed records as bytes."""
-    from kctl.schema.locate import known_registry_url
-    from kctl.schema.registryclient import registry_client
-
-    directory = resolve_cluster_dir(cluster_dir)
-    local_cluster = not (bootstrap or os.environ.get(BOOTSTRAP_ENV))
-    url = known_registry_url(registry, directory, local_cluster=local_cluster)
-    return None if url is None else CollectingDecoder(registry_client(url, directory, timeout))
+    """A decoder when a registry is known, found as `kctl consume` finds it; None shows framed
+    records as bytes."""
+    warnings: list[str] = []
+    found = schema_decoder(registry, bootstrap, cluster_dir, timeout, warnings.append)
+    return None if found is None else CollectingDecoder(found, warnings)
 
 
 class SampleSource:
