@@ -13,17 +13,50 @@ from confluent_kafka.admin import AdminClient
 
 Credentials = tuple[str, str]  # user name and password, from HTTP basic auth
 MAX_USERS = 256  # clients are kept per user; a bound keeps a flood of users from exhausting the proxy
+DELIVERY_TIMEOUT_MS = 30_000  # a record not acknowledged by then is reported failed, never waited on longer
+PRODUCER_CONFIG: dict[str, Any] = {
+    "enable.idempotence": True,
+    "linger.ms": 5,
+    "message.timeout.ms": DELIVERY_TIMEOUT_MS,
+    # keyed records land in the partition Java's producer (Confluent's proxy) would choose
+    "partitioner": "murmur2_random",
+    # the routes refuse unknown topics (40401); a producer must not create them behind their back
+    "allow.auto.create.topics": False,
+}
+POLL_INTERVAL_S = 0.1
 
 
 class ClusterUnreachable(Exception):
     pass
 
 
+class DeliveryPoller:
+    """Serves one producer's delivery reports on a thread of its own, so that requests sharing
+    the producer each wait only for their own records' reports (a request that flushed the
+    shared producer would wait for everyone's records too)."""
+
+    def __init__(self, producer: Producer) -> None:
+        self.producer = producer
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._poll, name="restproxy-deliveries", daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        while not self._stopping.is_set():
+            self.producer.poll(POLL_INTERVAL_S)
+
+    def stop(self, flush_timeout_s: float) -> None:
+        """Deliver what is in flight (its requests get their answers), then stop polling."""
+        self.producer.flush(flush_timeout_s)
+        self._stopping.set()
+        self._thread.join()
+
+
 class Clients:
     def __init__(self, bootstrap: str, config: Mapping[str, str]) -> None:
         self.bootstrap = bootstrap
         self._base: dict[str, Any] = {"bootstrap.servers": bootstrap, **config}
-        self._producers: dict[Credentials | None, Producer] = {}
+        self._producers: dict[Credentials | None, DeliveryPoller] = {}
         self._admins: dict[Credentials | None, AdminClient] = {}
         self._lock = threading.Lock()
 
@@ -42,13 +75,14 @@ class Clients:
         return {**self._base, "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": password}
 
     def producer(self, credentials: Credentials | None) -> Producer:
+        """The user's producer, whose delivery reports a thread of its own serves: pass
+        `on_delivery` to `produce` and never poll or flush it."""
         with self._lock:
             if credentials not in self._producers:
                 self._bounded(self._producers)
-                self._producers[credentials] = Producer(
-                    {**self.config(credentials), "enable.idempotence": True, "linger.ms": 5}
-                )
-            return self._producers[credentials]
+                producer = Producer({**self.config(credentials), **PRODUCER_CONFIG})
+                self._producers[credentials] = DeliveryPoller(producer)
+            return self._producers[credentials].producer
 
     def admin(self, credentials: Credentials | None) -> AdminClient:
         with self._lock:
@@ -62,12 +96,12 @@ class Clients:
         if len(table) >= MAX_USERS:
             oldest = next(iter(table))
             client = table.pop(oldest)
-            if isinstance(client, Producer):
-                client.flush(5)
+            if isinstance(client, DeliveryPoller):
+                client.stop(5)
 
     def close(self) -> None:
         with self._lock:
-            for producer in self._producers.values():
-                producer.flush(5)
+            for poller in self._producers.values():
+                poller.stop(5)
             self._producers.clear()
             self._admins.clear()
