@@ -81,14 +81,15 @@ class ConsumerInstance:
         if not topics and pattern is None:
             self.unsubscribe()
             return
+        topics = list(dict.fromkeys(topics))  # librdkafka refuses a topic named twice
         target = [pattern if pattern.startswith("^") else f"^{pattern}"] if pattern is not None else topics
         try:
             self._consumer.subscribe(target, on_revoke=self._revoked)
-        except KafkaException:
-            if pattern is not None:  # librdkafka refuses a regex it cannot compile
-                raise RestError(422, 422, f"Invalid topic_pattern: {pattern}") from None
+        except KafkaException as error:
+            if pattern is not None and error.args[0].code() == KafkaError._INVALID_ARG:
+                raise RestError(422, 422, f"Invalid topic_pattern: {pattern}") from None  # not a regex
             raise
-        self._mode, self._topics, self._pattern = "subscribed", list(topics), pattern
+        self._mode, self._topics, self._pattern = "subscribed", topics, pattern
 
     def unsubscribe(self) -> None:
         if self._mode == "subscribed":
@@ -112,7 +113,8 @@ class ConsumerInstance:
         if not partitions:
             self.unsubscribe()
             return
-        self._consumer.assign([TopicPartition(topic, partition) for topic, partition in partitions])
+        unique = dict.fromkeys(partitions)  # librdkafka refuses a partition named twice, here and below
+        self._consumer.assign([TopicPartition(topic, partition) for topic, partition in unique])
         self._mode = "assigned"
         self._forget(None)
 
@@ -137,12 +139,13 @@ class ConsumerInstance:
 
     def seek(self, offsets: list[Offset]) -> None:
         """Fetch from these offsets next (librdkafka's logical ones for beginning and end)."""
+        chosen = {(topic, partition): offset for topic, partition, offset in offsets}  # the last one
         assigned = set(self.assignment())
-        for topic, partition, _ in offsets:
+        for topic, partition in chosen:
             if (topic, partition) not in assigned:
                 raise errors.illegal_state(f"No current assignment for partition {topic}-{partition}")
-        self._forget({(topic, partition) for topic, partition, _ in offsets})
-        targets = [TopicPartition(topic, partition, offset) for topic, partition, offset in offsets]
+        self._forget(set(chosen))
+        targets = [TopicPartition(topic, partition, offset) for (topic, partition), offset in chosen.items()]
         if self._mode == "assigned":  # librdkafka refuses a seek before a partition's fetch starts
             self._consumer.incremental_unassign([TopicPartition(tp.topic, tp.partition) for tp in targets])
             self._consumer.incremental_assign(targets)
@@ -213,7 +216,11 @@ class ConsumerInstance:
         if offsets is None:
             targets = [TopicPartition(t, p, o) for (t, p), o in self._returned.items()]
         else:
-            targets = [TopicPartition(t, p, o + 1, metadata) for t, p, o, metadata in offsets]
+            chosen = {(t, p): (o, metadata) for t, p, o, metadata in offsets}  # the last one of each
+            targets = [
+                TopicPartition(t, p, o + 1) if metadata is None else TopicPartition(t, p, o + 1, metadata)
+                for (t, p), (o, metadata) in chosen.items()
+            ]
         if not targets:
             return
         if asynchronous:  # its outcome is librdkafka's log's, as Confluent's async commit's is
@@ -225,7 +232,8 @@ class ConsumerInstance:
 
     def committed(self, partitions: list[PartitionKey], timeout_s: float) -> list[dict[str, Any]]:
         """The group's committed offsets of these partitions (those with none left out)."""
-        found = self._consumer.committed([TopicPartition(t, p) for t, p in partitions], timeout=timeout_s)
+        unique = dict.fromkeys(partitions)
+        found = self._consumer.committed([TopicPartition(t, p) for t, p in unique], timeout=timeout_s)
         return [
             {"topic": tp.topic, "partition": tp.partition, "offset": tp.offset, "metadata": tp.metadata or ""}
             for tp in found

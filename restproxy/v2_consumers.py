@@ -216,8 +216,8 @@ def _offsets(app: FastAPI, instances: ConsumerInstances, context: ProxyContext, 
     @app.get(
         base + "/offsets",
         tags=["v2 consumers"],
-        openapi_extra={
-            "requestBody": {"content": {V2: {"schema": Partitions.model_json_schema(ref_template="{model}")}}}
+        openapi_extra={  # the body is read by hand (bounded), so FastAPI does not describe it
+            "requestBody": {"content": {V2: {"schema": {"$ref": "#/components/schemas/Partitions"}}}}
         },
     )
     async def committed(group: str, name: str, request: Request) -> JSONResponse:
