@@ -11,7 +11,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, ResourceType
 from kafka.protocol.api_key import ApiKey
 from kafka.protocol.consumer import FetchResponse
@@ -84,6 +84,17 @@ def produce_sync(
     return reports
 
 
+def high_watermarks(consumer: Consumer, tps: list[TopicPartition]) -> dict[int, int] | None:
+    """Each partition's high watermark, or None while a leader cannot tell it yet (a leader
+    just elected answers OFFSET_NOT_AVAILABLE until its high watermark has caught up, KIP-207)."""
+    try:
+        return {tp.partition: consumer.get_watermark_offsets(tp, 5)[1] for tp in tps}
+    except KafkaException as exc:
+        if exc.args[0].retriable() or exc.args[0].code() == KafkaError.OFFSET_NOT_AVAILABLE:
+            return None
+        raise
+
+
 def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> list:
     """(partition, offset, key, value) of every record below each partition's high watermark,
     read from offset 0, once the high watermarks add up to at least ``expected``; fails on a
@@ -98,13 +109,13 @@ def consume_all(bootstrap: str, topic: str, partitions: int, expected: int) -> l
     )
     tps = [TopicPartition(topic, p, 0) for p in range(partitions)]
     got = []
+
+    def enough() -> dict[int, int] | None:
+        ends = high_watermarks(consumer, tps)
+        return ends if ends is not None and sum(ends.values()) >= expected else None
+
     try:
-        wait_until(
-            lambda: sum(consumer.get_watermark_offsets(tp, 5)[1] for tp in tps) >= expected,
-            20,
-            f"{expected} records below the high watermarks",
-        )
-        ends = {tp.partition: consumer.get_watermark_offsets(tp, 5)[1] for tp in tps}
+        ends = wait_until(enough, 20, f"{expected} records below the high watermarks")
         consumer.assign(tps)
         seen = {p: 0 for p in ends}
 
