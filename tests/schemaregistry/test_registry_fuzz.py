@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, settings
 
 from tests.schemaregistry.registry_harness import call, cluster_with_registry
 
-pytestmark = [pytest.mark.cluster, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ schema = schemathesis.pytest.from_fixture("api")
 
 
 @schema.parametrize()
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_request_makes_the_registry_fail(case, registry):
     response = case.call(base_url=registry, timeout=30)
     assert response.status_code < 500, (case.method, case.formatted_path, response.text)
