@@ -21,7 +21,7 @@ from starlette.concurrency import run_in_threadpool
 
 from restproxy import errors
 from restproxy.consumer_config import instance_config
-from restproxy.consumer_instances import MAX_INSTANCES, ConsumerInstances
+from restproxy.consumer_instances import ConsumerInstances
 from restproxy.context import ProxyContext
 from restproxy.errors import RestError
 from schemaregistry.client import RegistryClient
@@ -95,7 +95,7 @@ def asked_format(accept: str) -> str:
 
 def routes(app: FastAPI, context: ProxyContext) -> None:
     registry = RegistryClient(context.registry_url) if context.registry_url else None
-    instances = ConsumerInstances(context.clients, registry, context.settings, MAX_INSTANCES)
+    instances = ConsumerInstances(context.clients, registry, context.settings)
     context.on_close.append(instances.close)
     base = "/consumers/{group}/instances/{name}"
 
