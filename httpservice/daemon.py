@@ -15,7 +15,9 @@ import fcntl
 import json
 import logging
 import os
+import signal
 import socket
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any
@@ -119,6 +121,10 @@ def serve(app: Any, listener: Listener, on_stop: Callable[[], None]) -> int:
     """Answer on the bound socket until SIGTERM/SIGINT, then `on_stop`."""
     import uvicorn
 
+    # uvicorn stops on SIGTERM and then raises the signal again for the handler it found: with
+    # the default one the process would die there, before `on_stop` closes the clients (the
+    # REST proxy's consumer instances would stay in their groups until their session timeout).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off"))
     try:
         server.run(sockets=[listener.sock])
