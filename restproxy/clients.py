@@ -4,6 +4,7 @@ principal propagation. On an open cluster there is one set, the proxy's own."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Mapping
 from typing import Any
@@ -24,6 +25,7 @@ PRODUCER_CONFIG: dict[str, Any] = {
     "allow.auto.create.topics": False,
 }
 POLL_INTERVAL_S = 0.1
+log = logging.getLogger("restproxy")
 
 
 class ClusterUnreachable(Exception):
@@ -43,7 +45,10 @@ class DeliveryPoller:
 
     def _poll(self) -> None:
         while not self._stopping.is_set():
-            self.producer.poll(POLL_INTERVAL_S)
+            try:
+                self.producer.poll(POLL_INTERVAL_S)
+            except Exception:  # a callback's exception surfaces here: the other reports still need serving
+                log.exception("serving a producer's delivery reports")
 
     def stop(self, flush_timeout_s: float) -> None:
         """Deliver what is in flight (its requests get their answers), then stop polling."""

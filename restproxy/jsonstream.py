@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import re
 
-_OUTSIDE_STRING = re.compile(rb'[{}"]')
-_INSIDE_STRING = re.compile(rb'["\\]')
+# Runs of what does not change the depth, each consumed by one regex call: outside strings,
+# anything but braces and quotes, and whole strings; inside a string cut by the chunk's end,
+# anything but its closing quote (an escaped character as a pair, so `\"` does not close it).
+_OUTSIDE_STRING = re.compile(rb'(?:[^{}"]++|"(?:[^"\\]++|\\.)*+")*+', re.DOTALL)
+_INSIDE_STRING = re.compile(rb'(?:[^"\\]++|\\.)*+', re.DOTALL)
 _SPACE = re.compile(rb"[ \t\r\n]*")
 
 
@@ -66,15 +69,14 @@ class ObjectSplitter:
             return True
         if self._in_string:
             return self._in_string_step()
-        match = _OUTSIDE_STRING.search(buffer, self._position)
-        if match is None:
-            self._position = len(buffer)
+        self._position = _OUTSIDE_STRING.match(buffer, self._position).end()  # type: ignore[union-attr]
+        if self._position == len(buffer):
             return False
-        self._position = match.end()
-        token = match.group()
-        if token == b'"':
+        token = buffer[self._position]
+        self._position += 1
+        if token == ord('"'):  # a string the buffer ends inside
             self._in_string = True
-        elif token == b"{":
+        elif token == ord("{"):
             self._depth += 1
         else:
             self._depth -= 1
@@ -83,18 +85,13 @@ class ObjectSplitter:
         return True
 
     def _in_string_step(self) -> bool:
-        match = _INSIDE_STRING.search(self._buffer, self._position)
-        if match is None:
-            self._position = len(self._buffer)
+        """Past the rest of a string; False while the buffer ends inside it (or after a
+        backslash, whose escaped character is still to come)."""
+        self._position = _INSIDE_STRING.match(self._buffer, self._position).end()  # type: ignore[union-attr]
+        if self._position == len(self._buffer) or self._buffer[self._position] == ord("\\"):
             return False
-        if match.group() == b'"':
-            self._in_string = False
-            self._position = match.end()
-            return True
-        if match.end() == len(self._buffer):  # a backslash ends the chunk: what it escapes comes next
-            self._position = match.start()
-            return False
-        self._position = match.end() + 1
+        self._in_string = False
+        self._position += 1
         return True
 
     def _drop_consumed(self) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -41,6 +42,7 @@ from restproxy.v3_common import V3, topic_not_found
 log = logging.getLogger("restproxy")
 MAX_OBJECT_BYTES = 2 * MAX_RECORD_BYTES  # one record's JSON: its data, base64 or not, and the rest
 MAX_SCHEMAS_PER_STREAM = 256
+MAX_REPLIES_PER_WRITE = 100  # lines in one chunk of the reply: few writes, none large
 _OPENAPI = {
     "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}}
 }
@@ -117,39 +119,45 @@ class _Stream:
         return JSONResponse(answer, status_code=status)
 
     async def replies(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        """The replies, one JSON object a line, while a task reads and sends the records."""
-        queue: asyncio.Queue[Pending | None] = asyncio.Queue()
-        room = asyncio.Semaphore(self.in_flight)
-        reader = asyncio.create_task(self._read(chunks, queue, room))
+        """The replies, one JSON object a line, while a task reads and sends the records. The
+        replies of records already delivered go out together, in one write."""
+        queue = _Queue(self.in_flight)
+        reader = asyncio.create_task(self._read(chunks, queue))
         try:
-            while (pending := await queue.get()) is not None:
-                answer, _ = await self.reply(pending)
-                room.release()
-                yield (json.dumps(answer) + "\r\n").encode()
+            while (pending := await queue.first()) is not None:
+                lines: list[bytes] = []
+                while pending is not None:
+                    answer, _ = await self.reply(pending)
+                    lines.append((json.dumps(answer) + "\r\n").encode())
+                    pending = queue.next_ready() if len(lines) < MAX_REPLIES_PER_WRITE else None
+                queue.release(len(lines))
+                yield b"".join(lines)
         finally:
             reader.cancel()
 
-    async def _read(
-        self, chunks: AsyncIterator[bytes], queue: asyncio.Queue[Pending | None], room: asyncio.Semaphore
-    ) -> None:
+    async def _read(self, chunks: AsyncIterator[bytes], queue: _Queue) -> None:
         splitter = ObjectSplitter(MAX_OBJECT_BYTES)
         try:
             async for chunk in chunks:
                 for raw in splitter.feed(chunk):
-                    await room.acquire()
-                    queue.put_nowait(await self.record(raw))
+                    await queue.room()
+                    queue.put(await self.record(raw))
             splitter.finish()
         except ClientDisconnect:
             pass
         except (NotAnObject, ObjectTooLarge) as exc:
-            queue.put_nowait(Pending(None, RestError(400, 400, f"Error processing JSON: {exc}")))
+            queue.put(Pending(None, RestError(400, 400, f"Error processing JSON: {exc}")))
         except HTTPException as exc:  # the body limit, reached in the middle of the stream
-            queue.put_nowait(Pending(None, RestError(exc.status_code, exc.status_code, f"HTTP {exc.detail}")))
+            queue.put(
+                Pending(
+                    None, RestError(exc.status_code, exc.status_code, f"HTTP {exc.status_code} {exc.detail}")
+                )
+            )
         except Exception:
             log.exception("reading the records of a produce stream to %s", self.topic)
-            queue.put_nowait(Pending(None, RestError(500, 500, "Internal Server Error")))
+            queue.put(Pending(None, RestError(500, 500, "Internal Server Error")))
         finally:
-            queue.put_nowait(None)
+            queue.close()
 
     async def record(self, raw: bytes) -> Pending:
         """Parse, encode and send one record; its error if it cannot be sent."""
@@ -190,6 +198,45 @@ class _Stream:
             if len(self._resolved) < MAX_SCHEMAS_PER_STREAM:
                 self._resolved[key] = schema
         return schema
+
+
+class _Queue:
+    """The records of a stream read and not yet replied to, in order: at most `bound` of
+    them (reading waits for room), the replies taken as their records are delivered."""
+
+    def __init__(self, bound: int) -> None:
+        self._pending: deque[Pending] = deque()
+        self._room = asyncio.Semaphore(bound)
+        self._changed = asyncio.Event()
+        self._closed = False
+
+    async def room(self) -> None:
+        await self._room.acquire()
+
+    def put(self, pending: Pending) -> None:
+        self._pending.append(pending)
+        self._changed.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._changed.set()
+
+    async def first(self) -> Pending | None:
+        """The oldest record waiting for its reply; None once reading ended and all are replied to."""
+        while not self._pending and not self._closed:
+            self._changed.clear()
+            await self._changed.wait()
+        return self._pending.popleft() if self._pending else None
+
+    def next_ready(self) -> Pending | None:
+        """The next record, if it needs no waiting (delivered, or refused)."""
+        if self._pending and (self._pending[0].sent is None or self._pending[0].sent.done()):
+            return self._pending.popleft()
+        return None
+
+    def release(self, count: int) -> None:
+        for _ in range(count):
+            self._room.release()
 
 
 async def _once(body: bytes) -> AsyncIterator[bytes]:

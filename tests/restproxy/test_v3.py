@@ -17,7 +17,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.kafka_helpers import consume_all, create_topic, watermarks
-from tests.restproxy.proxy_harness import proxy_with_registry
+from tests.restproxy.proxy_harness import ProxyProcess, proxy_with_registry
 from tests.service_harness import call
 
 pytestmark = pytest.mark.cluster
@@ -291,3 +291,27 @@ def test_a_groups_lag_summary_and_lags_after_it_commits(proxy):
     assert status == 200 and group["consumer_group_id"] == "laggards" and group["state"] == "EMPTY"
     assert "laggards" in [g["consumer_group_id"] for g in call(url, "GET", groups)[1]["data"]]
     assert call(url, "GET", f"{groups}/nosuch/lag-summary")[0] == 404
+
+
+def test_a_stream_past_the_body_limit_ends_with_a_413_after_the_records_before_it(proxy, tmp_path):
+    bootstrap, _, _, cluster_id = proxy
+    create_topic(bootstrap, "limited")
+    record = json.dumps({"value": {"type": "STRING", "data": "x" * 200}}).encode()
+    with ProxyProcess(bootstrap, tmp_path, "--max-body-bytes", "10000") as small:
+        connection = connect(small.url)
+        try:
+            connection.putrequest("POST", records_path(cluster_id, "limited"))
+            connection.putheader("Content-Type", "application/json")
+            connection.putheader("Transfer-Encoding", "chunked")
+            connection.endheaders()
+            response, replies = None, []
+            while not replies or replies[-1]["error_code"] == 200:  # one record at a time
+                connection.send(b"%x\r\n%s\r\n" % (len(record), record))
+                response = response or connection.getresponse()
+                replies.append(json.loads(response.readline()))
+        finally:
+            connection.close()
+    assert response is not None and response.status == 200
+    assert replies[-1] == {"error_code": 413, "message": "HTTP 413 Request Entity Too Large"}
+    assert len(replies) - 1 == 10000 // len(record)  # every record within the limit was produced
+    assert watermarks(bootstrap, "limited")[1] == len(replies) - 1
