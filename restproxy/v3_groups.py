@@ -7,8 +7,9 @@ client's list_consumer_group_offsets and list_offsets."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import ConsumerGroupDescription, MemberDescription, OffsetSpec
@@ -20,6 +21,8 @@ from restproxy.clients import Credentials
 from restproxy.cluster import ADMIN_TIMEOUT_S, result
 from restproxy.errors import RestError
 from restproxy.v3_common import V3, listing
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -83,11 +86,8 @@ class _Groups:
         if not ids:
             return []
         futures = self._admin(credentials).describe_consumer_groups(ids, request_timeout=ADMIN_TIMEOUT_S)
-        found = await asyncio.gather(*(result(futures[i]) for i in ids), return_exceptions=True)
-        for outcome in found:
-            if isinstance(outcome, BaseException) and not isinstance(outcome, RestError):
-                raise outcome
-        return [d for d in found if isinstance(d, ConsumerGroupDescription)]
+        found = await _each([futures[i] for i in ids])
+        return [d for d in found if d is not None]
 
     async def one(self, credentials: Credentials | None, group: str) -> ConsumerGroupDescription:
         """The group (404 when the cluster knows nothing of it: no members, no offsets)."""
@@ -108,17 +108,29 @@ class _Groups:
         committed = {(tp.topic, tp.partition): tp.offset for tp in offsets.topic_partitions if tp.offset >= 0}
         if not committed:
             return []
-        specs = {TopicPartition(topic, partition): OffsetSpec.latest() for topic, partition in committed}
-        futures = admin.list_offsets(specs, request_timeout=ADMIN_TIMEOUT_S)
-        ends = {(tp.topic, tp.partition): (await result(future)).offset for tp, future in futures.items()}
+        ends = await self._ends(credentials, list(committed))
         owners = {
             (tp.topic, tp.partition): member
             for member in described.members
             for tp in member.assignment.topic_partitions
         }
         return [
-            Lag(t, p, offset, ends[t, p], owners.get((t, p))) for (t, p), offset in sorted(committed.items())
+            Lag(t, p, offset, ends[t, p], owners.get((t, p)))
+            for (t, p), offset in sorted(committed.items())
+            if (t, p) in ends
         ]
+
+    async def _ends(
+        self, credentials: Credentials | None, partitions: list[tuple[str, int]]
+    ) -> dict[tuple[str, int], int]:
+        """The partitions' log end offsets; one whose end cannot be read (its topic deleted
+        since the group committed) is left out rather than failing the whole answer."""
+        specs = {TopicPartition(topic, partition): OffsetSpec.latest() for topic, partition in partitions}
+        futures = self._admin(credentials).list_offsets(specs, request_timeout=ADMIN_TIMEOUT_S)
+        found = await _each(list(futures.values()))
+        return {
+            (tp.topic, tp.partition): int(end.offset) for tp, end in zip(futures, found) if end is not None
+        }
 
     def group_json(
         self, request: Request, cluster_id: str, group: ConsumerGroupDescription
@@ -192,3 +204,12 @@ class _Groups:
             if top
             else None,
         )
+
+
+async def _each(futures: list[concurrent.futures.Future[T]]) -> list[T | None]:
+    """Each admin call's result, None for one the cluster refused; any other failure is raised."""
+    found = await asyncio.gather(*(result(future) for future in futures), return_exceptions=True)
+    for outcome in found:
+        if isinstance(outcome, BaseException) and not isinstance(outcome, RestError):
+            raise outcome
+    return [None if isinstance(outcome, BaseException) else outcome for outcome in found]

@@ -266,13 +266,18 @@ def test_a_groups_lag_summary_and_lags_after_it_commits(proxy):
     for i in range(10):
         record = {"partition_id": i % 2, "value": {"type": "JSON", "data": i}}
         assert call(url, "POST", records_path(cluster_id, "lagging"), record)[0] == 200
+    create_topic(bootstrap, "doomed")
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "laggards", "enable.auto.commit": False})
     try:
-        consumer.commit(
-            offsets=[TopicPartition("lagging", 0, 2), TopicPartition("lagging", 1, 5)], asynchronous=False
-        )
+        committed = [
+            TopicPartition("lagging", 0, 2),
+            TopicPartition("lagging", 1, 5),
+            TopicPartition("doomed", 0, 0),
+        ]
+        consumer.commit(offsets=committed, asynchronous=False)
     finally:
         consumer.close()
+    assert call(url, "DELETE", f"/v3/clusters/{cluster_id}/topics/doomed")[0] == 204  # its lag is left out
     groups = f"/v3/clusters/{cluster_id}/consumer-groups"
     status, summary = call(url, "GET", f"{groups}/laggards/lag-summary")
     assert status == 200 and summary["kind"] == "KafkaConsumerGroupLagSummary", summary
