@@ -59,7 +59,6 @@ async def send(producer: Producer, topic: str, record: OutgoingRecord) -> asynci
     record the producer refuses at once (too large, unknown partition) completes it now."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[Delivery] = loop.create_future()
-
     completions = _completions(loop)
 
     def delivered(error: KafkaError | None, message: Message) -> None:
@@ -94,6 +93,7 @@ async def deliveries(futures: Sequence[asyncio.Future[Delivery]]) -> list[Delive
 
 
 async def delivery(future: asyncio.Future[Delivery]) -> Delivery:
+    """One record's delivery (a stream's replies take them one by one, in order)."""
     if not future.done():
         await asyncio.wait([future], timeout=DELIVERY_WAIT_S)
     return future.result() if future.done() else Delivery.failed(_no_report())
