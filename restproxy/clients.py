@@ -9,7 +9,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 Credentials = tuple[str, str]  # user name and password, from HTTP basic auth
@@ -32,13 +32,19 @@ class ClusterUnreachable(Exception):
     pass
 
 
-class DeliveryPoller:
-    """Serves one producer's delivery reports on a thread of its own, so that requests sharing
-    the producer each wait only for their own records' reports (a request that flushed the
-    shared producer would wait for everyone's records too)."""
+class PolledProducer:
+    """A user's producer, whose delivery reports a thread of its own serves, so that requests
+    sharing the producer each wait only for their own records' reports (a request that flushed
+    the shared producer would wait for everyone's records too): pass `on_delivery` to
+    `producer.produce` and never poll or flush it.
+
+    An idempotent producer that cannot get a producer id (a user without WRITE on any topic:
+    Cluster authorization failed) fails for good; `fatal` keeps why, for the records it then
+    purges, and Clients replaces it at the user's next request (whose ACLs may have changed)."""
 
     def __init__(self, producer: Producer) -> None:
         self.producer = producer
+        self.fatal: KafkaError | None = None
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._poll, name="restproxy-deliveries", daemon=True)
         self._thread.start()
@@ -47,6 +53,12 @@ class DeliveryPoller:
         while not self._stopping.is_set():
             try:
                 self.producer.poll(POLL_INTERVAL_S)
+            except KafkaException as exc:  # confluent-kafka raises a fatal error from poll
+                error = exc.args[0] if exc.args else None
+                if isinstance(error, KafkaError) and error.fatal():
+                    self.fatal = error
+                else:
+                    log.exception("serving a producer's delivery reports")
             except Exception:  # a callback's exception surfaces here: the other reports still need serving
                 log.exception("serving a producer's delivery reports")
 
@@ -61,7 +73,7 @@ class Clients:
     def __init__(self, bootstrap: str, config: Mapping[str, str]) -> None:
         self.bootstrap = bootstrap
         self._base: dict[str, Any] = {"bootstrap.servers": bootstrap, **config}
-        self._producers: dict[Credentials | None, DeliveryPoller] = {}
+        self._producers: dict[Credentials | None, PolledProducer] = {}
         self._admins: dict[Credentials | None, AdminClient] = {}
         self._lock = threading.Lock()
 
@@ -79,15 +91,18 @@ class Clients:
         user, password = credentials
         return {**self._base, "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": password}
 
-    def producer(self, credentials: Credentials | None) -> Producer:
-        """The user's producer, whose delivery reports a thread of its own serves: pass
-        `on_delivery` to `produce` and never poll or flush it."""
+    def producer(self, credentials: Credentials | None) -> PolledProducer:
+        """The user's producer (a new one in place of one that failed for good)."""
         with self._lock:
+            failed = self._producers.get(credentials)
+            if failed is not None and failed.fatal is not None:
+                del self._producers[credentials]
+                failed.stop(0)  # its records are purged already
             if credentials not in self._producers:
                 self._bounded(self._producers)
                 producer = Producer({**self.config(credentials), **PRODUCER_CONFIG})
-                self._producers[credentials] = DeliveryPoller(producer)
-            return self._producers[credentials].producer
+                self._producers[credentials] = PolledProducer(producer)
+            return self._producers[credentials]
 
     def admin(self, credentials: Credentials | None) -> AdminClient:
         with self._lock:
@@ -101,7 +116,7 @@ class Clients:
         if len(table) >= MAX_USERS:
             oldest = next(iter(table))
             client = table.pop(oldest)
-            if isinstance(client, DeliveryPoller):
+            if isinstance(client, PolledProducer):
                 client.stop(5)
 
     def close(self) -> None:

@@ -15,14 +15,15 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message
 
-from restproxy.clients import DELIVERY_TIMEOUT_MS
+from restproxy.clients import DELIVERY_TIMEOUT_MS, PolledProducer
 from restproxy.errors import RestError
 from restproxy.kafkaerrors import from_exception, rest_error
 
 DELIVERY_WAIT_S = DELIVERY_TIMEOUT_MS / 1000 + 5
 QUEUE_FULL_RETRY_S = 0.005  # the producer's queue is full: wait for deliveries to make room
+_PURGED = {KafkaError._PURGE_QUEUE, KafkaError._PURGE_INFLIGHT, KafkaError._FATAL}
 
 
 @dataclass(frozen=True)
@@ -48,13 +49,15 @@ class Delivery:
         return Delivery(None, None, None, error)
 
     @staticmethod
-    def reported(error: KafkaError | None, message: Message) -> Delivery:
-        if error is not None:
-            return Delivery.failed(rest_error(error))
-        return Delivery(message.partition(), message.offset(), message.timestamp()[1], None)
+    def reported(error: KafkaError | None, message: Message, fatal: KafkaError | None) -> Delivery:
+        """A delivery report's Delivery; a record purged by a producer that failed for good
+        is reported with the reason it failed."""
+        if error is None:
+            return Delivery(message.partition(), message.offset(), message.timestamp()[1], None)
+        return Delivery.failed(rest_error(fatal if fatal is not None and error.code() in _PURGED else error))
 
 
-async def send(producer: Producer, topic: str, record: OutgoingRecord) -> asyncio.Future[Delivery]:
+async def send(polled: PolledProducer, topic: str, record: OutgoingRecord) -> asyncio.Future[Delivery]:
     """Hand the record to the producer; the future completes with its delivery report. A
     record the producer refuses at once (too large, unknown partition) completes it now."""
     loop = asyncio.get_running_loop()
@@ -62,12 +65,12 @@ async def send(producer: Producer, topic: str, record: OutgoingRecord) -> asynci
     completions = _completions(loop)
 
     def delivered(error: KafkaError | None, message: Message) -> None:
-        completions.add(future, Delivery.reported(error, message))
+        completions.add(future, Delivery.reported(error, message, polled.fatal))
 
     deadline = loop.time() + DELIVERY_WAIT_S
     while True:
         try:
-            producer.produce(
+            polled.producer.produce(
                 topic,
                 record.value,
                 record.key,
@@ -81,8 +84,9 @@ async def send(producer: Producer, topic: str, record: OutgoingRecord) -> asynci
             if loop.time() > deadline:
                 return _completed(future, Delivery.failed(_queue_full()))
             await asyncio.sleep(QUEUE_FULL_RETRY_S)
-        except KafkaException as exc:
-            return _completed(future, Delivery.failed(from_exception(exc)))
+        except KafkaException as exc:  # the reason it failed for good, if it did
+            failure = rest_error(polled.fatal) if polled.fatal is not None else from_exception(exc)
+            return _completed(future, Delivery.failed(failure))
 
 
 async def deliveries(futures: Sequence[asyncio.Future[Delivery]]) -> list[Delivery]:
