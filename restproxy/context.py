@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from starlette.requests import Request
 
 from restproxy.clients import Clients, Credentials
+from schemaregistry.client import RegistryClient
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,16 @@ class ProxyContext:
     clients: Clients
     registry_url: str | None
     settings: Settings = field(default_factory=Settings)
+    own_login: Credentials | None = None  # the proxy's own SASL user, for the registry too
     on_close: list[Callable[[], None]] = field(default_factory=list)  # routes' own clean-up
+
+    def registry_client(self) -> RegistryClient | None:
+        """The proxy's own client of the registry (with its own SASL user where the registry
+        asks for one, as a secured cluster's does), for what no user's request names."""
+        if self.registry_url is None:
+            return None
+        user, password = self.own_login or (None, None)
+        return RegistryClient(self.registry_url, user, password)
 
     def close(self) -> None:
         """Stop what the routes started (consumer instances, producers' pending deliveries)."""

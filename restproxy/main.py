@@ -64,7 +64,12 @@ def _serve(args: argparse.Namespace, listener: daemon.Listener) -> int:
     settings = Settings(
         args.consumer_instance_timeout_ms, args.consumer_request_timeout_ms, advertised_url=listener.url
     )
-    context = ProxyContext(clients, args.schema_registry, settings)
+    own = (
+        (client_config["sasl.username"], client_config.get("sasl.password", ""))
+        if "sasl.username" in client_config
+        else None
+    )
+    context = ProxyContext(clients, args.schema_registry, settings, own_login=own)
     login = (
         ClusterLogin({"bootstrap.servers": args.bootstrap, **client_config})
         if args.authenticate_users

@@ -24,7 +24,6 @@ from restproxy.consumer_config import instance_config
 from restproxy.consumer_instances import ConsumerInstances
 from restproxy.context import ProxyContext
 from restproxy.errors import RestError
-from schemaregistry.client import RegistryClient
 
 V2 = "application/vnd.kafka.v2+json"
 MAX_RESPONSE_BYTES = 8 << 20  # the most a fetch gives (Confluent's consumer.request.max.bytes is 64 MiB)
@@ -94,8 +93,7 @@ def asked_format(accept: str) -> str:
 
 
 def routes(app: FastAPI, context: ProxyContext) -> None:
-    registry = RegistryClient(context.registry_url) if context.registry_url else None
-    instances = ConsumerInstances(context.clients, registry, context.settings)
+    instances = ConsumerInstances(context.clients, context.registry_client(), context.settings)
     context.on_close.append(instances.close)
     base = "/consumers/{group}/instances/{name}"
 
