@@ -20,7 +20,10 @@ import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from httpservice.clusterlogin import ClusterLogin
 
 EXIT_BAD_ARGUMENTS = 2
 EXIT_UNREACHABLE = 3
@@ -115,6 +118,30 @@ def _hold(path: str, url: str) -> IO[str] | None:
     handle.write(json.dumps({"pid": os.getpid(), "url": url}) + "\n")
     handle.flush()
     return handle
+
+
+Serve = Callable[[argparse.Namespace, Listener, dict[str, str], "ClusterLogin | None"], int]
+
+
+def run(args: argparse.Namespace, log: logging.Logger, start: Serve) -> int:
+    """A service's main: log, bind and lock, read the client settings, check that users can be
+    authenticated if asked, then `start` it (which serves until stopped): its exit code."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    listener = listen(args, log)
+    if isinstance(listener, int):
+        return listener
+    config = client_config(args)
+    login = None
+    if args.authenticate_users:
+        from httpservice.clusterlogin import ClusterLogin, sasl_protocol
+
+        if not sasl_protocol(config):
+            log.error(
+                "--authenticate-users needs a SASL cluster (security.protocol SASL_PLAINTEXT or SASL_SSL)"
+            )
+            return EXIT_BAD_ARGUMENTS
+        login = ClusterLogin({"bootstrap.servers": args.bootstrap, **config})
+    return start(args, listener, config, login)
 
 
 def serve(app: Any, listener: Listener, on_stop: Callable[[], None]) -> int:

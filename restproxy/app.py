@@ -4,17 +4,14 @@ topics, partitions, streamed produce, consumer groups). Every error is Confluent
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from starlette.exceptions import HTTPException
+from fastapi import FastAPI
 
 from httpservice.basicauth import BasicAuth
 from httpservice.clusterlogin import ClusterLogin
+from httpservice.errors import confluent_errors
 from httpservice.limits import RequestLimits
 from restproxy import v2_consumers, v2_produce, v3
 from restproxy.context import ProxyContext
-from restproxy.errors import RestError
 
 V2_MEDIA_TYPE = "application/vnd.kafka.v2+json"
 CONTENT_TYPES = (
@@ -45,7 +42,7 @@ def create_app(
     )
     if login is not None:
         app.add_middleware(BasicAuth, login=login, realm="KafkaRestProxy")  # added last: runs first
-    _errors(app)
+    confluent_errors(app)
 
     @app.get("/")
     def root() -> dict[str, object]:
@@ -55,24 +52,3 @@ def create_app(
     v2_consumers.routes(app, context)
     v3.routes(app, context)
     return app
-
-
-def _errors(app: FastAPI) -> None:
-    @app.exception_handler(RestError)
-    def rest_error(request: Request, exc: RestError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.http_status)
-
-    @app.exception_handler(HTTPException)
-    def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return JSONResponse(
-            {"error_code": exc.status_code, "message": f"HTTP {exc.status_code} {exc.detail}"},
-            status_code=exc.status_code,
-        )
-
-    @app.exception_handler(RequestValidationError)
-    def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {"msg": "invalid request"}
-        if first.get("type") == "json_invalid":  # as Confluent's: malformed JSON is a 400
-            return JSONResponse({"error_code": 400, "message": f"Unexpected character: {first['msg']}"}, 400)
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        return JSONResponse({"error_code": 422, "message": f"{where}: {first['msg']}".lstrip(": ")}, 422)

@@ -3,16 +3,11 @@
 
 from __future__ import annotations
 
+from httpservice.errors import ServiceError
 
-class RestError(Exception):
-    def __init__(self, http_status: int, error_code: int, message: str) -> None:
-        super().__init__(message)
-        self.http_status = http_status
-        self.error_code = error_code
-        self.message = message
 
-    def body(self) -> dict[str, object]:
-        return {"error_code": self.error_code, "message": self.message}
+class RestError(ServiceError):
+    """An answer of the proxy other than success."""
 
 
 def topic_not_found(topic: str | None = None) -> RestError:

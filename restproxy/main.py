@@ -9,8 +9,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from httpservice import daemon
+
+if TYPE_CHECKING:
+    from httpservice.clusterlogin import ClusterLogin
 
 log = logging.getLogger("restproxy")
 CLUSTER_WAIT_S = 30.0
@@ -37,24 +41,20 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _arguments(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    listener = daemon.listen(args, log)
-    if isinstance(listener, int):
-        return listener
-    return _serve(args, listener)
+    return daemon.run(_arguments(argv), log, _serve)
 
 
-def _serve(args: argparse.Namespace, listener: daemon.Listener) -> int:
-    from httpservice.clusterlogin import ClusterLogin, sasl_protocol
+def _serve(
+    args: argparse.Namespace,
+    listener: daemon.Listener,
+    client_config: dict[str, str],
+    login: ClusterLogin | None,
+) -> int:
+    """Wait for the cluster, then answer until SIGTERM/SIGINT."""
     from restproxy.app import create_app
     from restproxy.clients import Clients, ClusterUnreachable
     from restproxy.context import ProxyContext, Settings
 
-    client_config = daemon.client_config(args)
-    if args.authenticate_users and not sasl_protocol(client_config):
-        log.error("--authenticate-users needs a SASL cluster (security.protocol SASL_PLAINTEXT or SASL_SSL)")
-        return daemon.EXIT_BAD_ARGUMENTS
     clients = Clients(args.bootstrap, client_config)
     try:
         clients.wait_for_cluster(CLUSTER_WAIT_S)
@@ -64,17 +64,9 @@ def _serve(args: argparse.Namespace, listener: daemon.Listener) -> int:
     settings = Settings(
         args.consumer_instance_timeout_ms, args.consumer_request_timeout_ms, advertised_url=listener.url
     )
-    own = (
-        (client_config["sasl.username"], client_config.get("sasl.password", ""))
-        if "sasl.username" in client_config
-        else None
-    )
+    user = client_config.get("sasl.username")
+    own = None if user is None else (user, client_config.get("sasl.password", ""))
     context = ProxyContext(clients, args.schema_registry, settings, own_login=own)
-    login = (
-        ClusterLogin({"bootstrap.servers": args.bootstrap, **client_config})
-        if args.authenticate_users
-        else None
-    )
     app = create_app(context, args.max_body_bytes, login)
     log.info("REST proxy of %s serving on %s", args.bootstrap, listener.url)
 

@@ -6,16 +6,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Query, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import Body, FastAPI, Query
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.exceptions import HTTPException
 
 from httpservice.basicauth import BasicAuth
 from httpservice.clusterlogin import ClusterLogin
+from httpservice.errors import confluent_errors
 from httpservice.limits import RequestLimits
-from schemaregistry import errors, schemas
+from schemaregistry import schemas
 from schemaregistry.records import GLOBAL, Reference, SchemaValue
 from schemaregistry.registry import NewSchema, SchemaRegistry, parse_version
 from schemaregistry.state import StoredSchema
@@ -83,38 +82,13 @@ def create_app(
     )
     if login is not None:
         app.add_middleware(BasicAuth, login=login, realm="SchemaRegistry")  # added last: runs first
-    _errors(app)
+    confluent_errors(app, SchemaRegistryResponse)
     _schema_routes(app, registry)
     _subject_routes(app, registry)
     _compatibility_routes(app, registry)
     _config_routes(app, registry)
     _mode_routes(app, registry)
     return app
-
-
-def _errors(app: FastAPI) -> None:
-    @app.exception_handler(errors.RegistryError)
-    def registry_error(request: Request, exc: errors.RegistryError) -> JSONResponse:
-        return SchemaRegistryResponse(exc.body(), status_code=exc.http_status)
-
-    @app.exception_handler(HTTPException)
-    def http_error(request: Request, exc: HTTPException) -> JSONResponse:
-        return SchemaRegistryResponse(
-            {"error_code": exc.status_code, "message": f"HTTP {exc.status_code} {exc.detail}"},
-            status_code=exc.status_code,
-        )
-
-    @app.exception_handler(RequestValidationError)
-    def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {"msg": "invalid request"}
-        if first.get("type") == "json_invalid":  # Confluent: a JSON parse error is a 400
-            return SchemaRegistryResponse(
-                {"error_code": 400, "message": f"Unexpected character: {first['msg']}"}, 400
-            )
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        return SchemaRegistryResponse(
-            {"error_code": 422, "message": f"{where}: {first['msg']}".lstrip(": ")}, 422
-        )
 
 
 def _schema_json(registry: SchemaRegistry, stored: StoredSchema, fmt: str | None) -> dict[str, Any]:

@@ -4,18 +4,11 @@ clients that branch on `error_code` (confluent-kafka's serializers do) behave as
 
 from __future__ import annotations
 
+from httpservice.errors import ServiceError
 
-class RegistryError(Exception):
-    """An answer other than success; `str()` is the message."""
 
-    def __init__(self, http_status: int, error_code: int, message: str) -> None:
-        super().__init__(message)
-        self.http_status = http_status
-        self.error_code = error_code
-        self.message = message
-
-    def body(self) -> dict[str, object]:
-        return {"error_code": self.error_code, "message": self.message}
+class RegistryError(ServiceError):
+    """An answer of the registry other than success."""
 
 
 def subject_not_found(subject: str) -> RegistryError:

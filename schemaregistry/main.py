@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import TYPE_CHECKING
 
 from httpservice import daemon
+
+if TYPE_CHECKING:
+    from httpservice.clusterlogin import ClusterLogin
 
 log = logging.getLogger("schemaregistry")
 
@@ -30,36 +34,26 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _arguments(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    listener = daemon.listen(args, log)
-    if isinstance(listener, int):
-        return listener
-    return _serve(args, listener)
+    return daemon.run(_arguments(argv), log, _serve)
 
 
-def _serve(args: argparse.Namespace, listener: daemon.Listener) -> int:
+def _serve(
+    args: argparse.Namespace,
+    listener: daemon.Listener,
+    client_config: dict[str, str],
+    login: ClusterLogin | None,
+) -> int:
     """Read the store, then answer until SIGTERM/SIGINT."""
-    from httpservice.clusterlogin import ClusterLogin, sasl_protocol
     from schemaregistry.api import create_app
     from schemaregistry.kafka_store import KafkaStore, StoreUnavailable
     from schemaregistry.registry import SchemaRegistry
 
-    client_config = daemon.client_config(args)
-    if args.authenticate_users and not sasl_protocol(client_config):
-        log.error("--authenticate-users needs a SASL cluster (security.protocol SASL_PLAINTEXT or SASL_SSL)")
-        return daemon.EXIT_BAD_ARGUMENTS
     store = KafkaStore(args.bootstrap, client_config, args.topic, args.group_id)
     try:
         store.start()
     except StoreUnavailable as exc:
         log.error("%s", exc)
         return daemon.EXIT_UNREACHABLE
-    login = (
-        ClusterLogin({"bootstrap.servers": args.bootstrap, **client_config})
-        if args.authenticate_users
-        else None
-    )
     app = create_app(SchemaRegistry(store), args.max_body_bytes, login)
     log.info("schema registry of %s serving on %s", args.bootstrap, listener.url)
 
