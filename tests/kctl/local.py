@@ -14,6 +14,11 @@ from kctl.cluster import localservice
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 
+# `kctl cluster up` without the HTTP services, for tests about brokers alone: the services'
+# processes cost CPU the tests do not need, and their internal topics (_schemas, and
+# __consumer_offsets for the registry's reader) take replicas of their own.
+BROKERS_ONLY = ("--no-schema-registry", "--no-rest-proxy")
+
 
 def kctl_in(directory, *args, expect=0, **kwargs):
     """Run kctl against the cluster in `directory`; fail the test on another exit code."""

@@ -27,7 +27,7 @@ schema = schemathesis.pytest.from_fixture("api")
 
 
 @schema.parametrize()
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_request_makes_the_registry_fail(case, registry):
     response = case.call(base_url=registry, timeout=30)
     assert response.status_code < 500, (case.method, case.formatted_path, response.text)

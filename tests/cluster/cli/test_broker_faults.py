@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env
-from tests.kctl.local import kctl_in, kctl_json
+from tests.kctl.local import BROKERS_ONLY, kctl_in, kctl_json
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -56,7 +56,9 @@ def broker_setting(bootstrap: str, broker_id: int, name: str) -> str:
 
 
 def test_kill_start_pause_resume_stop(cluster_dir):
-    up = kctl_json(cluster_dir, "cluster", "up", "-o", f"broker.session.timeout.ms={SESSION_MS}")
+    up = kctl_json(
+        cluster_dir, "cluster", "up", "-o", f"broker.session.timeout.ms={SESSION_MS}", *BROKERS_ONLY
+    )
     assert len(up["brokers"]) == 3  # the default size
     assert up["broker_config"] == {
         "broker.session.timeout.ms": str(SESSION_MS),
@@ -88,7 +90,7 @@ def test_kill_start_pause_resume_stop(cluster_dir):
 
     kctl_in(cluster_dir, "broker", "start", str(leader))
     settled(cluster_dir, lambda p: sorted(p["isr"]) == [1, 2, 3], "the restarted broker to rejoin the ISR")
-    bootstrap = kctl_json(cluster_dir, "cluster", "up")["bootstrap"]  # all running: a no-op
+    bootstrap = kctl_json(cluster_dir, "cluster", "up", *BROKERS_ONLY)["bootstrap"]  # all running: a no-op
     assert broker_setting(bootstrap, leader, "broker.session.timeout.ms") == str(SESSION_MS)  # remembered
 
     follower = next(b for b in partition0(cluster_dir)["replicas"] if b != partition0(cluster_dir)["leader"])
@@ -184,7 +186,7 @@ def test_consume_to_the_end_waits_while_a_restarted_leader_cannot_name_its_end(c
 
 
 def test_refusals_are_one_line_with_a_documented_code(cluster_dir):
-    kctl_in(cluster_dir, "cluster", "up", "--brokers", "1")
+    kctl_in(cluster_dir, "cluster", "up", "--brokers", "1", *BROKERS_ONLY)
     kctl_in(cluster_dir, "broker", "kill", "1")
     for args, code, message in [
         (["broker", "kill", "1"], ExitCode.CONFLICT, "broker 1 is not running"),

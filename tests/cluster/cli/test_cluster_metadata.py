@@ -12,7 +12,7 @@ from brokerd.state import ClusterState
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import free_port, wait_until
 from tests.kctl.cli import kctl_command, kctl_env
-from tests.kctl.local import kctl_in, kctl_json
+from tests.kctl.local import BROKERS_ONLY, kctl_in, kctl_json
 from tests.kctl.test_cluster_metadata import TOPIC_ID, payments
 
 pytestmark = pytest.mark.cluster
@@ -82,7 +82,7 @@ def test_follow_ends_when_its_reader_goes_away(state):
 # -- a real cluster --------------------------------------------------------------------------------
 @pytest.mark.timeout(120)
 def test_a_killed_leader_in_the_log(cluster_dir):
-    kctl_in(cluster_dir, "cluster", "up", "--brokers", "2")
+    kctl_in(cluster_dir, "cluster", "up", "--brokers", "2", *BROKERS_ONLY)
     kctl_in(cluster_dir, "topic", "create", "demo", "-p", "2", "-c", "min.insync.replicas=1")
     partition = kctl_json(cluster_dir, "topic", "describe", "demo")["partitions"][0]
     victim = partition["leader"]

@@ -11,7 +11,7 @@ import pytest
 
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
-from tests.kctl.local import kctl_in, kctl_json
+from tests.kctl.local import BROKERS_ONLY, kctl_in, kctl_json
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 
@@ -69,7 +69,7 @@ def test_producing_to_a_new_topic_waits_for_its_leaders(cluster_dir):
     """The first metadata request auto-creates the topic and is answered LEADER_NOT_AVAILABLE
     until the controller elects its leaders: kctl asks again instead of failing (it failed
     about one time in three on a `kctl cluster up` cluster)."""
-    kctl_in(cluster_dir, "cluster", "up")
+    kctl_in(cluster_dir, "cluster", "up", *BROKERS_ONLY)
     for n in range(6):
         kctl_in(cluster_dir, "produce", f"new-{n}", input=f"first-{n}\n")
         consumed = kctl_in(cluster_dir, "consume", f"new-{n}", "-o", "start", "-e")

@@ -10,7 +10,7 @@ import pytest
 
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
-from tests.kctl.local import kctl_in, kctl_json
+from tests.kctl.local import BROKERS_ONLY, kctl_in, kctl_json
 from tests.kctl.murmur2 import java_partition
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
@@ -27,7 +27,7 @@ def consumed(directory, topic) -> list[str]:
 
 
 def test_add_partitions_then_keyed_records_hash_over_the_new_count(cluster_dir):
-    kctl_in(cluster_dir, "cluster", "up", "-n", "1")
+    kctl_in(cluster_dir, "cluster", "up", "-n", "1", *BROKERS_ONLY)
     kctl_in(cluster_dir, "topic", "create", "orders", "-p", "2")
     kctl_in(cluster_dir, "topic", "add-partitions", "orders", "-p", "5")
     assert len(replicas(cluster_dir, "orders")) == 5
@@ -49,7 +49,7 @@ def test_add_partitions_then_keyed_records_hash_over_the_new_count(cluster_dir):
 
 
 def test_reassign_moves_partitions_by_flags_and_plan(cluster_dir, tmp_path):
-    kctl_in(cluster_dir, "cluster", "up")
+    kctl_in(cluster_dir, "cluster", "up", *BROKERS_ONLY)
     kctl_in(cluster_dir, "topic", "create", "demo", "-p", "3", "-r", "2")
     for lines in (range(50), range(50, 100)):  # two produce runs: at least two batches a partition
         kctl_in(cluster_dir, "produce", "demo", "--acks", "all", input="".join(f"r{i}\n" for i in lines))
@@ -88,7 +88,7 @@ def test_reassign_moves_partitions_by_flags_and_plan(cluster_dir, tmp_path):
 
 
 def test_reassign_and_elect_usage_errors(cluster_dir, tmp_path):
-    kctl_in(cluster_dir, "cluster", "up", "-n", "1")
+    kctl_in(cluster_dir, "cluster", "up", "-n", "1", *BROKERS_ONLY)
     kctl_in(cluster_dir, "topic", "create", "demo", "-p", "1")
     kctl_in(cluster_dir, "topic", "reassign", "demo", "--partition", "0", expect=ExitCode.USAGE)
     kctl_in(cluster_dir, "topic", "reassign", expect=ExitCode.USAGE)
@@ -134,7 +134,7 @@ def test_reassign_and_elect_usage_errors(cluster_dir, tmp_path):
 
 
 def test_segments_show_each_replica_on_disk(cluster_dir):
-    kctl_in(cluster_dir, "cluster", "up", "-n", "2")
+    kctl_in(cluster_dir, "cluster", "up", "-n", "2", *BROKERS_ONLY)
     kctl_in(cluster_dir, "topic", "create", "demo", "-p", "2", "-r", "2")
     kctl_in(
         cluster_dir,
@@ -172,11 +172,6 @@ def produce_in_background(directory, topic, count):
     thread = threading.Thread(target=run)
     thread.start()
     return thread, outcome
-
-
-# Without the HTTP services: their internal topics (_schemas, and __consumer_offsets for the
-# registry's reader) would take replicas of their own, and these tests count replicas.
-BROKERS_ONLY = ("--no-schema-registry", "--no-rest-proxy")
 
 
 def test_add_broker_rebalance_while_producing_loses_nothing(cluster_dir):

@@ -13,7 +13,7 @@ import pytest
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import running_cluster
 from tests.kctl.cli import run_kctl
-from tests.kctl.local import kctl_in
+from tests.kctl.local import BROKERS_ONLY, kctl_in
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -23,7 +23,7 @@ def checks(doc: dict) -> dict[str, dict]:
 
 
 def test_verify_under_faults_reads_back_every_acknowledged_write(cluster_dir, tmp_path):
-    kctl_in(cluster_dir, "cluster", "up")
+    kctl_in(cluster_dir, "cluster", "up", *BROKERS_ONLY)
     path = tmp_path / "history.jsonl"
     run = kctl_in(
         cluster_dir,
@@ -90,7 +90,7 @@ def test_acks_1_with_unclean_elections_loses_writes_acks_all_does_not(cluster_di
     That run is held to the promise about loss only: an idempotent producer's write retried
     across the lone leader's kill has (rarely) been stored twice, which the verdict reports as
     a duplicate."""
-    kctl_in(cluster_dir, "cluster", "up")
+    kctl_in(cluster_dir, "cluster", "up", *BROKERS_ONLY)
     broken = lone_broker_run(
         cluster_dir,
         tmp_path / "acks1.jsonl",
