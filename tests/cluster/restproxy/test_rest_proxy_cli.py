@@ -30,6 +30,17 @@ def test_cluster_up_starts_the_proxy_and_down_stops_it(tmp_path):
         status = json.loads(run_kctl("cluster", "status", "--json", env=env).stdout)
         assert status["rest_proxy"]["url"] == url
         assert json.loads(run_kctl("rest-proxy", "status", "--json", env=env).stdout)["url"] == url
+        # an Avro value sent with curl's request, registered by the proxy, read by kctl consume
+        assert run_kctl("topic", "create", "viaproxy", "-p", "1", env=env).returncode == 0
+        schema = json.dumps(
+            {"type": "record", "name": "Sale", "fields": [{"name": "item", "type": "string"}]}
+        )
+        body = {"value_schema": schema, "records": [{"value": {"item": "book"}}, {"value": {"item": "pen"}}]}
+        status, answer = call(url, "POST", "/topics/viaproxy", body, "application/vnd.kafka.avro.v2+json")
+        assert status == 200 and answer["value_schema_id"] is not None, answer
+        consumed = run_kctl("consume", "viaproxy", "-e", env=env)
+        assert consumed.stdout == b'{"item":"book"}\n{"item":"pen"}\n', consumed.stderr
+        assert "viaproxy-value" in run_kctl("schema", "list", env=env).stdout.decode()
         down = run_kctl("cluster", "down", "--json", env=env)
         assert json.loads(down.stdout)["rest_proxy"] == "stopped"
         assert run_kctl("rest-proxy", "status", env=env).returncode == 4
