@@ -17,6 +17,7 @@ from brokerd.state import ClusterState
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import run_kctl
+from tests.kctl.local import BROKERS_ONLY
 from tests.security_harness import login_error, sasl_settings
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(180)]
@@ -44,7 +45,17 @@ def stop(directory) -> None:
 def start(directory, protocol: str, brokers: int) -> str:
     """Start a cluster; returns its bootstrap. Brokers started before a failure are stopped."""
     try:
-        up = kctl(directory, "cluster", "up", "-n", str(brokers), "--security-protocol", protocol, "--json")
+        up = kctl(
+            directory,
+            "cluster",
+            "up",
+            "-n",
+            str(brokers),
+            "--security-protocol",
+            protocol,
+            "--json",
+            *BROKERS_ONLY,
+        )
         doc = json.loads(up.stdout)
         assert doc["security_protocol"] == protocol
         assert doc["client_properties"] == str(client_properties.path(directory))
