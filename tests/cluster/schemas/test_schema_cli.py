@@ -34,7 +34,7 @@ def home(tmp_path_factory):
     directory = tmp_path_factory.mktemp("schemas") / "cluster"
     env = {"KCTL_HOME": str(directory)}
     try:
-        up = run_kctl("cluster", "up", "--brokers", "1", env=env)
+        up = run_kctl("cluster", "up", "--brokers", "1", "--no-rest-proxy", env=env)
         assert up.returncode == 0, up.stderr
         yield directory, up.stdout.decode()
     finally:
@@ -206,7 +206,7 @@ def test_subjects_and_ids_survive_cluster_down_and_up(home, tmp_path):
     registered = json.loads(kctl(home, "schema", "register", "kept-value", schema, "--json").stdout)
     url = json.loads(kctl(home, "cluster", "status", "--json").stdout)["schema_registry"]["url"]
     kctl(home, "cluster", "down")
-    up = kctl(home, "cluster", "up").stdout.decode()
+    up = kctl(home, "cluster", "up", "--no-rest-proxy").stdout.decode()
     assert f"export KCTL_SCHEMA_REGISTRY_URL={url}" in up  # the same port again
     assert json.loads(kctl(home, "schema", "get", "--id", str(registered["id"])).stdout) == json.loads(
         open(schema).read()

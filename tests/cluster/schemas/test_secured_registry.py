@@ -33,7 +33,16 @@ def get(url: str, path: str, user: str | None = None, password: str = "") -> int
 def test_only_the_clusters_users_reach_the_registry(tmp_path):
     env = {"KCTL_HOME": str(tmp_path / "cluster")}
     try:
-        up = run_kctl("cluster", "up", "--brokers", "1", "--security-protocol", "SASL_PLAINTEXT", env=env)
+        up = run_kctl(
+            "cluster",
+            "up",
+            "--brokers",
+            "1",
+            "--security-protocol",
+            "SASL_PLAINTEXT",
+            "--no-rest-proxy",
+            env=env,
+        )
         assert up.returncode == 0, up.stderr
         url = next(line for line in up.stdout.decode().splitlines() if "SCHEMA_REGISTRY_URL" in line).split(
             "=", 1

@@ -29,7 +29,7 @@ def home(tmp_path_factory):
     directory = tmp_path_factory.mktemp("watch-sample") / "cluster"
     env = {"KCTL_HOME": str(directory)}
     try:
-        up = run_kctl("cluster", "up", "--brokers", "1", env=env)
+        up = run_kctl("cluster", "up", "--brokers", "1", "--no-rest-proxy", env=env)
         assert up.returncode == 0, up.stderr
         yield directory
     finally:
