@@ -34,7 +34,7 @@ schema = schemathesis.pytest.from_fixture("api")
 
 
 @schema.parametrize()
-@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 def test_no_request_makes_the_proxy_fail(case, proxy):
     response = case.call(base_url=proxy, timeout=30)
     assert response.status_code < 500, (case.method, case.formatted_path, response.text)
