@@ -7,7 +7,6 @@ learner presses Ctrl-C in the middle of a lesson.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 from pathlib import Path
@@ -16,39 +15,13 @@ import pytest
 
 from kctl.learn import catalogue
 from kctl.learn.lesson import LETTERS
+from tests.cluster.cli.lesson_harness import brokers_under
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 LESSON_TIMEOUT_S = 180.0
-
-
-def brokers_under(directory: Path) -> list[int]:
-    """Pids of brokerd processes whose command line names a directory below `directory`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        # brokerd's arguments, or the title `brokerd ARGS` of a broker forked by brokerd.launch
-        if b"brokerd" in cmdline.replace(b"\0", b" ").split() and str(directory).encode() in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
-@pytest.fixture
-def learner(tmp_path):
-    """A learner's environment: kctl's directory (progress) and the lessons' temporary
-    directories both under tmp_path, so leftovers are seen and cleaned up."""
-    env = {"KCTL_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp")}
-    (tmp_path / "tmp").mkdir()
-    yield env
-    for pid in brokers_under(tmp_path):
-        os.kill(pid, signal.SIGKILL)
 
 
 def mixed_answers(lesson) -> list[str]:

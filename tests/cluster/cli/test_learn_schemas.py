@@ -6,14 +6,13 @@ the registry stops with the lesson's cluster, also when the learner presses Ctrl
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
-from pathlib import Path
 
 import pytest
 
+from tests.cluster.cli.lesson_harness import lesson_processes, processes_under
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 
@@ -21,37 +20,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
 LESSON_TIMEOUT_S = 180.0
 RIGHT_ANSWERS = "b,b,b"
-
-
-def processes_under(directory: Path, program: bytes) -> list[int]:
-    """Pids of processes whose command line has the word `program` and names a path below
-    `directory` (a broker's --cluster-dir, the registry's --lock-file)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
-        except OSError:
-            continue
-        if program in cmdline.split() and str(directory).encode() in cmdline:
-            found.append(int(entry.name))
-    return found
-
-
-def lesson_processes(directory: Path) -> list[int]:
-    return processes_under(directory, b"brokerd") + processes_under(directory, b"schemaregistry")
-
-
-@pytest.fixture
-def learner(tmp_path):
-    """kctl's directory and the lesson's temporary directory under tmp_path, so whatever the
-    lesson leaves behind is seen, and killed after the test."""
-    env = {"KCTL_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path / "tmp")}
-    (tmp_path / "tmp").mkdir()
-    yield env
-    for pid in lesson_processes(tmp_path):
-        os.kill(pid, signal.SIGKILL)
 
 
 def test_v2_is_accepted_v3_refused_naming_the_field_and_the_old_consumer_reads_everything(learner, tmp_path):
