@@ -61,6 +61,17 @@ def print_table(columns: Sequence[str], rows: Sequence[Sequence[Cell]], title: s
     print_section(Section(title, columns, rows))
 
 
+def print_title(title: str) -> None:
+    """A section's title alone, for a section with nothing to list: as the tables' titles look
+    (no empty table under it)."""
+    console = stdout()
+    if console.is_terminal:
+        console.print(Text(title, style="table.title"))
+        return
+    sys.stdout.write(f"{title}\n")
+    sys.stdout.flush()
+
+
 def print_section(section: Section) -> None:
     """A table on stdout: Rich on a terminal, aligned plain text (no styles) when piped."""
     console = stdout()

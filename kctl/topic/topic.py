@@ -198,11 +198,14 @@ def describe(
     )
     if doc["configs"] is not None:
         shown = {k: c for k, c in doc["configs"].items() if all_configs or c["source"] != DEFAULT_SOURCE}
-        console.print_table(
-            ["key", "value", "source"],
-            [[k, c["value"], c["source"]] for k, c in shown.items()],
-            title="CONFIGS" if shown or all_configs else "CONFIGS: all defaults (--all-configs lists them)",
-        )
+        if shown or all_configs:
+            console.print_table(
+                ["key", "value", "source"],
+                [[k, c["value"], c["source"]] for k, c in shown.items()],
+                title="CONFIGS",
+            )
+        else:
+            console.print_title("CONFIGS: all defaults (--all-configs lists them)")
     if subjects and any(subjects.values()):
         console.print_table(["of", "subject", "version", "id", "type"], rows(subjects), title="SCHEMAS")
     console.print_section(sections.partitions("PARTITIONS", parts))

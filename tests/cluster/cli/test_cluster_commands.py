@@ -109,6 +109,22 @@ def test_describe_shows_every_replica_of_a_local_cluster(cluster_factory):
     assert "segment.bytes" in everything and "default_config" in everything
 
 
+def test_describe_of_a_topic_with_only_defaults_shows_no_empty_config_table(cluster_factory):
+    cluster = cluster_factory(1)
+    kctl_in(cluster.dir, "topic", "create", "plain", "-p", "1")
+    lines = kctl_in(cluster.dir, "topic", "describe", "plain").stdout.decode().splitlines()
+    said = lines.index("CONFIGS: all defaults (--all-configs lists them)")
+    assert lines[said + 1] == "PARTITIONS"  # the next section, no KEY VALUE SOURCE header
+    assert not any(line.split() == ["KEY", "VALUE", "SOURCE"] for line in lines)
+    drawn = run_kctl("topic", "describe", "plain", env={"KCTL_HOME": str(cluster.dir), "TTY_COMPATIBLE": "1"})
+    assert drawn.returncode == 0 and b"CONFIGS: all defaults" in drawn.stdout  # Rich, as on a terminal
+    assert "┏".encode() in drawn.stdout and b"SOURCE" not in drawn.stdout  # tables drawn, none empty
+    everything = kctl_in(cluster.dir, "topic", "describe", "plain", "--all-configs").stdout.decode()
+    assert "CONFIGS\nKEY" in everything and "segment.bytes" in everything
+    configs = json.loads(kctl_in(cluster.dir, "topic", "describe", "plain", "--json").stdout)["configs"]
+    assert configs["segment.bytes"]["source"] == "default_config"  # --json lists defaults as before
+
+
 def test_topic_admin_round_trip(cluster_factory):
     cluster = cluster_factory(1)
     created = json.loads(kctl_in(cluster.dir, "topic", "create", "t", "-p", "3", "--json").stdout)
