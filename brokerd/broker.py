@@ -29,7 +29,7 @@ from brokerd.metadata.image import MetadataDelta
 from brokerd.producer_ids import ProducerIdManager
 from brokerd.replica_manager import ReplicaManager
 from brokerd.replication.alter_partition import AlterPartitionManager
-from brokerd.replication.broker_client import BrokerClient
+from brokerd.replication.broker_client import BrokerClient, source_address
 from brokerd.replication.fetcher_manager import ReplicaFetcherManager
 from brokerd.security.audit import SecurityAudit
 from brokerd.security.authenticator import ConnectionAuthenticator
@@ -76,7 +76,7 @@ class Broker:
     def __init__(self, config: BrokerConfig):
         self.config = config
         self.broker_id = config.broker_id
-        self.state = ClusterState(config.cluster_dir)
+        self.state = ClusterState(config.cluster_dir, member=config.broker_id)
         if not self.state.exists():
             raise RuntimeError(f"{config.cluster_dir} holds no cluster state (run kctl cluster up)")
         self.cluster_id = self.state.cluster_id()
@@ -116,6 +116,8 @@ class Broker:
             for listener in self.listeners
         ]
         self._liveness: FileLock | None = None  # held while registered (see register_broker)
+        self._quorum_lost = False
+        self._named_controller = -1
         self._changed_metadata = MetadataDelta(full=True)  # for the next controller round
         self._tasks: list[asyncio.Task] = []
         self._stopping = threading.Event()
@@ -242,7 +244,9 @@ class Broker:
         if reg is None:
             return None
         host, port = reg.endpoint(self.inter_broker.listener_name)
-        return BrokerClient(host, port, client_id, timeout_s, self.inter_broker)
+        return BrokerClient(
+            host, port, client_id, timeout_s, self.inter_broker, source_address(self.config.host)
+        )
 
     async def start(self) -> None:
         for server in self.servers:  # fails fast on a port in use, before registering
@@ -333,6 +337,8 @@ class Broker:
         must not lose its leaderships for it. A paused (SIGSTOP) process stops every thread,
         this one too, so it still counts as dead after broker.session.timeout.ms."""
         while not self._stopping.wait(self.session_timeout_s / 8):
+            if not self.state.reaches_quorum():
+                continue  # the tick says so (_cut_from_quorum)
             try:
                 self.state.heartbeat(self.broker_id)
             except OSError:
@@ -349,11 +355,27 @@ class Broker:
                 log.exception("periodic task failed")
 
     def _tick(self) -> None:
+        if self._cut_from_quorum():
+            return
         self.authorizer.refresh()
         self.refresh_registrations()
         self._maintain()
         self.refresh_metadata()
         self.fetchers.throttle_bytes_per_s = self.state.replication_throttle(self.broker_id)
+
+    def _cut_from_quorum(self) -> bool:
+        """Whether a network fault cuts this broker off from the controller quorum. Then it
+        learns nothing new and decides nothing: it serves the clients it can reach with the
+        metadata it has, still leading what it led, while the controller, missing its
+        heartbeats, fences it after broker.session.timeout.ms and moves its leaderships."""
+        cut = not self.state.reaches_quorum()
+        if cut != self._quorum_lost:
+            self._quorum_lost = cut
+            if cut:
+                log.warning("broker %d cannot reach the controller quorum (a network fault)", self.broker_id)
+            else:
+                log.info("broker %d reaches the controller quorum again", self.broker_id)
+        return cut
 
     def refresh_registrations(self) -> list[int]:
         """Re-read which brokers are live; returns their ids (for replica placement)."""
@@ -367,11 +389,14 @@ class Broker:
         claims the role: librdkafka waits on the controller it was told of, and would wait on
         a dead one until its next metadata refresh, minutes later."""
         live = {r.broker_id for r in self.live_brokers}
+        if self._quorum_lost:  # the controller it knew of, as a broker cut off would
+            return self._named_controller
         controller = self.state.controller()
         if controller is None or controller[0] not in live:
             self._maintain()
             controller = self.state.controller()
-        return controller[0] if controller is not None and controller[0] in live else -1
+        self._named_controller = controller[0] if controller is not None and controller[0] in live else -1
+        return self._named_controller
 
     def registration(self, broker_id: int) -> BrokerRegistration | None:
         return next((r for r in self.registrations if r.broker_id == broker_id), None)

@@ -88,7 +88,9 @@ class BrokerRegistrations(StateDirectory):
         return liveness
 
     def heartbeat(self, broker_id: int) -> None:
-        """Renew the broker's lease: a paused process stops renewing and is presumed dead."""
+        """Renew the broker's lease: a paused process stops renewing and is presumed dead, and
+        so is one cut off from the quorum (QuorumUnreachable)."""
+        self.require_quorum()
         path = self._broker_file(broker_id, ".heartbeat")
         try:
             os.utime(path)

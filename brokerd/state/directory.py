@@ -20,6 +20,12 @@ from filelock import FileLock, Timeout
 from brokerd.atomic_file import atomic_write
 
 WRITE_LOCK_TIMEOUT_S = 10.0
+NETWORK_FAULTS = "faults/network.json"
+
+
+class QuorumUnreachable(TimeoutError):
+    """The broker is cut off from the controller quorum (`kctl broker isolate`): what it asks
+    of the state directory times out, as a request to an unreachable KRaft quorum would."""
 
 
 def read_json(path: Path, default: Any = None) -> Any:
@@ -48,13 +54,34 @@ def file_version(path: Path) -> tuple[int, int] | None:
 class StateDirectory:
     """``<cluster>/state/``: the base of every part of ClusterState."""
 
-    def __init__(self, cluster_dir: Path):
+    def __init__(self, cluster_dir: Path, member: int | None = None):
         self.cluster_dir = Path(cluster_dir)
         self.dir = self.cluster_dir / "state"
+        self.member = member  # the broker this object serves; None for kctl
+        self._quorum_cut: tuple[tuple[int, int] | None, bool] = (None, False)
+
+    def reaches_quorum(self) -> bool:
+        """Whether the broker this object serves can reach the controller quorum. The state
+        directory is the cluster's quorum, so a network fault that isolates a broker cuts it
+        off from here too (kctl writes the cut to faults/network.json, which stands for the
+        network, not the quorum: a broker reads it at the cost of one stat while unchanged)."""
+        if self.member is None:
+            return True
+        path = self.dir / NETWORK_FAULTS
+        version = file_version(path)
+        if version != self._quorum_cut[0]:
+            cut = self.member in read_json(path, {}).get("cut_from_quorum", [])
+            self._quorum_cut = (version, cut)
+        return not self._quorum_cut[1]
+
+    def require_quorum(self) -> None:
+        if not self.reaches_quorum():
+            raise QuorumUnreachable(f"broker {self.member} cannot reach the controller quorum")
 
     @contextmanager
     def write_lock(self) -> Iterator[None]:
         """Serialises read-modify-write cycles of shared files across every process."""
+        self.require_quorum()
         try:
             with FileLock(str(self.dir / ".lock"), timeout=WRITE_LOCK_TIMEOUT_S):
                 yield

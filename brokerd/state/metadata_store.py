@@ -54,8 +54,8 @@ def upgrade_legacy_metadata(state_dir: Path, log_dir: Path) -> None:
 
 
 class MetadataStore(StateDirectory):
-    def __init__(self, cluster_dir: Path):
-        super().__init__(cluster_dir)
+    def __init__(self, cluster_dir: Path, member: int | None = None):
+        super().__init__(cluster_dir, member)
         self._metadata_log: MetadataLog | None = None
 
     def _open_metadata_log(self) -> MetadataLog:
@@ -80,7 +80,10 @@ class MetadataStore(StateDirectory):
         return self.metadata_image().topics
 
     def take_metadata_delta(self) -> MetadataDelta:
-        """What changed since the last call (everything, the first time)."""
+        """What changed since the last call (everything, the first time); nothing while the
+        broker cannot reach the quorum: it goes on with the metadata it has."""
+        if not self.reaches_quorum():
+            return MetadataDelta()
         return self.metadata_image().take_delta()
 
     def follow_metadata(self, observer: Observer) -> Callable[[], None]:

@@ -1,7 +1,9 @@
-"""`kctl broker list|kill|stop|start|pause|resume|throttle`: one broker of the local cluster at a time.
+"""`kctl broker list|kill|stop|start|pause|resume|throttle|isolate|heal|netem`: one broker of the
+local cluster at a time.
 
 These are real signals to the real daemons, for demos: kill a leader and watch the controller
-elect another (`kctl watch` in a second terminal), pause a follower and watch the ISR shrink.
+elect another (`kctl watch` in a second terminal), pause a follower and watch the ISR shrink,
+isolate a leader and watch it fenced (the network faults are in netfaultcommands.py).
 """
 
 from __future__ import annotations
@@ -10,14 +12,15 @@ from typing import Annotated
 
 import typer
 
-from kctl.cluster import brokerconfig, brokerctl, brokerview, localcluster
+from kctl.cluster import brokerconfig, brokerctl, brokerview, localcluster, netfaultcommands
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import ClusterDir, Json
 
 app = typer.Typer(
-    help="List the local cluster's brokers and inject faults: kill, stop, start, pause, resume, throttle.",
+    help="List the local cluster's brokers and inject faults: kill, stop, start, pause, resume, "
+    "throttle, isolate, heal, netem.",
     no_args_is_help=True,
 )
 
@@ -78,13 +81,30 @@ def stop(
 
 
 @app.command()
-def start(broker_id: BrokerId, cluster_dir: ClusterDir = None) -> None:
+def start(
+    broker_id: BrokerId,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            min=0.1,
+            show_default=False,
+            help="Stop waiting after this long (exit 3) and leave the broker to finish starting. "
+            "Default: wait as long as it takes while the broker runs.",
+        ),
+    ] = None,
+    cluster_dir: ClusterDir = None,
+) -> None:
     """Start a stopped or killed broker again, with its data, port and the cluster's settings.
 
     It catches up from the leaders, rejoins the ISR, and takes back the partitions it is the
-    preferred leader of.
+    preferred leader of. The command waits until the broker answers: after a crash a broker
+    with many partitions recovers its logs first, which can take minutes, and a slow broker
+    is never stopped for it (Ctrl-C does stop it). A broker that exits while it starts is
+    reported with the end of its log (exit 1).
     """
-    broker = brokerctl.start(localcluster.existing(cluster_dir), broker_id)
+    broker = brokerctl.start(localcluster.existing(cluster_dir), broker_id, timeout)
     console.info(f"Started broker {broker_id} on {broker.address} (pid {broker.pid}).")
 
 
@@ -147,3 +167,8 @@ def throttle(
             f"Broker {broker_id} copies from its leaders at most {bytes_per_s} bytes/s; "
             f"`kctl broker throttle {broker_id} --off` lifts it."
         )
+
+
+app.command()(netfaultcommands.isolate)
+app.command()(netfaultcommands.heal)
+app.command()(netfaultcommands.netem)

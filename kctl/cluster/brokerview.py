@@ -22,6 +22,15 @@ if TYPE_CHECKING:
     from brokerd.state import BrokerRegistration, ClusterState
 
 HOST = "127.0.0.1"
+BROKER_ADDRESSES = "127.0.1.0/24"
+
+
+def broker_host(broker_id: int) -> str:
+    """The loopback address a broker of a local cluster listens on and connects from:
+    127.0.1.ID. Every 127.x address is local on Linux, with nothing to set up, and brokers
+    with addresses of their own can be cut apart by a packet filter (`kctl broker isolate`);
+    clients keep 127.0.0.1."""
+    return f"127.0.1.{broker_id}" if 1 <= broker_id <= 254 else HOST
 ALIVE = "alive"
 PAUSED = "paused"
 SHUTTING_DOWN = "shutting-down"
@@ -81,7 +90,7 @@ def view(state: ClusterState) -> list[BrokerView]:
         views.append(
             BrokerView(
                 broker_id,
-                reg.host if reg else HOST,
+                reg.host if reg else broker_host(broker_id),
                 port,
                 None if process is None else process.pid,
                 status,

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from brokerd.security import client_properties
-from kctl.cluster import brokerconfig, brokerview, localcluster, localservice, securecluster
+from kctl.cluster import (
+    brokerconfig,
+    brokerview,
+    localcluster,
+    localservice,
+    netfaultcommands,
+    netfaults,
+    securecluster,
+)
 from kctl.cluster.securecluster import SecurityProtocol
 from kctl.kafka.bootstrap import resolve_cluster_dir
 from kctl.shell import console
@@ -167,7 +175,7 @@ def _start_services(
 ) -> list[localservice.StartingService]:
     """The cluster's HTTP services, started beside its brokers (they find them once they are
     up); the REST proxy uses the registry for its Avro, JSON Schema and Protobuf formats."""
-    planned = ",".join(f"{localcluster.HOST}:{port}" for port in ports.values())
+    planned = ",".join(f"{brokerview.broker_host(i)}:{port}" for i, port in ports.items())
     secured = protocol != SecurityProtocol.PLAINTEXT.value
     properties = client_properties.path(cluster_dir) if secured else None
     start = partial(
@@ -219,6 +227,7 @@ def down(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
     """Stop every broker of the local cluster and its services (schema registry, REST proxy):
     SIGTERM, then SIGKILL after 10 s; data stays."""
     state = localcluster.existing(cluster_dir)
+    netfaults.heal_all(state)  # first: a broker cut off from the quorum could not hand over
     services = {s: localservice.stop(state.cluster_dir, s) for s in localservice.SERVICES}
     outcome = localcluster.stop_all(state)
     if json_output:
@@ -252,6 +261,7 @@ def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
     if controller is None or controller[0] not in live_ids:
         problems.append("no live controller")
     services = {s: localservice.running(state.cluster_dir, s) for s in localservice.SERVICES}
+    faults = state.network_faults()
     if json_output:
         console.print_json(
             {
@@ -265,6 +275,7 @@ def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
                     _json_key(s): None if r is None else {"url": r.url, "pid": r.pid}
                     for s, r in services.items()
                 },
+                "network_faults": faults.to_json(),
             }
         )
     else:
@@ -272,6 +283,8 @@ def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
         for service, found in services.items():
             if found is not None:
                 print(f"{service.title}: {found.url} (pid {found.pid})")
+        for line in netfaults.describe(faults):
+            print(f"Network fault: {line}")
     if problems:
         raise KctlError("cluster unhealthy: " + ", ".join(problems), ExitCode.UNHEALTHY)
 
@@ -432,3 +445,6 @@ def remove_broker(
     state = localcluster.existing(cluster_dir)
     moved = scaling.remove_broker(state, broker_id, wait_timeout, localcluster.STOP_TIMEOUT_S)
     console.info(f"Removed broker {broker_id} after moving {moved} partition(s) off it.")
+
+
+app.command()(netfaultcommands.partition)

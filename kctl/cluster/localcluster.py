@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kctl.cluster import brokerconfig, brokerview, securecluster
-from kctl.cluster.brokerview import HOST
+from kctl.cluster.brokerview import broker_host
 from kctl.kafka import clientprops
 from kctl.kafka.bootstrap import Bootstrap, local_state, resolve_cluster_dir
 from kctl.shell.errors import KctlError
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from brokerd.state import ClusterState
 
 DEFAULT_BROKERS = 3
-READY_TIMEOUT_S = 10.0
+READY_TIMEOUT_S = 10.0  # a start usually answers well within it; a wait past it says so
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.05
 ANSWER_TIMEOUT_S = 1.0
@@ -67,12 +67,13 @@ def existing(cluster_dir: Path | None) -> ClusterState:
 
 
 def free_ports(count: int) -> list[int]:
-    """Ports the kernel picks; sockets stay open until all are chosen so none repeats."""
+    """Ports the kernel picks, free on every address (each broker listens on its own); the
+    sockets stay open until all are chosen so none repeats."""
     socks = []
     try:
         for _ in range(count):
             sock = socket.socket()
-            sock.bind((HOST, 0))
+            sock.bind(("", 0))
             socks.append(sock)
         return [s.getsockname()[1] for s in socks]
     finally:
@@ -81,10 +82,12 @@ def free_ports(count: int) -> list[int]:
 
 
 def ensure_port_free(port: int, broker_id: int | None = None) -> None:
+    """Refuse a port some process holds on any address: the broker binds its own address,
+    but a port taken elsewhere would confuse whoever reads the cluster's addresses."""
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((HOST, port))
+            sock.bind(("", port))
         except OSError:
             who = f" (planned for broker {broker_id})" if broker_id is not None else ""
             raise KctlError(
@@ -96,19 +99,21 @@ def start_missing(
     state: ClusterState,
     ports: dict[int, int],
     settings: dict[str, str],
-    ready_timeout: float = READY_TIMEOUT_S,
+    ready_timeout: float | None = None,
 ) -> dict[int, int]:
-    """Start those of `ports`' brokers that are not running and wait until they all answer
-    (within `ready_timeout`); the pids of those started, by broker id."""
+    """Start those of `ports`' brokers that are not running and wait until they all answer,
+    as long as they take (see wait_ready) or at most `ready_timeout` seconds from their launch;
+    the pids of those started, by broker id."""
     running = {b.id for b in brokerview.view(state) if b.state != brokerview.DEAD}
     missing = {i: p for i, p in ports.items() if i not in running}
     for broker_id, port in missing.items():
         ensure_port_free(port, broker_id)
     if not missing:
         return {}
+    started_at = time.monotonic()
     launched = launch(state, missing, settings)
     try:
-        wait_ready(state, launched, ready_timeout)
+        wait_ready(state, launched, ready_timeout, started_at)
     finally:
         launched.close()
     return dict(launched.pids)
@@ -122,8 +127,10 @@ def launch(state: ClusterState, ports: dict[int, int], settings: dict[str, str])
     for broker_id, port in ports.items():
         log_path = state.broker_dir(broker_id) / "broker.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        argv = ["--cluster-dir", str(state.cluster_dir), "--broker-id", str(broker_id), "--port", str(port)]
-        for name, value in {**securecluster.listeners(protocol, HOST, port), **settings}.items():
+        host = broker_host(broker_id)
+        argv = ["--cluster-dir", str(state.cluster_dir), "--broker-id", str(broker_id)]
+        argv += ["--host", host, "--port", str(port)]
+        for name, value in {**securecluster.listeners(protocol, host, port), **settings}.items():
             argv += ["-o", f"{name}={value}"]
         brokers[broker_id] = (argv, log_path)
     return LaunchedBrokers(brokers)
@@ -209,33 +216,49 @@ class LaunchedBrokers:
         self._launcher.wait()
 
 
-def wait_ready(state: ClusterState, launched: LaunchedBrokers, timeout: float = READY_TIMEOUT_S) -> None:
-    """Until every launched broker is registered, alive and answers a metadata request.
+def wait_ready(
+    state: ClusterState,
+    launched: LaunchedBrokers,
+    timeout: float | None = None,
+    started_at: float | None = None,
+) -> None:
+    """Until every launched broker is registered, alive and answers a metadata request, as
+    long as that takes while its process runs: a broker recovering many partitions can take
+    minutes, and is not killed for being slow. A wait longer than READY_TIMEOUT_S says so on
+    stderr, once.
 
-    On failure the brokers launched are stopped again, so `up` is all or nothing.
+    A broker that exits fails the wait, and so does Ctrl-C: the brokers launched are stopped
+    again, so `up` is all or nothing. When `timeout` seconds (from `started_at`, a
+    time.monotonic(), else from now) pass first, the wait gives up (exit 3) and the brokers
+    keep running.
     """
     # librdkafka, which _answers asks with, is imported while the brokers start, not after
     import kctl.kafka.client  # noqa: F401
 
-    deadline = time.monotonic() + timeout
+    started = time.monotonic() if started_at is None else started_at
     pending = dict(launched.pids)
+    noted = False
     try:
         # the brokers are asked at once: each question waits on the network, not on Python
         with ThreadPoolExecutor(max_workers=max(1, len(pending))) as pool:
             while pending:
-                for broker_id in pending:
-                    code = launched.exit_code(broker_id)
-                    if code is not None:
-                        raise _startup_failure(state, broker_id, f"exited with code {code}")
+                _fail_if_exited(state, launched, pending)
                 asked = {i: pool.submit(_answers, state, i, pid) for i, pid in pending.items()}
                 pending = {i: pending[i] for i, answer in asked.items() if not answer.result()}
-                if pending and time.monotonic() > deadline:
-                    raise _startup_failure(state, min(pending), f"did not answer within {timeout:g}s")
-                if pending:
-                    time.sleep(POLL_S)
+                waited = time.monotonic() - started
+                if not pending or (timeout is not None and waited > timeout):
+                    break
+                if not noted and waited > READY_TIMEOUT_S:
+                    _note_still_starting(state, pending, waited)
+                    noted = True
+                time.sleep(POLL_S)
+        _fail_if_exited(state, launched, pending)
     except BaseException:
         launched.stop()
         raise
+    if pending:
+        assert timeout is not None  # without one the wait ends only when all answer, or fails
+        raise _still_starting(pending, timeout)
 
 
 def _answers(state: ClusterState, broker_id: int, pid: int) -> bool:
@@ -253,6 +276,37 @@ def _answers(state: ClusterState, broker_id: int, pid: int) -> bool:
         return True
     except KctlError:
         return False
+
+
+def _fail_if_exited(state: ClusterState, launched: LaunchedBrokers, pending: dict[int, int]) -> None:
+    for broker_id in pending:
+        code = launched.exit_code(broker_id)
+        if code is not None:
+            raise _startup_failure(state, broker_id, f"exited with code {code}")
+
+
+def _still_starting(pending: dict[int, int], timeout: float) -> KctlError:
+    """Exit 3, as for any wait that timed out; the brokers are left to finish starting."""
+    if len(pending) == 1:
+        what = f"broker {min(pending)} is still starting after {timeout:g}s; it keeps running"
+        return KctlError(f"{what}: `kctl broker list` shows when it is alive", ExitCode.UNREACHABLE)
+    ids = ", ".join(str(i) for i in sorted(pending))
+    what = f"brokers {ids} are still starting after {timeout:g}s; they keep running"
+    return KctlError(f"{what}: `kctl broker list` shows when they are alive", ExitCode.UNREACHABLE)
+
+
+def _note_still_starting(state: ClusterState, pending: dict[int, int], waited: float) -> None:
+    """One line on stderr: the brokers that are slow, whether each has registered yet (a
+    broker registers, then recovers its partitions, then answers), and that the wait goes on."""
+    registered = {r.broker_id for r in state.brokers() if r.alive and r.pid == pending.get(r.broker_id)}
+    each = ", ".join(
+        f"broker {i} {'registered, not answering yet' if i in registered else 'not registered yet'}"
+        for i in sorted(pending)
+    )
+    them = "it" if len(pending) == 1 else "them"
+    waiting = f"still starting after {waited:.0f}s; waiting for {them} (Ctrl-C stops {them})"
+    sys.stderr.write(f"{each}: {waiting}\n")
+    sys.stderr.flush()
 
 
 def _startup_failure(state: ClusterState, broker_id: int, what: str) -> KctlError:

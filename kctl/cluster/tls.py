@@ -4,10 +4,10 @@ A local cluster has no certificates of its own, and asking users to run openssl 
 make `kctl cluster up --security-protocol SASL_SSL` a chore, so kctl makes a throwaway CA in
 `<cluster>/tls/` and signs what the listeners and the admin client need with it. Clients
 trust the cluster by trusting that CA (`ssl.ca.location=<cluster>/tls/ca.pem`), as they would
-a company CA. One broker certificate serves every broker: they all listen on 127.0.0.1 and
-librdkafka checks the host name it connected to against the certificate's SANs (its
-`ssl.endpoint.identification.algorithm` is `https` by default), so the SANs are `localhost`
-and `127.0.0.1`.
+a company CA. One broker certificate serves every broker: each listens on a loopback address
+of its own (127.0.1.ID, see brokerview.broker_host) and librdkafka checks the host name it
+connected to against the certificate's SANs (its `ssl.endpoint.identification.algorithm` is
+`https` by default), so the SANs are `localhost`, `127.0.0.1` and every 127.0.1.ID.
 
 Keys are EC P-256 (fast to make, understood by OpenSSL and Python's ssl), unencrypted, and
 written readable by their owner only.
@@ -25,6 +25,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from kctl.cluster.brokerview import BROKER_ADDRESSES, HOST
 
 DIRECTORY = "tls"
 CA_NAME = "kctl local CA"
@@ -64,7 +66,7 @@ def generate(cluster_dir: Path, client_cn: str | None = None) -> TlsFiles:
         broker_key,
         BROKER_NAME,
         ExtendedKeyUsageOID.SERVER_AUTH,
-        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
+        [x509.DNSName("localhost"), *(x509.IPAddress(address) for address in _loopback_addresses())],
     )
     _write(files.broker_keystore, _key_pem(broker_key) + _cert_pem(broker_cert) + _cert_pem(ca_cert), 0o600)
     if client_cn is None:
@@ -163,3 +165,9 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     finally:
         os.close(fd)
     os.chmod(path, mode)
+
+
+def _loopback_addresses() -> list[ipaddress.IPv4Address]:
+    """127.0.0.1 (clients, services) and every address a broker of a local cluster may have."""
+    brokers = ipaddress.ip_network(BROKER_ADDRESSES)
+    return [ipaddress.ip_address(HOST), *(brokers.network_address + i for i in range(1, 255))]
