@@ -54,7 +54,7 @@ def keep(state: ClusterState, stop: threading.Event) -> None:
             return
         dead = {b for b in faults.brokers() if not state.is_alive(b)}
         if dead:
-            netfaults.change(state, lambda f: f.without(dead))
+            netfaults.change(state, lambda f, gone=frozenset(dead): f.without(set(gone)))
 
 
 def main(argv: list[str]) -> int:

@@ -9,6 +9,7 @@ back. The commands are registered on the `broker` and `cluster` groups (broker.p
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -21,6 +22,7 @@ from kctl.shell.options import ClusterDir
 
 if TYPE_CHECKING:
     from brokerd.state import ClusterState
+    from brokerd.state.faults import NetworkFaults
 
 BrokerId = Annotated[
     int, typer.Argument(metavar="ID", help="Broker id, as in `kctl broker list`.", show_default=False)
@@ -80,17 +82,15 @@ def isolate(
         chosen, quorum = {*others, netfaults.CLIENTS}, True
     else:
         chosen, quorum = netfaults.parse_peers(peers, others)
-    faults = netfaults.isolate(state, broker_id, chosen, quorum, direction)
     timeout_ms = int(brokerconfig.session_timeout_s(state.cluster_dir) * 1000)
-    console.info(
-        "Network faults now: " + "; ".join(netfaults.describe(faults)) + "."
-        + (
-            f" The controller fences broker {broker_id} after broker.session.timeout.ms={timeout_ms}."
-            if quorum
-            else ""
-        )
+    fenced = f" The controller fences broker {broker_id} after broker.session.timeout.ms={timeout_ms}."
+    _make(
+        state,
+        lambda: netfaults.isolate(state, broker_id, chosen, quorum, direction),
+        hold_for,
+        [broker_id],
+        fenced if quorum else "",
     )
-    _hold(state, hold_for, [broker_id])
 
 
 def heal(
@@ -110,7 +110,8 @@ def heal(
     state = localcluster.existing(cluster_dir)
     left = netfaults.heal(state, None if broker_id is None else [broker_id])
     healed = "every broker" if broker_id is None else f"broker {broker_id}"
-    console.info(f"Healed {healed}." + (" Still in force: " + "; ".join(netfaults.describe(left)) if left else ""))
+    still = " Still in force: " + "; ".join(netfaults.describe(left)) + "." if left else ""
+    console.info(f"Healed {healed}.{still}")
 
 
 def netem(
@@ -118,7 +119,10 @@ def netem(
     loss: Annotated[
         str | None,
         typer.Option(
-            "--loss", metavar="PERCENT", show_default=False, help="Share of the broker's packets lost, in and out: 5%."
+            "--loss",
+            metavar="PERCENT",
+            show_default=False,
+            help="Share of the broker's packets lost, in and out: 5%.",
         ),
     ] = None,
     delay: Annotated[
@@ -148,15 +152,12 @@ def netem(
         raise KctlError("give --loss PERCENT (and --delay MS) or --off", ExitCode.USAGE)
     if delay is not None or jitter is not None:
         raise KctlError(
-            "--delay and --jitter need tc netem, which this kernel does not have (no sch_netem): "
-            "use --loss",
+            "--delay and --jitter need tc netem, which this kernel does not have (no sch_netem): use --loss",
             ExitCode.CONFLICT,
         )
     state = localcluster.existing(cluster_dir)
-    faults = netfaults.lose(state, broker_id, None if off else _percent(loss or "0"))
-    console.info("Network faults now: " + ("; ".join(netfaults.describe(faults)) or "none") + ".")
-    if not off:
-        _hold(state, hold_for, [broker_id])
+    percent = None if off else _percent(loss or "0")
+    _make(state, lambda: netfaults.lose(state, broker_id, percent), None if off else hold_for, [broker_id])
 
 
 def partition(
@@ -196,9 +197,7 @@ def partition(
         keeper = next((i for i, side in enumerate(split) if quorum_with in side), -1)
         if keeper < 0:
             raise KctlError(f"--quorum-with {quorum_with}: that broker is on no side", ExitCode.USAGE)
-    faults = netfaults.partition(state, split, keeper)
-    console.info("Network faults now: " + "; ".join(netfaults.describe(faults)) + ".")
-    _hold(state, hold_for, sorted(set().union(*split)))
+    _make(state, lambda: netfaults.partition(state, split, keeper), hold_for, sorted(set().union(*split)))
 
 
 def _percent(text: str) -> int:
@@ -211,14 +210,25 @@ def _percent(text: str) -> int:
     return round(value)
 
 
-def _hold(state: ClusterState, seconds: float | None, broker_ids: list[int]) -> None:
-    """With --for: wait, then heal the brokers the fault is on; Ctrl-C heals at once (exit 130)."""
-    if seconds is None:
-        return
+def _make(
+    state: ClusterState,
+    make: Callable[[], NetworkFaults],
+    seconds: float | None,
+    broker_ids: list[int],
+    consequence: str = "",
+) -> None:
+    """Make a fault and say what is in force; with --for, wait, then heal the brokers it is
+    on. Ctrl-C while it is held (or being made) heals them at once (exit 130)."""
     try:
+        faults = make()
+        told = "; ".join(netfaults.describe(faults)) or "none"
+        console.info(f"Network faults now: {told}.{consequence}")
+        if seconds is None:
+            return
         time.sleep(seconds)
     except KeyboardInterrupt:
-        netfaults.heal(state, broker_ids)
+        if seconds is not None:
+            netfaults.heal(state, broker_ids)
         raise typer.Exit(ExitCode.INTERRUPTED) from None
     netfaults.heal(state, broker_ids)
-    console.info("Healed after " + f"{seconds:g}s.")
+    console.info(f"Healed after {seconds:g}s.")

@@ -31,6 +31,10 @@ TABLE_PREFIX = "kctl_"
 NFT_TIMEOUT_S = 10.0
 
 
+class NoSuchTable(KctlError):
+    """nft was asked about a table that does not exist."""
+
+
 def table_name(cluster_dir: Path) -> str:
     """The cluster's own table: one per cluster directory, so clusters never touch each other's."""
     digest = hashlib.sha1(str(Path(cluster_dir).resolve()).encode()).hexdigest()[:12]
@@ -64,9 +68,7 @@ def ruleset(table: str, faults: NetworkFaults, addresses: Mapping[int, tuple[str
 
 
 def _cut_rules(cut: tuple[Node, Node], addresses: Mapping[int, tuple[str, int]]) -> list[str]:
-    sender, receiver = (
-        "!= @brokers" if node == CLIENTS else addresses[int(node)][0] for node in cut
-    )
+    sender, receiver = ("!= @brokers" if node == CLIENTS else addresses[int(node)][0] for node in cut)
     return [f"ip saddr {sender} ip daddr {receiver} drop"]
 
 
@@ -91,11 +93,10 @@ def remove_if_present(cluster_dir: Path) -> None:
 
 def rules_in_force(cluster_dir: Path) -> str | None:
     """The cluster's table as nft lists it, None when it has none."""
-    table = table_name(cluster_dir)
-    listed = _nft(["list", "tables"], "")
-    if f"table inet {table}" not in listed.splitlines():
+    try:
+        return _nft(["list", "table", "inet", table_name(cluster_dir)], "")
+    except NoSuchTable:
         return None
-    return _nft(["list", "table", "inet", table], "")
 
 
 def require_addresses(hosts: Mapping[int, str]) -> None:
@@ -116,9 +117,7 @@ def require_nft() -> None:
 
 
 def _nft(args: list[str], stdin: str) -> str:
-    nft = shutil.which("nft") or next(
-        (p for p in ("/usr/sbin/nft", "/sbin/nft") if Path(p).exists()), None
-    )
+    nft = shutil.which("nft") or next((p for p in ("/usr/sbin/nft", "/sbin/nft") if Path(p).exists()), None)
     if nft is None:
         raise KctlError(
             "network faults need nftables' `nft` command (Debian's package nftables)", ExitCode.CONFLICT
@@ -128,6 +127,8 @@ def _nft(args: list[str], stdin: str) -> str:
     )
     if done.returncode != 0:
         reason = done.stderr.strip().splitlines()[0] if done.stderr.strip() else f"exit {done.returncode}"
+        if "No such file or directory" in done.stderr:
+            raise NoSuchTable(reason)
         if "Operation not permitted" in done.stderr:
             raise KctlError(
                 "network faults need CAP_NET_ADMIN (run kctl as root, or the cluster and kctl "

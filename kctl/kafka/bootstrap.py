@@ -63,7 +63,14 @@ def local_state(cluster_dir: Path, alternative: str = "") -> ClusterState:
 def local_servers(cluster_dir: Path) -> str:
     """HOST:PORT of every live broker of the local cluster, or a KctlError saying what to do."""
     state = local_state(cluster_dir, f", or pass -b HOST:PORT (or set {BOOTSTRAP_ENV})")
-    live = [f"{b.host}:{b.port}" for b in state.brokers() if b.alive]
+    from brokerd.state.faults import CLIENTS
+
+    unreachable = {b for sender, b in state.network_faults().cuts if sender == CLIENTS}
+    brokers = [b for b in state.brokers() if b.alive]
+    # a broker cut off from clients (kctl broker isolate) would only keep librdkafka waiting
+    live = [f"{b.host}:{b.port}" for b in brokers if b.broker_id not in unreachable] or [
+        f"{b.host}:{b.port}" for b in brokers
+    ]
     if not live:
         raise KctlError(
             f"the cluster in {cluster_dir} is not running: start it with `kctl cluster up`",

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from brokerd.state import ClusterState
-from kctl.cluster import localservice
+from kctl.cluster import localservice, packetfilter
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 
@@ -94,3 +94,4 @@ def kill_leftovers(directory: Path) -> None:
         found = localservice.running(directory, service)
         if found is not None:
             os.kill(found.pid, signal.SIGKILL)
+    packetfilter.remove_if_present(directory)  # a network fault's rules, should down have failed
