@@ -3,7 +3,8 @@
 One fault at a time, on the local cluster's real daemons, through the same operations as
 `kctl broker`: kill -9 a broker and start it again, pause it (SIGSTOP) and resume it
 (SIGCONT), kill -9 whichever broker is the controller, or throttle what a broker copies from
-its leaders; on request, faults that overlap (lone-broker, kill-pause). Each fault lasts
+its leaders; on request, faults that overlap (lone-broker, kill-pause) and network faults
+(partition: Jepsen's shapes in turn; loss: packets lost at random). Each fault lasts
 --fault-duration, then is healed; the next starts --fault-interval later (with --fault-count,
 until that many were injected and healed: `finished` is set then). Kinds take turns,
 and the broker is drawn at random (seeded, so a run can be repeated). Every start and end
@@ -19,14 +20,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from brokerd.state import ClusterState
-from kctl.cluster import brokerctl, brokerview, localcluster
+from kctl.cluster import brokerctl, brokerview, localcluster, netfaults
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.verify.history import HistoryWriter
 
 DEFAULT_KINDS = ("kill", "pause", "kill-controller", "throttle")
-KINDS = (*DEFAULT_KINDS, "lone-broker", "kill-pause")
+NETWORK_KINDS = ("partition", "loss")
+KINDS = (*DEFAULT_KINDS, "lone-broker", "kill-pause", *NETWORK_KINDS)
 THROTTLE_BYTES_PER_S = 20_000
+# The partitions the `partition` kind takes turns with, as Jepsen draws them: one broker
+# isolated, a partition's leader isolated, the controller isolated, random halves, and two
+# halves with a bridge (one broker that reaches both).
+PARTITION_SHAPES = ("one", "leader", "controller", "halves", "bridge")
+LOSS_PERCENT = 5  # of every broker's packets, in and out
 # How long a broker the nemesis starts again may take to answer. A second on an idle machine,
 # but tens on a busy one; a heal given up on (as `kctl broker start` does after 10 s) would
 # leave the cluster a broker short for the rest of the run, and with it maybe a group
@@ -71,6 +78,7 @@ class Nemesis(threading.Thread):
         self.active: Active | None = None
         self.injected = 0
         self.error: BaseException | None = None
+        self._partitions = 0  # turns of the partition kind so far: its shape
 
     def run(self) -> None:
         try:
@@ -101,6 +109,9 @@ class Nemesis(threading.Thread):
             return
         if kind == "kill-pause":
             self._kill_then_pause()
+            return
+        if kind in NETWORK_KINDS:
+            self._network_fault(kind)
             return
         target = self._choose(kind)
         if target is None:
@@ -180,6 +191,67 @@ class Nemesis(threading.Thread):
         self.stopping.wait(self.duration)
         self.say(f"nemesis: resumed {_ids(self._resume(active))}")
 
+    def _network_fault(self, kind: str) -> None:
+        """A partition of the next shape, or LOSS_PERCENT of every broker's packets lost;
+        healed by removing every network fault of the cluster."""
+        alive = [b.id for b in brokerview.view(self.state) if b.state == brokerview.ALIVE]
+        if len(alive) < 2:
+            return
+        detail: dict = {}
+        try:
+            if kind == "loss":
+                for broker in alive:
+                    netfaults.lose(self.state, broker, LOSS_PERCENT)
+                detail = {"loss_percent": LOSS_PERCENT}
+                told = f"{LOSS_PERCENT}% of every broker's packets lost"
+            else:
+                shape = PARTITION_SHAPES[self._partitions % len(PARTITION_SHAPES)]
+                self._partitions += 1
+                sides = self._sides(shape, alive)
+                netfaults.partition(self.state, sides, netfaults.quorum_side(self.state, sides))
+                detail = {"shape": shape, "sides": [sorted(side) for side in sides]}
+                told = f"partition ({shape}) " + " / ".join(_ids(sorted(side)) for side in sides)
+        except KctlError as exc:
+            netfaults.heal(self.state, None)
+            self.history.write(
+                "fault", process=PROCESS, phase="start", kind=kind, broker=alive[0], error=exc.message
+            )
+            return
+        broker = min(detail.get("sides", [[alive[0]]])[0])
+        self.active = Active(kind, broker)
+        self.injected += 1
+        self.history.write("fault", process=PROCESS, phase="start", kind=kind, broker=broker, **detail)
+        self.say(f"nemesis: {told}")
+
+    def _sides(self, shape: str, alive: list[int]) -> list[set[int]]:
+        """The sides of a partition of ``shape`` over the live brokers; brokers on no side (a
+        bridge) reach both."""
+        if shape in ("leader", "controller"):
+            chosen = self._leader() if shape == "leader" else self._choose("kill-controller")
+            lone = chosen if chosen in alive else self.random.choice(alive)
+        else:
+            lone = self.random.choice(alive)
+        rest = [b for b in alive if b != lone]
+        if shape == "halves":
+            shuffled = self.random.sample(alive, len(alive))
+            half = len(shuffled) // 2
+            return [set(shuffled[:half]), set(shuffled[half:])]
+        if shape == "bridge" and len(rest) >= 2:
+            bridge = self.random.choice(rest)
+            others = [b for b in rest if b != bridge]
+            return [{lone}, set(others)]
+        return [{lone}, set(rest)]
+
+    def _leader(self) -> int | None:
+        """The leader of a partition of some topic other than Kafka's internal ones."""
+        leaders = [
+            p.leader
+            for name, topic in self.state.topics().items()
+            if not name.startswith("__")
+            for p in topic.partitions.values()
+        ]
+        return self.random.choice(leaders) if leaders else None
+
     def _record_start(self, active: Active, error: KctlError | None = None) -> None:
         """The history's line for an overlapping fault's start: the brokers it paused, or
         why it could not be put in effect."""
@@ -221,6 +293,8 @@ class Nemesis(threading.Thread):
                 brokerctl.start(self.state, active.broker, HEAL_READY_TIMEOUT_S)
             elif active.kind == "pause":
                 brokerctl.resume(self.state, active.broker)
+            elif active.kind in NETWORK_KINDS:
+                netfaults.heal(self.state, None)
             else:
                 brokerctl.throttle(self.state, active.broker, None)
         except KctlError as exc:

@@ -123,7 +123,9 @@ def run(
             "lone-broker pauses every broker but one, then kills it and resumes the others (give it "
             "a --fault-duration longer than broker.session.timeout.ms); kill-pause kills one broker, "
             "pauses another for the fault's duration (make it longer than replica.lag.time.max.ms), "
-            "then resumes it.",
+            "then resumes it; partition cuts the brokers apart, Jepsen's shapes in turn (one broker, "
+            "a partition's leader, the controller, random halves, a bridge); loss drops 5% of every "
+            "broker's packets (both need CAP_NET_ADMIN: see `kctl broker isolate`).",
         ),
     ] = ",".join(nemesis.DEFAULT_KINDS),
     fault_interval: Annotated[
@@ -174,6 +176,10 @@ def run(
     if txn and acks != "all":
         raise KctlError("--txn needs --acks all: transactional producers are idempotent", ExitCode.USAGE)
     fault_kinds = nemesis.parse_kinds(kinds)
+    if faults and set(fault_kinds) & set(nemesis.NETWORK_KINDS):
+        from kctl.cluster import packetfilter
+
+        packetfilter.require_nft()  # before the run: one line, exit 6
     if fault_count is not None and not faults:
         raise KctlError("--fault-count needs faults: drop --no-faults", ExitCode.USAGE)
     conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)

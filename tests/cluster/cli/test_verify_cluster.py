@@ -139,3 +139,46 @@ def test_a_history_recorded_with_bootstrap_and_no_faults_is_checked_again(tmp_pa
     doc = json.loads(again.stdout)
     assert doc["valid"] and doc["stats"]["faults"] == 0 and doc["stats"]["acknowledged"] > 0
     assert doc["stats"]["final_read"] == doc["stats"]["acknowledged"]
+
+
+def network_run(cluster_dir, path, *options, expect):
+    """Network faults from the nemesis, 4 s each (past broker.session.timeout.ms, so the cut
+    brokers are fenced and leaders move)."""
+    args = ["--time-limit", "120s", "--fault-interval", "0.5s", "--fault-duration", "4s", "--rate", "200/s"]
+    args += ["--seed", "3", "--history", str(path), "--json", *options]
+    run = run_kctl("verify", *args, env={"KCTL_HOME": str(cluster_dir)}, timeout=240)
+    assert run.returncode == expect, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_network_partitions_and_loss_lose_nothing_with_the_defaults_and_acks_1_loses_writes(
+    cluster_dir, tmp_path
+):
+    """Jepsen's main fault: with acks=all, min.insync.replicas=2 and idempotence, partitions
+    of every shape and packet loss lose nothing; with acks=1 the isolated leader goes on
+    acknowledging writes that the leader elected without it never had."""
+    kctl_in(cluster_dir, "cluster", "up", *BROKERS_ONLY)
+    path = tmp_path / "network.jsonl"
+    safe = network_run(
+        cluster_dir, path, "--nemesis", "partition,loss", "--fault-count", "4", expect=ExitCode.OK
+    )
+    assert safe["valid"] and safe["stats"]["faults.partition"] == 2 and safe["stats"]["faults.loss"] == 2
+    assert safe["stats"]["final_read"] >= safe["stats"]["acknowledged"] > 0
+    shapes = [json.loads(line).get("shape") for line in path.read_text().splitlines()]
+    assert [s for s in shapes if s] == ["one", "leader"]
+    broken = network_run(
+        cluster_dir,
+        tmp_path / "acks1.jsonl",
+        "--nemesis",
+        "partition",
+        "--fault-count",
+        "2",
+        "--acks",
+        "1",
+        expect=ExitCode.ANOMALIES,
+    )
+    lost = checks(broken)["lost-write"]
+    assert lost["count"] > 0 and "not in the final read" in lost["examples"][0], broken
+    assert (
+        json.loads(kctl_in(cluster_dir, "cluster", "status", "--json").stdout)["network_faults"]["cuts"] == []
+    )
