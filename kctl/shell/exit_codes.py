@@ -33,7 +33,8 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.INVALID_INPUT: "invalid input: bad offset or format, record too large, invalid name or config",
     ExitCode.CONFLICT: "refused in the current state: a group with active members, a broker "
     "already dead or already running, a transactional producer fenced by a newer one, "
-    "a partition with no replica that may be elected leader",
+    "a partition with no replica that may be elected leader, a network fault this machine "
+    "cannot make (no nftables or no CAP_NET_ADMIN, no tc netem for --delay)",
     ExitCode.NOT_AUTHORIZED: "not authorized: authentication failed (wrong credentials or security "
     "settings), or no ACL allows the principal the operation",
     ExitCode.UNHEALTHY: "cluster unhealthy: a planned broker is down or paused, or there is no controller",
