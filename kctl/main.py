@@ -89,7 +89,8 @@ COMMANDS: dict[str, CommandEntry] = {
     "broker": CommandEntry(
         "kctl.cluster.broker",
         "app",
-        "List the local cluster's brokers and inject faults: kill, stop, start, pause, resume, throttle.",
+        "List the local cluster's brokers and inject faults: kill, stop, start, pause, resume, "
+        "throttle, isolate, heal, netem.",
     ),
     "topic": CommandEntry("kctl.topic.topic", "app", "Create, list, describe, delete and configure topics."),
     "group": CommandEntry("kctl.group.group", "app", "List, describe, reset and delete consumer groups."),
