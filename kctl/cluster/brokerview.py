@@ -1,10 +1,12 @@
-"""What kctl says about each broker of a local cluster: alive, paused, shutting-down or dead.
+"""What kctl says about each broker of a local cluster: alive, paused, isolated, shutting-down
+or dead.
 
 Liveness comes from the state directory, never from pids: a broker is alive while its process
 holds its lock, which the kernel drops however the process dies. A broker that holds its lock
 but has not renewed its lease within broker.session.timeout.ms is "paused" (SIGSTOP, or
 starved): the rest of the cluster already treats it as dead, and that is what a class needs
-to see next to the process that is still there. `section` is the table that shows them.
+to see next to the process that is still there; one a network fault cuts off from the
+controller quorum is "isolated" (`kctl broker isolate`). `section` is the table that shows them.
 """
 
 from __future__ import annotations
@@ -31,8 +33,11 @@ def broker_host(broker_id: int) -> str:
     with addresses of their own can be cut apart by a packet filter (`kctl broker isolate`);
     clients keep 127.0.0.1."""
     return f"127.0.1.{broker_id}" if 1 <= broker_id <= 254 else HOST
+
+
 ALIVE = "alive"
 PAUSED = "paused"
+ISOLATED = "isolated"  # running, but cut off from the controller quorum (kctl broker isolate)
 SHUTTING_DOWN = "shutting-down"
 DEAD = "dead"
 
@@ -82,10 +87,13 @@ def view(state: ClusterState) -> list[BrokerView]:
     now = time.time()
     regs = {r.broker_id: r for r in state.brokers()}
     views = []
+    cut_off = state.network_faults().cut_from_quorum
     for broker_id, port in sorted(state.planned_brokers().items()):
         reg = regs.get(broker_id)
         timeout_s = reg.session_timeout_ms / 1000 if reg else session_timeout_s
         status = state_of(reg, timeout_s, now)
+        if status != DEAD and broker_id in cut_off:
+            status = ISOLATED
         process = None if status == DEAD else reg  # the registration of a running process
         views.append(
             BrokerView(
@@ -109,7 +117,13 @@ def controller_json(controller: tuple[int, int] | None) -> dict | None:
     return None if controller is None else {"broker_id": controller[0], "epoch": controller[1]}
 
 
-_STYLES = {ALIVE: "green", PAUSED: "bold yellow", SHUTTING_DOWN: "yellow", DEAD: "bold red"}
+_STYLES = {
+    ALIVE: "green",
+    PAUSED: "bold yellow",
+    ISOLATED: "bold magenta",
+    SHUTTING_DOWN: "yellow",
+    DEAD: "bold red",
+}
 
 
 def section(views: list[BrokerView], controller: tuple[int, int] | None, title: str | None = None) -> Section:

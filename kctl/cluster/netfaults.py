@@ -197,7 +197,7 @@ def describe(faults: NetworkFaults) -> list[str]:
     """One line per fault in force, for `kctl cluster status` and the commands' answers."""
     lines = []
     pairs = set(faults.cuts)
-    for sender, receiver in sorted(faults.cuts, key=str):
+    for sender, receiver in sorted(faults.cuts, key=lambda cut: tuple(map(_order, cut))):
         if (sender, receiver) not in pairs:
             continue
         if (receiver, sender) in pairs:
@@ -209,6 +209,11 @@ def describe(faults: NetworkFaults) -> list[str]:
     lines += [f"broker {b} is cut off from the controller quorum" for b in sorted(faults.cut_from_quorum)]
     lines += [f"broker {b} loses {p}% of its packets" for b, p in sorted(faults.loss.items())]
     return lines
+
+
+def _order(node: Node) -> tuple[int, int]:
+    """Brokers by id, then clients."""
+    return (1, 0) if node == CLIENTS else (0, int(node))
 
 
 def _name(node: Node) -> str:

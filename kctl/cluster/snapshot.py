@@ -43,6 +43,7 @@ def take(state: ClusterState, topic: str | None = None) -> dict:
         "controller": brokerview.controller_json(state.controller()),
         "fenced_controller": state.fenced_controller(),
         "brokers": [b.to_json() for b in brokerview.view(state)],
+        "network_faults": state.network_faults().to_json(),
         "security_events": securityevents.recent(state),
         "topics": [
             {

@@ -27,7 +27,15 @@ from matplotlib.transforms import blended_transform_factory
 from kctl.report.history import Anomaly, Findings, Injected
 from kctl.report.recording import FAULT_WORDS, Fault, PartitionTimeline, Recording
 
-FAULT_COLOURS = {"paused": "#f0a030", "dead": "#d03030", "shutting-down": "#909090", "throttled": "#e0d040"}
+FAULT_COLOURS = {
+    "paused": "#f0a030",
+    "isolated": "#b040b0",
+    "dead": "#d03030",
+    "shutting-down": "#909090",
+    "throttled": "#e0d040",
+    "cut": "#8050d0",
+    "loss": "#30a0a0",
+}
 HIGH_WATERMARK = "#111111"
 LAST_STABLE_OFFSET = "#7b3fa0"
 ISR = "#1f5fbf"

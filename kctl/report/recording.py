@@ -23,7 +23,15 @@ MAX_LINE_CHARS = 16 * 1024 * 1024
 MIN_GAP_S = 5.0  # moments further apart are from two recordings appended to one file
 
 # A fault's kind, as the watch names a broker's state, in words for a picture.
-FAULT_WORDS = {"paused": "paused", "dead": "down", "shutting-down": "shutting down", "throttled": "throttled"}
+FAULT_WORDS = {
+    "paused": "paused",
+    "isolated": "isolated",
+    "dead": "down",
+    "shutting-down": "shutting down",
+    "throttled": "throttled",
+    "cut": "cut off",
+    "loss": "losing packets",
+}
 
 
 @dataclass(frozen=True)
@@ -222,5 +230,9 @@ def _gap(docs: list[dict]) -> float:
 
 
 def _detail(fault: dict) -> str:
+    if fault.get("from"):
+        return "from " + ", ".join(fault["from"])
+    if fault.get("percent") is not None:
+        return f"{fault['percent']}%"
     rate = fault.get("bytes_per_s")
     return "" if rate is None else f"{rate} B/s"

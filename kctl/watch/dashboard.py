@@ -1,5 +1,6 @@
-"""The `kctl watch` screen: brokers, partitions per topic (and, with --sample, the latest record
-of each), groups, the brokers' latest security events and recent changes.
+"""The `kctl watch` screen: brokers, the network faults in force, partitions per topic (and,
+with --sample, the latest record of each), groups, the brokers' latest security events and
+recent changes.
 
 Built as console Sections, so the same tables are printed once when stdout is not a
 terminal and laid out in a Rich Live display when it is.
@@ -12,7 +13,8 @@ import time
 from rich.console import Group
 from rich.text import Text
 
-from kctl.cluster import brokerview, securityevents
+from brokerd.state.faults import NetworkFaults
+from kctl.cluster import brokerview, netfaults, securityevents
 from kctl.cluster.brokerview import BrokerView
 from kctl.shell import sections
 from kctl.shell.console import Section, rich_table
@@ -30,6 +32,9 @@ def build(snap: dict, events: list[Event]) -> list[Section]:
             title="BROKERS",
         )
     ]
+    cuts = netfaults.describe(NetworkFaults.from_json(snap.get("network_faults") or {}))
+    if cuts:  # which brokers cannot reach which, while it lasts
+        out.append(Section("NETWORK FAULTS", ["fault"], [[line] for line in cuts]))
     out += [sections.partitions(f"TOPIC {t['topic']}", t["partitions"]) for t in snap["topics"]]
     if "sample" in snap:  # kctl watch TOPIC --sample
         out += sampleview.sections(snap["sample"])

@@ -1,7 +1,8 @@
 """What changed between two `kctl watch` snapshots, in words a class can follow.
 
 The dashboard shows the state; these lines narrate the transitions a teacher points at, with
-the moment they were seen: a broker paused, the controller moved (and a paused one woke up
+the moment they were seen: a broker paused, a network fault made or healed (kctl broker
+isolate, cluster partition, broker netem), the controller moved (and a paused one woke up
 fenced), a leader was elected with a higher epoch (out of sync, in an unclean election; or
 the preferred one back, on the controller's imbalance check, and why), the ISR shrank or
 grew (an ISR without its leader is flagged as an anomaly), fell below min.insync.replicas,
@@ -18,6 +19,9 @@ expired, archived at the delivery count limit, and how many are in flight.
 
 from __future__ import annotations
 
+from brokerd.state.faults import NetworkFaults
+from kctl.cluster.netfaults import describe
+
 HIGH_WATERMARK_STALL_MS = 1000  # records waiting this long for in-sync replicas: a stall
 
 LOG_START_REASONS = {
@@ -31,6 +35,7 @@ def changes(before: dict, after: dict) -> list[str]:
     groups)."""
     return (
         _broker_changes(before, after)
+        + _network_changes(before, after)
         + _controller_change(before, after)
         + _controller_fencing(before, after)
         + _partition_changes(before, after)
@@ -55,6 +60,14 @@ def _broker_changes(before: dict, after: dict) -> list[str]:
                 else f"broker {b['id']}: follows at most {rate} bytes/s (throttled)"
             )
     return lines
+
+
+def _network_changes(before: dict, after: dict) -> list[str]:
+    """Network faults made and healed, as `kctl cluster status` tells them."""
+    was, now = (describe(NetworkFaults.from_json(s.get("network_faults") or {})) for s in (before, after))
+    return [f"network: {line}" for line in now if line not in was] + [
+        f"network: healed: {line}" for line in was if line not in now
+    ]
 
 
 def _controller_change(before: dict, after: dict) -> list[str]:

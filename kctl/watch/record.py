@@ -48,7 +48,23 @@ class Recorder:
 
 def moment(snap: dict, changes: list[str]) -> dict:
     """One line of a recording: the snapshot, the faults in force and the changes narrated."""
-    return {"format": FORMAT, **snap, "faults": faults(snap["brokers"]), "events": changes}
+    faults_now = faults(snap["brokers"]) + network_faults(snap.get("network_faults") or {})
+    return {"format": FORMAT, **snap, "faults": faults_now, "events": changes}
+
+
+def network_faults(doc: dict) -> list[dict]:
+    """The brokers a network fault is on at this moment: cut off from some peers (and whom
+    from), or losing packets (and how many)."""
+    cut_from: dict[int, set[str]] = {}
+    for sender, receiver in doc.get("cuts", []):
+        for broker, peer in ((sender, receiver), (receiver, sender)):
+            if isinstance(broker, int):
+                cut_from.setdefault(broker, set()).add(str(peer))
+    for broker in doc.get("cut_from_quorum", []):
+        cut_from.setdefault(broker, set()).add("controller")
+    out = [{"broker": b, "fault": "cut", "from": sorted(peers)} for b, peers in sorted(cut_from.items())]
+    out += [{"broker": int(b), "fault": "loss", "percent": p} for b, p in sorted(doc.get("loss", {}).items())]
+    return out
 
 
 def faults(brokers: list[dict]) -> list[dict]:

@@ -3,6 +3,7 @@
 import pytest
 
 from kctl.watch.events import changes
+from kctl.watch.record import network_faults
 
 pytestmark = pytest.mark.unit
 
@@ -33,6 +34,35 @@ def test_a_killed_leader():
         "controller: broker 2 (epoch 2), was broker 1 (epoch 1)",
         "demo/0: leader 1 -> 2, epoch 0 -> 1",
         "demo/0: ISR shrank to [2,3]",
+    ]
+
+
+def test_an_isolated_leader_is_told_as_the_cut_then_its_fencing_then_the_heal():
+    cut = {"cuts": [[1, 2], [2, 1], [1, "clients"], ["clients", 1]], "cut_from_quorum": [1], "loss": {}}
+    isolated = dict(snap(states=("isolated", "alive", "alive")), network_faults=cut)
+    fenced = dict(snap(leader=2, epoch=1, isr=(2, 3), states=("isolated", "alive", "alive")), network_faults=cut)
+    assert changes(snap(), isolated) == [
+        "broker 1: alive -> isolated",
+        "network: broker 1 and broker 2 cannot reach each other",
+        "network: broker 1 and clients cannot reach each other",
+        "network: broker 1 is cut off from the controller quorum",
+    ]
+    assert changes(isolated, fenced) == ["demo/0: leader 1 -> 2, epoch 0 -> 1", "demo/0: ISR shrank to [2,3]"]
+    healed = snap(leader=2, epoch=1, isr=(2, 3, 1))
+    assert changes(fenced, healed)[:4] == [
+        "broker 1: isolated -> alive",
+        "network: healed: broker 1 and broker 2 cannot reach each other",
+        "network: healed: broker 1 and clients cannot reach each other",
+        "network: healed: broker 1 is cut off from the controller quorum",
+    ]
+
+
+def test_network_faults_are_recorded_per_broker_for_the_reports_bands():
+    doc = {"cuts": [[1, 3], ["clients", 1]], "cut_from_quorum": [1], "loss": {"2": 5}}
+    assert network_faults(doc) == [
+        {"broker": 1, "fault": "cut", "from": ["3", "clients", "controller"]},
+        {"broker": 3, "fault": "cut", "from": ["1"]},
+        {"broker": 2, "fault": "loss", "percent": 5},
     ]
 
 

@@ -131,6 +131,9 @@ def test_a_partition_fences_the_minority_side(cluster_dir):
     settled(cluster_dir, lambda p: p["leader"] in others and leader not in p["isr"], "the majority leading")
     text = kctl_in(cluster_dir, "cluster", "status", expect=ExitCode.UNHEALTHY).stdout.decode()
     assert f"Network fault: broker {leader} and broker {others[0]} cannot reach each other" in text
+    watched = kctl_json(cluster_dir, "watch", "t", "--once")
+    assert {b["id"]: b["state"] for b in watched["brokers"]}[leader] == "isolated"
+    assert watched["network_faults"]["cut_from_quorum"] == [leader]
     kctl_in(cluster_dir, "produce", "t", "--acks", "all", input=lines(range(5)))
     kctl_in(cluster_dir, "broker", "heal")
     settled(cluster_dir, lambda p: len(p["isr"]) == 3, "the whole ISR again")
