@@ -100,11 +100,11 @@ def parse_byte_rate(text: str) -> int:
     return rate
 
 
-def start(
-    state: ClusterState, broker_id: int, ready_timeout: float = localcluster.READY_TIMEOUT_S
-) -> BrokerView:
+def start(state: ClusterState, broker_id: int, ready_timeout: float | None = None) -> BrokerView:
     """Start one dead broker again, on its planned port, with its data and the cluster's
-    settings; it is stopped again unless it answers within `ready_timeout`."""
+    settings, and wait until it answers, however long its recovery takes while it runs; one
+    that exits is reported with its log. After `ready_timeout` seconds, if given, stop waiting
+    (exit 3) and leave it to finish starting."""
     broker = lookup(state, broker_id)
     if broker.state != brokerview.DEAD:
         raise KctlError(
