@@ -10,6 +10,15 @@ from pathlib import Path
 from brokerd.state.directory import StateDirectory, read_json, write_json
 
 PLAN = "cluster.json"
+BROKER_ADDRESSES = "127.0.1.0/24"
+
+
+def planned_host(broker_id: int) -> str:
+    """The loopback address a broker of a local cluster listens on and connects from:
+    127.0.1.ID. Every 127.x address is local on Linux, with nothing to set up, and brokers
+    with addresses of their own can be cut apart by a packet filter (`kctl broker isolate`);
+    clients keep 127.0.0.1."""
+    return f"127.0.1.{broker_id}" if 1 <= broker_id <= 254 else "127.0.0.1"
 
 
 class ClusterPlan(StateDirectory):

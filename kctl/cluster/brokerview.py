@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from brokerd.state.cluster_plan import planned_host
 from kctl.cluster import brokerconfig
 from kctl.shell.console import Section
 
@@ -24,17 +25,6 @@ if TYPE_CHECKING:
     from brokerd.state import BrokerRegistration, ClusterState
 
 HOST = "127.0.0.1"
-BROKER_ADDRESSES = "127.0.1.0/24"
-
-
-def broker_host(broker_id: int) -> str:
-    """The loopback address a broker of a local cluster listens on and connects from:
-    127.0.1.ID. Every 127.x address is local on Linux, with nothing to set up, and brokers
-    with addresses of their own can be cut apart by a packet filter (`kctl broker isolate`);
-    clients keep 127.0.0.1."""
-    return f"127.0.1.{broker_id}" if 1 <= broker_id <= 254 else HOST
-
-
 ALIVE = "alive"
 PAUSED = "paused"
 ISOLATED = "isolated"  # running, but cut off from the controller quorum (kctl broker isolate)
@@ -98,7 +88,7 @@ def view(state: ClusterState) -> list[BrokerView]:
         views.append(
             BrokerView(
                 broker_id,
-                reg.host if reg else broker_host(broker_id),
+                reg.host if reg else planned_host(broker_id),
                 port,
                 None if process is None else process.pid,
                 status,

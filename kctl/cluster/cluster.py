@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from brokerd.security import client_properties
+from brokerd.state.cluster_plan import planned_host
 from kctl.cluster import (
     brokerconfig,
     brokerview,
@@ -175,7 +176,7 @@ def _start_services(
 ) -> list[localservice.StartingService]:
     """The cluster's HTTP services, started beside its brokers (they find them once they are
     up); the REST proxy uses the registry for its Avro, JSON Schema and Protobuf formats."""
-    planned = ",".join(f"{brokerview.broker_host(i)}:{port}" for i, port in ports.items())
+    planned = ",".join(f"{planned_host(i)}:{port}" for i, port in ports.items())
     secured = protocol != SecurityProtocol.PLAINTEXT.value
     properties = client_properties.path(cluster_dir) if secured else None
     start = partial(

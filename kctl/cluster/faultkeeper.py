@@ -13,11 +13,13 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 
 from brokerd.state import ClusterState
+from brokerd.state.faults import NetworkFaults
 from kctl.cluster import netfaults
 
 POLL_S = 0.1
@@ -54,7 +56,11 @@ def keep(state: ClusterState, stop: threading.Event) -> None:
             return
         dead = {b for b in faults.brokers() if not state.is_alive(b)}
         if dead:
-            netfaults.change(state, lambda f, gone=frozenset(dead): f.without(set(gone)))
+            netfaults.change(state, _without(dead))
+
+
+def _without(broker_ids: set[int]) -> Callable[[NetworkFaults], NetworkFaults]:
+    return lambda faults: faults.without(broker_ids)
 
 
 def main(argv: list[str]) -> int:

@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from brokerd.state.cluster_plan import planned_host
 from kctl.cluster import brokerconfig, brokerview, securecluster
-from kctl.cluster.brokerview import broker_host
 from kctl.kafka import clientprops
 from kctl.kafka.bootstrap import Bootstrap, local_state, resolve_cluster_dir
 from kctl.shell.errors import KctlError
@@ -127,7 +127,7 @@ def launch(state: ClusterState, ports: dict[int, int], settings: dict[str, str])
     for broker_id, port in ports.items():
         log_path = state.broker_dir(broker_id) / "broker.log"
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        host = broker_host(broker_id)
+        host = planned_host(broker_id)
         argv = ["--cluster-dir", str(state.cluster_dir), "--broker-id", str(broker_id)]
         argv += ["--host", host, "--port", str(port)]
         for name, value in {**securecluster.listeners(protocol, host, port), **settings}.items():

@@ -22,7 +22,7 @@ from kctl.shell.options import ClusterDir
 
 if TYPE_CHECKING:
     from brokerd.state import ClusterState
-    from brokerd.state.faults import NetworkFaults
+    from brokerd.state.faults import NetworkFaults, Node
 
 BrokerId = Annotated[
     int, typer.Argument(metavar="ID", help="Broker id, as in `kctl broker list`.", show_default=False)
@@ -78,6 +78,7 @@ def isolate(
         raise KctlError(f"--direction {direction!r}: expected both, in or out", ExitCode.USAGE)
     state = localcluster.existing(cluster_dir)
     others = [b for b in state.planned_brokers() if b != broker_id]
+    chosen: set[Node]
     if peers is None:
         chosen, quorum = {*others, netfaults.CLIENTS}, True
     else:

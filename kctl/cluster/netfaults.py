@@ -87,7 +87,7 @@ def isolate(
     from the controller quorum. ``direction``: what is lost, OUT what the broker sends, IN
     what it receives, BOTH."""
     brokerctl.running(state, broker_id)
-    cuts = set()
+    cuts: set[tuple[Node, Node]] = set()
     for peer in peers:
         if direction in (BOTH, OUT):
             cuts.add((broker_id, peer))

@@ -5,7 +5,7 @@ make `kctl cluster up --security-protocol SASL_SSL` a chore, so kctl makes a thr
 `<cluster>/tls/` and signs what the listeners and the admin client need with it. Clients
 trust the cluster by trusting that CA (`ssl.ca.location=<cluster>/tls/ca.pem`), as they would
 a company CA. One broker certificate serves every broker: each listens on a loopback address
-of its own (127.0.1.ID, see brokerview.broker_host) and librdkafka checks the host name it
+of its own (127.0.1.ID, see brokerd.state.cluster_plan) and librdkafka checks the host name it
 connected to against the certificate's SANs (its `ssl.endpoint.identification.algorithm` is
 `https` by default), so the SANs are `localhost`, `127.0.0.1` and every 127.0.1.ID.
 
@@ -26,7 +26,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kctl.cluster.brokerview import BROKER_ADDRESSES, HOST
+from brokerd.state.cluster_plan import BROKER_ADDRESSES
+from kctl.cluster.brokerview import HOST
 
 DIRECTORY = "tls"
 CA_NAME = "kctl local CA"
@@ -169,5 +170,5 @@ def _write(path: Path, data: bytes, mode: int) -> None:
 
 def _loopback_addresses() -> list[ipaddress.IPv4Address]:
     """127.0.0.1 (clients, services) and every address a broker of a local cluster may have."""
-    brokers = ipaddress.ip_network(BROKER_ADDRESSES)
-    return [ipaddress.ip_address(HOST), *(brokers.network_address + i for i in range(1, 255))]
+    brokers = ipaddress.IPv4Network(BROKER_ADDRESSES)
+    return [ipaddress.IPv4Address(HOST), *(brokers.network_address + i for i in range(1, 255))]

@@ -32,7 +32,8 @@ def for_bootstrap(bootstrap: Bootstrap, command_config: Path | None) -> dict[str
 
 
 def is_local(bootstrap: Bootstrap) -> bool:
-    """Whether every bootstrap address is a planned broker of the local cluster."""
+    """Whether every bootstrap address is a planned broker of the local cluster (by its own
+    address, 127.0.1.ID, or by 127.0.0.1/localhost)."""
     if bootstrap.source == "local":
         return True
     from brokerd.state import ClusterState  # when a command runs, not for --help
@@ -40,5 +41,9 @@ def is_local(bootstrap: Bootstrap) -> bool:
     state = ClusterState(bootstrap.cluster_dir)
     if not state.exists():
         return False
-    local = {f"{host}:{port}" for port in state.planned_brokers().values() for host in LOCAL_HOSTS}
+    from brokerd.state.cluster_plan import planned_host
+
+    planned = state.planned_brokers()
+    local = {f"{host}:{port}" for port in planned.values() for host in LOCAL_HOSTS}
+    local |= {f"{planned_host(broker_id)}:{port}" for broker_id, port in planned.items()}
     return all(address in local for address in bootstrap.servers.split(","))

@@ -26,7 +26,15 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 
 from brokerd.security import client_properties
 from brokerd.state import ClusterState
-from kctl.cluster import brokerconfig, brokerctl, localcluster, localservice, securecluster, snapshot
+from brokerd.state.cluster_plan import planned_host
+from kctl.cluster import (
+    brokerconfig,
+    brokerctl,
+    localcluster,
+    localservice,
+    securecluster,
+    snapshot,
+)
 from kctl.kafka import groups, topics
 from kctl.kafka.client import Connection, local_connection
 from kctl.shell.console import Section
@@ -179,7 +187,8 @@ class Lab:
 
     @property
     def bootstrap(self) -> str:
-        return ",".join(f"127.0.0.1:{port}" for port in self.state.planned_brokers().values())
+        planned = self.state.planned_brokers().items()
+        return ",".join(f"{planned_host(broker_id)}:{port}" for broker_id, port in planned)
 
     # -- faults, through `kctl broker`'s own code -----------------------------------------
 
