@@ -32,6 +32,7 @@ from kctl.cluster import (
     brokerctl,
     localcluster,
     localservice,
+    netfaults,
     securecluster,
     snapshot,
 )
@@ -139,6 +140,7 @@ class Lab:
         try:
             self._stop_schema_registry()
             if self._tmp is not None and self.state.exists():
+                netfaults.heal_all(self.state)  # no rule outlives the lesson's cluster
                 localcluster.stop_all(self.state)
         finally:
             for launched in self._launched:
@@ -200,6 +202,15 @@ class Lab:
 
     def kill(self, broker_id: int) -> None:
         brokerctl.kill(self.state, broker_id)
+
+    def isolate(self, broker_id: int, peers: list[int]) -> None:
+        """Cut a broker off from ``peers`` and the controller quorum, as `kctl broker isolate
+        ID --from PEERS,controller` does; clients still reach it."""
+        netfaults.isolate(self.state, broker_id, peers, from_quorum=True)
+
+    def heal(self) -> None:
+        """Remove every network fault, as `kctl broker heal` does."""
+        netfaults.heal_all(self.state)
 
     def restart(self, broker_id: int) -> None:
         """Start a dead broker again with its data, as `kctl broker start` does."""
