@@ -20,6 +20,8 @@ Layout of ``<cluster>/state/``:
     producer_ids.json       producer_ids: the next free block of producer ids
     replicas/<id>.json      replica_status: every replica a broker hosts, at one moment
     faults/<id>.json        faults: what kctl injects into a running broker (a throttle)
+    faults/network.json     faults: the network faults in force, and which brokers are cut off
+                            from the quorum (each broker reads whether it is)
     scram-credentials.json, acls.json, client-quotas.json, security-events/<id>.json
                             security: SCRAM credentials, ACLs, client quotas, security events
     .lock                   directory: the write lock, held by every read-modify-write of a
