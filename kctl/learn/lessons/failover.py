@@ -8,6 +8,7 @@ import time
 
 from kctl.learn.lab import Lab
 from kctl.learn.lesson import Ask, Check, Experiment, Explain, Lesson, Narrate, Observed, Show
+from kctl.learn.lessons import common
 
 TOPIC = "orders"
 # A follower's fetch waits at most this long at the leader (brokerd's replica fetcher); past it,
@@ -16,11 +17,7 @@ FOLLOWER_FETCH_WAIT_S = 0.5
 
 
 def _create(lab: Lab) -> str:
-    lab.create_topic(TOPIC, 1, 3)
-    lab.produce(TOPIC, [f"order {i}" for i in range(10)], acks="all")
-    lab.wait(lambda: lab.partition(TOPIC)["high_watermark"] == 10, "10 records replicated")
-    p = lab.partition(TOPIC)
-    lab.seen["old_leader"], lab.seen["old_epoch"] = p["leader"], p["leader_epoch"]
+    p = common.replicated_topic(lab, TOPIC, "order {}")
     lab.seen["producer"] = lab.producer(acks="1", enable_idempotence=False)
     lab.seen["producer"].list_topics(TOPIC, timeout=15)  # knows the leader before anything stalls
     return (
@@ -79,16 +76,7 @@ def _return(lab: Lab) -> str:
 
 
 def _truncated(lab: Lab) -> Observed:
-    p = lab.partition(TOPIC)
-    old = lab.seen["old_leader"]
-    cut = p["truncations"].get(str(old))
-    held = cut is not None and cut["from"] == 15 and cut["to"] == 10 and p["log_end_offsets"][str(old)] == 10
-    said = (
-        "no truncation"
-        if cut is None
-        else f"broker {old} truncated its log from {cut['from']} to {cut['to']}"
-    )
-    return Observed(held, f"{said}; log ends {p['log_end_offsets']}")
+    return common.truncated(lab, TOPIC, lab.seen["old_leader"], 15, 10, 10)
 
 
 def _nothing_committed_lost(lab: Lab) -> Observed:

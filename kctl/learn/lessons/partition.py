@@ -9,6 +9,7 @@ from confluent_kafka import KafkaError
 
 from kctl.learn.lab import Lab
 from kctl.learn.lesson import Ask, Check, Experiment, Explain, Lesson, Narrate, Observed, Show
+from kctl.learn.lessons import common
 
 TOPIC = "payments"
 SESSION_TIMEOUT_MS = 3000
@@ -16,11 +17,7 @@ ACKS_ALL_TIMEOUT_MS = 4000  # the acks=all write gives up after this long (messa
 
 
 def _create(lab: Lab) -> str:
-    lab.create_topic(TOPIC, 1, 3, min_insync_replicas="2")
-    lab.produce(TOPIC, [f"payment {i}" for i in range(10)], acks="all")
-    lab.wait(lambda: lab.partition(TOPIC)["high_watermark"] == 10, "10 records replicated")
-    p = lab.partition(TOPIC)
-    lab.seen["old_leader"], lab.seen["old_epoch"] = p["leader"], p["leader_epoch"]
+    p = common.replicated_topic(lab, TOPIC, "payment {}", min_insync_replicas="2")
     # Both producers know the leader before the cut, as long-running applications would.
     lab.seen["acks_1"] = lab.producer(acks="1", enable_idempotence=False)
     lab.seen["acks_all"] = lab.producer(acks="all", message_timeout_ms=ACKS_ALL_TIMEOUT_MS)
@@ -92,16 +89,7 @@ def _heal(lab: Lab) -> str:
 
 
 def _truncated(lab: Lab) -> Observed:
-    p = lab.partition(TOPIC)
-    old = lab.seen["old_leader"]
-    cut = p["truncations"].get(str(old))
-    held = cut is not None and cut["from"] == 16 and cut["to"] == 10 and p["log_end_offsets"][str(old)] == 11
-    said = (
-        "no truncation"
-        if cut is None
-        else f"broker {old} truncated its log from {cut['from']} to {cut['to']}"
-    )
-    return Observed(held, f"{said}; log ends {p['log_end_offsets']}")
+    return common.truncated(lab, TOPIC, lab.seen["old_leader"], 16, 10, 11)
 
 
 def _only_acks_all_survived(lab: Lab) -> Observed:
