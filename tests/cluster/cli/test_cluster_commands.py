@@ -28,7 +28,7 @@ def test_up_status_restart_down(cluster_dir):
     assert lines[0].split() == ["ID", "ADDRESS", "PID", "STATE", "LEASE-AGE", "THROTTLE"]
     assert [line.split()[3] for line in lines[1:4]] == ["started"] * 3
     ports = ClusterState(cluster_dir).planned_brokers()
-    assert lines[-1] == "export KCTL_BOOTSTRAP=" + ",".join(f"127.0.0.1:{p}" for p in ports.values())
+    assert lines[-1] == "export KCTL_BOOTSTRAP=" + ",".join(f"127.0.1.{i}:{p}" for i, p in ports.items())
     assert "Next:" in up.stderr
 
     doc = status(cluster_dir)

@@ -157,7 +157,7 @@ def test_cluster_up_status_metadata_and_a_broker_added_then_removed(cluster):
     lines = cluster.up.splitlines()
     assert [line.split()[3] for line in lines[1:4]] == ["started"] * 3
     ports = ClusterState(cluster.dir).planned_brokers()
-    assert lines[-1] == "export KCTL_BOOTSTRAP=" + ",".join(f"127.0.0.1:{p}" for p in ports.values())
+    assert lines[-1] == "export KCTL_BOOTSTRAP=" + ",".join(f"127.0.1.{i}:{p}" for i, p in ports.items())
 
     added = kctl_in(cluster.dir, "cluster", "add-broker")
     assert "Started broker 4 on port" in added.stdout.decode() + added.stderr
