@@ -34,7 +34,9 @@ def list_brokers(cluster_dir: ClusterDir = None, json_output: Json = False) -> N
     """Show each broker's address, pid, state and lease age; the controller is marked '*'.
 
     States: alive; paused (its process holds its lock but has not renewed its lease within
-    broker.session.timeout.ms, so the cluster treats it as dead); shutting-down; dead.
+    broker.session.timeout.ms, so the cluster treats it as dead); isolated (running, but a
+    network fault cuts it off from the controller quorum: `kctl broker isolate`);
+    shutting-down; dead.
     """
     state = localcluster.existing(cluster_dir)
     views = brokerview.view(state)

@@ -248,11 +248,12 @@ def down(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
 
 @app.command()
 def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
-    """Show brokers, pids, addresses, liveness, the controller with its epoch, and the
-    cluster's services (schema registry, REST proxy).
+    """Show brokers, pids, addresses, liveness, the controller with its epoch, the cluster's
+    services (schema registry, REST proxy) and the network faults in force.
 
     Exits 10 when the cluster is unhealthy: a planned broker is dead, paused (its lease is
-    older than broker.session.timeout.ms) or shutting down, or no live broker is controller.
+    older than broker.session.timeout.ms), isolated or shutting down, or no live broker is
+    controller.
     """
     state = localcluster.existing(cluster_dir)
     views = brokerview.view(state)
