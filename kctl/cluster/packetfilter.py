@@ -11,7 +11,8 @@ ports: the addresses 127.0.1.ID repeat from cluster to cluster, the ports do not
 A cut (sender, receiver) drops what the sender sends the receiver, on every connection
 between them: requests and answers alike. Dropped on output, a new connection times out and
 an established one stops delivering, as across a real network partition. Loss drops a share
-of a broker's packets, in and out, at random (`numgen random`).
+of a broker's packets, in and out, at random (`numgen random`); a packet between two lossy
+brokers is drawn once, so 5% on every broker loses 5% of the packets, not 10%.
 """
 
 from __future__ import annotations
@@ -47,9 +48,14 @@ def ruleset(table: str, faults: NetworkFaults, addresses: Mapping[int, tuple[str
     made again only when some packet is to be dropped."""
     batch = [f"table inet {table}", f"delete table inet {table}"]
     rules = [rule for cut in sorted(faults.cuts, key=str) for rule in _cut_rules(cut, addresses)]
+    lossy = sorted({addresses[broker_id][0] for broker_id in faults.loss})
     for broker_id, percent in sorted(faults.loss.items()):
         host = addresses[broker_id][0]
-        rules += [f"ip {end} {host} numgen random mod 100 < {percent} drop" for end in ("saddr", "daddr")]
+        # each packet is drawn once: by its sender's loss if it has one, else by its receiver's
+        rules += [
+            f"ip saddr {host} numgen random mod 100 < {percent} drop",
+            f"ip daddr {host} ip saddr != @lossy numgen random mod 100 < {percent} drop",
+        ]
     if rules:
         ports = ", ".join(str(port) for _, port in sorted(addresses.values()))
         hosts = ", ".join(sorted({host for host, _ in addresses.values()}))
@@ -57,6 +63,7 @@ def ruleset(table: str, faults: NetworkFaults, addresses: Mapping[int, tuple[str
             f"table inet {table} {{",
             f"  set ports {{ type inet_service; elements = {{ {ports} }}; }}",
             f"  set brokers {{ type ipv4_addr; elements = {{ {hosts} }}; }}",
+            *([f"  set lossy {{ type ipv4_addr; elements = {{ {', '.join(lossy)} }}; }}"] if lossy else []),
             "  chain output {",
             "    type filter hook output priority filter; policy accept;",
             "    tcp dport != @ports tcp sport != @ports accept",

@@ -34,11 +34,16 @@ def test_clients_are_every_address_that_is_not_a_broker():
     ]
 
 
-def test_loss_drops_a_share_of_the_brokers_packets_both_ways():
-    assert rules(NetworkFaults(loss={3: 5})) == [
+def test_loss_drops_a_share_of_the_brokers_packets_both_ways_and_draws_each_packet_once():
+    assert rules(NetworkFaults(loss={3: 5, 1: 20})) == [
+        "ip saddr 127.0.1.1 numgen random mod 100 < 20 drop",
+        "ip daddr 127.0.1.1 ip saddr != @lossy numgen random mod 100 < 20 drop",
         "ip saddr 127.0.1.3 numgen random mod 100 < 5 drop",
-        "ip daddr 127.0.1.3 numgen random mod 100 < 5 drop",
+        "ip daddr 127.0.1.3 ip saddr != @lossy numgen random mod 100 < 5 drop",
     ]
+    assert "set lossy { type ipv4_addr; elements = { 127.0.1.1, 127.0.1.3 }; }" in packetfilter.ruleset(
+        "kctl_t", NetworkFaults(loss={3: 5, 1: 20}), ADDRESSES
+    )
 
 
 def test_no_packet_fault_leaves_no_table():
