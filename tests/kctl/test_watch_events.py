@@ -2,8 +2,10 @@
 
 import pytest
 
+from kctl.report import recording
+from kctl.report.chart import _fault_words
 from kctl.watch.events import changes
-from kctl.watch.record import network_faults
+from kctl.watch.record import moment, network_faults
 
 pytestmark = pytest.mark.unit
 
@@ -40,7 +42,9 @@ def test_a_killed_leader():
 def test_an_isolated_leader_is_told_as_the_cut_then_its_fencing_then_the_heal():
     cut = {"cuts": [[1, 2], [2, 1], [1, "clients"], ["clients", 1]], "cut_from_quorum": [1], "loss": {}}
     isolated = dict(snap(states=("isolated", "alive", "alive")), network_faults=cut)
-    fenced = dict(snap(leader=2, epoch=1, isr=(2, 3), states=("isolated", "alive", "alive")), network_faults=cut)
+    fenced = dict(
+        snap(leader=2, epoch=1, isr=(2, 3), states=("isolated", "alive", "alive")), network_faults=cut
+    )
     assert changes(snap(), isolated) == [
         "broker 1: alive -> isolated",
         "network: broker 1 and broker 2 cannot reach each other",
@@ -326,3 +330,19 @@ def test_share_partition_deliveries_releases_rejections_and_lock_expiries_are_to
     # a new leader counts from where it took over: its counts are told from zero, never as a drop
     moved = share_partition(leader_epoch=1, delivered=1, acquired=1, max_delivery_count=3)
     assert changes(second, moved) == ["group workers: jobs/0: 1 acquired; 1 in flight, 1 acquired"]
+
+
+def test_a_recorded_cut_becomes_a_band_named_by_whom_it_cut_the_broker_off_from(tmp_path):
+    cut = {"cuts": [[1, 2], [2, 1]], "cut_from_quorum": [1], "loss": {}}
+    moments = [
+        moment(dict(snap(), time=10.0), []),
+        moment(dict(snap(states=("isolated", "alive", "alive")), time=11.0, network_faults=cut), []),
+        moment(dict(snap(), time=15.0), []),
+    ]
+    built = recording.build(tmp_path, moments).faults
+    bands = {(f.broker, f.kind): (f.start, f.end, f.detail) for f in built}
+    assert bands[(1, "cut")] == (11.0, 15.0, "from 2, controller")
+    assert bands[(2, "cut")] == (11.0, 15.0, "from 1")
+    assert bands[(1, "isolated")][:2] == (11.0, 15.0)
+    band = next(f for f in built if (f.broker, f.kind) == (1, "cut"))
+    assert _fault_words(band) == " broker 1 cut off from 2, controller"
