@@ -46,9 +46,7 @@ def test_describe_cluster_names_every_live_broker_and_the_controller(cluster_fac
     cluster = cluster_factory(3)
     # librdkafka sends DescribeCluster to the controller it last read in Metadata; when that
     # one dies it retries it until its next metadata refresh (every 5 minutes by default).
-    admin = AdminClient(
-        {"bootstrap.servers": cluster.bootstrap, "topic.metadata.refresh.interval.ms": 1000}
-    )
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap, "topic.metadata.refresh.interval.ms": 1000})
 
     def nodes(expected: list[int]):
         try:
