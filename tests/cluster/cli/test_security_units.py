@@ -106,7 +106,9 @@ def test_certificates_chain_to_the_ca_and_name_the_loopback(tmp_path):
     )
     names = broker.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert names.get_values_for_type(x509.DNSName) == ["localhost"]
-    assert [str(a) for a in names.get_values_for_type(x509.IPAddress)] == ["127.0.0.1"]
+    # clients' 127.0.0.1 and every broker's own address, 127.0.1.ID
+    addresses = [str(a) for a in names.get_values_for_type(x509.IPAddress)]
+    assert addresses == ["127.0.0.1", *(f"127.0.1.{i}" for i in range(1, 255))]
     client = x509.load_pem_x509_certificate(files.client_cert.read_bytes())
     assert client.subject.rfc4514_string() == "CN=admin"
     usage = client.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
