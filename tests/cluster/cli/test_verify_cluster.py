@@ -29,7 +29,7 @@ def test_verify_under_faults_reads_back_every_acknowledged_write(cluster_dir, tm
         cluster_dir,
         "verify",
         "--fault-count",
-        "20",
+        "12",
         "--time-limit",
         "90s",  # a bound: killing and restarting brokers takes seconds on a busy machine
         "--rate",
@@ -49,14 +49,14 @@ def test_verify_under_faults_reads_back_every_acknowledged_write(cluster_dir, tm
     doc = json.loads(run.stdout)
     assert doc["valid"] is True and doc["anomalies"] == 0, doc
     stats = doc["stats"]
-    assert stats["faults"] >= 20, run.stderr  # kill, pause, kill-controller, throttle took turns
+    assert stats["faults"] >= 12, run.stderr  # kill, pause, kill-controller, throttle took turns
     assert {k for k in stats if k.startswith("faults.")} == {
         "faults.kill",
         "faults.pause",
         "faults.kill-controller",
         "faults.throttle",
     }
-    assert stats["acknowledged"] > 500 and stats["final_read"] >= stats["acknowledged"]
+    assert stats["acknowledged"] > 300 and stats["final_read"] >= stats["acknowledged"]
     assert stats["txn_committed"] > 0 and stats["txn_aborted"] > 0
     found = checks(doc)
     assert found["lost-write"]["count"] == 0 and found["unseen"]["count"] == 0
@@ -160,19 +160,19 @@ def test_network_partitions_and_loss_lose_nothing_with_the_defaults_and_acks_1_l
     kctl_in(cluster_dir, "cluster", "up", *BROKERS_ONLY)
     path = tmp_path / "network.jsonl"
     safe = network_run(
-        cluster_dir, path, "--nemesis", "partition,loss", "--fault-count", "4", expect=ExitCode.OK
+        cluster_dir, path, "--nemesis", "partition,loss", "--fault-count", "2", expect=ExitCode.OK
     )
-    assert safe["valid"] and safe["stats"]["faults.partition"] == 2 and safe["stats"]["faults.loss"] == 2
+    assert safe["valid"] and safe["stats"]["faults.partition"] == 1 and safe["stats"]["faults.loss"] == 1
     assert safe["stats"]["final_read"] >= safe["stats"]["acknowledged"] > 0
     shapes = [json.loads(line).get("shape") for line in path.read_text().splitlines()]
-    assert [s for s in shapes if s] == ["one", "leader"]
+    assert [s for s in shapes if s] == ["one"]
     broken = network_run(
         cluster_dir,
         tmp_path / "acks1.jsonl",
         "--nemesis",
         "partition",
         "--fault-count",
-        "2",
+        "1",
         "--acks",
         "1",
         expect=ExitCode.ANOMALIES,
