@@ -14,10 +14,12 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from filelock import FileLock, Timeout
+from typing import TYPE_CHECKING
 
 from brokerd.state.directory import StateDirectory, read_json, write_json
+
+if TYPE_CHECKING:
+    from filelock import FileLock
 
 
 @dataclass
@@ -67,6 +69,8 @@ class BrokerRegistrations(StateDirectory):
         The lock is an OS file lock, so it is released by the kernel when the process dies,
         however it dies; a second process claiming the same id fails here.
         """
+        from filelock import FileLock, Timeout  # brokers only: kctl's reads need no asyncio
+
         (self.dir / "brokers").mkdir(parents=True, exist_ok=True)
         # Probes (is_alive) hold the lock shared for microseconds: wait those out.
         liveness = FileLock(str(self._broker_file(broker_id, ".lock")), timeout=2)

@@ -15,8 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock, Timeout
-
 from brokerd.atomic_file import atomic_write
 
 WRITE_LOCK_TIMEOUT_S = 10.0
@@ -82,6 +80,8 @@ class StateDirectory:
     def write_lock(self) -> Iterator[None]:
         """Serialises read-modify-write cycles of shared files across every process."""
         self.require_quorum()
+        from filelock import FileLock, Timeout  # asyncio comes with it: not for kctl's reads
+
         try:
             with FileLock(str(self.dir / ".lock"), timeout=WRITE_LOCK_TIMEOUT_S):
                 yield

@@ -15,8 +15,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from filelock import FileLock
-
 from brokerd.state.faults import CLIENTS, NetworkFaults, Node
 from kctl.cluster import brokerctl, brokerview, packetfilter
 from kctl.shell.errors import KctlError
@@ -32,6 +30,8 @@ BOTH, IN, OUT = "both", "in", "out"
 @contextmanager
 def changing(cluster_dir: Path) -> Iterator[None]:
     """Held while the faults document and the table are changed together."""
+    from filelock import FileLock  # asyncio comes with it: only when faults change
+
     directory = Path(cluster_dir) / DIRECTORY
     directory.mkdir(exist_ok=True)
     with FileLock(str(directory / ".lock")):
