@@ -88,23 +88,29 @@ def test_an_isolated_leader_is_fenced_and_acks_all_loses_nothing(cluster_dir):
     assert consumed(cluster_dir) == [str(i) for i in range(300)]  # in order, each once
 
 
-def test_acks_1_writes_the_isolated_leader_took_alone_are_truncated_on_heal(cluster_dir):
+def test_acks_1_writes_the_isolated_leader_took_alone_are_truncated_on_heal(cluster_dir, kctl_processes):
     addresses = up(cluster_dir, topic_config=())
     kctl_in(cluster_dir, "produce", "t", "--acks", "all", input=lines(["kept1", "kept2"]))
     leader = partition0(cluster_dir)["leader"]
     others = sorted(set(addresses) - {leader})
+    # A running producer that knows the leader before the cut, as an application would: it
+    # goes on writing there (a new one might ask a broker that already knows the new leader).
+    producer = kctl_processes(cluster_dir, "produce", "t", "--acks", "1", "-b", addresses[leader])
+    producer.write(b"kept3\n")
+    settled(cluster_dir, lambda p: p["high_watermark"] == 3, "kept3 replicated")
     kctl_in(cluster_dir, "broker", "isolate", str(leader), "--from", f"{others[0]},{others[1]},controller")
-    # a client that reaches only the old leader is told, by it, that it still leads
-    alone = lines(f"alone{i}" for i in range(5))
-    kctl_in(cluster_dir, "produce", "t", "--acks", "1", "-b", addresses[leader], input=alone)
+    producer.write(lines(f"alone{i}" for i in range(5)).encode())
+    producer.proc.stdin.close()
+    assert producer.finish() == 0, producer.err  # acknowledged, by the isolated leader alone
     settled(cluster_dir, lambda p: p["leader"] in others, "a leader elected without the isolated one")
     survivors = ",".join(addresses[b] for b in others)
     kctl_in(cluster_dir, "produce", "t", "--acks", "all", "-b", survivors, input=lines(["after1", "after2"]))
     kctl_in(cluster_dir, "broker", "heal")
     settled(cluster_dir, lambda p: len(p["isr"]) == 3, "the old leader back in the ISR")
-    assert consumed(cluster_dir) == ["kept1", "kept2", "after1", "after2"]
+    assert consumed(cluster_dir) == ["kept1", "kept2", "kept3", "after1", "after2"]
     log = (cluster_dir / "brokers" / str(leader) / "broker.log").read_text()
     assert "cannot reach the controller quorum" in log and "reaches the controller quorum again" in log
+    assert "t-0: truncating divergent log from 8 to 3" in log  # alone0-4, taken alone
 
 
 def test_a_one_way_cut_from_the_leader_shrinks_the_isr_and_heals(cluster_dir):
