@@ -17,7 +17,7 @@ from tests.fuzz import CORPUS
 
 pytestmark = pytest.mark.unit
 
-FUZZ_S = 25  # plus a few seconds of start-up (instrumenting brokerd)
+FUZZ_S = 15  # plus a few seconds of start-up (instrumenting brokerd)
 ROOT = Path(__file__).parents[2]
 
 

@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 from brokerd.state import ClusterState
-from kctl.cluster import localservice, packetfilter
+from kctl.cluster import localservice, packetfilter, snapshot
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 
@@ -25,6 +25,12 @@ def kctl_in(directory, *args, expect=0, **kwargs):
     result = run_kctl(*args, env={"KCTL_HOME": str(directory)}, **kwargs)
     assert result.returncode == expect, result.stderr
     return result
+
+
+def described_partition(directory, topic: str, index: int = 0) -> dict:
+    """A partition as `kctl topic describe --json` shows it (the state its leader published),
+    read in this process: a test polling through kctl would pay a process start each time."""
+    return snapshot.partitions(ClusterState(directory), topic)[index]
 
 
 def kctl_json(directory, *args, expect=0):

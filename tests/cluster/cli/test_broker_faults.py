@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env
-from tests.kctl.local import BROKERS_ONLY, kctl_in, kctl_json
+from tests.kctl.local import BROKERS_ONLY, described_partition, kctl_in, kctl_json
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -43,9 +43,12 @@ def watched(directory) -> dict:
 
 
 def settled(directory, predicate, what, timeout=20):
-    """Poll `topic describe` until partition 0 satisfies `predicate`; returns that partition."""
+    """Poll partition 0 as `topic describe` shows it until it satisfies `predicate`; returns it."""
     return wait_until(
-        lambda: (lambda p: p if predicate(p) else None)(partition0(directory)), timeout, what, interval=0.1
+        lambda: (lambda p: p if predicate(p) else None)(described_partition(directory, "demo")),
+        timeout,
+        what,
+        interval=0.1,
     )
 
 
