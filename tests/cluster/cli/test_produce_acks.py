@@ -11,7 +11,7 @@ import pytest
 
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
-from tests.kctl.local import BROKERS_ONLY, kctl_in, kctl_json
+from tests.kctl.local import BROKERS_ONLY, described_partition, kctl_in, kctl_json
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(120)]
 
@@ -25,7 +25,9 @@ def partition0(directory) -> dict:
 def test_acks_all_below_min_insync_replicas_fails_at_once(cluster_factory, kctl_processes):
     three = cluster_factory(3, {"broker.session.timeout.ms": "2000"})
     kctl_in(three.dir, "topic", "create", "orders", "-p", "1", "-r", "3", "-c", "min.insync.replicas=2")
-    wait_until(lambda: len(partition0(three.dir)["isr"]) == 3, 20, "a fully replicated partition")
+    wait_until(
+        lambda: len(described_partition(three.dir, "orders")["isr"]) == 3, 20, "a fully replicated partition"
+    )
     running = kctl_processes(three.dir, "produce", "orders", "--json", "--timeout", "3")
     running.write(b"".join(b"r%d\n" % i for i in range(5)))
     running.wait_for(lambda: len(running.out) == 5, "5 delivery reports")
@@ -33,7 +35,11 @@ def test_acks_all_below_min_insync_replicas_fails_at_once(cluster_factory, kctl_
     leader = partition0(three.dir)["leader"]
     for follower in {1, 2, 3} - {leader}:
         three.kill(follower)
-    wait_until(lambda: partition0(three.dir)["isr"] == [leader], 20, "the ISR to shrink to the leader")
+    wait_until(
+        lambda: described_partition(three.dir, "orders")["isr"] == [leader],
+        20,
+        "the ISR to shrink to the leader",
+    )
 
     started = time.monotonic()
     running.write(b"refused\n")  # stdin stays open: the failure ends the run
