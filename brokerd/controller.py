@@ -350,6 +350,14 @@ class Controller:
     def is_active(self) -> bool:
         return self.epoch is not None
 
+    def _live_now(self, broker_id: int) -> bool:
+        """Whether a broker is live by its registration as it is now: one that registered and
+        claimed the controllership after this round's listing of brokers (two starting at
+        once) is not taken over, which would fence its first decisions (NOT_CONTROLLER)."""
+        return any(
+            r.broker_id == broker_id and r.is_live(self.session_timeout_s) for r in self.state.brokers()
+        )
+
     def maintain(
         self,
         registrations: list[BrokerRegistration],
@@ -367,7 +375,7 @@ class Controller:
         check (see LeaderRebalance), one pass over every partition per interval."""
         live = {r.broker_id for r in registrations if r.is_live(self.session_timeout_s)}
         if not self.is_active:
-            self.epoch = self.state.claim_controller(self.broker_id, lambda b: b in live)
+            self.epoch = self.state.claim_controller(self.broker_id, lambda b: b in live or self._live_now(b))
             if self.epoch is not None:
                 log.info("broker %d is controller at epoch %d", self.broker_id, self.epoch)
                 self._seen = None
