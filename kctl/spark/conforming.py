@@ -71,55 +71,42 @@ def json_conformer(reader: DataType) -> Convert:
 
 def _json_struct(reader: StructType) -> Convert:
     fields = [(field.name, json_conformer(field.dataType)) for field in reader.fields]
-
-    def conform(value: Any) -> Any:
-        if value is None:
-            return None
-        if type(value) is not dict:
-            raise Mismatch(f"expected an object, got {_json_kind(value)}")
-        out = {}
-        for name, inner in fields:
-            try:
-                out[name] = inner(value.get(name))
-            except Mismatch as mismatch:
-                raise mismatch.at(name) from None
-        return out
-
-    return conform
+    return _container(
+        dict, "an object", lambda value: {name: _at(name, inner, value.get(name)) for name, inner in fields}
+    )
 
 
 def _json_array(element: Convert) -> Convert:
-    def conform(value: Any) -> Any:
-        if value is None:
-            return None
-        if type(value) is not list:
-            raise Mismatch(f"expected an array, got {_json_kind(value)}")
-        out = []
-        for index, item in enumerate(value):
-            try:
-                out.append(element(item))
-            except Mismatch as mismatch:
-                raise mismatch.at(str(index)) from None
-        return out
-
-    return conform
+    return _container(
+        list, "an array", lambda value: [_at(str(index), element, item) for index, item in enumerate(value)]
+    )
 
 
 def _json_map(entry: Convert) -> Convert:
+    return _container(
+        dict, "an object", lambda value: {key: _at(key, entry, item) for key, item in value.items()}
+    )
+
+
+def _container(kind: type, what: str, shape: Convert) -> Convert:
+    """Null as it is; a JSON value of ``kind`` shaped item by item; anything else a Mismatch."""
+
     def conform(value: Any) -> Any:
         if value is None:
             return None
-        if type(value) is not dict:
-            raise Mismatch(f"expected an object, got {_json_kind(value)}")
-        out = {}
-        for key, item in value.items():
-            try:
-                out[key] = entry(item)
-            except Mismatch as mismatch:
-                raise mismatch.at(key) from None
-        return out
+        if type(value) is not kind:
+            raise Mismatch(f"expected {what}, got {_json_kind(value)}")
+        return shape(value)
 
     return conform
+
+
+def _at(key: str, conform: Convert, value: Any) -> Any:
+    """``value`` conformed; a Mismatch inside it learns that it lies under ``key``."""
+    try:
+        return conform(value)
+    except Mismatch as mismatch:
+        raise mismatch.at(key) from None
 
 
 def _json_kind(value: Any) -> str:
