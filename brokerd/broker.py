@@ -51,6 +51,7 @@ from brokerd.share.share_state import SHARE_STATE_TOPIC
 from brokerd.share.share_state_epochs import ShareStateEpochs
 from brokerd.share.state_persister import ShareStateTopic
 from brokerd.state import BrokerRegistration, ClusterState, TopicRecord
+from brokerd.state.directory import QuorumUnreachable
 
 log = logging.getLogger(__name__)
 
@@ -337,10 +338,10 @@ class Broker:
         must not lose its leaderships for it. A paused (SIGSTOP) process stops every thread,
         this one too, so it still counts as dead after broker.session.timeout.ms."""
         while not self._stopping.wait(self.session_timeout_s / 8):
-            if not self.state.reaches_quorum():
-                continue  # the tick says so (_cut_from_quorum)
             try:
                 self.state.heartbeat(self.broker_id)
+            except QuorumUnreachable:
+                pass  # cut off by a network fault: the tick says so (_cut_from_quorum)
             except OSError:
                 log.exception("cannot renew this broker's lease")
 
