@@ -9,11 +9,10 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from kctl.cluster import snapshot
 from kctl.shell.exit_codes import ExitCode
 from tests.cluster_harness import wait_until
 from tests.kafka_helpers import consume_all, create_topic
-from tests.kctl.local import kctl_in
+from tests.kctl.local import described_partition, kctl_in
 
 pytestmark = [pytest.mark.cluster, pytest.mark.timeout(150)]
 
@@ -22,7 +21,7 @@ RECORD = b"r" * 1000
 
 
 def moment(cluster) -> dict:
-    return snapshot.partitions(cluster.state, "slow")[0]
+    return described_partition(cluster.dir, "slow")
 
 
 def test_a_throttled_follower_lags_leaves_the_isr_and_rejoins_when_lifted(cluster_factory):
