@@ -43,6 +43,10 @@ def test_leader_killed_during_acks_all_load_loses_nothing_acknowledged(three):
     acked: dict[bytes, int] = {}
     stop = threading.Event()
     after_kill = threading.Event()
+    finished = threading.Event()
+    # The first record produced once the leader was dead: an acknowledgement of an earlier
+    # one may have left the old leader before the kill and only be delivered after it.
+    first_after_kill: list[int] = []
 
     def load():
         producer = Producer(
@@ -58,11 +62,13 @@ def test_leader_killed_during_acks_all_load_loses_nothing_acknowledged(three):
         def on_delivery(err, msg):
             if err is None:
                 acked[msg.value()] = msg.offset()
-                if stop.is_set():
+                if first_after_kill and int(msg.value()[1:]) >= first_after_kill[0]:
                     after_kill.set()
 
         i = 0
-        while not (stop.is_set() and after_kill.is_set()):
+        while not finished.is_set():
+            if stop.is_set() and not first_after_kill:
+                first_after_kill.append(i)
             producer.produce("ledger", b"r%08d" % i, partition=0, on_delivery=on_delivery)
             i += 1
             producer.poll(0.0005 if i % 100 else 0.005)
@@ -79,6 +85,7 @@ def test_leader_killed_during_acks_all_load_loses_nothing_acknowledged(three):
         failover_s = time.monotonic() - killed_at
     finally:
         stop.set()
+        finished.set()
         thread.join(30)
     record = partition_record(three, "ledger")
     assert record.leader not in (leader, -1) and record.leader_epoch >= 1
