@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +31,9 @@ Observer = Callable[[dict, MetadataImage], None]
 SNAPSHOT_LOADED = "SnapshotLoaded"
 
 SNAPSHOT_RECORDS = 50_000
+# A directory changed within the same clock tick as a listing keeps its mtime: a listing
+# is trusted to stand for the directory only once its mtime is older than this.
+MTIME_SETTLED_NS = 1_000_000_000
 _DIGITS = 20
 
 
@@ -47,6 +51,7 @@ class MetadataLog:
         self._segment: int | None = None  # base offset of the segment being read
         self._position = 0  # bytes of it applied
         self._snapshot_offset = -1
+        self._listing_mtime_ns: int | None = None  # the directory as of the last listing, if settled
 
     def exists(self) -> bool:
         return self.dir.is_dir()
@@ -62,8 +67,13 @@ class MetadataLog:
     # -- reading ---------------------------------------------------------------------------
     def catch_up(self) -> MetadataImage:
         """Apply every whole record written since the last call; returns the image."""
+        if self._nothing_new():
+            return self.image
         while True:
+            self._note_listing()
             segments = self._bases(".log")
+            if self._segment is None and not segments and not self._bases(".checkpoint"):
+                return self.image  # nothing written yet
             if self._segment is None or self._segment not in segments:
                 self._restart(segments)
                 segments = self._bases(".log")
@@ -84,6 +94,33 @@ class MetadataLog:
             if not later or consumed < len(data):
                 return self.image  # at the end, or before a torn or half-written frame
             self._segment, self._position = later[0], 0
+
+    def _nothing_new(self) -> bool:
+        """Whether the log is as this reader left it, at the cost of two stats instead of a
+        listing: no segment or snapshot created or deleted since the last listing (the
+        directory's mtime) and nothing appended to the segment being read (its size). Every
+        broker asks this ten times a second."""
+        if self._listing_mtime_ns is None:
+            return False
+        try:
+            changed = os.stat(self.dir).st_mtime_ns != self._listing_mtime_ns
+            if self._segment is not None:
+                changed = (
+                    changed or os.stat(self.dir / _name(self._segment, ".log")).st_size != self._position
+                )
+        except FileNotFoundError:
+            return False
+        return not changed
+
+    def _note_listing(self) -> None:
+        """Remember the directory's mtime as of the listing about to be made, once it is old
+        enough (MTIME_SETTLED_NS) that a later change cannot carry the same timestamp."""
+        try:
+            mtime = os.stat(self.dir).st_mtime_ns
+        except FileNotFoundError:
+            mtime = None
+        settled = mtime is not None and time.time_ns() - mtime > MTIME_SETTLED_NS
+        self._listing_mtime_ns = mtime if settled else None
 
     def _restart(self, segments: list[int]) -> None:
         """Start over from the newest snapshot (or the first segment when there is none)."""

@@ -5,6 +5,8 @@ what changed, and an old whole-file metadata.json upgraded into the log."""
 from __future__ import annotations
 
 import json
+import os
+import time
 
 import pytest
 
@@ -117,6 +119,43 @@ def test_snapshots_bound_replay_and_old_segments_go(state, monkeypatch):
         image = reader.metadata_image()
         assert image.offset == 11 and image.topics["a"].partitions[0].partition_epoch == 8
         assert image.topics["a"].partitions[0].isr == [1, 2]
+
+
+def test_an_empty_log_gives_one_full_delta_then_none(state):
+    reader = ClusterState(state.cluster_dir, member=1)
+    assert reader.take_metadata_delta().full
+    assert not reader.take_metadata_delta() and not reader.take_metadata_delta()
+
+
+def backdate(directory, seconds: float) -> int:
+    """Set a directory's mtime `seconds` into the past; returns it (ns)."""
+    mtime = time.time_ns() - int(seconds * 1e9)
+    os.utime(directory, ns=(mtime, mtime))
+    return mtime
+
+
+@pytest.mark.parametrize("settled", [True, False])
+def test_a_reader_between_listings_sees_new_segments_and_appends(state, monkeypatch, settled):
+    """A reader skips listing the log's directory while its mtime and the segment's size are
+    as it left them. A listing made while the mtime was fresh is not trusted: a segment
+    created in the same clock tick would leave the mtime as it was."""
+    monkeypatch.setattr(metadata_log, "SNAPSHOT_RECORDS", 4)
+    epoch = state.claim_controller(1, lambda b: False)
+    log_dir = state.dir / "metadata"
+    reader = ClusterState(state.cluster_dir)
+    listed = backdate(log_dir, 5 if settled else 0)
+    assert reader.metadata_image().offset == -1  # nothing written yet
+    make_topic(state, epoch, "a", partitions=1)  # the first segment
+    if not settled:  # as if it fell in the clock tick of the reader's listing
+        os.utime(log_dir, ns=(listed, listed))
+    assert reader.metadata_image().offset == 1
+    state.alter_isr("a", 0, leader_epoch=0, partition_epoch=0, isr=[1])
+    assert reader.metadata_image().offset == 2  # appended to the segment it reads
+    for round_ in range(1, 4):  # past SNAPSHOT_RECORDS: a new segment, the old one deleted
+        state.alter_isr("a", 0, leader_epoch=0, partition_epoch=round_, isr=[1, 2][: 1 + round_ % 2])
+    assert not (log_dir / "00000000000000000000.log").exists()
+    image = reader.metadata_image()
+    assert image.offset == 5 and image.topics["a"].partitions[0].partition_epoch == 4
 
 
 def test_a_metadata_json_cluster_is_upgraded_into_the_log(tmp_path):
