@@ -31,11 +31,35 @@ The metadata log is appended to; every other file is replaced atomically (temp f
 rename, fsync of the directory), so readers never see half a file.
 """
 
-from brokerd.metadata.image import PartitionRecord, TopicRecord
-from brokerd.state.broker_registrations import BrokerRegistration
-from brokerd.state.cluster_state import ClusterState
-from brokerd.state.controller_epoch import StaleControllerEpoch
-from brokerd.state.partition_changes import IsrProposal
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from brokerd.metadata.image import PartitionRecord, TopicRecord
+    from brokerd.state.broker_registrations import BrokerRegistration
+    from brokerd.state.cluster_state import ClusterState
+    from brokerd.state.controller_epoch import StaleControllerEpoch
+    from brokerd.state.partition_changes import IsrProposal
+
+# Imported on first use: a short kctl command that only looks up the local brokers
+# (brokerd.state.local_brokers) does not pay for the metadata log's modules.
+_EXPORTS = {
+    "BrokerRegistration": "brokerd.state.broker_registrations",
+    "ClusterState": "brokerd.state.cluster_state",
+    "IsrProposal": "brokerd.state.partition_changes",
+    "PartitionRecord": "brokerd.metadata.image",
+    "StaleControllerEpoch": "brokerd.state.controller_epoch",
+    "TopicRecord": "brokerd.metadata.image",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
 
 __all__ = [
     "BrokerRegistration",

@@ -11,13 +11,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from brokerd.state import ClusterState
+    from brokerd.state.cluster_plan import ClusterPlan
 
 BOOTSTRAP_ENV = "KCTL_BOOTSTRAP"
 HOME_ENV = "KCTL_HOME"
@@ -51,10 +52,16 @@ def local_state(cluster_dir: Path, alternative: str = "") -> ClusterState:
     saying how to start one (and the `alternative` to doing so, if any)."""
     from brokerd.state import ClusterState  # when a command runs, not for --help
 
-    state = ClusterState(cluster_dir)
+    return _existing(ClusterState(cluster_dir), alternative)
+
+
+_Existing = TypeVar("_Existing", bound="ClusterPlan")
+
+
+def _existing(state: _Existing, alternative: str) -> _Existing:
     if not state.exists():
         raise KctlError(
-            f"no cluster in {cluster_dir}: start one with `kctl cluster up`{alternative}",
+            f"no cluster in {state.cluster_dir}: start one with `kctl cluster up`{alternative}",
             ExitCode.UNREACHABLE,
         )
     return state
@@ -62,8 +69,11 @@ def local_state(cluster_dir: Path, alternative: str = "") -> ClusterState:
 
 def local_servers(cluster_dir: Path) -> str:
     """HOST:PORT of every live broker of the local cluster, or a KctlError saying what to do."""
-    state = local_state(cluster_dir, f", or pass -b HOST:PORT (or set {BOOTSTRAP_ENV})")
     from brokerd.state.faults import CLIENTS
+    from brokerd.state.local_brokers import LocalBrokers  # not the metadata log's modules
+
+    alternative = f", or pass -b HOST:PORT (or set {BOOTSTRAP_ENV})"
+    state = _existing(LocalBrokers(cluster_dir), alternative)
 
     unreachable = {b for sender, b in state.network_faults().cuts if sender == CLIENTS}
     brokers = [b for b in state.brokers() if b.alive]

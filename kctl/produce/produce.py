@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated, Protocol, cast
 
 import typer
-from rich.progress import Progress
 
 from kctl.kafka import delivery, transactions
 from kctl.kafka.client import (
@@ -399,6 +398,8 @@ def _open_input(stack: ExitStack, file: Path | None) -> tuple[BufferedIOBase, Ca
         raise KctlError(f"cannot read {file}: {exc.strerror}", ExitCode.INVALID_INPUT) from None
     if not console.stderr().is_terminal:
         return stream, lambda: None
+    from rich.progress import Progress  # a bar for a file on a terminal only
+
     progress = stack.enter_context(Progress(console=console.stderr(), transient=True))
     task = progress.add_task(f"producing {file.name}", total=file.stat().st_size)
     return stream, lambda: progress.update(task, completed=stream.tell())

@@ -47,3 +47,16 @@ def test_a_mistyped_command_is_still_answered_with_the_nearest_name():
     result = CliRunner().invoke(app, ["tpoic"], prog_name="kctl", env={"COLUMNS": "120"})
     assert result.exit_code == 2
     assert "No such command 'tpoic'. Did you mean 'topic'?" in result.output
+
+
+def test_finding_the_local_brokers_reads_nothing_of_the_metadata_log(tmp_path):
+    """`kctl produce` and `kctl consume` look up the local brokers' addresses before anything:
+    that takes their registrations, not the metadata log's modules."""
+    code = (
+        "from pathlib import Path\n"
+        "from kctl.kafka.bootstrap import local_servers\n"
+        "from kctl.shell.errors import KctlError\n"
+        f"try:\n    local_servers(Path({str(tmp_path)!r}))\nexcept KctlError:\n    pass\n"
+    )
+    watched = ("brokerd.state.broker_registrations", "brokerd.metadata", "brokerd.state.cluster_state")
+    assert imported(code, watched) == ["brokerd.state.broker_registrations"]
