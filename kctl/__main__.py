@@ -1,5 +1,5 @@
 """`python -m kctl`: the same CLI without relying on PATH."""
 
-from kctl.main import app
+from kctl.executable import main
 
-app(prog_name="kctl")
+main()
