@@ -9,7 +9,8 @@ The protocol, on standard input and output, one line each:
   in:  a JSON list of brokers, each {"argv": [brokerd's arguments], "log": path}
   out: `started INDEX PID` for each broker as it is forked, then `exited INDEX CODE` for each
        that ends while the launcher still runs (CODE as subprocess gives it: -9 for SIGKILL)
-The launcher runs until its standard input is closed; the brokers live on after it.
+The launcher runs until its standard input is closed (at once when nothing was asked for:
+it is started ahead, while the caller prepares); the brokers live on after it.
 """
 
 from __future__ import annotations
@@ -79,7 +80,10 @@ def reap(started: dict[int, int]) -> None:
 
 
 def main() -> int:
-    brokers = json.loads(sys.stdin.readline())
+    line = sys.stdin.readline()
+    if not line:
+        return 0  # the caller went away before asking for any broker
+    brokers = json.loads(line)
     started: dict[int, int] = {}
     for index, broker in enumerate(brokers):
         pid = fork_broker([str(arg) for arg in broker["argv"]], str(broker["log"]))

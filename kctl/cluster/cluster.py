@@ -121,25 +121,28 @@ def up(
     replicated: `kctl topic create demo -p 3` on 3 brokers gives 3 replicas per partition.
     A secured cluster (--security-protocol) is described in docs/security.md.
     """
-    from brokerd.state import ClusterState  # when a command runs, not for --help
+    with localcluster.BrokerLauncher() as launcher:  # importing brokerd while this prepares
+        from brokerd.state import ClusterState  # when a command runs, not for --help
 
-    state = ClusterState(resolve_cluster_dir(cluster_dir))
-    requested = brokerconfig.parse(broker_config)
-    ports = localcluster.plan(state, brokers, port_base)
-    is_new = not state.exists()
-    protocol = securecluster.check_protocol(
-        state.cluster_dir,
-        None if is_new else brokerconfig.security_protocol(state.cluster_dir),
-        None if security_protocol is None else security_protocol.value,
-    )
-    cluster_id = state.initialize(ports)
-    security = securecluster.secure(state, protocol) if is_new else {}
-    settings = {**brokerconfig.remembered(state.cluster_dir), **security, **requested}
-    brokerconfig.remember(state.cluster_dir, settings, protocol)
-    effective = brokerconfig.effective(settings, len(ports))
+        state = ClusterState(resolve_cluster_dir(cluster_dir))
+        requested = brokerconfig.parse(broker_config)
+        ports = localcluster.plan(state, brokers, port_base)
+        is_new = not state.exists()
+        protocol = securecluster.check_protocol(
+            state.cluster_dir,
+            None if is_new else brokerconfig.security_protocol(state.cluster_dir),
+            None if security_protocol is None else security_protocol.value,
+        )
+        cluster_id = state.initialize(ports)
+        security = securecluster.secure(state, protocol) if is_new else {}
+        settings = {**brokerconfig.remembered(state.cluster_dir), **security, **requested}
+        brokerconfig.remember(state.cluster_dir, settings, protocol)
+        effective = brokerconfig.effective(settings, len(ports))
+        services = _start_services(
+            state.cluster_dir, ports, protocol, not no_schema_registry, not no_rest_proxy
+        )
+        procs = localcluster.start_missing(state, ports, effective, launcher=launcher)
     secured = protocol != SecurityProtocol.PLAINTEXT.value
-    services = _start_services(state.cluster_dir, ports, protocol, not no_schema_registry, not no_rest_proxy)
-    procs = localcluster.start_missing(state, ports, effective)
     urls = {starting.service: starting.ready().url for starting in services}
     if requested and len(procs) < len(ports):
         console.warn("brokers that were already running keep their settings until restarted")

@@ -100,10 +100,11 @@ def start_missing(
     ports: dict[int, int],
     settings: dict[str, str],
     ready_timeout: float | None = None,
+    launcher: BrokerLauncher | None = None,
 ) -> dict[int, int]:
-    """Start those of `ports`' brokers that are not running and wait until they all answer,
-    as long as they take (see wait_ready) or at most `ready_timeout` seconds from their launch;
-    the pids of those started, by broker id."""
+    """Start those of `ports`' brokers that are not running (through `launcher`, if one was
+    started ahead) and wait until they all answer, as long as they take (see wait_ready) or at
+    most `ready_timeout` seconds from their launch; the pids of those started, by broker id."""
     running = {b.id for b in brokerview.view(state) if b.state != brokerview.DEAD}
     missing = {i: p for i, p in ports.items() if i not in running}
     for broker_id, port in missing.items():
@@ -111,7 +112,7 @@ def start_missing(
     if not missing:
         return {}
     started_at = time.monotonic()
-    launched = launch(state, missing, settings)
+    launched = launch(state, missing, settings, launcher)
     try:
         wait_ready(state, launched, ready_timeout, started_at)
     finally:
@@ -119,7 +120,12 @@ def start_missing(
     return dict(launched.pids)
 
 
-def launch(state: ClusterState, ports: dict[int, int], settings: dict[str, str]) -> LaunchedBrokers:
+def launch(
+    state: ClusterState,
+    ports: dict[int, int],
+    settings: dict[str, str],
+    launcher: BrokerLauncher | None = None,
+) -> LaunchedBrokers:
     """Brokers in the background, with `settings` as their `-o name=value` options and
     listeners of the cluster's security protocol on their ports."""
     protocol = brokerconfig.security_protocol(state.cluster_dir)
@@ -133,24 +139,46 @@ def launch(state: ClusterState, ports: dict[int, int], settings: dict[str, str])
         for name, value in {**securecluster.listeners(protocol, host, port), **settings}.items():
             argv += ["-o", f"{name}={value}"]
         brokers[broker_id] = (argv, log_path)
-    return LaunchedBrokers(brokers)
+    return (launcher or BrokerLauncher()).start(brokers)
 
 
-class LaunchedBrokers:
-    """Brokers forked by one `python -m brokerd.launch`, which imports brokerd once for all of
-    them: each one's pid, and its exit code if it ended while the launcher ran (until close)."""
+class BrokerLauncher:
+    """A `python -m brokerd.launch`, started before the brokers it is to start are known: it
+    imports brokerd (most of a broker's start) while kctl prepares the cluster, on another
+    core. Used as a context manager, a launcher that started nothing is stopped on the way out."""
 
-    def __init__(self, brokers: dict[int, tuple[list[str], Path]]):
-        self._ids = list(brokers)
-        self.pids: dict[int, int] = {}
-        self.exit_codes: dict[int, int] = {}
-        self._launcher = subprocess.Popen(
+    def __init__(self) -> None:
+        self.process = subprocess.Popen(
             [sys.executable, "-m", "brokerd.launch"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
             start_new_session=True,
         )
+        self._started = False
+
+    def start(self, brokers: dict[int, tuple[list[str], Path]]) -> LaunchedBrokers:
+        self._started = True
+        return LaunchedBrokers(self.process, brokers)
+
+    def __enter__(self) -> BrokerLauncher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if not self._started:  # it has forked nothing yet: nothing to hand over
+            self.process.kill()
+            self.process.wait()
+
+
+class LaunchedBrokers:
+    """Brokers forked by one `python -m brokerd.launch`, which imports brokerd once for all of
+    them: each one's pid, and its exit code if it ended while the launcher ran (until close)."""
+
+    def __init__(self, launcher: subprocess.Popen[str], brokers: dict[int, tuple[list[str], Path]]):
+        self._ids = list(brokers)
+        self.pids: dict[int, int] = {}
+        self.exit_codes: dict[int, int] = {}
+        self._launcher = launcher
         assert self._launcher.stdin is not None and self._launcher.stdout is not None
         self._launcher.stdin.write(json.dumps([{"argv": a, "log": str(log)} for a, log in brokers.values()]))
         self._launcher.stdin.write("\n")

@@ -57,6 +57,11 @@ class Connection:
             "bootstrap.servers": self.bootstrap.servers,
             "client.id": "kctl",
             "socket.connection.setup.timeout.ms": max(1000, int(self.timeout * 1000)),
+            # librdkafka drops its bootstrap connection once the first metadata names the
+            # brokers, and waits half of this (50 ms by default) before it connects to one
+            # of them, which a short command would pay on every run. Backoff still grows to
+            # reconnect.backoff.max.ms against a broker that is down.
+            "reconnect.backoff.ms": 10,
         }
         if "debug" in self.settings:
             conf["log_level"] = 7

@@ -36,12 +36,11 @@ def is_local(bootstrap: Bootstrap) -> bool:
     address, 127.0.1.ID, or by 127.0.0.1/localhost)."""
     if bootstrap.source == "local":
         return True
-    from brokerd.state import ClusterState  # when a command runs, not for --help
+    from brokerd.state.cluster_plan import ClusterPlan, planned_host  # not for --help
 
-    state = ClusterState(bootstrap.cluster_dir)
+    state = ClusterPlan(bootstrap.cluster_dir)
     if not state.exists():
         return False
-    from brokerd.state.cluster_plan import planned_host
 
     planned = state.planned_brokers()
     local = {f"{host}:{port}" for port in planned.values() for host in LOCAL_HOSTS}

@@ -54,3 +54,16 @@ def test_a_launched_broker_is_titled_and_stops_on_sigterm_whatever_its_starter_b
         assert "stopped" in (state.broker_dir(1) / "broker.log").read_text()
     finally:
         launched.stop()
+
+
+def test_a_launcher_started_ahead_and_asked_for_nothing_leaves_nothing_behind():
+    """`kctl cluster up` starts the launcher before it knows which brokers are missing; when
+    none is, the launcher goes: stopped by the context, or on its own at end of input, quietly."""
+    with localcluster.BrokerLauncher() as unused:
+        pass
+    assert unused.process.poll() is not None
+    ahead = localcluster.BrokerLauncher()
+    assert ahead.process.stdin is not None
+    ahead.process.stdin.close()
+    assert ahead.process.wait(30) == 0
+    assert ahead.process.stdout is not None and ahead.process.stdout.read() == ""
