@@ -14,7 +14,6 @@ runs as usual and is not kept.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import sys
@@ -46,6 +45,8 @@ def cache_dir(env: Mapping[str, str] = os.environ) -> Path:
 
 def key(args: Sequence[str], stdout: TextIO) -> str:
     """What the page printed for `args` on `stdout` depends on (see the module's docstring)."""
+    import hashlib  # for help requests only: every other command starts without it
+
     digest = hashlib.sha256()
     for part in (*args, str(_is_terminal(stdout)), str(_terminal_size(stdout)), *_rendering_env()):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
