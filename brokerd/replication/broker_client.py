@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import socket
 import struct
 import time
 
@@ -18,6 +19,7 @@ from brokerd.security.inter_broker import (
 )
 
 _SIZE = struct.Struct(">i")
+IP_BIND_ADDRESS_NO_PORT = getattr(socket, "IP_BIND_ADDRESS_NO_PORT", 24)  # Linux's value
 
 
 def source_address(listener_host: str) -> tuple[str, int] | None:
@@ -30,6 +32,23 @@ def source_address(listener_host: str) -> tuple[str, int] | None:
     except ValueError:  # a host name
         return None
     return (listener_host, 0) if loopback else None
+
+
+async def _connected_from(local_addr: tuple[str, int], remote: tuple[str, int]) -> socket.socket:
+    """A TCP socket connected to `remote` from `local_addr`'s address. The port is chosen at
+    connect, as for any outgoing connection (IP_BIND_ADDRESS_NO_PORT), not at bind: a port
+    chosen at bind comes from the range `kctl cluster up` picks listener ports from, and
+    would keep a broker restarted on its planned port from binding it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+        sock.bind(local_addr)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, remote)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 class BrokerClient:
@@ -81,13 +100,16 @@ class BrokerClient:
 
     async def _connect(self) -> None:
         tls = self.security.ssl_context() if self.security is not None else None
-        self._reader, self._writer = await asyncio.open_connection(
-            self.host,
-            self.port,
-            ssl=tls,
-            server_hostname=self.host if tls else None,
-            local_addr=self.local_addr,
-        )
+        hostname = self.host if tls else None
+        if self.local_addr is None:
+            self._reader, self._writer = await asyncio.open_connection(
+                self.host, self.port, ssl=tls, server_hostname=hostname
+            )
+        else:
+            sock = await _connected_from(self.local_addr, (self.host, self.port))
+            self._reader, self._writer = await asyncio.open_connection(
+                sock=sock, ssl=tls, server_hostname=hostname
+            )
         if self.security is not None and self.security.uses_sasl:
             await self._login(self.security)
 
