@@ -4,22 +4,22 @@ else runs the command tree (kctl.main)."""
 
 from __future__ import annotations
 
-import os
 import sys
 
 from kctl.shell import helpcache
+from kctl.shell.errors import discard_stdout
 from kctl.shell.exit_codes import ExitCode
 
 
 def main() -> None:
-    args = sys.argv[1:]
-    page = helpcache.lookup(args)
+    page_key = helpcache.page_key(sys.argv[1:])
+    page = helpcache.cached_page(page_key)
     if page is not None:
         _print(page)
         return
     from kctl.main import app
 
-    with helpcache.recording(args):
+    with helpcache.recording(page_key):
         app(prog_name="kctl")
 
 
@@ -28,5 +28,5 @@ def _print(page: bytes) -> None:
         sys.stdout.buffer.write(page)
         sys.stdout.flush()
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second failure at exit
+        discard_stdout()
         sys.exit(ExitCode.BROKEN_PIPE)

@@ -11,8 +11,6 @@ checks that it is each command's own.
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -21,7 +19,7 @@ from typing import Annotated, Any, Final
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from kctl.shell.errors import KctlError
+from kctl.shell.errors import KctlError, discard_stdout
 from kctl.shell.exit_codes import ExitCode, table
 
 EPILOG = "**Exit codes**\n\n" + "\n".join(f"* {code}: {meaning}" for code, meaning in table())
@@ -183,7 +181,7 @@ class KctlGroup(TyperGroup):
             console.error(exc.message)
             ctx.exit(exc.code)
         except BrokenPipeError:
-            _discard_stdout()
+            discard_stdout()
             ctx.exit(ExitCode.BROKEN_PIPE)
 
 
@@ -195,15 +193,6 @@ def _listing(ctx: typer.Context) -> Iterator[None]:
         yield
     finally:
         del ctx.meta[_LISTING]
-
-
-def _discard_stdout() -> None:
-    """Point stdout at /dev/null so the interpreter's final flush cannot fail again."""
-    try:
-        fd = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(fd, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
 
 
 app = typer.Typer(

@@ -6,6 +6,9 @@ it into a single line on stderr plus the matching exit code, so no user sees a t
 
 from __future__ import annotations
 
+import os
+import sys
+
 from kctl.shell.exit_codes import ExitCode
 
 
@@ -16,3 +19,13 @@ class KctlError(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
+
+
+def discard_stdout() -> None:
+    """Point stdout at /dev/null once its reader went away (a closed pipe), so the
+    interpreter's final flush cannot fail again."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass

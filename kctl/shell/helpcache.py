@@ -104,12 +104,17 @@ def _fingerprint(root: Path) -> str:
     return f"{root}:{newest}:{count}"
 
 
-def lookup(args: Sequence[str]) -> bytes | None:
-    """The page kctl printed before for this help request, or None."""
-    if not is_help_request(args):
+def page_key(args: Sequence[str]) -> str | None:
+    """The cache key of a help request printed on stdout; None for any other command line."""
+    return key(args, sys.stdout) if is_help_request(args) else None
+
+
+def cached_page(page_key: str | None) -> bytes | None:
+    """The page kctl printed before under this key, or None."""
+    if page_key is None:
         return None
     try:
-        return (cache_dir() / key(args, sys.stdout)).read_bytes()
+        return (cache_dir() / page_key).read_bytes()
     except OSError:
         return None
 
@@ -140,13 +145,13 @@ class _Tee(io.TextIOBase):
 
 
 @contextmanager
-def recording(args: Sequence[str]) -> Iterator[None]:
-    """Run a command; when it was a help request that ended with exit code 0, keep its page."""
-    if not is_help_request(args):
+def recording(page_key: str | None) -> Iterator[None]:
+    """Run a command; when it was a help request (it has a key) that ended with exit code 0,
+    keep its page."""
+    if page_key is None:
         yield
         return
     stdout = sys.stdout
-    page_key = key(args, stdout)
     tee = _Tee(stdout)
     sys.stdout = tee  # type: ignore[assignment]
     try:
