@@ -39,7 +39,8 @@ async def _connected_from(local_addr: tuple[str, int], remote: tuple[str, int]) 
     connect, as for any outgoing connection (IP_BIND_ADDRESS_NO_PORT), not at bind: a port
     chosen at bind comes from the range `kctl cluster up` picks listener ports from, and
     would keep a broker restarted on its planned port from binding it."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ipv6 = ipaddress.ip_address(local_addr[0]).version == 6
+    sock = socket.socket(socket.AF_INET6 if ipv6 else socket.AF_INET, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
         sock.bind(local_addr)

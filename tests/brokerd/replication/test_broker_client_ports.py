@@ -13,11 +13,12 @@ from brokerd.replication.broker_client import _connected_from
 pytestmark = pytest.mark.unit
 
 
-def test_connections_from_a_broker_address_take_their_port_at_connect():
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1"])
+def test_connections_from_a_broker_address_take_their_port_at_connect(host):
     async def main() -> list[int]:
-        server = await asyncio.start_server(lambda r, w: w.close(), "127.0.0.1", 0)
-        remote = server.sockets[0].getsockname()
-        socks = [await _connected_from(("127.0.0.1", 0), remote) for _ in range(40)]
+        server = await asyncio.start_server(lambda r, w: w.close(), host, 0)
+        remote = server.sockets[0].getsockname()[:2]
+        socks = [await _connected_from((host, 0), remote) for _ in range(40)]
         ports = [s.getsockname()[1] for s in socks]
         for s in socks:
             s.close()
