@@ -55,6 +55,9 @@ LYING_FRAMES = {
 
 @pytest.mark.parametrize("name", list(LYING_FRAMES))
 def test_a_length_past_the_frame_is_malformed_at_once(name):
+    # once untimed: an API's request schema is built on its first use, whatever the frame says
+    with pytest.raises(MalformedRequest):
+        decode_request(LYING_FRAMES[name])
     tracemalloc.start()
     try:
         started = time.monotonic()
