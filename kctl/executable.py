@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import sys
 
+from kctl.cluster import launcher_process
 from kctl.shell import helpcache
 from kctl.shell.errors import discard_stdout
 from kctl.shell.exit_codes import ExitCode
 
 
 def main() -> None:
+    launcher_process.start_early(sys.argv[1:])
     page_key = helpcache.page_key(sys.argv[1:])
     page = helpcache.cached_page(page_key)
     if page is not None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from brokerd.state.cluster_plan import planned_host
-from kctl.cluster import brokerconfig, brokerview, securecluster
+from kctl.cluster import brokerconfig, brokerview, launcher_process, securecluster
 from kctl.kafka import clientprops
 from kctl.kafka.bootstrap import Bootstrap, local_state, resolve_cluster_dir
 from kctl.shell.errors import KctlError
@@ -148,13 +148,7 @@ class BrokerLauncher:
     core. Used as a context manager, a launcher that started nothing is stopped on the way out."""
 
     def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "brokerd.launch"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
+        self.process = launcher_process.take()
         self._started = False
 
     def start(self, brokers: dict[int, tuple[list[str], Path]]) -> LaunchedBrokers:

@@ -6,13 +6,15 @@ that Ctrl-C cannot leave a broker unaccounted for), and their exits are reported
 from __future__ import annotations
 
 import signal
+import uuid
 from pathlib import Path
 
 import pytest
 
 from brokerd.state import ClusterState
-from kctl.cluster import localcluster
+from kctl.cluster import launcher_process, localcluster
 from tests.cluster_harness import free_port, wait_until
+from tests.kctl.cli import run_kctl
 
 pytestmark = pytest.mark.cluster
 
@@ -67,3 +69,43 @@ def test_a_launcher_started_ahead_and_asked_for_nothing_leaves_nothing_behind():
     ahead.process.stdin.close()
     assert ahead.process.wait(30) == 0
     assert ahead.process.stdout is not None and ahead.process.stdout.read() == ""
+
+
+def test_the_launcher_started_early_for_cluster_up_is_the_one_taken_once():
+    """The executable starts the launcher before it imports the command tree when the
+    arguments ask for `cluster up` (not for its help); `cluster up` takes that one."""
+    launcher_process.start_early(["cluster", "up", "--help"])
+    not_early = launcher_process.take()
+    launcher_process.start_early(["cluster", "up", "--brokers", "3"])
+    early = launcher_process._started_early
+    assert early is not None
+    taken, fresh = launcher_process.take(), launcher_process.take()
+    assert taken is early and fresh is not early
+    for process in (not_early, early, fresh):
+        assert process.stdin is not None
+        process.stdin.close()
+        assert process.wait(30) == 0
+
+
+def marked_processes(mark: str) -> list[int]:
+    """Processes whose environment carries `mark` (KCTL_TEST_MARK)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and f"KCTL_TEST_MARK={mark}".encode() in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+        except OSError:  # gone, or not ours to read
+            continue
+    return found
+
+
+def test_a_refused_cluster_up_leaves_no_launcher_behind(tmp_path):
+    """A launcher started early for a `cluster up` that is then refused (a bad option) sees
+    its input end when kctl exits, and goes."""
+    mark = uuid.uuid4().hex
+    result = run_kctl(
+        "cluster", "up", "--dir", str(tmp_path / "c"), "--brokers", "many", env={"KCTL_TEST_MARK": mark}
+    )
+    assert result.returncode == 2, result.stderr
+    assert wait_until(lambda: not marked_processes(mark), 30, "the early launcher to exit")
+    assert not (tmp_path / "c").exists()
