@@ -1,4 +1,5 @@
-"""Answers `kctl [COMMAND...] --help` from a cache of what kctl printed before, byte for byte.
+"""Answers `kctl [COMMAND...] --help`, and the shells' completion requests, from a cache of
+what kctl printed before, byte for byte.
 
 Rendering a help page takes Typer's Rich renderer (Rich, its Markdown parser): about 0.25 s of
 imports and layout, most of what a `--help` costs. The page depends only on kctl's code, the
@@ -8,8 +9,11 @@ printed again without importing either. Any change to kctl's source files, to Ty
 or to the terminal's width, colours or locale makes a new key.
 
 Only plain help requests are cached: command names (words) followed by `--help` or `-h`, as
-in `kctl topic create --help`. Anything else, or a request that did not end with exit code 0,
-runs as usual and is not kept.
+in `kctl topic create --help`. Completion requests are too (a TAB in bash, zsh or fish runs kctl
+with _KCTL_COMPLETE set and the words typed in COMP_WORDS or _TYPER_COMPLETE_ARGS): every
+answer kctl completes with comes from its code (command and option names, lesson names), never
+from a cluster, so the words and the cursor's position are the rest of the key. Anything else,
+or a request that did not end with exit code 0, runs as usual and is not kept.
 """
 
 from __future__ import annotations
@@ -26,12 +30,25 @@ HELP_FLAGS = ("--help", "-h")
 # what Rich and Typer read to decide width, colours and characters (and kctl's own settings)
 _RENDERING_ENV = ("COLUMNS", "LINES", "TERM", "COLOR", "TTY", "TYPER", "RICH", "KCTL", "JUPYTER", "WIDTH")
 _LOCALE_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "PYTHONIOENCODING", "HOME", "GITHUB_ACTIONS")
+# bash passes the words and the cursor's index; zsh and fish the words up to the cursor
+_COMPLETION_ENV = (
+    "_KCTL_COMPLETE",
+    "COMP_WORDS",
+    "COMP_CWORD",
+    "_TYPER_COMPLETE_ARGS",
+    "_TYPER_COMPLETE_FISH_ACTION",
+)
 _KEEP_ENTRIES = 256  # a cache left by many versions of kctl is pruned to its newest pages
 
 
 def is_help_request(args: Sequence[str]) -> bool:
     """Command names, then a help flag: what prints a help page whatever the names are."""
     return bool(args) and args[-1] in HELP_FLAGS and all(_is_word(a) for a in args[:-1])
+
+
+def is_completion_request(env: Mapping[str, str] = os.environ) -> bool:
+    """A shell asking for the completions of the words it passes in COMP_WORDS."""
+    return env.get("_KCTL_COMPLETE", "").startswith("complete_")
 
 
 def _is_word(arg: str) -> bool:
@@ -48,7 +65,14 @@ def key(args: Sequence[str], stdout: TextIO) -> str:
     import hashlib  # for help requests only: every other command starts without it
 
     digest = hashlib.sha256()
-    for part in (*args, str(_is_terminal(stdout)), str(_terminal_size(stdout)), *_rendering_env()):
+    completion = [f"{name}={os.environ.get(name, '')}" for name in _COMPLETION_ENV]
+    for part in (
+        *args,
+        str(_is_terminal(stdout)),
+        str(_terminal_size(stdout)),
+        *_rendering_env(),
+        *completion,
+    ):
         digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
     for root in _code_roots():
         digest.update(_fingerprint(root).encode() + b"\0")
@@ -105,8 +129,9 @@ def _fingerprint(root: Path) -> str:
 
 
 def page_key(args: Sequence[str]) -> str | None:
-    """The cache key of a help request printed on stdout; None for any other command line."""
-    return key(args, sys.stdout) if is_help_request(args) else None
+    """The cache key of a help or completion request answered on stdout; None for any other
+    command line."""
+    return key(args, sys.stdout) if is_help_request(args) or is_completion_request() else None
 
 
 def cached_page(page_key: str | None) -> bytes | None:
@@ -146,8 +171,8 @@ class _Tee(io.TextIOBase):
 
 @contextmanager
 def recording(page_key: str | None) -> Iterator[None]:
-    """Run a command; when it was a help request (it has a key) that ended with exit code 0,
-    keep its page."""
+    """Run a command; when it was a help or completion request (it has a key) that ended with
+    exit code 0, keep its answer."""
     if page_key is None:
         yield
         return

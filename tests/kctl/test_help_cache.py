@@ -1,6 +1,6 @@
 """`kctl ... --help` answers from the help cache (kctl.shell.helpcache): the page printed again
 is byte for byte the one rendered, it costs no import of Typer or Rich, and only plain help
-requests that succeeded are kept."""
+requests that succeeded are kept. A shell's completion request (TAB) is answered the same way."""
 
 import os
 import subprocess
@@ -55,6 +55,59 @@ def test_a_cached_page_imports_neither_typer_nor_rich(tmp_path):
     kctl(["produce", "--help"], tmp_path)
     code = "import sys\nsys.argv = ['kctl', 'produce', '--help']\nfrom kctl.executable import main\nmain()"
     assert imported(code, ("typer", "rich", "kctl.main"), {"XDG_CACHE_HOME": str(tmp_path)}) == []
+
+
+def completion(words: str, cword: int, shell: str = "bash") -> dict[str, str]:
+    """What a shell's completion function sets when it runs kctl for a TAB."""
+    if shell == "bash":
+        return {"_KCTL_COMPLETE": "complete_bash", "COMP_WORDS": words, "COMP_CWORD": str(cword)}
+    return {
+        "_KCTL_COMPLETE": f"complete_{shell}",
+        "_TYPER_COMPLETE_ARGS": words,
+        "_TYPER_COMPLETE_FISH_ACTION": "get-args",
+    }
+
+
+def rendered_completion(**env: str) -> bytes:
+    """The completions as Typer answers them, without the cache."""
+    code = "from kctl.main import app\napp(prog_name='kctl')"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, env={**os.environ, **env}, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.parametrize(
+    ("words", "cword", "shell", "expected"),
+    [
+        ("kctl to", 1, "bash", b"topic"),
+        ("kctl topic cr", 2, "bash", b"create"),
+        ("kctl learn run par", 3, "bash", b"partitions"),
+        ("kctl produce t --ke", 3, "zsh", b"--key"),
+        ("kctl cluster st", 2, "fish", b"status"),
+    ],
+)
+def test_a_cached_completion_is_the_one_typer_gives(words, cword, shell, expected, tmp_path):
+    env = completion(words, cword, shell)
+    first, second = kctl([], tmp_path, **env), kctl([], tmp_path, **env)
+    assert first.returncode == second.returncode == 0
+    assert first.stdout == second.stdout == rendered_completion(**env)
+    assert expected in first.stdout
+
+
+def test_completions_for_other_words_are_kept_apart(tmp_path):
+    topic = kctl([], tmp_path, **completion("kctl to", 1))
+    cluster = kctl([], tmp_path, **completion("kctl cl", 1))
+    assert b"topic" in topic.stdout and b"cluster" in cluster.stdout and b"topic" not in cluster.stdout
+    assert kctl([], tmp_path, **completion("kctl cl", 1)).stdout == cluster.stdout
+
+
+def test_a_cached_completion_imports_neither_typer_nor_rich(tmp_path):
+    env = completion("kctl to", 1)
+    kctl([], tmp_path, **env)
+    code = "import sys\nsys.argv = ['kctl']\nfrom kctl.executable import main\nmain()"
+    assert imported(code, ("typer", "rich", "kctl.main"), {"XDG_CACHE_HOME": str(tmp_path), **env}) == []
 
 
 def test_a_failed_help_request_is_not_kept(tmp_path):
