@@ -10,6 +10,7 @@ import typer
 
 from kctl.cluster import localservice
 from kctl.kafka.bootstrap import resolve_bootstrap, resolve_cluster_dir
+from kctl.schema.locate import known_registry_url
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -43,11 +44,15 @@ def up(
     json_output: Json = False,
 ) -> None:
     """Start the REST proxy in the background (unless it runs) and print its URL as
-    KCTL_REST_PROXY_URL. It keeps its port across restarts."""
+    KCTL_REST_PROXY_URL. It keeps its port across restarts. Its schema registry is found as
+    other commands find theirs (the local cluster's only when the proxy is for that cluster)."""
     directory = resolve_cluster_dir(cluster_dir)
-    servers = resolve_bootstrap(bootstrap, directory).servers
-    extra = () if registry is None else ("--schema-registry", registry)
-    started = localservice.start(directory, PROXY, servers, command_config, authenticate_users, extra).ready()
+    cluster = resolve_bootstrap(bootstrap, directory)
+    url = known_registry_url(registry, directory, local_cluster=cluster.source == "local")
+    extra = () if url is None else ("--schema-registry", url)
+    started = localservice.start(
+        directory, PROXY, cluster.servers, command_config, authenticate_users, extra
+    ).ready()
     if json_output:
         console.print_json({"url": started.url, "pid": started.pid or None})
     else:

@@ -6,6 +6,7 @@ deserializers, and bad input gets Confluent's status, code and message."""
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import os
 
@@ -24,7 +25,7 @@ from tests.restproxy.proxy_harness import (
     PROTOBUF_V2,
     proxy_with_registry,
 )
-from tests.service_harness import call
+from tests.service_harness import call, declare_body
 
 pytestmark = pytest.mark.cluster
 
@@ -223,6 +224,25 @@ def test_a_request_of_more_records_than_the_bound_is_refused(proxy):
     body = {"records": [{"value": 1}] * 10_001}
     status, answer = produce(url, "/topics/checked", body)
     assert status == 422 and answer["error_code"] == 42208
+
+
+def test_a_body_past_the_limit_is_a_413_whether_declared_or_chunked_and_sends_nothing(proxy):
+    bootstrap, _, url = proxy
+    too_large = {"error_code": 413, "message": "HTTP 413 Request Entity Too Large"}
+    assert declare_body(url, "/topics/checked", 9 << 20, JSON_V2) == (413, too_large)
+    record = json.dumps({"value": "x" * 1000}).encode()
+    chunks = iter([b'{"records": [', *[record + b","] * 9000, record + b"]}"])  # 9 MB past 8 MiB
+    host, port = url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=30)
+    try:
+        headers = {"Content-Type": JSON_V2}
+        connection.request("POST", "/topics/checked", body=chunks, headers=headers, encode_chunked=True)
+        response = connection.getresponse()
+        assert (response.status, json.loads(response.read())) == (413, too_large)
+    finally:
+        connection.close()
+    assert watermarks(bootstrap, "checked")[1] == 0
+    assert call(url, "GET", "/topics/checked")[0] == 200  # and it goes on answering
 
 
 def test_topics_partitions_and_brokers(proxy):

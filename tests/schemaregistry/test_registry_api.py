@@ -4,10 +4,11 @@ versions, the errors with Confluent's codes, compatibility, deletes, config and 
 from __future__ import annotations
 
 import json
+import urllib.request
 
 import pytest
 
-from tests.schemaregistry.registry_harness import call, cluster_with_registry, declare_body
+from tests.schemaregistry.registry_harness import CONTENT_TYPE, call, cluster_with_registry, declare_body
 
 pytestmark = pytest.mark.cluster
 
@@ -144,6 +145,28 @@ def test_soft_then_permanent_delete(registry):
     assert call(registry, "GET", "/subjects/gone-value/versions?deleted=true")[1]["error_code"] == 40401
     # a new registration starts the subject over
     assert register(registry, "gone-value", USER_V1)[1]["version"] == 1
+
+
+def test_a_version_deleted_for_good_and_configs_deleted_back_to_the_default(registry):
+    _, first = register(registry, "purged-value", USER_V1)
+    register(registry, "purged-value", USER_V2)
+    assert call(registry, "GET", f"/schemas/ids/{first['id']}/schema") == (200, json.loads(USER_V1))
+    purge = "/subjects/purged-value/versions/1?permanent=true"
+    assert call(registry, "DELETE", purge)[1]["error_code"] == 40407  # not soft-deleted first
+    assert call(registry, "DELETE", "/subjects/purged-value/versions/1") == (200, 1)
+    assert call(registry, "DELETE", purge) == (200, 1)
+    assert call(registry, "GET", "/subjects/purged-value/versions?deleted=true") == (200, [2])
+    assert call(registry, "PUT", "/config/purged-value", {"compatibility": "FULL"})[0] == 200
+    assert call(registry, "DELETE", "/config/purged-value") == (200, {"compatibilityLevel": "FULL"})
+    assert call(registry, "GET", "/config/purged-value")[1]["error_code"] == 40408
+    assert call(registry, "PUT", "/config", {"compatibility": "NONE"})[0] == 200
+    assert call(registry, "DELETE", "/config") == (200, {"compatibilityLevel": "NONE"})
+    assert call(registry, "GET", "/config") == (200, {"compatibilityLevel": "BACKWARD"})
+
+
+def test_answers_are_of_the_registrys_content_type(registry):
+    with urllib.request.urlopen(f"{registry}/subjects", timeout=30) as response:
+        assert response.headers["Content-Type"] == CONTENT_TYPE
 
 
 def test_read_only_mode_refuses_registrations(registry):

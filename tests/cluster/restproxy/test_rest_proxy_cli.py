@@ -41,6 +41,14 @@ def test_cluster_up_starts_the_proxy_and_down_stops_it(tmp_path):
         consumed = run_kctl("consume", "viaproxy", "-e", env=env)
         assert consumed.stdout == b'{"item":"book"}\n{"item":"pen"}\n', consumed.stderr
         assert "viaproxy-value" in run_kctl("schema", "list", env=env).stdout.decode()
+        # restarted by hand, it still uses the cluster's registry
+        assert run_kctl("rest-proxy", "down", env=env).returncode == 0
+        assert (
+            run_kctl("rest-proxy", "up", env=env).stdout.decode().strip()
+            == f"export KCTL_REST_PROXY_URL={url}"
+        )
+        status, answer = call(url, "POST", "/topics/viaproxy", body, "application/vnd.kafka.avro.v2+json")
+        assert status == 200 and answer["value_schema_id"] is not None, answer
         down = run_kctl("cluster", "down", "--json", env=env)
         assert json.loads(down.stdout)["rest_proxy"] == "stopped"
         assert run_kctl("rest-proxy", "status", env=env).returncode == 4
