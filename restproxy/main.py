@@ -17,13 +17,18 @@ if TYPE_CHECKING:
     from httpservice.clusterlogin import ClusterLogin
 
 log = logging.getLogger("restproxy")
-CLUSTER_WAIT_S = 30.0
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = daemon.arguments("python -m restproxy", __doc__.splitlines()[0], default_port=8082)
     parser.add_argument(
         "--schema-registry", metavar="URL", help="the registry of the avro, jsonschema and protobuf formats"
+    )
+    parser.add_argument(
+        "--cluster-wait-ms",
+        type=int,
+        default=30_000,
+        help="how long to wait for the cluster to answer before giving up (exit 3)",
     )
     parser.add_argument(
         "--consumer-instance-timeout-ms",
@@ -57,7 +62,7 @@ def _serve(
 
     clients = Clients(args.bootstrap, client_config)
     try:
-        clients.wait_for_cluster(CLUSTER_WAIT_S)
+        clients.wait_for_cluster(args.cluster_wait_ms / 1000)
     except ClusterUnreachable as exc:
         log.error("%s", exc)
         return daemon.EXIT_UNREACHABLE

@@ -180,14 +180,13 @@ def _start_services(
     """The cluster's HTTP services, started beside its brokers (they find them once they are
     up); the REST proxy uses the registry for its Avro, JSON Schema and Protobuf formats."""
     planned = ",".join(f"{planned_host(i)}:{port}" for i, port in ports.items())
-    secured = protocol != SecurityProtocol.PLAINTEXT.value
-    properties = client_properties.path(cluster_dir) if secured else None
+    properties, authenticate_users = securecluster.service_login(cluster_dir, protocol)
     start = partial(
         localservice.start,
         cluster_dir,
         bootstrap=planned,
         client_config_file=properties,
-        authenticate_users=securecluster.uses_sasl(protocol),
+        authenticate_users=authenticate_users,
     )
     started = [start(localservice.SCHEMA_REGISTRY)] if registry else []
     if rest_proxy:

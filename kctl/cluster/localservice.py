@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from httpservice.daemon import EXIT_UNREACHABLE
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -26,6 +27,7 @@ HOST = "127.0.0.1"
 BIND_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
 POLL_S = 0.02
+ANSWER_TIMEOUT_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,22 @@ class StartingService:
         _wait_bound(self)
         return RunningService(self.process.pid, self.url)
 
+    def serving(self, bootstrap: str) -> RunningService:
+        """Ready, and answering: a service binds its port before it waits for its cluster
+        (CLUSTER_WAIT_S), so one started alone is not up until it has reached the brokers.
+        One that gives up on them is refused here with exit 3, not left to fail requests."""
+        running = self.ready()
+        if self.process is None:
+            return running
+        while self.process.poll() is None:
+            if _answers(self.url):
+                return running
+        raise KctlError(
+            f"the {self.service.title} could not reach the cluster at {bootstrap} "
+            f"(exit {self.process.returncode}): {_last_line(self.log)}",
+            ExitCode.UNREACHABLE if self.process.returncode == EXIT_UNREACHABLE else ExitCode.ERROR,
+        )
+
 
 def start(
     cluster_dir: Path,
@@ -125,6 +143,31 @@ def start(
             argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
         )
     return StartingService(service, process, f"http://{HOST}:{port}", port, log)
+
+
+def _answers(url: str) -> bool:
+    """Whether the service at `url` answers an HTTP request within ANSWER_TIMEOUT_S (any
+    status: a 404 is an answer); one that has bound its port but not yet served keeps the
+    connection waiting."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    address = urlsplit(url)
+    connection = http.client.HTTPConnection(address.hostname or HOST, address.port, timeout=ANSWER_TIMEOUT_S)
+    try:
+        connection.request("GET", "/")
+        connection.getresponse().read()
+        return True
+    except OSError:  # timed out, reset or refused: not serving yet
+        time.sleep(POLL_S)
+        return False
+    finally:
+        connection.close()
+
+
+def _last_line(log: Path) -> str:
+    lines = log.read_text(errors="replace").splitlines()
+    return lines[-1] if lines else "nothing in its log"
 
 
 def _port(home: Path) -> int:

@@ -56,6 +56,14 @@ def uses_tls(protocol: str) -> bool:
     return protocol.endswith("SSL")
 
 
+def service_login(cluster_dir: Path, protocol: str) -> tuple[Path | None, bool]:
+    """How the local cluster's HTTP services reach its brokers and who may use them: the super
+    user's client settings on a secured cluster (None on PLAINTEXT), and whether they ask their
+    own users to log in as the cluster's users (with SASL)."""
+    secured = protocol != SecurityProtocol.PLAINTEXT.value
+    return (client_properties.path(cluster_dir) if secured else None), uses_sasl(protocol)
+
+
 def check_protocol(cluster_dir: Path, existing: str | None, requested: str | None) -> str:
     """The protocol to start with: an existing cluster's own (`existing`), which cannot change
     (clients, certificates and credentials were made for it), else the requested one."""

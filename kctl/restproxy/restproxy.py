@@ -8,13 +8,13 @@ from typing import Annotated
 
 import typer
 
-from kctl.cluster import localservice
+from kctl.cluster import brokerconfig, localservice, securecluster
 from kctl.kafka.bootstrap import resolve_bootstrap, resolve_cluster_dir
 from kctl.schema.locate import known_registry_url
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
-from kctl.shell.options import Bootstrap, ClusterDir, CommandConfig, Json, SchemaRegistryUrl
+from kctl.shell.options import Bootstrap, ClusterDir, CommandConfig, Json, SchemaRegistryUrl, Timeout
 
 PROXY = localservice.REST_PROXY
 
@@ -33,6 +33,7 @@ def up(
     cluster_dir: ClusterDir = None,
     command_config: CommandConfig = None,
     registry: SchemaRegistryUrl = None,
+    timeout: Timeout = 30.0,
     authenticate_users: Annotated[
         bool,
         typer.Option(
@@ -43,16 +44,25 @@ def up(
     ] = False,
     json_output: Json = False,
 ) -> None:
-    """Start the REST proxy in the background (unless it runs) and print its URL as
-    KCTL_REST_PROXY_URL. It keeps its port across restarts. Its schema registry is found as
-    other commands find theirs (the local cluster's only when the proxy is for that cluster)."""
+    """Start the REST proxy in the background (unless it runs), wait until it has reached the
+    cluster (exit 3 when it gives up), and print its URL as KCTL_REST_PROXY_URL. It keeps its
+    port across restarts. Its schema registry is found as other commands find theirs (the local
+    cluster's only when the proxy is for that cluster); for the local cluster it logs in as
+    `cluster up` started it."""
     directory = resolve_cluster_dir(cluster_dir)
     cluster = resolve_bootstrap(bootstrap, directory)
-    url = known_registry_url(registry, directory, local_cluster=cluster.source == "local")
-    extra = () if url is None else ("--schema-registry", url)
+    local = cluster.source == "local"
+    url = known_registry_url(registry, directory, local_cluster=local)
+    extra = ("--cluster-wait-ms", str(int(timeout * 1000)))
+    extra += () if url is None else ("--schema-registry", url)
+    if local and command_config is None:  # as `cluster up` started it
+        command_config, local_sasl = securecluster.service_login(
+            directory, brokerconfig.security_protocol(directory)
+        )
+        authenticate_users = authenticate_users or local_sasl
     started = localservice.start(
         directory, PROXY, cluster.servers, command_config, authenticate_users, extra
-    ).ready()
+    ).serving(cluster.servers)
     if json_output:
         console.print_json({"url": started.url, "pid": started.pid or None})
     else:

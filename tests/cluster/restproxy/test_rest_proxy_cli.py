@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from tests.cluster_harness import running_cluster
+from kctl.shell.exit_codes import ExitCode
+from tests.cluster_harness import free_port, running_cluster
 from tests.kctl.cli import run_kctl
 from tests.kctl.local import kill_leftovers
 from tests.service_harness import call
@@ -72,3 +73,18 @@ def test_a_proxy_for_a_cluster_kctl_did_not_start(tmp_path):
         finally:
             run_kctl("rest-proxy", "down", env=env)
             kill_leftovers(tmp_path / "home")
+
+
+def test_a_proxy_that_cannot_reach_its_cluster_is_refused_and_gone(tmp_path):
+    """`rest-proxy up` waits until the proxy has reached the cluster: with nobody at the
+    address it says so (exit 3) within --timeout, and leaves no proxy running."""
+    env = {"KCTL_HOME": str(tmp_path / "home")}
+    nobody = f"127.0.0.1:{free_port()}"
+    try:
+        up = run_kctl("rest-proxy", "up", "-b", nobody, "--timeout", "2", env=env)
+        assert up.returncode == ExitCode.UNREACHABLE, up.stderr
+        assert f"could not reach the cluster at {nobody}" in up.stderr and up.stdout == b""
+        assert run_kctl("rest-proxy", "status", env=env).returncode == ExitCode.NOT_FOUND
+    finally:
+        run_kctl("rest-proxy", "down", env=env)
+        kill_leftovers(tmp_path / "home")

@@ -90,6 +90,12 @@ def test_users_produce_as_themselves(tmp_path):
         reading = {**alice, "Accept": "application/vnd.kafka.avro.v2+json"}
         status, got = call(url, "GET", f"{path}/records?timeout=3000", headers=reading)
         assert status == 200 and [r["value"] for r in got] == [{"n": 2}], got
+        # restarted by hand, the proxy logs in to the brokers and asks its users as before
+        kctl("rest-proxy", "down")
+        assert kctl("rest-proxy", "up").strip() == f"export KCTL_REST_PROXY_URL={url}"
+        assert produce(url, None)[0] == 401
+        status, body = produce(url, alice)
+        assert status == 200 and body["offsets"][0]["offset"] == 2, body
     finally:
         run_kctl("cluster", "down", env=env)
         kill_leftovers(tmp_path / "cluster")
