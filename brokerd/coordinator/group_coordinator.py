@@ -62,6 +62,9 @@ class GroupsMetadata(MetadataView, TopicCatalog, TopicMetadataCatalog, Protocol)
 
 
 class GroupCoordinator:
+    """Every group API, on the coordinator of the group: ownership first, then the group
+    type, then that protocol (or the offsets)."""
+
     def __init__(
         self,
         partitions: OffsetsPartitions,
