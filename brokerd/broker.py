@@ -16,11 +16,8 @@ from kafka.errors import NotControllerError, TopicAlreadyExistsError
 from brokerd.api import build_handlers
 from brokerd.config import BrokerConfig
 from brokerd.controller import Controller, LeaderRebalance
-from brokerd.coordinator.consumer_group.coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
-from brokerd.coordinator.group_coordinator import GroupConfig, GroupCoordinator
-from brokerd.coordinator.group_metadata_manager import GroupMetadataManager, OffsetConfig
+from brokerd.coordinator.group_coordinator import GroupCoordinator
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
-from brokerd.coordinator.share_group.share_group_coordinator import ShareGroupConfig, ShareGroupCoordinator
 from brokerd.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 from brokerd.coordinator.txn_marker_writer import TransactionMarkerWriter, TxnMarkerAppender
@@ -128,30 +125,17 @@ class Broker:
         implemented by this broker's parts, never the broker itself."""
         metadata = BrokerMetadataView(self)
         self.fetchers = ReplicaFetcherManager(self.broker_id, self.broker_client)
-        self.group_metadata = GroupMetadataManager(
-            self.broker_id, OffsetConfig.from_config(self.config), self.replicas, metadata
-        )
-        self.coordinator = GroupCoordinator(GroupConfig.from_config(self.config), self.group_metadata)
         self.group_configs = GroupConfigs(self.config, self.state)
-        # KIP-848 consumer groups: their records share the offsets partitions, their ids and
-        # offsets the classic groups'
-        self.consumer_groups = ConsumerGroupCoordinator(
-            ConsumerGroupConfig.from_config(self.config),
-            self.group_metadata,
+        # every kind of group, classic, consumer (KIP-848) and share (KIP-932), and the offsets
+        self.groups = GroupCoordinator.create(
+            self.broker_id,
+            self.config,
+            self.replicas,
             metadata,
             self.group_configs,
-            self.group_metadata.clock,
+            share_member_removed=self._share_member_removed,
         )
-        self.group_metadata.modern_groups = self.consumer_groups
-        self.coordinator.consumer_groups = self.consumer_groups
-        # KIP-932: share groups beside the consumer groups, share partitions beside the replicas
-        self.share_groups = ShareGroupCoordinator(
-            ShareGroupConfig.from_config(self.config),
-            self.group_metadata,
-            metadata,
-            self.group_configs,
-            member_removed=self._share_member_removed,
-        )
+        # KIP-932: share partitions beside the replicas
         self.share_sessions = ShareSessionCache(
             self.config.get("group.share.max.share.sessions"),
             self.config.get("group.share.max.session.timeout.ms") / 1000,
@@ -171,7 +155,7 @@ class Broker:
         )
         # what the leader of a __share_group_state partition admits (Kafka's share coordinator)
         self.share_state_epochs = ShareStateEpochs(self.replicas)
-        self.txn_markers = TxnMarkerAppender(self.replicas, self.group_metadata)
+        self.txn_markers = TxnMarkerAppender(self.replicas, self.groups)
         self.transactions = TransactionCoordinator(
             self.broker_id,
             TransactionConfig.from_config(self.config),
@@ -280,13 +264,11 @@ class Broker:
             ),
             (
                 self.config.get("offsets.retention.check.interval.ms") / 1000,
-                self.group_metadata.remove_expired_offsets,
+                self.groups.remove_expired_offsets,
             ),
         ]
         self._tasks = [asyncio.create_task(self._every(interval, action)) for interval, action in periodic]
-        self._tasks.append(asyncio.create_task(self.coordinator.expire_sessions_on_time(TICK_S)))
-        self._tasks.append(asyncio.create_task(self.consumer_groups.expire_sessions_on_time(TICK_S)))
-        self._tasks.append(asyncio.create_task(self.share_groups.expire_sessions_on_time(TICK_S)))
+        self._tasks.append(asyncio.create_task(self.groups.expire_sessions_on_time(TICK_S)))
         threading.Thread(target=self._renew_lease, name="lease", daemon=True).start()
         log.info(
             "broker %d serving on %s",
@@ -423,7 +405,7 @@ class Broker:
         else:
             return
         self.fetchers.update(self.replicas.partitions, fresh)
-        self.coordinator.on_metadata_change()
+        self.groups.on_metadata_change()
         self.transactions.on_metadata_change()
         self.share_partitions.forget_unled()
         self.share_state_epochs.forget_unled()

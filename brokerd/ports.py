@@ -116,14 +116,6 @@ class GroupConfigSource(Protocol):
     def group_configs(self, group_id: str) -> Mapping[str, str]: ...
 
 
-class GroupOwnership(Protocol):
-    """Whether this broker coordinates a group id: it leads and has loaded the group's
-    partition of __consumer_offsets (the group coordinator's own check). Returns the
-    partition, or raises NOT_COORDINATOR."""
-
-    def require_loaded(self, key: str) -> int: ...
-
-
 class TopicCatalog(Protocol):
     """Each existing topic's partition count, as this broker last read the metadata (the
     share group assignor's input)."""

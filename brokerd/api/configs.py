@@ -82,13 +82,13 @@ def _describe(services: BrokerServices, resource) -> list[tuple[str, list[Config
             raise UnknownTopicOrPartitionError(f"topic {resource.resource_name!r} does not exist")
         return [(name, _topic_values(services.config, topic.configs, name), False) for name in KEYS_BY_NAME]
     if resource.resource_type == GROUP:
-        own = services.group_configs.own(resource.resource_name)
+        own = services.groups.configs.own(resource.resource_name)
         return [
             (
                 name,
                 [ConfigValue(name, own[name], SOURCE_GROUP)]
                 if name in own
-                else [ConfigValue(name, services.group_configs.default(name), SOURCE_DEFAULT)],
+                else [ConfigValue(name, services.groups.configs.default(name), SOURCE_DEFAULT)],
                 False,
             )
             for name in GROUP_CONFIG_NAMES
@@ -274,7 +274,7 @@ def _alter_group(services: BrokerServices, resource, change: Callable, validate_
     def altered(configs: Mapping[str, str]) -> dict[str, str]:
         updated = change(dict(configs), resource.configs, lambda name: None)
         try:
-            services.group_configs.validate(updated)
+            services.groups.configs.validate(updated)
         except InvalidGroupConfig as exc:
             raise InvalidConfigurationError(str(exc)) from None
         return updated

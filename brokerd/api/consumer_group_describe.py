@@ -30,13 +30,13 @@ async def handle(services: BrokerServices, request: Request) -> dict:
     for group_id in request.body.group_ids:
         try:
             require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
-            group = services.consumer_groups.describe(group_id)
+            group, assignor = services.groups.consumer_group_describe(group_id)
         except Exception as exc:
             groups.append(
                 {"group_id": group_id, "error_code": error_code(exc), "error_message": error_message(exc)}
             )
             continue
-        described = _describe(services, group, names, request.header.api_version)
+        described = _describe(group, assignor, names, request.header.api_version)
         described["authorized_operations"] = authorized_operations(
             services.authorizer, request.session, asks_operations, ResourceType.GROUP, group_id
         )
@@ -44,16 +44,14 @@ async def handle(services: BrokerServices, request: Request) -> dict:
     return {"throttle_time_ms": 0, "groups": groups}
 
 
-def _describe(
-    services: BrokerServices, group: ConsumerGroup, names: Mapping[uuid.UUID, str], version: int
-) -> dict:
+def _describe(group: ConsumerGroup, assignor: str, names: Mapping[uuid.UUID, str], version: int) -> dict:
     return {
         "error_code": 0,
         "group_id": group.group_id,
         "group_state": group.state().value,
         "group_epoch": group.group_epoch,
         "assignment_epoch": group.assignment_epoch,
-        "assignor_name": services.consumer_groups.assignor_name(group),
+        "assignor_name": assignor,
         "members": [
             _member(m, group.target.get(m.member_id, {}), names, version) for m in group.members.values()
         ],

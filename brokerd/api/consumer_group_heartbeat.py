@@ -14,7 +14,7 @@ from brokerd.api.authorization import Permission, require
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
 from brokerd.api.services import BrokerServices
-from brokerd.coordinator.consumer_group.coordinator import Heartbeat
+from brokerd.coordinator.consumer_group.heartbeat import Heartbeat
 from brokerd.coordinator.consumer_group.model import assignment_from, wire_assignment
 
 MAX_SUBSCRIBED_TOPICS = 100_000  # a bound on what one request may make us hold
@@ -34,7 +34,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
             describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
             for name in names:
                 describable.require(name)
-        result = await services.consumer_groups.heartbeat(
+        result = await services.groups.consumer_group_heartbeat(
             Heartbeat(
                 group_id=body.group_id,
                 member_id=body.member_id,

@@ -53,7 +53,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
 
 def _coordinator(services: BrokerServices, key_type: int, key: str) -> BrokerRegistration:
     if key_type == KEY_TYPE_GROUP:
-        topic_name, partition = OFFSETS_TOPIC, services.coordinator.partition_of(key)
+        topic_name, partition = OFFSETS_TOPIC, services.groups.partition_of(key)
     elif key_type == KEY_TYPE_TRANSACTION:
         if not key:
             raise InvalidRequestError("the transactional id must not be empty")

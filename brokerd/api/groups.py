@@ -16,13 +16,12 @@ from brokerd.api.authorized_operations import authorized_operations
 from brokerd.api.errors import error_code
 from brokerd.api.request import Request
 from brokerd.api.services import BrokerServices
-from brokerd.coordinator.group import Member
-from brokerd.coordinator.group_coordinator import MemberIdRequired
-from brokerd.coordinator.share_group.share_group import ShareGroup
+from brokerd.coordinator.classic_group import Member
+from brokerd.coordinator.classic_group_coordinator import join_error
+from brokerd.coordinator.share_group.share_group import SHARE_PROTOCOL_TYPE, ShareGroup
 
 # KIP-394: from JoinGroup v4 a new dynamic member must come back with a member id
 FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID = 4
-SHARE = "share"  # a KIP-932 share group's type and protocol type
 # KIP-345: from LeaveGroup v3 a request lists members (member id, group instance id)
 FIRST_LEAVE_VERSION_WITH_MEMBERS = 3
 
@@ -41,26 +40,18 @@ async def handle_join(services: BrokerServices, request: Request) -> dict:
     )
     try:
         require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        return await services.coordinator.join(
+        return await services.groups.join(
             body.group_id, candidate, request.header.api_version >= FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID
         )
     except Exception as exc:
-        member_id = exc.member_id if isinstance(exc, MemberIdRequired) else body.member_id
-        return {
-            "error_code": error_code(exc),
-            "generation_id": -1,
-            "protocol_name": "",
-            "leader": "",
-            "member_id": member_id,
-            "members": [],
-        }
+        return join_error(error_code(exc), body.member_id)
 
 
 async def handle_sync(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
         require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        assignment = await services.coordinator.sync(
+        assignment = await services.groups.sync(
             body.group_id,
             body.member_id,
             body.group_instance_id,
@@ -76,9 +67,7 @@ async def handle_heartbeat(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
         require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        services.coordinator.heartbeat(
-            body.group_id, body.member_id, body.group_instance_id, body.generation_id
-        )
+        services.groups.heartbeat(body.group_id, body.member_id, body.group_instance_id, body.generation_id)
     except Exception as exc:
         return {"error_code": error_code(exc)}
     return {"error_code": 0}
@@ -94,7 +83,7 @@ async def handle_leave(services: BrokerServices, request: Request) -> dict:
     )
     try:
         require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        outcomes = services.coordinator.leave(body.group_id, members)
+        outcomes = services.groups.leave(body.group_id, members)
     except Exception as exc:
         return {"error_code": error_code(exc), "members": []}
     codes = [0 if error is None else error_code(error) for error in outcomes]
@@ -127,13 +116,7 @@ async def handle_list(services: BrokerServices, request: Request) -> dict:
         "error_code": 0,
         "groups": [
             {"group_id": g, "protocol_type": t, "group_state": s, "group_type": k}
-            for g, t, s, k in [
-                *(
-                    (g, t, s, services.coordinator.group_type(g))
-                    for g, t, s in services.coordinator.list_groups()
-                ),
-                *((g.group_id, SHARE, g.state.value, SHARE) for g in services.share_groups.list_groups()),
-            ]
+            for g, t, s, k in services.groups.list_groups()
             if (not states or s.lower() in states) and (not types or k in types) and describable.allows(g)
         ],
     }
@@ -160,10 +143,9 @@ async def handle_describe(services: BrokerServices, request: Request) -> dict:
 def _describe(services: BrokerServices, request: Request, group_id: str) -> dict:
     try:
         require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
-        share_group = services.share_groups.describe(group_id)
-        if share_group is not None:
-            return _describe_share_group(share_group)
-        group = services.coordinator.describe(group_id)
+        group = services.groups.describe(group_id)
+        if isinstance(group, ShareGroup):
+            return _describe_share_group(group)
     except Exception as exc:
         return {
             "error_code": error_code(exc),
@@ -200,7 +182,7 @@ def _describe_share_group(group: ShareGroup) -> dict:
         "error_code": 0,
         "group_id": group.group_id,
         "group_state": group.state.value,
-        "protocol_type": SHARE,
+        "protocol_type": SHARE_PROTOCOL_TYPE,
         "protocol_data": "",
         "members": [
             {
@@ -221,7 +203,7 @@ async def handle_delete(services: BrokerServices, request: Request) -> dict:
     for group_id in request.body.groups_names:
         try:
             require(services.authorizer, request.session, ACLOperation.DELETE, ResourceType.GROUP, group_id)
-            await services.coordinator.delete_group(group_id)
+            await services.groups.delete_group(group_id)
             results.append({"group_id": group_id, "error_code": 0})
         except Exception as exc:
             results.append({"group_id": group_id, "error_code": error_code(exc)})

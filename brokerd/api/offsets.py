@@ -33,7 +33,7 @@ async def handle_commit(services: BrokerServices, request: Request) -> dict:
     body = request.body
 
     async def commit(offsets: dict[tuple[str, int], CommittedOffset]) -> None:
-        await services.coordinator.commit(
+        await services.groups.commit(
             body.group_id, body.generation_id_or_member_epoch, body.member_id, body.group_instance_id, offsets
         )
 
@@ -48,7 +48,7 @@ async def handle_txn_commit(services: BrokerServices, request: Request) -> dict:
     body = request.body
 
     async def commit(offsets: dict[tuple[str, int], CommittedOffset]) -> None:
-        await services.coordinator.commit_transactional(
+        await services.groups.commit_transactional(
             body.group_id, body.producer_id, body.producer_epoch, offsets
         )
 
@@ -172,10 +172,8 @@ def _fetch_group(
             if requested is None
             else [(t.name, p) for t in requested for p in t.partition_indexes if describable.allows(t.name)]
         )
-        committed = services.coordinator.committed(group_id, wanted)
-        if member_id:
-            services.consumer_groups.validate_offset_fetch(group_id, member_id, member_epoch)
-        unstable = services.coordinator.unstable(group_id) if require_stable else set()
+        committed = services.groups.committed(group_id, wanted, member_id, member_epoch)
+        unstable = services.groups.unstable(group_id) if require_stable else set()
     except Exception as exc:
         return error_code(exc), []
     by_topic: dict[str, list] = {}
@@ -220,7 +218,7 @@ async def handle_delete(services: BrokerServices, request: Request) -> dict:
             for p in t.partitions
             if not readable.allows(t.name)
         }
-        refused = await services.coordinator.delete_offsets(
+        refused = await services.groups.delete_offsets(
             body.group_id,
             [
                 (t.name, p.partition_index)

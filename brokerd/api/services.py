@@ -20,12 +20,9 @@ from brokerd.api.request import Request
 if TYPE_CHECKING:
     from brokerd.config import BrokerConfig
     from brokerd.controller import Controller
-    from brokerd.coordinator.consumer_group.coordinator import ConsumerGroupCoordinator
     from brokerd.coordinator.group_coordinator import GroupCoordinator
-    from brokerd.coordinator.share_group.share_group_coordinator import ShareGroupCoordinator
     from brokerd.coordinator.transaction_coordinator import TransactionCoordinator
     from brokerd.coordinator.txn_marker_writer import TxnMarkerAppender
-    from brokerd.group_configs import GroupConfigs
     from brokerd.metadata.image import MetadataDelta
     from brokerd.ports import ProducerIdGenerator
     from brokerd.replica_manager import ReplicaManager
@@ -91,7 +88,9 @@ class BrokerServices(Protocol):
 
     # -- the coordinators ---------------------------------------------------------------------
     @property
-    def coordinator(self) -> GroupCoordinator: ...
+    def groups(self) -> GroupCoordinator:
+        """Every kind of group (classic, consumer, share), their committed offsets and group
+        configs, on the group's coordinator."""
 
     @property
     def transactions(self) -> TransactionCoordinator: ...
@@ -102,19 +101,7 @@ class BrokerServices(Protocol):
     @property
     def producer_ids(self) -> ProducerIdGenerator: ...
 
-    @property
-    def group_configs(self) -> GroupConfigs:
-        """Consumer and share group configs in effect (a group's own, else the broker's)."""
-
-    @property
-    def consumer_groups(self) -> ConsumerGroupCoordinator:
-        """KIP-848 consumer groups (group.protocol=consumer), on the group's coordinator."""
-
     # -- share groups (KIP-932) -----------------------------------------------------------------
-    @property
-    def share_groups(self) -> ShareGroupCoordinator:
-        """Share group membership, on the group's coordinator."""
-
     @property
     def share_partitions(self) -> SharePartitionManager:
         """The share partitions of the partitions led here: acquisition and acknowledgement."""

@@ -14,7 +14,7 @@ from kafka.errors import (
 
 from brokerd.api.request import Request
 from brokerd.api.services import BrokerServices
-from brokerd.api.share_acknowledgements import ShareRequest, top_level_error
+from brokerd.api.share_requests import ShareRequest, top_level_error
 from brokerd.share.share_sessions import INITIAL_EPOCH
 
 NO_LEADER = {"leader_id": -1, "leader_epoch": -1}

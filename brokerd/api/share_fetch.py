@@ -18,7 +18,7 @@ from kafka.errors import GroupAuthorizationFailedError, InvalidRequestError, Kaf
 
 from brokerd.api.request import Request
 from brokerd.api.services import BrokerServices
-from brokerd.api.share_acknowledgements import ShareRequest, top_level_error
+from brokerd.api.share_requests import ShareRequest, top_level_error
 from brokerd.share.share_sessions import FINAL_EPOCH, INITIAL_EPOCH
 from brokerd.waiters import wait_any
 

@@ -29,7 +29,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
 def _describe(services: BrokerServices, request: Request, group_id: str) -> dict:
     try:
         require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
-        group = services.share_groups.describe(group_id)
+        group = services.groups.share_group_describe(group_id)
         if group is None:
             raise GroupIdNotFoundError(f"Group {group_id} not found.")
     except Exception as exc:

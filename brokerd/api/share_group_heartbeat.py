@@ -8,7 +8,6 @@ from __future__ import annotations
 import uuid
 
 from kafka.admin import ACLOperation, ResourceType
-from kafka.errors import GroupIdNotFoundError
 
 from brokerd.api.authorization import Permission, require
 from brokerd.api.errors import error_code, error_message
@@ -21,17 +20,12 @@ async def handle(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
         require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        if body.member_epoch == 0 and any(
-            g == body.group_id for g, _, _ in services.coordinator.list_groups()
-        ):
-            # a consumer group (classic or KIP-848) of that id is coordinated here already
-            raise GroupIdNotFoundError(f"Group {body.group_id} is not a share group.")
         describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
         for topic in body.subscribed_topic_names or ():
             refused = describable.refusal(topic)
             if refused is not None:
                 raise refused
-        result = services.share_groups.heartbeat(
+        result = services.groups.share_group_heartbeat(
             body.group_id,
             body.member_id,
             body.member_epoch,

@@ -43,7 +43,7 @@ async def _describe_group(
     group_id = asked.group_id
     try:
         require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
-        services.share_groups.describe(group_id)  # NOT_COORDINATOR unless coordinated here
+        services.groups.share_group_describe(group_id)  # NOT_COORDINATOR unless coordinated here
     except KafkaError as exc:
         return {
             "group_id": group_id,
@@ -137,7 +137,7 @@ def _partition(index: int, start_offset: int, leader_epoch: int, error: Exceptio
 def _require_empty(services: BrokerServices, group_id: str) -> None:
     """NOT_COORDINATOR unless this broker coordinates the group; NON_EMPTY_GROUP while it
     has members."""
-    group = services.share_groups.describe(group_id)
+    group = services.groups.share_group_describe(group_id)
     if group is not None and group.members:
         raise NonEmptyGroupError(
             "The group is not empty: its share group offsets can be changed only while it has no members."

@@ -121,7 +121,7 @@ async def handle_add_offsets(services: BrokerServices, request: Request) -> dict
         require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
         if OFFSETS_TOPIC not in services.topics:
             services.auto_create_topic(OFFSETS_TOPIC)
-        partition = (OFFSETS_TOPIC, services.coordinator.partition_of(body.group_id))
+        partition = (OFFSETS_TOPIC, services.groups.partition_of(body.group_id))
         await services.transactions.add_partitions(
             body.transactional_id, body.producer_id, body.producer_epoch, {partition}
         )

@@ -1,5 +1,5 @@
-"""The coordinators: consumer groups and their committed offsets in __consumer_offsets, and
-transactions in __transaction_state."""
+"""The coordinators: groups of every kind (classic, consumer, share) and their committed
+offsets in __consumer_offsets, and transactions in __transaction_state."""
 
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC

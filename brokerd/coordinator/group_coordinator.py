@@ -1,349 +1,189 @@
-"""Kafka's GroupCoordinator: the classic group protocol (joins, syncs, heartbeats, leaves)
-and the group requests that depend on a group's membership.
+"""The group coordinator the request handlers use (Kafka's GroupCoordinatorService, with the
+part of its shards that loads a partition): one object for every group API, classic,
+consumer (KIP-848) and share (KIP-932), and for committed offsets.
 
-The coordinator of a group is the leader of its ``__consumer_offsets`` partition. Members join
-(JoinGroup), the leader's assignment is handed out (SyncGroup), heartbeats keep sessions
-alive and tell members when to rejoin; a member that stops heartbeating is removed after its
-session timeout. What the group and its committed offsets are stored as, and when they are
-loaded, forgotten or expire, is the GroupMetadataManager's; this module decides who may
-commit, delete or be described, and runs the rebalance state machine of group.py.
+The coordinator of a group is the leader of its ``__consumer_offsets`` partition. Each
+request is checked for that first (NOT_COORDINATOR), then the group its id holds here decides
+which protocol answers it, once: the classic one (classic_group_coordinator.py), the consumer
+one (consumer_group/), the share one (share_group/). The groups are the
+GroupMetadataManager's, the offsets the OffsetMetadataManager's; both are built, with the
+protocols, in the order they depend on each other (``create``), and nothing is wired in later.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from typing import Protocol
 
 from kafka.errors import (
-    FencedInstanceIdError,
     GroupIdNotFoundError,
     GroupSubscribedToTopicError,
-    IllegalGenerationError,
     InconsistentGroupProtocolError,
     InvalidGroupIdError,
-    InvalidSessionTimeoutError,
     KafkaError,
-    MemberIdRequiredError,
     NonEmptyGroupError,
-    NotCoordinatorError,
-    RebalanceInProgressError,
-    UnknownMemberIdError,
 )
 
 from brokerd.config import BrokerConfig
-from brokerd.coordinator.consumer_group.coordinator import ConsumerGroupCoordinator
-from brokerd.coordinator.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState, Member
+from brokerd.coordinator.classic_group import ClassicGroup, GroupState, Member
+from brokerd.coordinator.classic_group_coordinator import ClassicGroupCoordinator, GroupConfig, JoinResponse
+from brokerd.coordinator.consumer_group.coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
+from brokerd.coordinator.consumer_group.heartbeat import Heartbeat, HeartbeatResult
+from brokerd.coordinator.consumer_group.model import ConsumerGroup
+from brokerd.coordinator.consumer_group.records import ConsumerGroupRecord
+from brokerd.coordinator.consumer_group.subscriptions import TopicCatalog as TopicMetadataCatalog
 from brokerd.coordinator.group_metadata_manager import GroupMetadataManager
-from brokerd.coordinator.offsets_topic import CommittedOffset
+from brokerd.coordinator.group_types import CONSUMER_PROTOCOL_TYPE, GroupType
+from brokerd.coordinator.offset_metadata_manager import OffsetConfig, OffsetMetadataManager, Offsets
+from brokerd.coordinator.offsets_partitions import OffsetsPartitions
+from brokerd.coordinator.offsets_topic import CommittedOffset, GroupMetadata
+from brokerd.coordinator.share_group.share_group import ShareGroup
+from brokerd.coordinator.share_group.share_group_coordinator import (
+    JOIN_EPOCH,
+    ShareGroupConfig,
+    ShareGroupCoordinator,
+)
+from brokerd.coordinator.share_group.share_group_coordinator import HeartbeatResult as ShareHeartbeatResult
+from brokerd.group_configs import GroupConfigs
+from brokerd.ports import HostedReplica, HostedReplicas, MetadataView, TopicCatalog, TopicPartition
 
 log = logging.getLogger(__name__)
 
-MIN_SESSION_TIMEOUT_MS = 1000
-MAX_SESSION_TIMEOUT_MS = 1_800_000
-
-TopicPartition = tuple[str, int]
+# ListGroups' row: group id, protocol type, state, group type
+ListedGroup = tuple[str, str, str, str]
 
 
-class MemberIdRequired(MemberIdRequiredError):
-    """KIP-394: the answer to a dynamic member's first JoinGroup (v4+). It carries the member
-    id to rejoin with, so a client that gives up after one request leaves only a pending id
-    behind, expired after its session timeout, not a member the group must wait for."""
-
-    def __init__(self, member_id: str):
-        super().__init__(f"rejoin with member id {member_id}")
-        self.member_id = member_id
-
-
-@dataclass(frozen=True)
-class GroupConfig:
-    """Kafka's GroupConfig, read once at start: the setting is not dynamic."""
-
-    initial_rebalance_delay_ms: int  # group.initial.rebalance.delay.ms
-
-    @classmethod
-    def from_config(cls, config: BrokerConfig) -> GroupConfig:
-        return cls(config.get("group.initial.rebalance.delay.ms"))
+class GroupsMetadata(MetadataView, TopicCatalog, TopicMetadataCatalog, Protocol):
+    """What the group coordinator knows of the cluster: the MetadataView, and each topic's
+    partition count (share groups) and id (consumer groups)."""
 
 
 class GroupCoordinator:
-    """The groups of the ``__consumer_offsets`` partitions ``group_manager`` has loaded. The
-    sessions it runs and those of the groups the manager restores run on one monotonic clock,
-    the manager's."""
+    """Every group API, on the coordinator of the group: ownership first, then the group
+    type, then that protocol (or the offsets)."""
 
-    def __init__(self, config: GroupConfig, group_manager: GroupMetadataManager) -> None:
-        self.initial_rebalance_delay_ms = config.initial_rebalance_delay_ms
-        self.group_manager = group_manager
-        self.clock = group_manager.clock  # session deadlines and the initial rebalance delay
-        # KIP-848 groups share the group id space and the offsets: set when they are offered
-        self.consumer_groups: ConsumerGroupCoordinator | None = None
+    def __init__(
+        self,
+        partitions: OffsetsPartitions,
+        groups: GroupMetadataManager,
+        offsets: OffsetMetadataManager,
+        classic: ClassicGroupCoordinator,
+        consumer: ConsumerGroupCoordinator,
+        share: ShareGroupCoordinator,
+        configs: GroupConfigs,
+    ) -> None:
+        self._partitions = partitions
+        self._groups = groups
+        self._offsets = offsets
+        self._classic = classic
+        self._consumer = consumer
+        self._share = share
+        self.configs = configs  # consumer and share group configs in effect
 
-    def _is_consumer_group(self, group_id: str) -> bool:
-        return self.consumer_groups is not None and self.consumer_groups.get(group_id) is not None
-
-    def group_type(self, group_id: str) -> str:
-        """ListGroups' group type: "consumer" for a KIP-848 group, else "classic"."""
-        return "consumer" if self._is_consumer_group(group_id) else "classic"
+    @classmethod
+    def create(
+        cls,
+        broker_id: int,
+        config: BrokerConfig,
+        replicas: HostedReplicas,
+        metadata: GroupsMetadata,
+        configs: GroupConfigs,
+        share_member_removed: Callable[[str, str], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> GroupCoordinator:
+        """The coordinator and its parts, each given what it depends on, in that order.
+        ``share_member_removed`` is told of every share group member fenced for its session."""
+        offset_config = OffsetConfig.from_config(config)
+        partitions = OffsetsPartitions(broker_id, offset_config.num_partitions, replicas, metadata)
+        groups = GroupMetadataManager(partitions, clock)
+        return cls(
+            partitions,
+            groups,
+            OffsetMetadataManager(offset_config.retention_ms, partitions, groups),
+            ClassicGroupCoordinator(GroupConfig.from_config(config), groups),
+            ConsumerGroupCoordinator(
+                ConsumerGroupConfig.from_config(config), groups, metadata, configs, clock
+            ),
+            ShareGroupCoordinator(
+                ShareGroupConfig.from_config(config), groups, metadata, configs, clock, share_member_removed
+            ),
+            configs,
+        )
 
     def partition_of(self, group_id: str) -> int:
         """The group's ``__consumer_offsets`` partition: its leader coordinates the group."""
-        return self.group_manager.partition_of(group_id)
+        return self._partitions.partition_of(group_id)
 
     def _owned(self, group_id: str) -> None:
         """Raise unless this broker currently coordinates ``group_id``."""
         if not group_id:
             raise InvalidGroupIdError("the group id must not be empty")
-        self.group_manager.require_loaded(group_id)
+        self._partitions.require_loaded(group_id)
 
+    # -- the offsets partitions led here ----------------------------------------------------
     def on_metadata_change(self) -> None:
         """Load the offsets partitions this broker now leads, unload those it lost: the
-        members waiting in an unloaded group go and look for its new coordinator."""
-        for group in self.group_manager.on_metadata_change():
-            _unload_group(group)
+        members waiting in an unloaded classic group go and look for its new coordinator."""
+        stale, fresh = self._partitions.leadership_changes()
+        for partition in stale:
+            for group in self._groups.unload(partition):
+                if isinstance(group, ClassicGroup):
+                    group.unload()
+            self._offsets.unload(partition)
+        for partition, replica in fresh.items():
+            self._load(partition, replica)
+        self._offsets.remove_offsets_of_deleted_topics()
 
-    # -- membership -------------------------------------------------------------------------
-    async def join(self, group_id: str, candidate: Member, requires_known_member_id: bool) -> dict:
-        """Kafka's classic JoinGroup. ``candidate`` carries the request's fields; an empty
-        member id is a new member: a static one (group.instance.id) takes over its instance's
-        place, a dynamic one on JoinGroup v4+ is first sent back for a member id (KIP-394)."""
+    def _load(self, partition: int, replica: HostedReplica) -> None:
+        """Replay the partition: offsets, then the groups as their records left them."""
+        commits = 0
+        classic: dict[str, GroupMetadata | None] = {}
+        consumer: list[ConsumerGroupRecord] = []
+        for batch in self._partitions.read(replica):
+            self._offsets.replay(partition, batch)
+            commits += len(batch.commits)
+            classic.update(batch.groups)
+            consumer += batch.consumer_groups
+        self._consumer.load(partition, consumer)
+        self._groups.load_classic_groups(classic)
+        self._partitions.loaded[partition] = replica.leader_epoch
+        log.info(
+            "loaded %d offset commit record(s) and %d group(s) from %s-%d",
+            commits,
+            sum(m is not None for m in classic.values()),
+            self._partitions.topic,
+            partition,
+        )
+
+    def on_txn_marker(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A transaction marker landed on an offsets partition led here (TxnMarkerAppender)."""
+        self._offsets.on_txn_marker(partition, producer_id, commit)
+
+    def remove_expired_offsets(self) -> None:
+        self._offsets.remove_expired_offsets()
+
+    async def expire_sessions_on_time(self, max_wait_s: float) -> None:
+        """Remove the members of every kind of group whose sessions time out, when they do."""
+        await asyncio.gather(
+            self._classic.expire_sessions_on_time(max_wait_s),
+            self._consumer.expire_sessions_on_time(max_wait_s),
+            self._share.expire_sessions_on_time(max_wait_s),
+        )
+
+    # -- the classic protocol ---------------------------------------------------------------
+    async def join(self, group_id: str, candidate: Member, requires_known_member_id: bool) -> JoinResponse:
+        """JoinGroup; a new dynamic member on JoinGroup v4+ is answered MEMBER_ID_REQUIRED
+        with the member id to rejoin with (KIP-394)."""
         self._owned(group_id)
-        if self._is_consumer_group(group_id):
+        group = self._groups.get_group(group_id)
+        if group is not None and group.type != GroupType.CLASSIC:
             raise InconsistentGroupProtocolError(
-                f"Group {group_id} is a consumer group, not a classic group."
+                f"Group {group_id} is a {group.type.value} group, not a classic group."
             )
-        if not MIN_SESSION_TIMEOUT_MS <= candidate.session_timeout_ms <= MAX_SESSION_TIMEOUT_MS:
-            raise InvalidSessionTimeoutError(f"session timeout {candidate.session_timeout_ms} ms")
-        group = self.group_manager.get_group(group_id)
-        if group is None:
-            if candidate.member_id:
-                raise UnknownMemberIdError(f"group {group_id} does not exist")
-            group = self.group_manager.add_group(Group(group_id))
-        if not candidate.protocols or not group.supports(candidate.protocol_type, candidate.protocols):
-            raise InconsistentGroupProtocolError(f"no protocol in common with {group_id}")
-        if not candidate.member_id:
-            return await self._join_new_member(group, candidate, requires_known_member_id)
-        if group.pending_members.pop(candidate.member_id, None) is not None:
-            return await self._add_member(group, candidate)
-        member = group.validate_member(candidate.member_id, candidate.group_instance_id)
-        return await self._join_existing_member(group, member, candidate)
-
-    async def _join_new_member(self, group: Group, candidate: Member, requires_known_member_id: bool) -> dict:
-        instance_id = candidate.group_instance_id  # a static member's (KIP-345)
-        prefix = instance_id if instance_id is not None else candidate.client_id
-        candidate.member_id = f"{prefix}-{uuid.uuid4()}"
-        if instance_id is not None:
-            previous = group.static_member_id(instance_id)
-            if previous is not None:
-                return await self._replace_static_member(group, previous, candidate)
-        elif requires_known_member_id:
-            group.pending_members[candidate.member_id] = self.clock() + candidate.session_timeout_ms / 1000
-            raise MemberIdRequired(candidate.member_id)
-        return await self._add_member(group, candidate)
-
-    async def _add_member(self, group: Group, member: Member) -> dict:
-        group.members[member.member_id] = member
-        group.protocol_type = member.protocol_type
-        return await self._await_join(group, member, f"{member.member_id} joined")
-
-    async def _join_existing_member(self, group: Group, member: Member, candidate: Member) -> dict:
-        """A member that rejoins with unchanged metadata while the group is CompletingRebalance
-        (it lost the JoinGroup response) or Stable (a follower) gets the current generation;
-        anything else, and the leader rejoining a Stable group, starts a rebalance."""
-        unchanged = candidate.protocols == member.protocols
-        if unchanged and (
-            group.state == GroupState.COMPLETING_REBALANCE
-            or group.state == GroupState.STABLE
-            and member.member_id != group.leader_id
-        ):
-            return self._join_response(group, member.member_id)
-        _update_member(member, candidate)
-        return await self._await_join(group, member, f"{member.member_id} rejoined")
-
-    async def _replace_static_member(self, group: Group, previous_id: str, candidate: Member) -> dict:
-        """KIP-345: a restarted static member takes over its instance's member (assignment
-        included) under a new member id; the old id is fenced. In a Stable group whose
-        selected protocol stays the same there is no rebalance: the new id is stored and the
-        member gets the current generation. As in Kafka, the response names the leader as it
-        was, so a restarted leader acts as a follower and SyncGroup returns its assignment."""
-        previous = group.members.pop(previous_id)
-        _fail_member_waiters(
-            previous,
-            FencedInstanceIdError(
-                f"{previous_id} was replaced by {candidate.member_id} as instance "
-                f"{candidate.group_instance_id!r}"
-            ),
-        )
-        member = Member(
-            candidate.member_id,
-            previous.group_instance_id,
-            previous.client_id,
-            previous.client_host,
-            previous.session_timeout_ms,
-            previous.rebalance_timeout_ms,
-            previous.protocol_type,
-            previous.protocols,
-            previous.assignment,
-        )
-        group.members[member.member_id] = member
-        previous_leader = group.leader_id
-        if previous_leader == previous_id:
-            group.leader_id = member.member_id
-        member.restart_session(self.clock())
-        _update_member(member, candidate)
-        log.info(
-            "group %s: static member %r rejoined as %s, replacing %s",
-            group.group_id,
-            member.group_instance_id,
-            member.member_id,
-            previous_id,
-        )
-        if group.state != GroupState.STABLE or group.select_protocol() != group.protocol_name:
-            return await self._await_join(
-                group, member, f"static member {member.member_id} replaced {previous_id}"
-            )
-        try:
-            await self.group_manager.store_group(group)
-        except KafkaError:
-            if group.members.get(member.member_id) is member:  # revert, as Kafka does
-                del group.members[member.member_id]
-                group.members[previous_id] = previous
-                group.leader_id = previous_leader
-            raise
-        return {**self._join_response(group, member.member_id), "leader": previous_leader, "members": []}
-
-    async def _await_join(self, group: Group, member: Member, reason: str) -> dict:
-        """Park the member's JoinGroup until the join phase completes: start a rebalance
-        unless one is under way, then see whether everyone is in. A group unloaded while
-        the join awaited a write (a static member's) is not rebalanced here any more."""
-        if group.state == GroupState.DEAD:
-            raise NotCoordinatorError(f"group {group.group_id} is no longer coordinated here")
-        waiter = member.join_waiter = asyncio.get_running_loop().create_future()
-        if group.state != GroupState.PREPARING_REBALANCE:
-            self._prepare_rebalance(group, reason)
-        self._maybe_complete_join(group)
-        return await waiter
-
-    def _join_response(self, group: Group, member_id: str) -> dict:
-        """The current generation as JoinGroup answers it; only the leader gets the members."""
-        members = []
-        if member_id == group.leader_id:
-            protocol = group.protocol_name
-            if protocol is None:
-                raise RuntimeError(f"group {group.group_id} has a leader but no protocol")
-            members = [
-                {
-                    "member_id": m.member_id,
-                    "group_instance_id": m.group_instance_id,
-                    "metadata": m.metadata_for(protocol),
-                }
-                for m in group.members.values()
-            ]
-        return {
-            "error_code": 0,
-            "generation_id": group.generation,
-            "protocol_type": group.protocol_type,
-            "protocol_name": group.protocol_name,
-            "leader": group.leader_id,
-            "member_id": member_id,
-            "members": members,
-        }
-
-    def _prepare_rebalance(self, group: Group, reason: str) -> None:
-        """Ask every member to rejoin: heartbeats now answer REBALANCE_IN_PROGRESS."""
-        if group.state == GroupState.COMPLETING_REBALANCE:
-            _fail_sync_waiters(group, RebalanceInProgressError())
-        delay = 0.0
-        if group.state == GroupState.EMPTY:  # let a starting group's members arrive together
-            delay = self.initial_rebalance_delay_ms / 1000
-        group.transition_to(GroupState.PREPARING_REBALANCE)
-        group.join_delay_until = self.clock() + delay
-        log.info("group %s rebalancing: %s", group.group_id, reason)
-        self._schedule_join_deadline(group, delay)
-
-    def _schedule_join_deadline(self, group: Group, delay_s: float) -> None:
-        if group.rebalance_task is not None:
-            group.rebalance_task.cancel()
-        group.rebalance_task = asyncio.create_task(self._rebalance_deadline(group, delay_s))
-
-    async def _rebalance_deadline(self, group: Group, delay_s: float) -> None:
-        """Complete the join once the initial delay is over and everyone rejoined, or at the
-        rebalance timeout, dropping the dynamic members that did not rejoin."""
-        await asyncio.sleep(delay_s)
-        if self._maybe_complete_join(group):
-            return
-        await asyncio.sleep(group.rebalance_timeout_s())
-        if group.state == GroupState.PREPARING_REBALANCE:
-            self._complete_join(group)
-
-    def _maybe_complete_join(self, group: Group) -> bool:
-        if (
-            group.state == GroupState.PREPARING_REBALANCE
-            and self.clock() >= group.join_delay_until
-            and group.all_members_joined()
-        ):
-            self._complete_join(group)
-            return True
-        return False
-
-    def _complete_join(self, group: Group) -> None:
-        """Start the next generation with the members that rejoined. Static members that did
-        not rejoin stay (they leave only by LeaveGroup or their session timeout); if only
-        they are left, the join phase waits another rebalance timeout."""
-        task, group.rebalance_task = group.rebalance_task, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-        for member_id in [
-            m for m, member in group.members.items() if member.join_waiter is None and not member.is_static
-        ]:
-            del group.members[member_id]
-        joined = [m.member_id for m in group.members.values() if m.join_waiter is not None]
-        if group.members and not joined:
-            log.info("group %s: no member rejoined; waiting for its static members", group.group_id)
-            self._schedule_join_deadline(group, 0.0)
-            return
-        group.generation += 1
-        if not group.members:
-            self._become_empty(group)
-            return
-        group.protocol_name = group.select_protocol()
-        if group.leader_id not in joined:
-            group.leader_id = joined[0]
-        group.transition_to(GroupState.COMPLETING_REBALANCE)
-        log.info(
-            "group %s generation %d: %d member(s), protocol %s",
-            group.group_id,
-            group.generation,
-            len(group.members),
-            group.protocol_name,
-        )
-        now = self.clock()
-        for member in group.members.values():
-            member.restart_session(now)
-            waiter, member.join_waiter = member.join_waiter, None
-            if waiter is not None and not waiter.done():
-                waiter.set_result(self._join_response(group, member.member_id))
-
-    def _become_empty(self, group: Group) -> None:
-        """The last member is gone: the empty generation is stored without waiting."""
-        group.transition_to(GroupState.EMPTY)
-        group.leader_id = group.protocol_name = None
-        self.group_manager.store_group_without_waiting(group)
-
-    def _member(
-        self, group_id: str, member_id: str, group_instance_id: str | None, generation: int
-    ) -> tuple[Group, Member]:
-        """The member a request comes from, which proves it is alive (its session restarts);
-        UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID or ILLEGAL_GENERATION otherwise."""
-        self._owned(group_id)
-        group = self.group_manager.get_group(group_id)
-        if group is None:
-            raise UnknownMemberIdError(f"group {group_id!r} does not exist")
-        member = group.validate_member(member_id, group_instance_id)
-        if generation != group.generation:
-            raise IllegalGenerationError(f"generation {generation} is not {group.generation}")
-        member.restart_session(self.clock())
-        return group, member
+        return await self._classic.join(group_id, candidate, requires_known_member_id)
 
     async def sync(
         self,
@@ -353,222 +193,98 @@ class GroupCoordinator:
         generation: int,
         assignments: dict[str, bytes],
     ) -> bytes:
-        group, member = self._member(group_id, member_id, group_instance_id, generation)
-        if group.state == GroupState.PREPARING_REBALANCE:
-            raise RebalanceInProgressError(f"group {group_id} is rebalancing")
-        if group.state == GroupState.STABLE:
-            return member.assignment
-        waiter = member.sync_waiter = asyncio.get_running_loop().create_future()
-        if member_id == group.leader_id:
-            await self._store_assignment(group, {mid: assignments.get(mid, b"") for mid in group.members})
-        return await waiter
-
-    async def _store_assignment(self, group: Group, assignment: dict[str, bytes]) -> None:
-        """The leader's assignment is stored with the generation before any member gets its
-        share, so a new coordinator knows the group as Stable. A rebalance that started
-        meanwhile has already sent everyone back to JoinGroup; a failed write does too."""
-        generation = group.generation
-
-        def still_completing() -> bool:
-            return (
-                self.group_manager.get_group(group.group_id) is group
-                and group.generation == generation
-                and group.state == GroupState.COMPLETING_REBALANCE
-            )
-
-        try:
-            await self.group_manager.store_group(group, assignment)
-        except KafkaError as exc:
-            if still_completing():
-                _fail_sync_waiters(group, exc)
-                self._prepare_rebalance(group, f"could not store the assignment: {exc}")
-            return
-        if still_completing():
-            group.transition_to(GroupState.STABLE)
-            for member_id, member in group.members.items():
-                member.assignment = assignment[member_id]
-                waiter, member.sync_waiter = member.sync_waiter, None
-                if waiter is not None and not waiter.done():
-                    waiter.set_result(member.assignment)
+        self._owned(group_id)
+        return await self._classic.sync(group_id, member_id, group_instance_id, generation, assignments)
 
     def heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation: int
     ) -> None:
-        group, _ = self._member(group_id, member_id, group_instance_id, generation)
-        if group.state == GroupState.PREPARING_REBALANCE:
-            raise RebalanceInProgressError(f"group {group_id} is rebalancing")
+        self._owned(group_id)
+        self._classic.heartbeat(group_id, member_id, group_instance_id, generation)
 
     def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[KafkaError | None]:
-        """LeaveGroup for (member id, group instance id) pairs; each gets its own outcome.
-        An empty member id with an instance id removes that static member (v3+, how admin
-        tools remove a static member that will not come back)."""
         self._owned(group_id)
-        group = self.group_manager.get_group(group_id)
-        if group is None:
-            raise UnknownMemberIdError(f"group {group_id!r} does not exist")
-        return [self._leave_one(group, member_id, instance_id) for member_id, instance_id in members]
+        return self._classic.leave(group_id, members)
 
-    def _leave_one(self, group: Group, member_id: str, group_instance_id: str | None) -> KafkaError | None:
-        try:
-            if not member_id and group_instance_id is not None:
-                static_member_id = group.static_member_id(group_instance_id)
-                if static_member_id is None:
-                    raise UnknownMemberIdError(
-                        f"no member of {group.group_id} has instance id {group_instance_id!r}"
-                    )
-                member_id = static_member_id
-            elif group.pending_members.pop(member_id, None) is not None:
-                self._maybe_complete_join(group)
-                return None
-            else:
-                group.validate_member(member_id, group_instance_id)
-        except (UnknownMemberIdError, FencedInstanceIdError) as exc:
-            return exc
-        self._remove_member(group, member_id, "left the group")
-        return None
+    # -- consumer groups (KIP-848) ----------------------------------------------------------
+    async def consumer_group_heartbeat(self, request: Heartbeat) -> HeartbeatResult:
+        return await self._consumer.heartbeat(request)
 
-    def _remove_member(self, group: Group, member_id: str, why: str) -> None:
-        member = group.members.pop(member_id)
-        log.info("group %s: member %s %s", group.group_id, member_id, why)
-        _fail_member_waiters(member, UnknownMemberIdError(f"{member_id} {why}"))
-        if group.state == GroupState.PREPARING_REBALANCE:
-            self._maybe_complete_join(group)
-        elif group.members:
-            self._prepare_rebalance(group, f"{member_id} {why}")
-        else:
-            group.generation += 1
-            self._become_empty(group)
+    def consumer_group_describe(self, group_id: str) -> tuple[ConsumerGroup, str]:
+        """ConsumerGroupDescribe: the group and its assignor; GROUP_ID_NOT_FOUND unless the
+        id is a consumer group (a client then asks DescribeGroups)."""
+        self._partitions.require_loaded(group_id)
+        group = self._groups.get_group(group_id)
+        if isinstance(group, ConsumerGroup):
+            return group, self._consumer.assignor(group)
+        if isinstance(group, ClassicGroup):
+            raise GroupIdNotFoundError(f"Group {group_id} is not a consumer group.")
+        raise GroupIdNotFoundError(f"Group {group_id} not found.")
 
-    async def expire_sessions_on_time(self, max_wait_s: float) -> None:
-        """Run expire_sessions at the next session deadline (or every ``max_wait_s``, to see
-        new members), so a member is removed when its session times out, not up to a tick
-        later: clients that wait out a session timeout expect the member gone (Kafka's
-        DelayedHeartbeat fires at the deadline)."""
-        while True:
-            try:
-                self.expire_sessions()
-            except Exception:
-                log.exception("expiring group member sessions failed")
-            await asyncio.sleep(min(max(0.0, self._next_session_deadline() - self.clock()), max_wait_s))
+    # -- share groups (KIP-932) -------------------------------------------------------------
+    def share_group_heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        rack_id: str | None,
+        subscribed_topics: list[str] | None,
+        client_id: str,
+        client_host: str,
+    ) -> ShareHeartbeatResult:
+        """ShareGroupHeartbeat; an id that is another kind of group here, or has committed
+        offsets, is not a share group (GROUP_ID_NOT_FOUND)."""
+        if member_epoch == JOIN_EPOCH and self._groups.get_group(group_id) is None:
+            if self._offsets.has_offsets(group_id):
+                raise GroupIdNotFoundError(f"Group {group_id} is not a share group.")
+        return self._share.heartbeat(
+            group_id, member_id, member_epoch, rack_id, subscribed_topics, client_id, client_host
+        )
 
-    def _next_session_deadline(self) -> float:
-        groups = self.group_manager.groups.values()
-        deadlines = [d for g in groups for d in g.pending_members.values()]
-        deadlines += [m.session_deadline for g in groups for m in g.members.values() if m.join_waiter is None]
-        return min(deadlines, default=float("inf"))
-
-    def expire_sessions(self) -> None:
-        """Members that stopped heartbeating for their session timeout are removed, and so
-        are member ids handed out with MEMBER_ID_REQUIRED that never came back."""
-        now = self.clock()
-        for group in list(self.group_manager.groups.values()):
-            expired = [m for m, deadline in group.pending_members.items() if now >= deadline]
-            for member_id in expired:
-                del group.pending_members[member_id]
-            if expired:
-                self._maybe_complete_join(group)
-            for member_id, member in list(group.members.items()):
-                if member.join_waiter is None and now >= member.session_deadline:
-                    self._remove_member(group, member_id, "session timed out")
+    def share_group_describe(self, group_id: str) -> ShareGroup | None:
+        """The share group, when this broker coordinates the id (NOT_COORDINATOR otherwise)."""
+        return self._share.describe(group_id)
 
     # -- committed offsets ------------------------------------------------------------------
     async def commit(
-        self,
-        group_id: str,
-        generation: int,
-        member_id: str,
-        group_instance_id: str | None,
-        offsets: dict[TopicPartition, CommittedOffset],
+        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None, offsets: Offsets
     ) -> None:
-        """OffsetCommit: stored once the committer proved to be allowed to commit.
-
-        As in Kafka, members may commit while the group is PreparingRebalance (they finish
-        their current records before rejoining); only CompletingRebalance, when the new
-        assignment is not yet known, refuses with REBALANCE_IN_PROGRESS.
-        """
-        self._validate_commit(group_id, generation, member_id, group_instance_id)
-        await self.group_manager.store_offsets(group_id, offsets)
-
-    def _validate_commit(
-        self, group_id: str, generation: int, member_id: str, group_instance_id: str | None
-    ) -> None:
-        """Kafka's validateOffsetCommit: without a generation (admin clients, consumers that
-        assign partitions themselves) only an empty group takes commits; with one, the
-        committer must be the current member (a replaced static member is fenced)."""
+        """OffsetCommit: stored once the group's protocol allows the committer to commit."""
         self._owned(group_id)
-        if self.consumer_groups is not None and self.consumer_groups.get(group_id) is not None:
-            self.consumer_groups.validate_offset_commit(group_id, member_id, generation)
-            return
-        group = self.group_manager.get_group(group_id)
-        if generation < 0 and (group is None or group.state == GroupState.EMPTY):
-            return
-        group, _ = self._member(group_id, member_id, group_instance_id, generation)
-        if group.state == GroupState.COMPLETING_REBALANCE:
-            raise RebalanceInProgressError(f"group {group_id} is completing a rebalance")
+        group = self._groups.get_group(group_id)
+        if isinstance(group, ConsumerGroup):
+            group.validate_offset_commit(member_id, generation)
+        elif isinstance(group, ShareGroup):
+            raise GroupIdNotFoundError(f"Group {group_id} is a share group: it commits no offsets.")
+        else:
+            self._classic.validate_offset_commit(group_id, generation, member_id, group_instance_id)
+        await self._offsets.commit(group_id, offsets)
 
     async def commit_transactional(
-        self,
-        group_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        offsets: dict[TopicPartition, CommittedOffset],
+        self, group_id: str, producer_id: int, producer_epoch: int, offsets: Offsets
     ) -> None:
         """TxnOffsetCommit: the offsets join the producer's transaction."""
         self._owned(group_id)
-        await self.group_manager.store_txn_offsets(group_id, producer_id, producer_epoch, offsets)
+        await self._offsets.commit_transactional(group_id, producer_id, producer_epoch, offsets)
 
     def committed(
-        self, group_id: str, partitions: list[TopicPartition] | None
+        self,
+        group_id: str,
+        partitions: list[TopicPartition] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> dict[TopicPartition, CommittedOffset | None]:
-        """OffsetFetch: the committed offsets of ``partitions`` (None: of every partition)."""
+        """OffsetFetch: the committed offsets of ``partitions`` (None: of every partition);
+        a consumer group's member asking (v9+) must have its current epoch."""
         self._owned(group_id)
-        return self.group_manager.committed(group_id, partitions)
+        group = self._groups.get_group(group_id)
+        if isinstance(group, ConsumerGroup):
+            group.validate_offset_fetch(member_id, member_epoch)
+        return self._offsets.committed(group_id, partitions)
 
     def unstable(self, group_id: str) -> set[TopicPartition]:
         """OffsetFetch with require_stable: the partitions an open transaction commits."""
-        return self.group_manager.unstable(group_id)
-
-    # -- administration ---------------------------------------------------------------------
-    def list_groups(self) -> list[tuple[str, str, str]]:
-        """(group id, protocol type, state) of every group coordinated here."""
-        offsets = self.group_manager.offsets
-        names = set(self.group_manager.groups) | {g for g, offs in offsets.items() if offs}
-        modern = dict(self.consumer_groups.list_groups()) if self.consumer_groups is not None else {}
-        rows = []
-        for name in sorted(names | modern.keys()):
-            if name in modern:
-                rows.append((name, CONSUMER_PROTOCOL_TYPE, modern[name].value))
-                continue
-            group = self.group_manager.get_group(name) or Group(name)
-            rows.append((name, group.protocol_type or "", group.state.value))
-        return rows
-
-    def describe(self, group_id: str) -> Group:
-        """The group; a group id with only offsets is an Empty group, without them Dead. A
-        KIP-848 group is not described here (ConsumerGroupDescribe does): DescribeGroups
-        before v6 answers it as Dead, as Kafka does for any group that is not classic."""
-        self._owned(group_id)
-        if self._is_consumer_group(group_id):
-            return Group(group_id, state=GroupState.DEAD)
-        group = self.group_manager.get_group(group_id)
-        if group is not None:
-            return group
-        state = GroupState.EMPTY if self.group_manager.offsets.get(group_id) else GroupState.DEAD
-        return Group(group_id, state=state)
-
-    async def delete_group(self, group_id: str) -> None:
-        """DeleteGroups: only a group without members goes, offsets and all."""
-        self._owned(group_id)
-        if self.consumer_groups is not None and self.consumer_groups.get(group_id) is not None:
-            await self.consumer_groups.delete(group_id)
-            await self.group_manager.delete_group(group_id)
-            return
-        group = self.group_manager.get_group(group_id)
-        if group is not None and group.members:
-            raise NonEmptyGroupError(f"group {group_id} has active members")
-        if group is None and not self.group_manager.offsets.get(group_id):
-            raise GroupIdNotFoundError(f"group {group_id} does not exist")
-        await self.group_manager.delete_group(group_id)
+        return self._offsets.unstable(group_id)
 
     async def delete_offsets(
         self, group_id: str, partitions: list[TopicPartition]
@@ -578,20 +294,11 @@ class GroupCoordinator:
         GROUP_SUBSCRIBED_TO_TOPIC) and loses the rest; another kind of group with members
         refuses (NON_EMPTY_GROUP). Returns the partitions refused, with their errors."""
         self._owned(group_id)
-        modern = self.consumer_groups.get(group_id) if self.consumer_groups is not None else None
-        refused: dict[TopicPartition, Exception] = {}
-        if modern is not None and modern.members:
-            refused = {
-                tp: GroupSubscribedToTopicError(f"group {group_id} subscribes to {tp[0]}")
-                for tp in partitions
-                if modern.is_subscribed_to(tp[0])
-            }
-            await self.group_manager.delete_offsets(group_id, [tp for tp in partitions if tp not in refused])
-            return refused
-        group = self.group_manager.get_group(group_id)
-        if group is None and group_id not in self.group_manager.offsets and modern is None:
+        group = self._groups.get_group(group_id)
+        if group is None and group_id not in self._offsets.offsets:
             raise GroupIdNotFoundError(f"group {group_id} does not exist")
-        if group is not None and group.members:
+        refused: dict[TopicPartition, Exception] = {}
+        if group is not None and group.has_members():
             if group.protocol_type != CONSUMER_PROTOCOL_TYPE:
                 raise NonEmptyGroupError(f"group {group_id} has active members")
             refused = {
@@ -599,39 +306,57 @@ class GroupCoordinator:
                 for tp in partitions
                 if group.is_subscribed_to(tp[0])
             }
-        await self.group_manager.delete_offsets(group_id, [tp for tp in partitions if tp not in refused])
+        await self._offsets.delete(group_id, [tp for tp in partitions if tp not in refused])
         return refused
 
+    # -- administration ---------------------------------------------------------------------
+    def list_groups(self) -> list[ListedGroup]:
+        """Every group coordinated here, and every group id with offsets but no group (an
+        Empty classic group, as Kafka lists it)."""
+        names = {g for g, offsets in self._offsets.offsets.items() if offsets} | set(self._groups.groups)
+        rows = []
+        for name in sorted(names):
+            group = self._groups.get_group(name)
+            if group is None:
+                rows.append((name, "", GroupState.EMPTY.value, GroupType.CLASSIC.value))
+            elif group.type != GroupType.SHARE or self._coordinates(name):
+                rows.append((name, group.protocol_type or "", group.state_name(), group.type.value))
+        return rows
 
-def _update_member(member: Member, candidate: Member) -> None:
-    """A rejoining member may bring new protocols (subscription) and timeouts."""
-    member.protocols = candidate.protocols
-    member.session_timeout_ms = candidate.session_timeout_ms
-    member.rebalance_timeout_ms = candidate.rebalance_timeout_ms
+    def _coordinates(self, group_id: str) -> bool:
+        """Whether this broker coordinates the group now (a share group outlives the loss
+        of its partition here until its members' sessions end)."""
+        try:
+            self._partitions.require_loaded(group_id)
+        except KafkaError:
+            return False
+        return True
 
+    def describe(self, group_id: str) -> ClassicGroup | ShareGroup:
+        """DescribeGroups: a classic or share group; a group id with only offsets is an
+        Empty classic group, without them Dead. A KIP-848 group is not described here
+        (ConsumerGroupDescribe does): DescribeGroups before v6 answers it as Dead, as Kafka
+        does for any group that is not classic."""
+        self._owned(group_id)
+        group = self._groups.get_group(group_id)
+        if isinstance(group, ShareGroup):
+            return self._share.describe(group_id) or group
+        if isinstance(group, ClassicGroup):
+            return group
+        state = GroupState.EMPTY if group is None and self._offsets.has_offsets(group_id) else GroupState.DEAD
+        return ClassicGroup(group_id, state=state)
 
-def _fail_sync_waiters(group: Group, exc: Exception) -> None:
-    for member in group.members.values():
-        waiter, member.sync_waiter = member.sync_waiter, None
-        if waiter is not None and not waiter.done():
-            waiter.set_exception(exc)
-
-
-def _fail_member_waiters(member: Member, exc: Exception) -> None:
-    """Answer the member's parked JoinGroup and SyncGroup, if any, with ``exc``."""
-    for waiter in (member.join_waiter, member.sync_waiter):
-        if waiter is not None and not waiter.done():
-            waiter.set_exception(exc)
-    member.join_waiter = member.sync_waiter = None
-
-
-def _unload_group(group: Group) -> None:
-    """Kafka's onGroupUnloaded: the group is Dead, its rebalance timer is cancelled (it would
-    otherwise fire after the partition is loaded again, drop the members and store the old
-    generation as Empty), and its waiting members look for the new coordinator."""
-    group.transition_to(GroupState.DEAD)
-    task, group.rebalance_task = group.rebalance_task, None
-    if task is not None:
-        task.cancel()
-    for member in group.members.values():
-        _fail_member_waiters(member, NotCoordinatorError())
+    async def delete_group(self, group_id: str) -> None:
+        """DeleteGroups: only a group without members goes, offsets and all. A share group
+        is not deleted here: its share partitions' state would outlive it."""
+        self._owned(group_id)
+        group = self._groups.get_group(group_id)
+        if isinstance(group, ConsumerGroup):
+            await self._consumer.delete(group_id)
+        elif isinstance(group, ShareGroup):
+            raise GroupIdNotFoundError(f"Group {group_id} is a share group, not deleted here.")
+        elif group is None and not self._offsets.has_offsets(group_id):
+            raise GroupIdNotFoundError(f"group {group_id} does not exist")
+        elif group is not None and group.has_members():
+            raise NonEmptyGroupError(f"group {group_id} has active members")
+        await self._offsets.delete_group(group_id)

@@ -9,14 +9,15 @@ in the middle of a rebalance keep everything, and so does an open transaction's 
 
 from __future__ import annotations
 
-from brokerd.coordinator.group import CONSUMER_PROTOCOL_TYPE, Group, GroupState
+from brokerd.coordinator.classic_group import ClassicGroup, GroupState
+from brokerd.coordinator.group_types import CONSUMER_PROTOCOL_TYPE
 from brokerd.coordinator.offsets_topic import CommittedOffset
 
 TopicPartition = tuple[str, int]
 
 
 def expired_offsets(
-    group: Group | None,
+    group: ClassicGroup | None,
     offsets: dict[TopicPartition, CommittedOffset],
     pending: set[TopicPartition],
     now_ms: int,

@@ -9,6 +9,7 @@ so the topic can be read with the same tools as a real cluster's:
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from kafka.record.memory_records import MemoryRecords
@@ -127,7 +128,7 @@ class OffsetsBatch:
     consumer_groups: list[ConsumerGroupRecord]  # KIP-848 groups' records (key versions 3-8)
 
 
-def read_offsets_batches(data: bytes):
+def read_offsets_batches(data: bytes) -> Iterator[OffsetsBatch]:
     """Yield an OffsetsBatch for every batch, in log order."""
     batches = MemoryRecords(bytes(data))
     while batches.has_next():
@@ -158,7 +159,7 @@ def read_offsets_batches(data: bytes):
         )
 
 
-def _read_offset_commit(key: bytes, value: bytes | None):
+def _read_offset_commit(key: bytes, value: bytes | None) -> tuple[str, str, int, CommittedOffset | None]:
     group, pos = read_string(key, 2)
     topic, pos = read_string(key, pos)
     (partition,) = struct.unpack_from(">i", key, pos)

@@ -103,8 +103,8 @@ class TransactionCoordinator(InternalTopicCoordinator):
         self.clock_ms = clock_ms  # wall clock: transaction start and update times, timeouts
         self.transactions: dict[str, TransactionMetadata] = {}
         self.loaded: dict[int, int] = {}  # __transaction_state partition -> coordinator epoch
-        self._completions: dict[str, asyncio.Task] = {}
-        self._aborts: set[asyncio.Task] = set()
+        self._completions: dict[str, asyncio.Task[None]] = {}
+        self._aborts: set[asyncio.Task[None]] = set()
 
     def _owned(self, transactional_id: str) -> int:
         """The coordinator epoch, if this broker coordinates ``transactional_id``."""
@@ -256,7 +256,9 @@ class TransactionCoordinator(InternalTopicCoordinator):
         await self._persist(meta, meta.prepare(prepare, self.clock_ms()), coordinator_epoch)
         self._start_completion(transactional_id, coordinator_epoch)
 
-    def _producer(self, transactional_id: str, producer_id: int, producer_epoch: int):
+    def _producer(
+        self, transactional_id: str, producer_id: int, producer_epoch: int
+    ) -> tuple[TransactionMetadata, int]:
         coordinator_epoch = self._owned(transactional_id)
         meta = self.transactions.get(transactional_id)
         if meta is None or meta.producer_id != producer_id:

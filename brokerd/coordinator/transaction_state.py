@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import Any
 
 from kafka.errors import IllegalStateError
 
@@ -71,7 +72,7 @@ class TransactionMetadata:
     # InitProducerId is answered with the bumped epoch instead of being fenced (in memory only)
     last_producer_epoch: int = field(default=NO_PRODUCER_EPOCH, compare=False)
 
-    def prepare(self, state: TransactionState, now_ms: int, **changes) -> TransactionMetadata:
+    def prepare(self, state: TransactionState, now_ms: int, **changes: Any) -> TransactionMetadata:
         """The metadata after a transition to ``state``, to be written before it is adopted."""
         if self.state not in VALID_PREVIOUS[state]:
             raise IllegalStateError(

@@ -46,7 +46,7 @@ class TxnMarker:
 class TxnOffsetsListener(Protocol):
     """Told when a marker lands on an offsets partition led here: the producer's pending
     transactional offset commits there become committed or are dropped
-    (GroupMetadataManager.on_txn_marker)."""
+    (GroupCoordinator.on_txn_marker)."""
 
     def on_txn_marker(self, partition: int, producer_id: int, commit: bool) -> None: ...
 

@@ -2,7 +2,8 @@
 
 model.py holds a group's and its members' state (epochs, target and current assignments),
 assignors.py the server-side assignors, reconciliation.py how a member moves towards its
-target (revoke first, assign once the owner let go), records.py how all of it is stored in
-``__consumer_offsets``, and coordinator.py the ConsumerGroupHeartbeat state machine that
-ties them together.
+target (revoke first, assign once the owner let go), subscriptions.py the topics a group
+subscribes to (by name or regex), records.py how all of it is stored in
+``__consumer_offsets``, heartbeat.py a ConsumerGroupHeartbeat and its checks, and
+coordinator.py the state machine that ties them together.
 """

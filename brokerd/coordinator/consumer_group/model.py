@@ -14,6 +14,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
+from kafka.errors import StaleMemberEpochError, UnknownMemberIdError
+
+from brokerd.coordinator.group_types import CONSUMER_PROTOCOL_TYPE, GroupType
+
 # topic id -> partitions; never holds a topic with no partition
 Assignment = dict[uuid.UUID, frozenset[int]]
 
@@ -78,6 +82,20 @@ class ConsumerGroup:
     # background, so that heartbeat's assignment leaves its topics out
     resolved_regexes: set[str] = field(default_factory=set)
 
+    @property
+    def type(self) -> GroupType:
+        return GroupType.CONSUMER
+
+    @property
+    def protocol_type(self) -> str:
+        return CONSUMER_PROTOCOL_TYPE
+
+    def state_name(self) -> str:
+        return self.state().value
+
+    def has_members(self) -> bool:
+        return bool(self.members)
+
     def state(self) -> ConsumerGroupState:
         if not self.members:
             return ConsumerGroupState.EMPTY
@@ -93,12 +111,14 @@ class ConsumerGroup:
     def static_member_id(self, instance_id: str) -> str | None:
         return next((m.member_id for m in self.members.values() if m.instance_id == instance_id), None)
 
-    def owner_epochs(self) -> dict[tuple[uuid.UUID, int], int]:
-        """Every partition a member still has (assigned or waiting for its revocation), with
-        that member's epoch: a partition is free for its next owner only once it is here no
-        more (Kafka's currentPartitionEpoch)."""
+    def owner_epochs(self, excluding: str) -> dict[tuple[uuid.UUID, int], int]:
+        """Every partition a member other than ``excluding`` still has (assigned or waiting
+        for its revocation), with that member's epoch: a partition is free for its next owner
+        only once it is here no more (Kafka's currentPartitionEpoch)."""
         owned: dict[tuple[uuid.UUID, int], int] = {}
         for member in self.members.values():
+            if member.member_id == excluding:
+                continue
             for assignment in (member.assigned, member.pending_revocation):
                 for topic_id, partitions in assignment.items():
                     for partition in partitions:
@@ -116,6 +136,25 @@ class ConsumerGroup:
         assignment was last computed)."""
         return topic in self.subscribed_topic_names() or topic in self.subscribed_metadata
 
+    def validate_offset_commit(self, member_id: str, member_epoch: int) -> None:
+        """Kafka's ConsumerGroup.validateOffsetCommit: an admin commit (no member, epoch < 0)
+        only into an empty group; a member's with its current epoch."""
+        if member_epoch < 0 and not member_id and not self.members:
+            return
+        member = self.members.get(member_id)
+        if member is None:
+            raise UnknownMemberIdError(f"Member {member_id} is not a member of group {self.group_id}.")
+        if member_epoch != member.member_epoch:
+            raise StaleMemberEpochError(
+                f"The received member epoch {member_epoch} does not match the expected member epoch "
+                f"{member.member_epoch}."
+            )
+
+    def validate_offset_fetch(self, member_id: str | None, member_epoch: int) -> None:
+        """OffsetFetch v9+: a member fetching with its epoch must have the current one."""
+        if member_id and member_epoch >= 0:
+            self.validate_offset_commit(member_id, member_epoch)
+
 
 def assignment_from(pairs: Iterable[tuple[uuid.UUID, Iterable[int]]]) -> Assignment:
     out: Assignment = {}
@@ -130,7 +169,7 @@ def assignment_size(assignment: Mapping[uuid.UUID, frozenset[int]]) -> int:
     return sum(len(p) for p in assignment.values())
 
 
-def wire_assignment(assignment: Mapping[uuid.UUID, frozenset[int]]) -> list[dict]:
+def wire_assignment(assignment: Mapping[uuid.UUID, frozenset[int]]) -> list[dict[str, object]]:
     """An assignment as ConsumerGroupHeartbeat's TopicPartitions, in a stable order."""
     return [
         {"topic_id": topic_id, "partitions": sorted(assignment[topic_id])}

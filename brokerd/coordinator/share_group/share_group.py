@@ -7,7 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from brokerd.coordinator.group_types import GroupType
 from brokerd.coordinator.share_group.assignor import Assignment
+
+SHARE_PROTOCOL_TYPE = "share"
 
 
 class ShareGroupState(Enum):
@@ -45,8 +48,25 @@ class ShareGroup:
     partition_counts: dict[str, int] = field(default_factory=dict)
 
     @property
+    def type(self) -> GroupType:
+        return GroupType.SHARE
+
+    @property
+    def protocol_type(self) -> str:
+        return SHARE_PROTOCOL_TYPE
+
+    @property
     def state(self) -> ShareGroupState:
         return ShareGroupState.STABLE if self.members else ShareGroupState.EMPTY
 
+    def state_name(self) -> str:
+        return self.state.value
+
+    def has_members(self) -> bool:
+        return bool(self.members)
+
     def subscribed_topics(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topics}
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        return any(topic in m.subscribed_topics for m in self.members.values())

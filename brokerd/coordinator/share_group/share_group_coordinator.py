@@ -1,4 +1,4 @@
-"""The share group coordinator (Kafka's GroupMetadataManager for share groups):
+"""The share group protocol (Kafka's share group handling in its GroupMetadataManager):
 ShareGroupHeartbeat joins (member epoch 0), heartbeats and leaves (-1); the group epoch rises
 with every change, the SimpleAssignor computes the target assignment at the new epoch, and
 members take it on their next heartbeat (a share group revokes nothing, partitions are
@@ -7,7 +7,8 @@ shared). A member that does not heartbeat within group.share.session.timeout.ms 
 A share group is coordinated, like a consumer group, by the leader of its partition of
 __consumer_offsets. Membership is kept in memory only: after a coordinator change members
 are told UNKNOWN_MEMBER_ID and join again (their records' state lives with the share
-partitions, persisted apart, so nothing delivered is lost by it).
+partitions, persisted apart, so nothing delivered is lost by it). The groups are kept with
+every other group, in the GroupMetadataManager.
 """
 
 from __future__ import annotations
@@ -18,19 +19,19 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from kafka.errors import (
     FencedMemberEpochError,
     GroupMaxSizeReachedError,
     InvalidRequestError,
-    KafkaError,
     UnknownMemberIdError,
 )
 
 from brokerd.config import BrokerConfig
 from brokerd.coordinator.share_group.assignor import Assignment, assign
 from brokerd.coordinator.share_group.share_group import ShareGroup, ShareMember
-from brokerd.ports import GroupOwnership, ShareGroupTimeouts, TopicCatalog
+from brokerd.ports import ShareGroupTimeouts, TopicCatalog
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,21 @@ class ShareGroupConfig:
         return self.heartbeat_interval_ms
 
 
+class ShareGroupStore(Protocol):
+    """What the coordinator needs of the GroupMetadataManager: whether this broker
+    coordinates a group id (the leader of its __consumer_offsets partition), and the share
+    groups among its groups."""
+
+    def require_loaded(self, group_id: str) -> int: ...
+
+    def group_of(self, group_id: str, kind: type[ShareGroup]) -> ShareGroup | None: ...
+
+    def groups_of(self, kind: type[ShareGroup]) -> list[ShareGroup]: ...
+
+    def add_group(self, group: ShareGroup) -> ShareGroup:
+        """GROUP_ID_NOT_FOUND when the id holds a group of another type."""
+
+
 @dataclass(frozen=True)
 class HeartbeatResult:
     member_id: str
@@ -75,7 +91,7 @@ class ShareGroupCoordinator:
     def __init__(
         self,
         config: ShareGroupConfig,
-        ownership: GroupOwnership,
+        store: ShareGroupStore,
         topics: TopicCatalog,
         timeouts: ShareGroupTimeouts | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -83,7 +99,7 @@ class ShareGroupCoordinator:
     ) -> None:
         self.config = config
         self._timeouts: ShareGroupTimeouts = timeouts or config
-        self._ownership = ownership
+        self.store = store
         self._topics = topics
         self._clock = clock
         # told of every member fenced for its session timeout (group id, member id): the
@@ -91,7 +107,6 @@ class ShareGroupCoordinator:
         # locks. Not of a member that leaves: it closes its share sessions itself, and its
         # last acknowledgements may reach a leader after its leave reached the coordinator
         self._member_removed = member_removed
-        self.groups: dict[str, ShareGroup] = {}
 
     # -- ShareGroupHeartbeat -----------------------------------------------------------------
     def heartbeat(
@@ -104,14 +119,14 @@ class ShareGroupCoordinator:
         client_id: str,
         client_host: str,
     ) -> HeartbeatResult:
-        self._ownership.require_loaded(group_id)
+        self.store.require_loaded(group_id)
         if member_epoch == LEAVE_EPOCH:
             return self._leave(group_id, member_id)
-        group = self.groups.get(group_id)
+        group = self.store.group_of(group_id, ShareGroup)
         if member_epoch == JOIN_EPOCH:
             if not subscribed_topics:
                 raise InvalidRequestError("SubscribedTopicNames must be set in first request")
-            group = self.groups.setdefault(group_id, ShareGroup(group_id))
+            group = group or self.store.add_group(ShareGroup(group_id))
             member = group.members.get(member_id) if member_id else None
             if member is None:
                 if len(group.members) >= self.config.max_size:
@@ -152,7 +167,7 @@ class ShareGroupCoordinator:
         )
 
     def _leave(self, group_id: str, member_id: str) -> HeartbeatResult:
-        group = self.groups.get(group_id)
+        group = self.store.group_of(group_id, ShareGroup)
         if group is None or member_id not in group.members:
             raise UnknownMemberIdError(f"Member {member_id} is not a member of share group {group_id}.")
         self._remove(group, member_id, "left")
@@ -191,7 +206,7 @@ class ShareGroupCoordinator:
     def expire_sessions(self) -> None:
         """Fence members whose session ran out (group.share.session.timeout.ms)."""
         now = self._clock()
-        for group in list(self.groups.values()):
+        for group in self.store.groups_of(ShareGroup):
             for member in list(group.members.values()):
                 if member.session_deadline_s <= now:
                     self._remove(group, member.member_id, FENCED)
@@ -207,23 +222,8 @@ class ShareGroupCoordinator:
     # -- describing ----------------------------------------------------------------------------
     def describe(self, group_id: str) -> ShareGroup | None:
         """The group, when this broker coordinates it (NOT_COORDINATOR otherwise)."""
-        self._ownership.require_loaded(group_id)
-        group = self.groups.get(group_id)
+        self.store.require_loaded(group_id)
+        group = self.store.group_of(group_id, ShareGroup)
         if group is not None:
             self._update_target(group)
         return group
-
-    def list_groups(self) -> list[ShareGroup]:
-        """The share groups this broker coordinates now (ListGroups)."""
-        owned = []
-        for group_id, group in sorted(self.groups.items()):
-            try:
-                self._ownership.require_loaded(group_id)
-            except KafkaError:
-                continue
-            owned.append(group)
-        return owned
-
-    def is_member(self, group_id: str, member_id: str) -> bool:
-        group = self.groups.get(group_id)
-        return group is not None and member_id in group.members

@@ -7,9 +7,22 @@ from __future__ import annotations
 
 import struct
 import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 from kafka.errors import NotLeaderForPartitionError, UnknownTopicOrPartitionError
 
+from brokerd.config import BrokerConfig
+from brokerd.coordinator.classic_group_coordinator import ClassicGroupCoordinator, GroupConfig
+from brokerd.coordinator.consumer_group.coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
+from brokerd.coordinator.group_coordinator import GroupCoordinator
+from brokerd.coordinator.group_metadata_manager import GroupMetadataManager
+from brokerd.coordinator.offset_metadata_manager import OffsetMetadataManager
+from brokerd.coordinator.offsets_partitions import OffsetsPartitions
+from brokerd.coordinator.share_group.share_group_coordinator import ShareGroupConfig, ShareGroupCoordinator
+from brokerd.group_configs import GroupConfigs
 from brokerd.storage.control_batch import build_end_txn_marker
 from brokerd.storage.partition_log import AppendInfo
 from brokerd.storage.record_batch import iter_batch_spans
@@ -122,6 +135,13 @@ class FakeMetadata:
     def refresh(self) -> None:
         self.refreshes += 1
 
+    def partition_count(self, topic: str) -> int | None:
+        return sum(t == topic for t, _ in self.leaders) or None
+
+    def topic_partitions(self) -> dict[str, tuple[uuid.UUID, int]]:
+        topics = {t for t, _ in self.leaders}
+        return {t: (uuid.uuid5(uuid.NAMESPACE_OID, t), self.partition_count(t) or 0) for t in topics}
+
 
 class FakeProducerIds:
     def __init__(self) -> None:
@@ -150,3 +170,45 @@ def hosted(replicas: FakeReplicas, metadata: FakeMetadata, topic: str, partition
     for index in range(partitions):
         replicas.lead(topic, index)
         metadata.leaders[(topic, index)] = BROKER_ID
+
+
+class NoGroupConfigs:
+    """No group has configs of its own: the broker's defaults apply."""
+
+    def group_configs(self, group_id: str) -> dict[str, str]:
+        return {}
+
+
+@dataclass
+class GroupCoordinatorParts:
+    coordinator: GroupCoordinator
+    groups: GroupMetadataManager
+    offsets: OffsetMetadataManager
+    classic: ClassicGroupCoordinator
+
+
+def group_coordinator(
+    replicas: FakeReplicas,
+    metadata: FakeMetadata,
+    num_partitions: int,
+    retention_ms: int,
+    clock: Callable[[], float] = time.monotonic,
+    initial_rebalance_delay_ms: int = 0,
+) -> GroupCoordinatorParts:
+    """The group coordinator and its parts, built as GroupCoordinator.create builds them."""
+    config = BrokerConfig(BROKER_ID, Path("unused"), 9092)
+    configs = GroupConfigs(config, NoGroupConfigs())
+    partitions = OffsetsPartitions(BROKER_ID, num_partitions, replicas, metadata)
+    groups = GroupMetadataManager(partitions, clock)
+    offsets = OffsetMetadataManager(retention_ms, partitions, groups)
+    classic = ClassicGroupCoordinator(GroupConfig(initial_rebalance_delay_ms), groups)
+    coordinator = GroupCoordinator(
+        partitions,
+        groups,
+        offsets,
+        classic,
+        ConsumerGroupCoordinator(ConsumerGroupConfig.from_config(config), groups, metadata, configs, clock),
+        ShareGroupCoordinator(ShareGroupConfig.from_config(config), groups, metadata, configs, clock),
+        configs,
+    )
+    return GroupCoordinatorParts(coordinator, groups, offsets, classic)

@@ -20,13 +20,9 @@ from kafka.errors import (
     UnsupportedAssignorError,
 )
 
-from brokerd.coordinator.consumer_group.coordinator import (
-    ConsumerGroupConfig,
-    ConsumerGroupCoordinator,
-    Heartbeat,
-    HeartbeatResult,
-)
-from brokerd.coordinator.consumer_group.model import ConsumerGroupState
+from brokerd.coordinator.consumer_group.coordinator import ConsumerGroupConfig, ConsumerGroupCoordinator
+from brokerd.coordinator.consumer_group.heartbeat import Heartbeat, HeartbeatResult
+from brokerd.coordinator.consumer_group.model import ConsumerGroup, ConsumerGroupState
 from brokerd.coordinator.consumer_group.records import KEY_VERSIONS, ConsumerGroupRecord, Record
 
 pytestmark = pytest.mark.unit
@@ -37,12 +33,32 @@ SESSION_MS = 45000
 
 
 class FakeGroupsLog:
+    """The GroupMetadataManager as the coordinator sees it: its consumer groups, the records
+    appended, and the classic groups' sizes."""
+
     def __init__(self) -> None:
         self.written: list[Record] = []
         self.classic: dict[str, int] = {}
+        self.groups: dict[str, ConsumerGroup] = {}
 
     def require_loaded(self, key: str) -> int:
         return 0
+
+    def group_of(self, group_id: str, kind: type[ConsumerGroup]) -> ConsumerGroup | None:
+        return self.groups.get(group_id)
+
+    def groups_of(self, kind: type[ConsumerGroup]) -> list[ConsumerGroup]:
+        return list(self.groups.values())
+
+    def add_group(self, group: ConsumerGroup) -> ConsumerGroup:
+        self.groups[group.group_id] = group
+        return group
+
+    def restore_group(self, group: ConsumerGroup) -> None:
+        self.groups[group.group_id] = group
+
+    def remove_group(self, group_id: str) -> None:
+        self.groups.pop(group_id, None)
 
     async def append_records(self, group_id: str, records: Sequence[Record]) -> None:
         self.written += records
@@ -139,7 +155,7 @@ def test_two_members_share_the_topic_with_revocation_before_assignment() -> None
     assert a3.member_epoch == 2
     b2 = beat(c, "b", 2, {})
     assert partitions(b2) == frozenset(range(6)) - kept
-    assert c.groups["g"].state() == ConsumerGroupState.STABLE
+    assert c.store.groups["g"].state() == ConsumerGroupState.STABLE
 
 
 def test_a_member_that_leaves_frees_its_partitions_for_the_others() -> None:
@@ -190,7 +206,7 @@ def test_session_timeout_fences_the_member() -> None:
     beat(c, "b", 2, {})
     clock.now += 2
     asyncio.run(c.expire_sessions())
-    assert set(c.groups["g"].members) == {"b"}
+    assert set(c.store.groups["g"].members) == {"b"}
     with pytest.raises(UnknownMemberIdError):
         beat(c, "a", 1, {})
 
@@ -204,21 +220,21 @@ def test_group_size_and_static_members() -> None:
         join(c, "a2", instance_id="i1")
     gone = asyncio.run(c.heartbeat(Heartbeat("g", "a", -2, instance_id="i1")))
     assert gone.member_epoch == -2
-    epoch = c.groups["g"].group_epoch
+    epoch = c.store.groups["g"].group_epoch
     back = join(c, "a2", instance_id="i1")
     assert partitions(back) == frozenset(range(6))
-    assert set(c.groups["g"].members) == {"a2"}
-    assert c.groups["g"].group_epoch == epoch  # taking its place back is no reason to assign
+    assert set(c.store.groups["g"].members) == {"a2"}
+    assert c.store.groups["g"].group_epoch == epoch  # taking its place back is no reason to assign
 
 
 def test_offset_commits_need_the_current_member_epoch() -> None:
     c, _ = coordinator()
     join(c, "a")
-    c.validate_offset_commit("g", "a", 1)
+    c.store.groups["g"].validate_offset_commit("a", 1)
     with pytest.raises(StaleMemberEpochError):
-        c.validate_offset_commit("g", "a", 0)
+        c.store.groups["g"].validate_offset_commit("a", 0)
     with pytest.raises(UnknownMemberIdError):
-        c.validate_offset_commit("g", "b", 1)
+        c.store.groups["g"].validate_offset_commit("b", 1)
 
 
 def test_a_new_coordinator_carries_on_with_the_stored_group() -> None:
@@ -231,13 +247,13 @@ def test_a_new_coordinator_carries_on_with_the_stored_group() -> None:
     b = beat(c, "b", 2, {})
     successor, _ = coordinator()
     successor.load(0, log.replayable())
-    group = successor.groups["g"]
+    group = successor.store.groups["g"]
     assert (group.group_epoch, group.assignment_epoch) == (2, 2)
     assert group.members["a"].assigned == {TOPIC_ID: partitions(a)}
     assert group.members["b"].member_epoch == 2
     # the members heartbeat on with their epochs
     assert beat(successor, "b", 2, {TOPIC_ID: partitions(b)}).member_epoch == 2
-    assert successor.groups["g"].state() == ConsumerGroupState.STABLE
+    assert successor.store.groups["g"].state() == ConsumerGroupState.STABLE
 
 
 def test_an_empty_classic_group_is_converted_a_busy_one_refused() -> None:
@@ -255,14 +271,21 @@ def test_an_empty_classic_group_is_converted_a_busy_one_refused() -> None:
         )
 
 
+def keeps_offsets_of(c: ConsumerGroupCoordinator, group_id: str):
+    """What offset retention asks of a consumer group: one with members keeps the offsets of
+    the topics it subscribes to (None: no such group with members)."""
+    group = c.store.group_of(group_id, ConsumerGroup)
+    return group.is_subscribed_to if group is not None and group.has_members() else None
+
+
 def test_a_live_group_keeps_the_offsets_of_its_subscribed_topics() -> None:
     c, _ = coordinator()
-    assert c.keeps_offsets_of("g") is None
+    assert keeps_offsets_of(c, "g") is None
     join(c, "a")
-    keeps = c.keeps_offsets_of("g")
+    keeps = keeps_offsets_of(c, "g")
     assert keeps is not None and keeps(TOPIC) and not keeps("elsewhere")
     asyncio.run(c.heartbeat(Heartbeat("g", "a", -1)))
-    assert c.keeps_offsets_of("g") is None
+    assert keeps_offsets_of(c, "g") is None
 
 
 def test_a_new_regex_brings_its_topics_at_the_next_heartbeat() -> None:

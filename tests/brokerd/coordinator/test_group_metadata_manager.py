@@ -1,4 +1,4 @@
-"""Committed offsets as the GroupMetadataManager keeps them, in-process against fakes of the
+"""Committed offsets as the OffsetMetadataManager keeps them, in-process against fakes of the
 broker's ports: commits and fetches, what a new coordinator loads back, transactional offsets
 and their markers, retention, deletion, and how failed writes are reported."""
 
@@ -17,12 +17,10 @@ from kafka.errors import (
     RequestTimedOutError,
 )
 
-from brokerd.coordinator.group import GroupState, Member
-from brokerd.coordinator.group_coordinator import GroupConfig, GroupCoordinator
-from brokerd.coordinator.group_metadata_manager import GroupMetadataManager, OffsetConfig
+from brokerd.coordinator.classic_group import GroupState, Member
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC, CommittedOffset
 from brokerd.coordinator.txn_marker_writer import TxnMarker, TxnMarkerAppender
-from tests.brokerd.coordinator.fakes import BROKER_ID, FakeMetadata, FakeReplicas, hosted
+from tests.brokerd.coordinator.fakes import BROKER_ID, FakeMetadata, FakeReplicas, group_coordinator, hosted
 
 pytestmark = pytest.mark.unit
 
@@ -33,8 +31,8 @@ PRODUCER_ID, PRODUCER_EPOCH = 42, 0
 
 
 class Offsets:
-    """A group coordinator and its offsets store over fake replicas; ``reloaded`` is the
-    store a new coordinator builds from the same offsets partitions."""
+    """A group coordinator, its groups and its offsets store over fake replicas;
+    ``reloaded`` is the store a new coordinator builds from the same offsets partitions."""
 
     def __init__(self, replicas: FakeReplicas | None = None, metadata: FakeMetadata | None = None):
         self.metadata = metadata or FakeMetadata()
@@ -42,17 +40,15 @@ class Offsets:
         if replicas is None:
             hosted(self.replicas, self.metadata, OFFSETS_TOPIC, PARTITIONS)
             hosted(self.replicas, self.metadata, "orders", 2)
-        self.manager = GroupMetadataManager(
-            BROKER_ID, OffsetConfig(PARTITIONS, RETENTION_MS), self.replicas, self.metadata
-        )
-        self.coordinator = GroupCoordinator(GroupConfig(0), self.manager)
+        parts = group_coordinator(self.replicas, self.metadata, PARTITIONS, RETENTION_MS)
+        self.coordinator, self.groups, self.manager = parts.coordinator, parts.groups, parts.offsets
         self.coordinator.on_metadata_change()
 
-    def reloaded(self) -> GroupMetadataManager:
-        return Offsets(self.replicas, self.metadata).manager
+    def reloaded(self) -> Offsets:
+        return Offsets(self.replicas, self.metadata)
 
     def offsets_partition(self):
-        return self.replicas.partitions[(OFFSETS_TOPIC, self.manager.partition_of(GROUP))]
+        return self.replicas.partitions[(OFFSETS_TOPIC, self.coordinator.partition_of(GROUP))]
 
     async def join(self) -> str:
         """A member joins the group (a generation of its own); returns its member id."""
@@ -77,17 +73,17 @@ class Offsets:
 
     async def end_txn(self, commit: bool) -> None:
         """The transaction coordinator's marker on the group's offsets partition."""
-        appender = TxnMarkerAppender(self.replicas, self.manager)
+        appender = TxnMarkerAppender(self.replicas, self.coordinator)
         errors = await appender.append(
             TxnMarker(PRODUCER_ID, PRODUCER_EPOCH, commit, 0),
-            [(OFFSETS_TOPIC, self.manager.partition_of(GROUP))],
+            [(OFFSETS_TOPIC, self.coordinator.partition_of(GROUP))],
             1.0,
         )
         assert set(errors.values()) == {None}
 
 
-def offsets_of(manager: GroupMetadataManager) -> dict[tuple[str, int], int]:
-    return {tp: c.offset for tp, c in manager.committed(GROUP, None).items()}
+def offsets_of(store: Offsets) -> dict[tuple[str, int], int]:
+    return {tp: c.offset for tp, c in store.manager.committed(GROUP, None).items()}
 
 
 def test_committed_offsets_are_fetched_and_loaded_back_by_a_new_coordinator():
@@ -95,7 +91,7 @@ def test_committed_offsets_are_fetched_and_loaded_back_by_a_new_coordinator():
         store = Offsets()
         await store.commit(("orders", 0), ("orders", 1), offset=7)
         await store.commit(("orders", 1), offset=9)
-        assert offsets_of(store.manager) == {("orders", 0): 7, ("orders", 1): 9}
+        assert offsets_of(store) == {("orders", 0): 7, ("orders", 1): 9}
         assert store.coordinator.committed(GROUP, [("orders", 1), ("other", 0)]) == {
             ("orders", 1): CommittedOffset(9),
             ("other", 0): None,
@@ -118,7 +114,7 @@ def test_a_commit_the_replicas_do_not_confirm_is_retriable(error, reported):
         store.offsets_partition().ack_error = error
         with pytest.raises(reported):
             await store.commit(("orders", 0))
-        assert offsets_of(store.manager) == {}
+        assert offsets_of(store) == {}
 
     asyncio.run(scenario())
 
@@ -128,7 +124,7 @@ def test_a_broker_that_no_longer_leads_the_partition_is_not_the_coordinator():
         store = Offsets()
         store.offsets_partition().is_leader = False
         with pytest.raises(NotCoordinatorError):
-            await store.manager.store_offsets(GROUP, {("orders", 0): CommittedOffset(1)})
+            await store.manager.commit(GROUP, {("orders", 0): CommittedOffset(1)})
         store.coordinator.on_metadata_change()
         with pytest.raises(NotCoordinatorError):
             await store.commit(("orders", 0))
@@ -142,13 +138,13 @@ def test_transactional_offsets_stay_pending_until_the_marker_decides(commit):
         store = Offsets()
         await store.commit(("orders", 0), offset=3)
         await store.commit_in_txn(10)
-        assert offsets_of(store.manager) == {("orders", 0): 3}
+        assert offsets_of(store) == {("orders", 0): 3}
         assert store.coordinator.unstable(GROUP) == {("orders", 0)}
-        assert store.reloaded().unstable(GROUP) == {("orders", 0)}  # replayed as pending
+        assert store.reloaded().manager.unstable(GROUP) == {("orders", 0)}  # replayed as pending
         await store.end_txn(commit)
         expected = {("orders", 0): 10 if commit else 3}
         assert store.coordinator.unstable(GROUP) == set()
-        assert offsets_of(store.manager) == expected
+        assert offsets_of(store) == expected
         assert offsets_of(store.reloaded()) == expected
 
     asyncio.run(scenario())
@@ -161,7 +157,7 @@ def test_offsets_past_their_retention_get_tombstones():
         await store.commit(("orders", 0), committed_at_ms=now_ms - RETENTION_MS - 1)
         await store.commit(("orders", 1), committed_at_ms=now_ms)
         store.manager.remove_expired_offsets()
-        assert offsets_of(store.manager) == {("orders", 1): 5}
+        assert offsets_of(store) == {("orders", 1): 5}
         assert offsets_of(store.reloaded()) == {("orders", 1): 5}
 
     asyncio.run(scenario())
@@ -174,12 +170,12 @@ def test_an_empty_group_whose_offsets_expire_is_removed_with_them():
         member_id = await store.join()
         store.coordinator.leave(GROUP, [(member_id, None)])
         store.manager.remove_expired_offsets()
-        assert store.manager.get_group(GROUP).state == GroupState.EMPTY  # not empty long enough
-        store.manager.get_group(GROUP).state_timestamp_ms -= RETENTION_MS
+        assert store.groups.get_group(GROUP).state == GroupState.EMPTY  # not empty long enough
+        store.groups.get_group(GROUP).state_timestamp_ms -= RETENTION_MS
         store.manager.remove_expired_offsets()
-        assert store.manager.get_group(GROUP) is None and offsets_of(store.manager) == {}
+        assert store.groups.get_group(GROUP) is None and offsets_of(store) == {}
         reloaded = store.reloaded()
-        assert reloaded.get_group(GROUP) is None and offsets_of(reloaded) == {}
+        assert reloaded.groups.get_group(GROUP) is None and offsets_of(reloaded) == {}
 
     asyncio.run(scenario())
 
@@ -191,7 +187,7 @@ def test_the_offsets_of_a_deleted_topic_go_with_it():
         await store.commit(("orders", 0), ("gone", 0))
         del store.metadata.leaders[("gone", 0)]
         store.coordinator.on_metadata_change()
-        assert offsets_of(store.manager) == {("orders", 0): 5}
+        assert offsets_of(store) == {("orders", 0): 5}
         assert offsets_of(store.reloaded()) == {("orders", 0): 5}
 
     asyncio.run(scenario())
@@ -210,6 +206,6 @@ def test_deleting_a_group_needs_it_empty_and_leaves_nothing_to_load():
         await store.coordinator.delete_group(GROUP)
         assert store.coordinator.describe(GROUP).state == GroupState.DEAD
         reloaded = store.reloaded()
-        assert reloaded.get_group(GROUP) is None and offsets_of(reloaded) == {}
+        assert reloaded.groups.get_group(GROUP) is None and offsets_of(reloaded) == {}
 
     asyncio.run(scenario())

@@ -10,20 +10,20 @@ import pytest
 from kafka.errors import (
     FencedInstanceIdError,
     IllegalGenerationError,
+    MemberIdRequiredError,
     NotCoordinatorError,
     RebalanceInProgressError,
     UnknownMemberIdError,
 )
 
-from brokerd.coordinator.group import GroupState, Member
-from brokerd.coordinator.group_coordinator import GroupConfig, GroupCoordinator, MemberIdRequired
-from brokerd.coordinator.group_metadata_manager import GroupMetadataManager, OffsetConfig
+from brokerd.coordinator.classic_group import GroupState, Member
+from brokerd.coordinator.group_coordinator import GroupCoordinator
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from tests.brokerd.coordinator.fakes import (
-    BROKER_ID,
     FakeClock,
     FakeMetadata,
     FakeReplicas,
+    group_coordinator,
     hosted,
 )
 
@@ -43,10 +43,8 @@ class Cluster:
         if replicas is None:
             hosted(self.replicas, self.metadata, OFFSETS_TOPIC, PARTITIONS)
         self.clock = clock or FakeClock()
-        self.manager = GroupMetadataManager(
-            BROKER_ID, OffsetConfig(PARTITIONS, 60_000), self.replicas, self.metadata, self.clock
-        )
-        self.coordinator = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=0), self.manager)
+        parts = group_coordinator(self.replicas, self.metadata, PARTITIONS, 60_000, self.clock)
+        self.manager, self.classic, self.coordinator = parts.groups, parts.classic, parts.coordinator
         self.coordinator.on_metadata_change()
 
     def group(self):
@@ -73,20 +71,20 @@ def candidate(
 
 async def join(coordinator: GroupCoordinator, member: Member) -> dict:
     """JoinGroup as a v4+ client does: a new dynamic member comes back with its id."""
-    try:
-        return await coordinator.join(GROUP, member, requires_known_member_id=True)
-    except MemberIdRequired as required:
-        member.member_id = required.member_id
-        return await coordinator.join(GROUP, member, requires_known_member_id=True)
+    joined = await coordinator.join(GROUP, member, requires_known_member_id=True)
+    if joined["error_code"] != MemberIdRequiredError.errno:
+        return joined
+    member.member_id = joined["member_id"]
+    return await coordinator.join(GROUP, member, requires_known_member_id=True)
 
 
 async def stable_group(coordinator: GroupCoordinator, *members: Member) -> list[dict]:
     """Join ``members`` together and sync them (the leader assigns each its member id)."""
     for member in members:
         if not member.member_id and member.group_instance_id is None:
-            with pytest.raises(MemberIdRequired) as required:
-                await coordinator.join(GROUP, member, requires_known_member_id=True)
-            member.member_id = required.value.member_id
+            required = await coordinator.join(GROUP, member, requires_known_member_id=True)
+            assert required["error_code"] == MemberIdRequiredError.errno
+            member.member_id = required["member_id"]
     joins = await asyncio.gather(*(coordinator.join(GROUP, m, True) for m in members))
     leader = joins[0]["leader"]
     assignment = {j["member_id"]: j["member_id"].encode() for j in joins}
@@ -119,9 +117,9 @@ def test_a_new_member_gets_a_member_id_then_leads_generation_1():
     async def scenario():
         cluster = Cluster()
         member = candidate()
-        with pytest.raises(MemberIdRequired) as required:
-            await cluster.coordinator.join(GROUP, member, requires_known_member_id=True)
-        member.member_id = required.value.member_id
+        required = await cluster.coordinator.join(GROUP, member, requires_known_member_id=True)
+        assert required["error_code"] == MemberIdRequiredError.errno
+        member.member_id = required["member_id"]
         joined = await cluster.coordinator.join(GROUP, member, True)
         assert (joined["generation_id"], joined["leader"]) == (1, member.member_id)
         assert [m["member_id"] for m in joined["members"]] == [member.member_id]
@@ -180,10 +178,10 @@ def test_a_member_whose_session_times_out_is_removed_and_the_rest_rebalance():
         await stable_group(cluster.coordinator, stays, goes)
         cluster.clock.advance(SESSION_MS / 1000 - 1)
         cluster.coordinator.heartbeat(GROUP, stays.member_id, None, 1)
-        cluster.coordinator.expire_sessions()
+        cluster.classic.expire_sessions()
         assert set(cluster.group().members) == {stays.member_id, goes.member_id}
         cluster.clock.advance(1)
-        cluster.coordinator.expire_sessions()
+        cluster.classic.expire_sessions()
         assert set(cluster.group().members) == {stays.member_id}
         assert cluster.group().state == GroupState.PREPARING_REBALANCE
         rejoined = await cluster.coordinator.join(GROUP, stays, True)
@@ -196,11 +194,11 @@ def test_a_member_id_handed_out_but_never_used_expires_after_the_session_timeout
     async def scenario():
         cluster = Cluster()
         member = candidate()
-        with pytest.raises(MemberIdRequired) as required:
-            await cluster.coordinator.join(GROUP, member, requires_known_member_id=True)
+        required = await cluster.coordinator.join(GROUP, member, requires_known_member_id=True)
+        assert required["error_code"] == MemberIdRequiredError.errno
         cluster.clock.advance(SESSION_MS / 1000)
-        cluster.coordinator.expire_sessions()
-        member.member_id = required.value.member_id
+        cluster.classic.expire_sessions()
+        member.member_id = required["member_id"]
         with pytest.raises(UnknownMemberIdError):
             await cluster.coordinator.join(GROUP, member, True)
 
@@ -281,7 +279,7 @@ def test_a_new_coordinator_restores_the_group_and_its_members_keep_their_session
         new.clock.advance(SESSION_MS / 1000 - 1)
         new.coordinator.heartbeat(GROUP, kept.member_id, None, 1)
         new.clock.advance(1)
-        new.coordinator.expire_sessions()
+        new.classic.expire_sessions()
         assert set(new.group().members) == {kept.member_id}
 
     asyncio.run(scenario())

@@ -10,7 +10,7 @@ import asyncio
 import pytest
 from kafka.errors import NotCoordinatorError
 
-from brokerd.coordinator.group import GroupState
+from brokerd.coordinator.classic_group import GroupState
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC, CommittedOffset
 from tests.brokerd.coordinator.fakes import BROKER_ID
 from tests.brokerd.coordinator.test_group_rebalance import GROUP, Cluster, candidate, join, stable_group

@@ -13,19 +13,34 @@ from kafka.errors import (
 )
 
 from brokerd.coordinator.share_group.assignor import assign
+from brokerd.coordinator.share_group.share_group import ShareGroup
 from brokerd.coordinator.share_group.share_group_coordinator import ShareGroupConfig, ShareGroupCoordinator
 
 pytestmark = pytest.mark.unit
 
 
 class Ownership:
+    """The GroupMetadataManager as the coordinator sees it: whether it coordinates the
+    group, and its share groups."""
+
     def __init__(self) -> None:
         self.owned = True
+        self.groups: dict[str, ShareGroup] = {}
 
     def require_loaded(self, key: str) -> int:
         if not self.owned:
             raise NotCoordinatorError(key)
         return 0
+
+    def group_of(self, group_id: str, kind: type[ShareGroup]) -> ShareGroup | None:
+        return self.groups.get(group_id)
+
+    def groups_of(self, kind: type[ShareGroup]) -> list[ShareGroup]:
+        return list(self.groups.values())
+
+    def add_group(self, group: ShareGroup) -> ShareGroup:
+        self.groups[group.group_id] = group
+        return group
 
 
 class Topics:
@@ -67,7 +82,7 @@ def test_the_simple_assignor_shares_partitions_when_members_outnumber_them() -> 
 def test_members_join_get_the_group_epoch_and_their_assignment() -> None:
     c, _, _ = coordinator({"t": 1})
     first = join(c, "m1", ["t"])
-    assert (first.member_epoch, first.assignment) == (c.groups["g"].group_epoch, {"t": [0]})
+    assert (first.member_epoch, first.assignment) == (c.store.groups["g"].group_epoch, {"t": [0]})
     second = join(c, "m2", ["t"])
     assert second.assignment == {"t": [0]}
     assert second.member_epoch > first.member_epoch
@@ -92,7 +107,7 @@ def test_leaving_and_unknown_members_and_stale_epochs() -> None:
     with pytest.raises(FencedMemberEpochError):
         c.heartbeat("g", "m1", m1.member_epoch + 5, None, None, "client", "h")
     assert c.heartbeat("g", "m1", -1, None, None, "client", "h").member_epoch == -1
-    assert set(c.groups["g"].members) == {"m2"}
+    assert set(c.store.groups["g"].members) == {"m2"}
     with pytest.raises(UnknownMemberIdError):
         c.heartbeat("g", "m1", m1.member_epoch, None, None, "client", "h")
 
@@ -106,14 +121,14 @@ def test_a_member_that_stops_heartbeating_is_fenced_and_told_of_but_not_one_that
     join(c, "m1", ["t"])
     join(c, "m2", ["t"])
     c.heartbeat("g", "m2", -1, None, None, "client", "h")
-    assert "m2" not in c.groups["g"].members
+    assert "m2" not in c.store.groups["g"].members
     assert removed == []  # it closes its share sessions itself, after its last acknowledgements
     clock.now = 44.0
     c.expire_sessions()
-    assert "m1" in c.groups["g"].members
+    assert "m1" in c.store.groups["g"].members
     clock.now = 46.0
     c.expire_sessions()
-    assert c.groups["g"].members == {}
+    assert c.store.groups["g"].members == {}
     assert removed == [("g", "m1")]
 
 

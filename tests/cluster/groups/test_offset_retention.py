@@ -8,7 +8,7 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from brokerd.coordinator.group import Group, GroupState, Member
+from brokerd.coordinator.classic_group import ClassicGroup, GroupState, Member
 from brokerd.coordinator.offset_retention import expired_offsets
 from brokerd.coordinator.offsets_topic import CommittedOffset
 from tests.cluster_harness import running_cluster, wait_until
@@ -22,8 +22,8 @@ def committed_ago(minutes: int) -> CommittedOffset:
     return CommittedOffset(5, commit_timestamp=NOW_MS - minutes * MINUTE_MS)
 
 
-def consumer_group(state: GroupState, since_minutes: int, subscribed: str | None = None) -> Group:
-    group = Group(
+def consumer_group(state: GroupState, since_minutes: int, subscribed: str | None = None) -> ClassicGroup:
+    group = ClassicGroup(
         "g",
         state=state,
         protocol_type="consumer",

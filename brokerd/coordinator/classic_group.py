@@ -1,4 +1,4 @@
-"""A consumer group's membership and its rebalance state machine (the classic protocol).
+"""A classic group's membership and its rebalance states (Kafka's ClassicGroup).
 
 States as in Kafka's GroupMetadata: Empty -> PreparingRebalance (members rejoin) ->
 CompletingRebalance (the leader computes the assignment) -> Stable. The broker never reads
@@ -12,13 +12,13 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
-from kafka.errors import FencedInstanceIdError, UnknownMemberIdError
+from kafka.errors import FencedInstanceIdError, NotCoordinatorError, UnknownMemberIdError
 
+from brokerd.coordinator.group_types import GroupType
 from brokerd.coordinator.offsets_topic import GroupMetadata, MemberMetadata
 from brokerd.protocol.codec import subscribed_topics
-
-CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
 class GroupState(str, Enum):
@@ -41,8 +41,8 @@ class Member:
     protocols: list[tuple[str, bytes]]
     assignment: bytes = b""
     session_deadline: float = 0.0
-    join_waiter: asyncio.Future | None = None
-    sync_waiter: asyncio.Future | None = None
+    join_waiter: asyncio.Future[dict[str, Any]] | None = None
+    sync_waiter: asyncio.Future[bytes] | None = None
 
     def metadata_for(self, protocol: str) -> bytes:
         return next(meta for name, meta in self.protocols if name == protocol)
@@ -55,9 +55,22 @@ class Member:
     def restart_session(self, now: float) -> None:
         self.session_deadline = now + self.session_timeout_ms / 1000
 
+    def update_from(self, candidate: Member) -> None:
+        """A rejoining member may bring new protocols (subscription) and timeouts."""
+        self.protocols = candidate.protocols
+        self.session_timeout_ms = candidate.session_timeout_ms
+        self.rebalance_timeout_ms = candidate.rebalance_timeout_ms
+
+    def fail_waiters(self, exc: Exception) -> None:
+        """Answer the member's parked JoinGroup and SyncGroup, if any, with ``exc``."""
+        for waiter in (self.join_waiter, self.sync_waiter):
+            if waiter is not None and not waiter.done():
+                waiter.set_exception(exc)
+        self.join_waiter = self.sync_waiter = None
+
 
 @dataclass
-class Group:
+class ClassicGroup:
     group_id: str
     state: GroupState = GroupState.EMPTY
     generation: int = 0
@@ -67,9 +80,19 @@ class Group:
     members: dict[str, Member] = field(default_factory=dict)
     # KIP-394: member ids handed out with MEMBER_ID_REQUIRED -> when they expire unused
     pending_members: dict[str, float] = field(default_factory=dict)
-    rebalance_task: asyncio.Task | None = None
+    rebalance_task: asyncio.Task[None] | None = None
     join_delay_until: float = 0.0
     state_timestamp_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+
+    @property
+    def type(self) -> GroupType:
+        return GroupType.CLASSIC
+
+    def state_name(self) -> str:
+        return self.state.value
+
+    def has_members(self) -> bool:
+        return bool(self.members)
 
     def transition_to(self, state: GroupState) -> None:
         self.state = state
@@ -133,6 +156,48 @@ class Group:
             raise UnknownMemberIdError(f"{member_id!r} is not a member of {self.group_id!r}")
         return member
 
+    def join_response(self, member_id: str) -> dict[str, Any]:
+        """The current generation as JoinGroup answers it; only the leader gets the members."""
+        members = []
+        if member_id == self.leader_id:
+            protocol = self.protocol_name
+            if protocol is None:
+                raise RuntimeError(f"group {self.group_id} has a leader but no protocol")
+            members = [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata_for(protocol),
+                }
+                for m in self.members.values()
+            ]
+        return {
+            "error_code": 0,
+            "generation_id": self.generation,
+            "protocol_type": self.protocol_type,
+            "protocol_name": self.protocol_name,
+            "leader": self.leader_id,
+            "member_id": member_id,
+            "members": members,
+        }
+
+    def fail_sync_waiters(self, exc: Exception) -> None:
+        for member in self.members.values():
+            waiter, member.sync_waiter = member.sync_waiter, None
+            if waiter is not None and not waiter.done():
+                waiter.set_exception(exc)
+
+    def unload(self) -> None:
+        """Kafka's onGroupUnloaded: the group is Dead, its rebalance timer is cancelled (it
+        would otherwise fire after the partition is loaded again, drop the members and store
+        the old generation as Empty), and its waiting members look for the new coordinator."""
+        self.transition_to(GroupState.DEAD)
+        task, self.rebalance_task = self.rebalance_task, None
+        if task is not None:
+            task.cancel()
+        for member in self.members.values():
+            member.fail_waiters(NotCoordinatorError())
+
     def metadata(self, assignments: dict[str, bytes] | None = None) -> GroupMetadata:
         """The record of this generation; ``assignments`` replaces the members' own when
         the leader's assignment is stored before it takes effect."""
@@ -160,7 +225,7 @@ class Group:
         )
 
     @classmethod
-    def restore(cls, group_id: str, metadata: GroupMetadata, now: float) -> Group:
+    def restore(cls, group_id: str, metadata: GroupMetadata, now: float) -> ClassicGroup:
         """A group loaded from its last record: Stable with its members, whose sessions start
         now (so they keep their assignment if they heartbeat in time), or Empty."""
         group = cls(
