@@ -3,10 +3,10 @@
 ClusterState serves the brokers, which read and write every part of the directory; kctl
 shows the cluster (`kctl cluster status`, `kctl watch`, `kctl topic describe`, ...) and
 reads it through this narrower interface. The few things kctl writes have writers of their
-own: the broker plan (brokerd.state.cluster_setup) and injected faults
-(brokerd.state.faults.InjectedFaults).
+own: a new cluster (ClusterSetup, brokerd.state.cluster_setup), the broker plan (ClusterPlan)
+and injected faults (InjectedFaults).
 
-ClusterView is a Protocol, so ClusterState is one too, and StateReader implements it with
+ClusterView is a Protocol: a ClusterState is one as well, and StateReader implements it with
 the parts of ClusterState that hold what is read here (their methods, not copies).
 """
 
