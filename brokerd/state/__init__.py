@@ -2,6 +2,8 @@
 
 Every broker of a local cluster and the `kctl` CLI read the cluster's state from here, and
 this package is the only code that opens these files (ClusterState, one module per job).
+kctl sees less of it: it reads through ClusterView (cluster_view) and writes only the broker
+plan (cluster_setup, cluster_plan) and injected faults (faults).
 Layout of ``<cluster>/state/``:
 
     cluster.json            cluster_plan: the cluster id and the planned brokers (id -> port)
@@ -39,7 +41,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from brokerd.metadata.image import PartitionRecord, TopicRecord
     from brokerd.state.broker_registrations import BrokerRegistration
+    from brokerd.state.cluster_setup import ClusterSetup
     from brokerd.state.cluster_state import ClusterState
+    from brokerd.state.cluster_view import ClusterView
     from brokerd.state.controller_epoch import StaleControllerEpoch
     from brokerd.state.partition_changes import IsrProposal
 
@@ -47,7 +51,9 @@ if TYPE_CHECKING:
 # (brokerd.state.local_brokers) does not pay for the metadata log's modules.
 _EXPORTS = {
     "BrokerRegistration": "brokerd.state.broker_registrations",
+    "ClusterSetup": "brokerd.state.cluster_setup",
     "ClusterState": "brokerd.state.cluster_state",
+    "ClusterView": "brokerd.state.cluster_view",
     "IsrProposal": "brokerd.state.partition_changes",
     "PartitionRecord": "brokerd.metadata.image",
     "StaleControllerEpoch": "brokerd.state.controller_epoch",
@@ -63,7 +69,9 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BrokerRegistration",
+    "ClusterSetup",
     "ClusterState",
+    "ClusterView",
     "IsrProposal",
     "PartitionRecord",
     "StaleControllerEpoch",

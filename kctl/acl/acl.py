@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from brokerd.security.acl import AclBinding
-from kctl.acl import aclexplain, acls
-from kctl.acl.acls import Who
+from kctl.acl import aclbindings, aclexplain
+from kctl.acl.aclbindings import Who
 from kctl.kafka import acls as acl_requests
 from kctl.kafka.client import Connection, checked, connect
 from kctl.shell import console
@@ -121,7 +121,7 @@ PatternFilter = Annotated[
 
 def _who(allow: Names, deny: Names, allow_hosts: Names, deny_hosts: Names, either: Names = None) -> Who:
     def principals(names: Names) -> tuple[str, ...]:
-        return tuple(acls.principal(p) for p in names or [])
+        return tuple(aclbindings.principal(p) for p in names or [])
 
     return Who(
         principals(allow),
@@ -156,18 +156,21 @@ def create(
     produce to orders. Creating an ACL needs ALTER on the cluster (the super user has it).
     """
     who = _who(allow_principal, deny_principal, allow_host, deny_host)
-    resources = acls.resources(topic or [], group or [], cluster, transactional_id or [])
+    resources = aclbindings.resources(topic or [], group or [], cluster, transactional_id or [])
     if not (who.allow or who.deny) or not operation or not resources:
         raise KctlError(
             "give a principal (--allow-principal or --deny-principal), an --operation and "
             "a resource (--topic, --group, --cluster or --transactional-id)",
             ExitCode.USAGE,
         )
-    bindings = acls.new_bindings(
+    bindings = aclbindings.new_bindings(
         resources,
-        acls.pattern_type(pattern, ("literal", "prefixed")),
+        aclbindings.pattern_type(pattern, ("literal", "prefixed")),
         who,
-        [acls.operation(op, tuple(o for o in acls.OPERATIONS if o != "any")) for op in operation],
+        [
+            aclbindings.operation(op, tuple(o for o in aclbindings.OPERATIONS if o != "any"))
+            for op in operation
+        ],
     )
     acl_requests.create(checked(connect(bootstrap, cluster_dir, timeout, settings, command_config)), bindings)
     _print(bindings, json_output=False)
@@ -231,10 +234,10 @@ def delete(
 def _matching(action: Callable[[Connection, list], list[AclBinding]], options: dict) -> list[AclBinding]:
     """`action` (list or delete) on the ACLs that list's and delete's common options select."""
     o = SimpleNamespace(**options)
-    on = acls.resources(o.topic or [], o.group or [], o.cluster, o.transactional_id or [])
+    on = aclbindings.resources(o.topic or [], o.group or [], o.cluster, o.transactional_id or [])
     who = _who(o.allow_principal, o.deny_principal, o.allow_host, o.deny_host, o.principal)
-    acl_filters = acls.filters(
-        on, acls.pattern_type(o.pattern), who, [acls.operation(op) for op in o.operation or []]
+    acl_filters = aclbindings.filters(
+        on, aclbindings.pattern_type(o.pattern), who, [aclbindings.operation(op) for op in o.operation or []]
     )
     return action(
         checked(connect(o.bootstrap, o.cluster_dir, o.timeout, o.settings, o.command_config)), acl_filters
@@ -245,7 +248,7 @@ def _print(bindings: list[AclBinding], json_output: bool) -> None:
     if json_output:
         console.print_json([b.to_json() for b in bindings])
     else:
-        console.print_table(acls.COLUMNS, [acls.row(b) for b in bindings])
+        console.print_table(aclbindings.COLUMNS, [aclbindings.row(b) for b in bindings])
 
 
 @app.command()
@@ -294,7 +297,7 @@ def explain(
     that do not match deny. An ACL matches the principal or User:*, the host or *. Exits 0
     either way: the answer is the output.
     """
-    named = acls.resources(
+    named = aclbindings.resources(
         [topic] if topic else [],
         [group] if group else [],
         cluster,
@@ -304,14 +307,14 @@ def explain(
         raise KctlError(
             "give exactly one resource: --topic, --group, --cluster or --transactional-id", ExitCode.USAGE
         )
-    op = acls.operation(operation, tuple(o for o in acls.OPERATIONS if o not in ("any", "all")))
+    op = aclbindings.operation(operation, tuple(o for o in aclbindings.OPERATIONS if o not in ("any", "all")))
     conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
-    found = aclexplain.explain(conn, acls.principal(principal), host, op, named[0])
+    found = aclexplain.explain(conn, aclbindings.principal(principal), host, op, named[0])
     if json_output:
         console.print_json(found.to_json())
         return
     print("\n".join(found.lines()), flush=True)
     if found.acls:
         console.print_table(
-            acls.COLUMNS, [acls.row(b) for b in found.acls], title=f"ACLS ON {found.resource}"
+            aclbindings.COLUMNS, [aclbindings.row(b) for b in found.acls], title=f"ACLS ON {found.resource}"
         )

@@ -16,8 +16,8 @@ from kafka.admin import ACLOperation, ACLResourcePatternType
 
 from brokerd.security import authorizer
 from brokerd.security.acl import AclBinding
-from kctl.acl import acls
-from kctl.acl.acls import Resource
+from kctl.acl import aclbindings
+from kctl.acl.aclbindings import Resource
 from kctl.cluster import brokerconfig
 from kctl.cluster.securecluster import ALLOW_IF_NO_ACL, SUPER_USERS
 from kctl.kafka import acls as acl_requests
@@ -74,7 +74,9 @@ def explain(
     decide: Decide = authorizer.explain,
 ) -> Explanation:
     """Decide the request with `decide` (the brokers' rules) over the cluster's ACLs."""
-    every = acls.filters([Resource(resource.type, None)], ACLResourcePatternType.ANY, acls.Who(), [])
+    every = aclbindings.filters(
+        [Resource(resource.type, None)], ACLResourcePatternType.ANY, aclbindings.Who(), []
+    )
     bindings = acl_requests.describe(conn, every)
     super_users, allow_if_no_acl = authorizer_settings(conn)
     decision = decide(

@@ -16,7 +16,7 @@ from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from brokerd.state import ClusterState
+    from brokerd.state.cluster_view import ClusterView
     from kctl.cluster.brokerview import BrokerView
 
 KILL_TIMEOUT_S = 5.0
@@ -24,7 +24,7 @@ UNITS = {"": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "ki": 1024, "mi": 1024**2
 _BYTE_RATE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*([kmg]i?)?b?\s*(?:/\s*s)?\s*", re.IGNORECASE)
 
 
-def lookup(state: ClusterState, broker_id: int) -> BrokerView:
+def lookup(state: ClusterView, broker_id: int) -> BrokerView:
     """The broker's current view; an id the cluster never planned is exit 4."""
     views = brokerview.view(state)
     found = brokerview.find(views, broker_id)
@@ -37,7 +37,7 @@ def lookup(state: ClusterState, broker_id: int) -> BrokerView:
     return found
 
 
-def running(state: ClusterState, broker_id: int) -> tuple[BrokerView, int]:
+def running(state: ClusterView, broker_id: int) -> tuple[BrokerView, int]:
     """The broker and the pid of its process to signal; a dead one is exit 6."""
     broker = lookup(state, broker_id)
     if broker.state == brokerview.DEAD or broker.pid is None:
@@ -48,7 +48,7 @@ def running(state: ClusterState, broker_id: int) -> tuple[BrokerView, int]:
     return broker, broker.pid
 
 
-def kill(state: ClusterState, broker_id: int) -> BrokerView:
+def kill(state: ClusterView, broker_id: int) -> BrokerView:
     """SIGKILL: the process dies at once, its lock is released, nothing is handed over."""
     broker, pid = running(state, broker_id)
     localcluster.send(pid, signal.SIGKILL)
@@ -56,7 +56,7 @@ def kill(state: ClusterState, broker_id: int) -> BrokerView:
     return broker
 
 
-def stop(state: ClusterState, broker_id: int, timeout: float) -> BrokerView:
+def stop(state: ClusterView, broker_id: int, timeout: float) -> BrokerView:
     """SIGTERM: controlled shutdown (leaderships move first); waits until the process exits."""
     broker, pid = running(state, broker_id)
     localcluster.terminate(pid)
@@ -66,25 +66,27 @@ def stop(state: ClusterState, broker_id: int, timeout: float) -> BrokerView:
     return broker
 
 
-def pause(state: ClusterState, broker_id: int) -> BrokerView:
+def pause(state: ClusterView, broker_id: int) -> BrokerView:
     """SIGSTOP: the process keeps its lock but stops renewing its lease."""
     broker, pid = running(state, broker_id)
     localcluster.send(pid, signal.SIGSTOP)
     return broker
 
 
-def resume(state: ClusterState, broker_id: int) -> BrokerView:
+def resume(state: ClusterView, broker_id: int) -> BrokerView:
     """SIGCONT: a paused broker runs again and finds out what it missed."""
     broker, pid = running(state, broker_id)
     localcluster.send(pid, signal.SIGCONT)
     return broker
 
 
-def throttle(state: ClusterState, broker_id: int, bytes_per_s: int | None) -> BrokerView:
+def throttle(state: ClusterView, broker_id: int, bytes_per_s: int | None) -> BrokerView:
     """Slow what the broker copies from its leaders (None: full speed again). The broker
     applies it within a tick; a stopped broker applies it when started."""
+    from brokerd.state.faults import InjectedFaults  # not for --help
+
     broker = lookup(state, broker_id)
-    state.set_replication_throttle(broker_id, bytes_per_s)
+    InjectedFaults(state.cluster_dir).set_replication_throttle(broker_id, bytes_per_s)
     return broker
 
 
@@ -100,7 +102,7 @@ def parse_byte_rate(text: str) -> int:
     return rate
 
 
-def start(state: ClusterState, broker_id: int, ready_timeout: float | None = None) -> BrokerView:
+def start(state: ClusterView, broker_id: int, ready_timeout: float | None = None) -> BrokerView:
     """Start one dead broker again, on its planned port, with its data and the cluster's
     settings, and wait until it answers, however long its recovery takes while it runs; one
     that exits is reported with its log. After `ready_timeout` seconds, if given, stop waiting
@@ -116,6 +118,6 @@ def start(state: ClusterState, broker_id: int, ready_timeout: float | None = Non
     return lookup(state, broker_id)
 
 
-def _wait_dead(state: ClusterState, broker: BrokerView, timeout: float, what: str) -> None:
+def _wait_dead(state: ClusterView, broker: BrokerView, timeout: float, what: str) -> None:
     if not localcluster.wait_dead(state, [broker.id], timeout):
         raise KctlError(f"broker {broker.id} (pid {broker.pid}) is still running {what}")

@@ -22,7 +22,7 @@ from kctl.cluster import brokerconfig
 from kctl.shell.console import Section
 
 if TYPE_CHECKING:
-    from brokerd.state import BrokerRegistration, ClusterState
+    from brokerd.state.cluster_view import BrokerRegistration, ClusterView
 
 HOST = "127.0.0.1"
 ALIVE = "alive"
@@ -71,7 +71,7 @@ def state_of(reg: BrokerRegistration | None, session_timeout_s: float, now: floa
     return SHUTTING_DOWN if reg.shutting_down else ALIVE
 
 
-def view(state: ClusterState) -> list[BrokerView]:
+def view(state: ClusterView) -> list[BrokerView]:
     """Every planned broker, with what its registration (if it ever registered) says."""
     session_timeout_s = brokerconfig.session_timeout_s(state.cluster_dir)
     now = time.time()

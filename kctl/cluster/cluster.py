@@ -122,9 +122,9 @@ def up(
     A secured cluster (--security-protocol) is described in docs/security.md.
     """
     with localcluster.BrokerLauncher() as launcher:  # importing brokerd while this prepares
-        from brokerd.state import ClusterState  # when a command runs, not for --help
+        from brokerd.state.cluster_setup import open_setup  # when a command runs, not for --help
 
-        state = ClusterState(resolve_cluster_dir(cluster_dir))
+        state = open_setup(resolve_cluster_dir(cluster_dir))
         requested = brokerconfig.parse(broker_config)
         ports = localcluster.plan(state, brokers, port_base)
         is_new = not state.exists()
@@ -342,8 +342,6 @@ def metadata(
     from kctl.cluster import metadatalog  # the metadata log's records: this command only
 
     state = localcluster.existing(cluster_dir)
-    if not (state.dir / "metadata").is_dir():
-        state.metadata_image()  # a cluster from before the log: upgrade its metadata.json
     narrator = metadatalog.Narrator()
     catch_up = state.follow_metadata(narrator)
 

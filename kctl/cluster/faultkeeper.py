@@ -18,7 +18,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from brokerd.state import ClusterState
+from brokerd.state.cluster_view import ClusterView, open_view
 from brokerd.state.faults import NetworkFaults
 from kctl.cluster import netfaults
 
@@ -48,7 +48,7 @@ def _held(lock_path: Path) -> bool:
         return True
 
 
-def keep(state: ClusterState, stop: threading.Event) -> None:
+def keep(state: ClusterView, stop: threading.Event) -> None:
     """Until no fault is left or ``stop`` is set: heal the faults of brokers that died."""
     while not stop.wait(POLL_S):
         faults = state.network_faults()
@@ -65,7 +65,7 @@ def _without(broker_ids: set[int]) -> Callable[[NetworkFaults], NetworkFaults]:
 
 def main(argv: list[str]) -> int:
     cluster_dir = Path(argv[0])
-    state = ClusterState(cluster_dir)
+    state = open_view(cluster_dir)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: stop.set())

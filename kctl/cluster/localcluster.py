@@ -27,7 +27,7 @@ from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from brokerd.state import ClusterState
+    from brokerd.state.cluster_view import ClusterView
 
 DEFAULT_BROKERS = 3
 READY_TIMEOUT_S = 10.0  # a start usually answers well within it; a wait past it says so
@@ -36,7 +36,7 @@ POLL_S = 0.05
 ANSWER_TIMEOUT_S = 1.0
 
 
-def plan(state: ClusterState, brokers: int | None, port_base: int | None) -> dict[int, int]:
+def plan(state: ClusterView, brokers: int | None, port_base: int | None) -> dict[int, int]:
     """Broker id -> port: the existing cluster's, else a new plan (free ports unless given)."""
     if state.exists():
         planned = state.planned_brokers()
@@ -60,7 +60,7 @@ def plan(state: ClusterState, brokers: int | None, port_base: int | None) -> dic
     return {i + 1: port for i, port in enumerate(ports)}
 
 
-def existing(cluster_dir: Path | None) -> ClusterState:
+def existing(cluster_dir: Path | None) -> ClusterView:
     """The local cluster's state (--dir, else $KCTL_HOME, else ~/.kctl), or exit 3 when the
     directory holds no cluster."""
     return local_state(resolve_cluster_dir(cluster_dir))
@@ -96,7 +96,7 @@ def ensure_port_free(port: int, broker_id: int | None = None) -> None:
 
 
 def start_missing(
-    state: ClusterState,
+    state: ClusterView,
     ports: dict[int, int],
     settings: dict[str, str],
     ready_timeout: float | None = None,
@@ -121,7 +121,7 @@ def start_missing(
 
 
 def launch(
-    state: ClusterState,
+    state: ClusterView,
     ports: dict[int, int],
     settings: dict[str, str],
     launcher: BrokerLauncher | None = None,
@@ -239,7 +239,7 @@ class LaunchedBrokers:
 
 
 def wait_ready(
-    state: ClusterState,
+    state: ClusterView,
     launched: LaunchedBrokers,
     timeout: float | None = None,
     started_at: float | None = None,
@@ -283,7 +283,7 @@ def wait_ready(
         raise _still_starting(pending, timeout)
 
 
-def _answers(state: ClusterState, broker_id: int, pid: int) -> bool:
+def _answers(state: ClusterView, broker_id: int, pid: int) -> bool:
     reg = next((r for r in state.brokers() if r.broker_id == broker_id), None)
     if reg is None or reg.pid != pid or not reg.alive:
         return False
@@ -300,7 +300,7 @@ def _answers(state: ClusterState, broker_id: int, pid: int) -> bool:
         return False
 
 
-def _fail_if_exited(state: ClusterState, launched: LaunchedBrokers, pending: dict[int, int]) -> None:
+def _fail_if_exited(state: ClusterView, launched: LaunchedBrokers, pending: dict[int, int]) -> None:
     for broker_id in pending:
         code = launched.exit_code(broker_id)
         if code is not None:
@@ -317,7 +317,7 @@ def _still_starting(pending: dict[int, int], timeout: float) -> KctlError:
     return KctlError(f"{what}: `kctl broker list` shows when they are alive", ExitCode.UNREACHABLE)
 
 
-def _note_still_starting(state: ClusterState, pending: dict[int, int], waited: float) -> None:
+def _note_still_starting(state: ClusterView, pending: dict[int, int], waited: float) -> None:
     """One line on stderr: the brokers that are slow, whether each has registered yet (a
     broker registers, then recovers its partitions, then answers), and that the wait goes on."""
     registered = {r.broker_id for r in state.brokers() if r.alive and r.pid == pending.get(r.broker_id)}
@@ -331,7 +331,7 @@ def _note_still_starting(state: ClusterState, pending: dict[int, int], waited: f
     sys.stderr.flush()
 
 
-def _startup_failure(state: ClusterState, broker_id: int, what: str) -> KctlError:
+def _startup_failure(state: ClusterView, broker_id: int, what: str) -> KctlError:
     log_path = state.broker_dir(broker_id) / "broker.log"
     tail = log_tail(log_path)
     if tail:
@@ -347,7 +347,7 @@ def log_tail(path: Path, lines: int = 15) -> str:
     return "\n".join(text.rstrip("\n").splitlines()[-lines:])
 
 
-def stop_all(state: ClusterState, timeout: float = STOP_TIMEOUT_S) -> dict[int, str]:
+def stop_all(state: ClusterView, timeout: float = STOP_TIMEOUT_S) -> dict[int, str]:
     """SIGTERM every live broker, wait for all, SIGKILL stragglers: broker id -> outcome."""
     live = [r for r in state.brokers() if r.alive]
     outcome = {r.broker_id: "not running" for r in state.brokers() if not r.alive}
@@ -371,7 +371,7 @@ def terminate(pid: int) -> None:
     send(pid, signal.SIGCONT)
 
 
-def wait_dead(state: ClusterState, broker_ids: list[int], timeout: float) -> set[int]:
+def wait_dead(state: ClusterView, broker_ids: list[int], timeout: float) -> set[int]:
     """The brokers among `broker_ids` whose process is gone (lock released) within `timeout`."""
     deadline = time.monotonic() + timeout
     pending = set(broker_ids)

@@ -302,7 +302,7 @@ class Entry:
 
 
 class Narrator:
-    """An observer for ClusterState.follow_metadata that turns records into entries.
+    """An observer for ClusterView.follow_metadata that turns records into entries.
 
     Each record is told when it is observed (against the image before it). Who wrote it is
     added when the entry is taken, after the caller has learnt the controller epochs
@@ -358,7 +358,7 @@ class Narrator:
 
     def learn(self, controller: tuple[int, int] | dict | None) -> None:
         """Remember which broker held a controller epoch: (broker, epoch) as
-        ClusterState.controller() gives it, or a fenced controller's {"broker_id", "epoch"}."""
+        ClusterView.controller() gives it, or a fenced controller's {"broker_id", "epoch"}."""
         if isinstance(controller, dict):
             controller = (controller["broker_id"], controller["epoch"])
         if controller is not None:

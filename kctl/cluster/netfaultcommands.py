@@ -21,7 +21,7 @@ from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import ClusterDir
 
 if TYPE_CHECKING:
-    from brokerd.state import ClusterState
+    from brokerd.state.cluster_view import ClusterView
     from brokerd.state.faults import NetworkFaults, Node
 
 BrokerId = Annotated[
@@ -212,7 +212,7 @@ def _percent(text: str) -> int:
 
 
 def _make(
-    state: ClusterState,
+    state: ClusterView,
     make: Callable[[], NetworkFaults],
     seconds: float | None,
     broker_ids: list[int],

@@ -15,13 +15,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from brokerd.state.faults import CLIENTS, NetworkFaults, Node
+from brokerd.state.faults import CLIENTS, InjectedFaults, NetworkFaults, Node
 from kctl.cluster import brokerctl, brokerview, packetfilter
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from brokerd.state import ClusterState
+    from brokerd.state.cluster_view import ClusterView
 
 DIRECTORY = "netfaults"  # under the cluster directory: the lock, the keeper's lock and log
 BOTH, IN, OUT = "both", "in", "out"
@@ -38,24 +38,25 @@ def changing(cluster_dir: Path) -> Iterator[None]:
         yield
 
 
-def addresses(state: ClusterState) -> dict[int, tuple[str, int]]:
+def addresses(state: ClusterView) -> dict[int, tuple[str, int]]:
     """Each planned broker's (address, port)."""
     return {b.id: (b.host, b.port) for b in brokerview.view(state)}
 
 
-def change(state: ClusterState, edit: Callable[[NetworkFaults], NetworkFaults]) -> NetworkFaults:
+def change(state: ClusterView, edit: Callable[[NetworkFaults], NetworkFaults]) -> NetworkFaults:
     """Apply ``edit`` to the faults in force, in the document and in the packet filter; a
     keeper is started while any fault is left. Returns the faults now in force."""
     packetfilter.require_nft()
     hosts = addresses(state)
     packetfilter.require_addresses({broker_id: host for broker_id, (host, _) in hosts.items()})
+    injected = InjectedFaults(state.cluster_dir)
     with changing(state.cluster_dir):
-        before = state.network_faults()
-        faults = state.change_network_faults(edit)
+        before = injected.network_faults()
+        faults = injected.change_network_faults(edit)
         try:
             packetfilter.apply(state.cluster_dir, faults, hosts)
         except BaseException:  # nothing half-made: the document goes back to what the table holds
-            state.change_network_faults(lambda _: before)
+            injected.change_network_faults(lambda _: before)
             raise
     if faults:
         from kctl.cluster import faultkeeper
@@ -64,7 +65,7 @@ def change(state: ClusterState, edit: Callable[[NetworkFaults], NetworkFaults]) 
     return faults
 
 
-def heal_all(state: ClusterState) -> None:
+def heal_all(state: ClusterView) -> None:
     """Remove every network fault of the cluster (`kctl cluster down`, the keeper's stop).
     With none in force, a table left over is removed where nft can be run, and nothing is
     asked where it cannot."""
@@ -72,12 +73,12 @@ def heal_all(state: ClusterState) -> None:
         packetfilter.remove_if_present(state.cluster_dir)
         return
     with changing(state.cluster_dir):
-        state.change_network_faults(lambda _: NetworkFaults())
+        InjectedFaults(state.cluster_dir).change_network_faults(lambda _: NetworkFaults())
         packetfilter.remove(state.cluster_dir)
 
 
 def isolate(
-    state: ClusterState,
+    state: ClusterView,
     broker_id: int,
     peers: Collection[Node],
     from_quorum: bool,
@@ -100,7 +101,7 @@ def isolate(
     )
 
 
-def partition(state: ClusterState, sides: list[set[int]], quorum_side: int) -> NetworkFaults:
+def partition(state: ClusterView, sides: list[set[int]], quorum_side: int) -> NetworkFaults:
     """Cut every side off from every other, both ways; brokers on no side reach all of them
     (a bridge). The controller quorum stays reachable from ``sides[quorum_side]`` and brokers
     on no side; the brokers of the other sides are cut off from it."""
@@ -122,7 +123,7 @@ def partition(state: ClusterState, sides: list[set[int]], quorum_side: int) -> N
     )
 
 
-def quorum_side(state: ClusterState, sides: list[set[int]]) -> int:
+def quorum_side(state: ClusterView, sides: list[set[int]]) -> int:
     """The side that keeps the quorum: the one with most brokers; on a tie, the controller's,
     else the first."""
     largest = max(len(side) for side in sides)
@@ -131,7 +132,7 @@ def quorum_side(state: ClusterState, sides: list[set[int]]) -> int:
     return next((i for i in tied if controller is not None and controller[0] in sides[i]), tied[0])
 
 
-def lose(state: ClusterState, broker_id: int, percent: int | None) -> NetworkFaults:
+def lose(state: ClusterView, broker_id: int, percent: int | None) -> NetworkFaults:
     """Drop ``percent`` of the packets a broker sends and receives (None: none again)."""
     brokerctl.running(state, broker_id)
 
@@ -144,7 +145,7 @@ def lose(state: ClusterState, broker_id: int, percent: int | None) -> NetworkFau
     return change(state, edit)
 
 
-def heal(state: ClusterState, broker_ids: Collection[int] | None) -> NetworkFaults:
+def heal(state: ClusterView, broker_ids: Collection[int] | None) -> NetworkFaults:
     """Remove the faults on these brokers (cuts, quorum, loss), or all of them."""
     if broker_ids is None:
         heal_all(state)

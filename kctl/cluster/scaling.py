@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from brokerd.state.cluster_plan import ClusterPlan
 from kctl.cluster import brokerconfig, brokerctl, brokerview, localcluster
 from kctl.kafka import client, reassignments
 from kctl.kafka.client import Connection, fetch_metadata
@@ -19,27 +20,28 @@ from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from brokerd.state import ClusterState
+    from brokerd.state.cluster_view import ClusterView
     from kctl.kafka.reassignments import Plan
 
 ADMIN_TIMEOUT_S = 10.0
 
 
-def add_broker(state: ClusterState) -> int:
+def add_broker(state: ClusterView) -> int:
     """Plan the next broker id on a free port and start it; unplanned again if it fails to start."""
     port = localcluster.free_ports(1)[0]
-    broker_id = state.plan_broker(port)
+    broker_plan = ClusterPlan(state.cluster_dir)
+    broker_id = broker_plan.plan_broker(port)
     try:
         planned = state.planned_brokers()
         settings = brokerconfig.effective(brokerconfig.remembered(state.cluster_dir), len(planned))
         localcluster.start_missing(state, {broker_id: port}, settings)
     except BaseException:
-        state.unplan_broker(broker_id)
+        broker_plan.unplan_broker(broker_id)
         raise
     return broker_id
 
 
-def local_connection(state: ClusterState) -> Connection:
+def local_connection(state: ClusterView) -> Connection:
     """The local cluster's live brokers, whatever $KCTL_BOOTSTRAP says: these commands act on it."""
     return client.local_connection(state.cluster_dir, ADMIN_TIMEOUT_S)
 
@@ -126,7 +128,7 @@ def _progress(pending: dict) -> None:
         )
 
 
-def remove_broker(state: ClusterState, broker_id: int, wait_timeout: float, stop_timeout: float) -> int:
+def remove_broker(state: ClusterView, broker_id: int, wait_timeout: float, stop_timeout: float) -> int:
     """Drain every replica off the broker, stop it gracefully and take it out of the plan."""
     broker = brokerctl.lookup(state, broker_id)
     others = [b for b in state.planned_brokers() if b != broker_id]
@@ -142,10 +144,10 @@ def remove_broker(state: ClusterState, broker_id: int, wait_timeout: float, stop
             f"(`kctl broker start {broker_id}`) so they can be drained",
             ExitCode.CONFLICT,
         )
-    state.unplan_broker(broker_id)
+    ClusterPlan(state.cluster_dir).unplan_broker(broker_id)
     return moved
 
 
-def _recorded_replicas(state: ClusterState) -> list[list[int]]:
+def _recorded_replicas(state: ClusterView) -> list[list[int]]:
     """Replica lists of every partition in the cluster metadata, read without a running broker."""
     return [p.replicas for t in state.topics().values() for p in t.partitions.values()]

@@ -28,7 +28,7 @@ from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from brokerd.state import ClusterState
+    from brokerd.state.cluster_setup import ClusterSetup
 
 
 class SecurityProtocol(str, Enum):
@@ -85,7 +85,7 @@ def listeners(protocol: str, host: str, port: int) -> dict[str, str]:
     return {"listeners": f"{protocol}://{host}:{port}"}
 
 
-def secure(state: ClusterState, protocol: str) -> dict[str, str]:
+def secure(state: ClusterSetup, protocol: str) -> dict[str, str]:
     """Credentials, certificates and admin.properties for a new cluster, before any broker
     runs; returns the broker settings that turn security on (nothing for PLAINTEXT)."""
     if protocol == SecurityProtocol.PLAINTEXT.value:
@@ -132,7 +132,7 @@ def secure(state: ClusterState, protocol: str) -> dict[str, str]:
     return brokers
 
 
-def bootstrap_scram_credentials(state: ClusterState, user: str, password: str) -> None:
+def bootstrap_scram_credentials(state: ClusterSetup, user: str, password: str) -> None:
     """SCRAM-SHA-256 and -512 credentials for `user`, written straight into the state
     directory: how the first user exists before any broker can take AlterUserScramCredentials."""
     import scramp  # for SASL clusters only

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from brokerd.state import ClusterState
+    from brokerd.state.cluster_view import ClusterView
 
 RECENT = 8
 
 
-def recent(state: ClusterState, count: int = RECENT) -> list[dict]:
+def recent(state: ClusterView, count: int = RECENT) -> list[dict]:
     """The last `count` events of every broker, oldest first."""
     return collapsed(state.security_events())[-count:]
 

@@ -25,12 +25,13 @@ from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from brokerd.state import ClusterState, PartitionRecord
+    from brokerd.metadata.image import PartitionRecord
+    from brokerd.state.cluster_view import ClusterView
 
 Status = dict[int, dict[tuple[str, int], dict]]
 
 
-def take(state: ClusterState, topic: str | None = None) -> dict:
+def take(state: ClusterView, topic: str | None = None) -> dict:
     """Brokers, controller and partitions of `topic` (default: every non-internal topic)."""
     records = state.topics()
     if topic is not None and topic not in records:
@@ -58,7 +59,7 @@ def take(state: ClusterState, topic: str | None = None) -> dict:
     }
 
 
-def share_partitions(state: ClusterState, records: dict, names: set[str]) -> list[dict]:
+def share_partitions(state: ClusterView, records: dict, names: set[str]) -> list[dict]:
     """The share partitions of the `names` topics, each as its current leader published it
     (one published at an older leader epoch, or by a broker no longer leading, is left out)."""
     out = []
@@ -76,7 +77,7 @@ def share_partitions(state: ClusterState, records: dict, names: set[str]) -> lis
     return sorted(out, key=lambda e: (e["group"], e["topic"], e["partition"]))
 
 
-def partitions(state: ClusterState, topic: str) -> list[dict]:
+def partitions(state: ClusterView, topic: str) -> list[dict]:
     """The partitions of `topic` as their leaders last published them ([] if unknown)."""
     record = state.topics().get(topic)
     if record is None:

@@ -1,6 +1,6 @@
 """ACLs over the wire: CreateAcls, DescribeAcls and DeleteAcls through confluent-kafka's admin
 client, so `kctl acl` works against any Kafka cluster. Bindings go out and come back as
-brokerd's AclBinding and AclBindingFilter (kctl.acl.acls makes them from the options).
+brokerd's AclBinding and AclBindingFilter (kctl.acl.aclbindings makes them from the options).
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from brokerd.state import ClusterState
     from brokerd.state.cluster_plan import ClusterPlan
+    from brokerd.state.cluster_view import ClusterView
 
 BOOTSTRAP_ENV = "KCTL_BOOTSTRAP"
 HOME_ENV = "KCTL_HOME"
@@ -47,15 +47,15 @@ def resolve_bootstrap(flag: str | None, cluster_dir: Path, env: Mapping[str, str
     return Bootstrap(local_servers(cluster_dir), "local", cluster_dir)
 
 
-def local_state(cluster_dir: Path, alternative: str = "") -> ClusterState:
-    """The state of the local cluster in `cluster_dir`; exit 3 when the directory holds none,
-    saying how to start one (and the `alternative` to doing so, if any)."""
-    from brokerd.state import ClusterState  # when a command runs, not for --help
+def local_state(cluster_dir: Path, alternative: str = "") -> ClusterView:
+    """The state of the local cluster in `cluster_dir`, to read; exit 3 when the directory
+    holds none, saying how to start one (and the `alternative` to doing so, if any)."""
+    from brokerd.state.cluster_view import open_view  # when a command runs, not for --help
 
-    return _existing(ClusterState(cluster_dir), alternative)
+    return _existing(open_view(cluster_dir), alternative)
 
 
-_Existing = TypeVar("_Existing", bound="ClusterPlan")
+_Existing = TypeVar("_Existing", bound="ClusterPlan | ClusterView")
 
 
 def _existing(state: _Existing, alternative: str) -> _Existing:

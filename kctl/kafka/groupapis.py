@@ -7,8 +7,8 @@ target assignment), ShareGroupDescribe (API 77: members and their assignments) a
 DescribeShareGroupOffsets (API 90: each share partition's start offset), each asked of the
 group's coordinator, and ListGroups v5 with a type filter. The message classes are Kafka's
 JSON schemas as brokerd.protocol carries them; the requests are plain Kafka protocol, so
-these work against any Kafka 4 cluster. kafka-python's admin client has no call for them:
-they go through its connection manager (its coordinator lookup and send), as `quotas` does.
+these work against any Kafka 4 cluster. No admin client has a call for them: kctl sends them
+itself (kctl.kafka.protocolclient), as `quotas` does.
 
 Everything a response lists is cut to MAX_MEMBERS members and MAX_PARTITIONS partitions per
 group, and a listing to MAX_GROUPS groups: a description is for reading, not for holding a
@@ -18,10 +18,10 @@ whole cluster.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
 from kafka.errors import IncompatibleBrokerVersion, UnsupportedVersionError, for_code
+from kafka.protocol.admin import ListGroupsRequest
 from kafka.protocol.metadata import MetadataRequest
 
 from brokerd.protocol.codec import (
@@ -29,8 +29,9 @@ from brokerd.protocol.codec import (
     DescribeShareGroupOffsetsRequest,
     ShareGroupDescribeRequest,
 )
-from kctl.kafka import pyadmin
+from kctl.kafka import protocolclient, pyadmin
 from kctl.kafka.client import Connection
+from kctl.kafka.protocolclient import ProtocolClient
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -39,13 +40,7 @@ MAX_MEMBERS = 10_000
 MAX_PARTITIONS = 100_000
 GROUP_ID_NOT_FOUND = 69
 
-T = TypeVar("T")
 Partition = tuple[str, int]
-
-
-def _session(conn: Connection, doing: str, work: Callable[[Any], Coroutine[Any, Any, T]]) -> T:
-    """Run ``work(admin)`` on kafka-python's network thread, in one admin client session."""
-    return pyadmin.call(conn, doing, lambda admin, _timeout_ms: admin._manager.run(work, admin))
 
 
 def _check(code: int, message: str | None, doing: str) -> None:
@@ -58,24 +53,19 @@ def _check(code: int, message: str | None, doing: str) -> None:
 
 def share_group_ids(conn: Connection) -> list[str]:
     """The ids of every share group of the cluster (ListGroups v5 for type share)."""
-
-    async def work(admin: Any) -> list[str]:
-        return await _share_group_ids(admin)
-
-    return _session(conn, "list share groups", work)
+    return protocolclient.session(conn, "list share groups", _share_group_ids)
 
 
 def list_share_groups(conn: Connection) -> list[dict]:
     """Every share group of the cluster, each described by its coordinator:
     [{"group", "state", "coordinator", "members"}]."""
 
-    async def work(admin: Any) -> list[dict]:
+    def work(client: ProtocolClient) -> list[dict]:
         rows = []
-        for group_id in await _share_group_ids(admin):
-            node = await admin._find_coordinator_id(group_id)
-            described = await admin._manager.send(
-                ShareGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False),
-                node_id=node,
+        for group_id in _share_group_ids(client):
+            node = client.group_coordinator(group_id)
+            described = client.send(
+                ShareGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False), node
             )
             group = described.groups[0]
             if group.error_code == 0:  # else gone since it was listed
@@ -83,23 +73,23 @@ def list_share_groups(conn: Connection) -> list[dict]:
                     {
                         "group": group_id,
                         "state": group.group_state,
-                        "coordinator": _node(admin, node),
+                        "coordinator": client.address(node),
                         "members": len(group.members),
                     }
                 )
         return rows
 
-    return _session(conn, "list share groups", work)
+    return protocolclient.session(conn, "list share groups", work)
 
 
-async def _share_group_ids(admin: Any) -> list[str]:
+def _share_group_ids(client: ProtocolClient) -> list[str]:
     """ListGroups v5 for type share, asked of each broker (each lists the groups it
     coordinates)."""
     found = []
-    for broker in admin._manager.cluster.brokers():
-        request = admin._list_groups_request(types_filter=["share"])
+    for broker_id in client.broker_ids():
+        request = ListGroupsRequest(types_filter=["share"], min_version=5)
         try:
-            response = await admin._manager.send(request, node_id=broker.node_id)
+            response = client.send(request, broker_id)
         except (IncompatibleBrokerVersion, UnsupportedVersionError):
             return []  # a broker before Kafka 4 (no ListGroups v5): no share groups
         _check(response.error_code, None, "list share groups")
@@ -114,12 +104,11 @@ def describe_consumer_group(conn: Connection, group_id: str) -> dict:
     "assignment", "target_assignment"}]}, assignments as sorted (topic, partition) lists."""
     doing = f"describe consumer group {group_id!r}"
 
-    async def work(admin: Any) -> Any:
-        node = await admin._find_coordinator_id(group_id)
+    def work(client: ProtocolClient) -> Any:
         request = ConsumerGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False)
-        return await admin._manager.send(request, node_id=node)
+        return client.send(request, client.group_coordinator(group_id))
 
-    group = _session(conn, doing, work).groups[0]
+    group = protocolclient.session(conn, doing, work).groups[0]
     _check(group.error_code, group.error_message, doing)
     return {
         "state": group.group_state,
@@ -151,23 +140,23 @@ def describe_share_group(conn: Connection, group_id: str) -> dict:
     read has no start offset (None). Exit 4 for an unknown group."""
     doing = f"describe share group {group_id!r}"
 
-    async def work(admin: Any) -> tuple[Any, Any, bool, dict | None, dict[uuid.UUID, str]]:
-        node = await admin._find_coordinator_id(group_id)
-        described = await admin._manager.send(
-            ShareGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False), node_id=node
+    def work(client: ProtocolClient) -> tuple[Any, Any, bool, dict | None, dict[uuid.UUID, str]]:
+        node = client.group_coordinator(group_id)
+        described = client.send(
+            ShareGroupDescribeRequest(group_ids=[group_id], include_authorized_operations=False), node
         )
-        offsets = await admin._manager.send(_offsets_request(group_id, None), node_id=node)
+        offsets = client.send(_offsets_request(group_id, None), node)
         everything: dict[str, list[int]] = {}
         if not described.groups[0].members and not offsets.groups[0].topics:
             # Without members a broker may know no topics to answer for: ask for every topic
             # (a partition the group never read comes back without a start offset).
-            everything = await _every_partition(admin)
+            everything = _every_partition(client)
             if everything:
-                offsets = await admin._manager.send(_offsets_request(group_id, everything), node_id=node)
-        names = await _topic_names(admin) if _unnamed(described) else {}
-        return described, offsets, bool(everything), _node(admin, node), names
+                offsets = client.send(_offsets_request(group_id, everything), node)
+        names = _topic_names(client) if _unnamed(described) else {}
+        return described, offsets, bool(everything), client.address(node), names
 
-    described, offsets, asked_everything, node, names = _session(conn, doing, work)
+    described, offsets, asked_everything, node, names = protocolclient.session(conn, doing, work)
     group = described.groups[0]
     _check(group.error_code, group.error_message, doing)
     return {
@@ -206,9 +195,9 @@ def _offsets_request(group_id: str, topics: dict[str, list[int]] | None) -> Any:
     return DescribeShareGroupOffsetsRequest(groups=[group(group_id=group_id, topics=named)])
 
 
-async def _every_partition(admin: Any) -> dict[str, list[int]]:
+def _every_partition(client: ProtocolClient) -> dict[str, list[int]]:
     """Topic -> partitions of every topic but the internal ones, at most MAX_PARTITIONS."""
-    response = await admin._manager.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    response = client.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
     found: dict[str, list[int]] = {}
     budget = MAX_PARTITIONS
     for t in sorted(response.topics, key=lambda t: t.name or ""):
@@ -217,12 +206,6 @@ async def _every_partition(admin: Any) -> dict[str, list[int]]:
         found[t.name] = sorted(p.partition_index for p in t.partitions)[:budget]
         budget -= len(found[t.name])
     return found
-
-
-def _node(admin: Any, node_id: int) -> dict | None:
-    """A coordinator as kctl's group documents name it: {"id", "host", "port"}."""
-    broker = admin._manager.cluster.broker_metadata(node_id)
-    return None if broker is None else {"id": broker.node_id, "host": broker.host, "port": broker.port}
 
 
 def _start_offsets(response: Any, doing: str, read_only: bool = False) -> dict[Partition, int | None]:
@@ -249,9 +232,9 @@ def _unnamed(described: Any) -> bool:
     )
 
 
-async def _topic_names(admin: Any) -> dict[uuid.UUID, str]:
+def _topic_names(client: ProtocolClient) -> dict[uuid.UUID, str]:
     """Topic id -> name, from a Metadata request for every topic."""
-    response = await admin._manager.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    response = client.send(MetadataRequest(topics=None, allow_auto_topic_creation=False))
     return {t.topic_id: t.name for t in response.topics}
 
 

@@ -9,8 +9,9 @@ codes, as kctl.kafka.errors does for librdkafka.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from kafka import KafkaAdminClient
 from kafka.errors import (
@@ -57,22 +58,32 @@ _CODES = {
 
 
 def call(conn: Connection, doing: str, request: Callable[[KafkaAdminClient, int], T]) -> T:
-    """One kafka-python admin request; its errors become one line and an exit code.
-
-    A cluster that does not answer (no broker, a timeout) is exit 3, like librdkafka's.
-    """
+    """One kafka-python admin request; its errors become one line and an exit code."""
     timeout_ms = int(conn.timeout * 1000)
-    try:
-        admin = KafkaAdminClient(
-            bootstrap_servers=conn.bootstrap.servers.split(","),
-            client_id="kctl",
-            request_timeout_ms=timeout_ms,
-            **security(conn.client_settings()),
-        )
+    with translated_errors(conn, doing):
+        admin = KafkaAdminClient(**client_settings(conn))
         try:
             return request(admin, timeout_ms)
         finally:
             admin.close()
+
+
+def client_settings(conn: Connection) -> dict[str, Any]:
+    """A kafka-python client's settings for the connection: its brokers, timeout and security."""
+    return {
+        "bootstrap_servers": conn.bootstrap.servers.split(","),
+        "client_id": "kctl",
+        "request_timeout_ms": int(conn.timeout * 1000),
+        **security(conn.client_settings()),
+    }
+
+
+@contextmanager
+def translated_errors(conn: Connection, doing: str) -> Iterator[None]:
+    """kafka-python's errors within, as one line and an exit code: a cluster that does not
+    answer (no broker, a timeout) is exit 3, like librdkafka's."""
+    try:
+        yield
     except KafkaError as exc:
         code = ExitCode.UNREACHABLE if isinstance(exc, _UNREACHABLE) else exit_code(type(exc))
         raise KctlError(f"cannot {doing} at {conn.bootstrap.servers}: {exc}", code) from None

@@ -1,6 +1,7 @@
 """Client quotas over the wire (KIP-546), as kafka-configs.sh --entity-type users/clients
-manages them: DescribeClientQuotas and AlterClientQuotas through kafka-python (confluent-kafka's
-admin client has no client quota calls), so `kctl quota` works against any Kafka cluster.
+manages them: DescribeClientQuotas and AlterClientQuotas, sent by kctl.kafka.protocolclient
+(neither confluent-kafka's admin client nor kafka-python's has client quota calls), so
+`kctl quota` works against any Kafka cluster.
 
 An entity is a user and/or a client id; `None` names the `<default>` one (null on the wire).
 """
@@ -13,7 +14,7 @@ from kafka.protocol.admin.client_quotas import (
     DescribeClientQuotasRequest,
 )
 
-from kctl.kafka import pyadmin
+from kctl.kafka import protocolclient, pyadmin
 from kctl.kafka.client import Connection
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -41,11 +42,7 @@ def _error(code: int, message: str | None, doing: str) -> KctlError:
 
 def _send(conn: Connection, doing: str, request):
     """One request to any broker (a quota request needs no leader or controller)."""
-
-    async def send(admin):
-        return await admin._manager.send(request)
-
-    return pyadmin.call(conn, doing, lambda admin, _timeout_ms: admin._manager.run(send, admin))
+    return protocolclient.session(conn, doing, lambda client: client.send(request))
 
 
 def alter(conn: Connection, entity: dict[str, str | None], add: dict[str, float], delete: list[str]) -> None:

@@ -25,8 +25,9 @@ from typing import Any, TypeVar
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
 from brokerd.security import client_properties
-from brokerd.state import ClusterState
 from brokerd.state.cluster_plan import planned_host
+from brokerd.state.cluster_setup import open_setup
+from brokerd.state.cluster_view import ClusterView, open_view
 from kctl.cluster import (
     brokerconfig,
     brokerctl,
@@ -107,11 +108,11 @@ class Lab:
         return self._tmp / "cluster"
 
     @property
-    def state(self) -> ClusterState:
-        return ClusterState(self.dir)
+    def state(self) -> ClusterView:
+        return open_view(self.dir)
 
     def start(self) -> None:
-        state = self.state
+        state = open_setup(self.dir)
         ports = localcluster.plan(state, self.brokers, None)
         state.initialize(ports)
         # as `kctl cluster up --security-protocol` does: the super user admin, admin.properties

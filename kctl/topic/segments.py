@@ -9,14 +9,17 @@ from __future__ import annotations
 import mmap
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from brokerd.state import ClusterState
 from brokerd.storage.record_batch import iter_batch_spans
+
+if TYPE_CHECKING:
+    from brokerd.state.cluster_view import ClusterView
 
 SUFFIXES = ("index", "timeindex", "txnindex")
 
 
-def list_segments(state: ClusterState, topic: str, partition: int | None) -> list[dict]:
+def list_segments(state: ClusterView, topic: str, partition: int | None) -> list[dict]:
     """One row per segment of every replica of `topic` (or of one partition), in offset order."""
     pattern = re.compile(re.escape(topic) + r"-(\d+)")
     rows = []

@@ -21,7 +21,7 @@ from kctl.shell import console
 from kctl.shell.errors import KctlError
 
 if TYPE_CHECKING:
-    from brokerd.state import ClusterState
+    from brokerd.state.cluster_view import ClusterView
 
 LEADER_MOMENT_WAIT_S = 2.0  # brokers publish every 0.5 s; a leader just elected takes a little longer
 POLL_S = 0.1
@@ -45,11 +45,11 @@ def describe(conn: Connection, name: str) -> dict:
     }
 
 
-def _local_state(conn: Connection, cluster_id: str | None) -> ClusterState | None:
+def _local_state(conn: Connection, cluster_id: str | None) -> ClusterView | None:
     """The local state directory, only if it belongs to the cluster that answered."""
-    from brokerd.state import ClusterState  # when a command runs, not for --help
+    from brokerd.state.cluster_view import open_view  # when a command runs, not for --help
 
-    state = ClusterState(conn.bootstrap.cluster_dir)
+    state = open_view(conn.bootstrap.cluster_dir)
     if cluster_id is None or not state.exists() or state.cluster_id() != cluster_id:
         return None
     return state
@@ -74,7 +74,7 @@ def _partition(topic: TopicMetadata, p: int, offsets: tuple[int | None, int | No
     }
 
 
-def _leader_moments(state: ClusterState, name: str, answered: list[dict]) -> list[dict]:
+def _leader_moments(state: ClusterView, name: str, answered: list[dict]) -> list[dict]:
     """Each partition as its leader published it, waiting (briefly) for a moment no older than
     the protocol's answer; a partition whose leader has not published one keeps the answer,
     without log ends."""

@@ -18,12 +18,15 @@ import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from brokerd.state import ClusterState
 from kctl.cluster import brokerctl, brokerview, localcluster, netfaults
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.verify.history import HistoryWriter
+
+if TYPE_CHECKING:
+    from brokerd.state.cluster_view import ClusterView
 
 DEFAULT_KINDS = ("kill", "pause", "kill-controller", "throttle")
 NETWORK_KINDS = ("partition", "loss")
@@ -55,7 +58,7 @@ class Active:
 class Nemesis(threading.Thread):
     def __init__(
         self,
-        state: ClusterState,
+        state: ClusterView,
         history: HistoryWriter,
         kinds: tuple[str, ...],
         interval: float,

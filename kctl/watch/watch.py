@@ -8,12 +8,11 @@ from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.live import Live
 
-from brokerd.state import ClusterState
 from kctl.cluster import localcluster, snapshot
 from kctl.kafka.client import Connection, connect
 from kctl.shell import console
@@ -33,6 +32,9 @@ from kctl.watch import dashboard, events, record
 from kctl.watch.groupwatch import GroupPoller, GroupSource, poll_once
 from kctl.watch.sample import MAX_PARTITIONS, SamplePoller, SampleSource
 from kctl.watch.sample import decoder as sample_decoder
+
+if TYPE_CHECKING:
+    from brokerd.state.cluster_view import ClusterView
 
 MAX_EVENTS = 10
 
@@ -160,7 +162,7 @@ def watch(
             console.info(f"recorded {recorder.moments} moment(s) to {recorder.path}")
 
 
-def _snapshot(state: ClusterState, topic: str | None, groups: tuple[list[dict], str | None]) -> dict:
+def _snapshot(state: ClusterView, topic: str | None, groups: tuple[list[dict], str | None]) -> dict:
     return {**snapshot.take(state, topic), "groups": groups[0], "groups_error": groups[1]}
 
 
@@ -181,7 +183,7 @@ def _sample_source(
 
 
 def _first_snapshot(
-    state: ClusterState, topic: str | None, source: GroupSource, sampler: SampleSource | None
+    state: ClusterView, topic: str | None, source: GroupSource, sampler: SampleSource | None
 ) -> dict:
     """The one snapshot of --once, with its sample read there and then (the consumer closed)."""
     snap = _snapshot(state, topic, poll_once(source))
@@ -204,7 +206,7 @@ def _print_once(snap: dict, json_output: bool, recorder: record.Recorder | None)
 
 
 def _moments(
-    state: ClusterState,
+    state: ClusterView,
     topic: str | None,
     pollers: tuple[GroupPoller, SamplePoller | None],
     interval: float,

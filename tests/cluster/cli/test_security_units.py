@@ -19,7 +19,7 @@ from brokerd.security import client_properties
 from brokerd.security.acl import AclBinding
 from brokerd.security.authorizer import Decision
 from brokerd.state import ClusterState
-from kctl.acl import acls
+from kctl.acl import aclbindings as acls
 from kctl.acl.aclexplain import Explanation
 from kctl.cluster import brokerconfig, securecluster, securityevents, tls
 from kctl.kafka import clientprops, pyadmin
