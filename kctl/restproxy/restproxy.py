@@ -53,7 +53,7 @@ def up(
     cluster = resolve_bootstrap(bootstrap, directory)
     local = cluster.source == "local"
     url = known_registry_url(registry, directory, local_cluster=local)
-    extra = ("--cluster-wait-ms", str(int(timeout * 1000)))
+    extra: tuple[str, ...] = ("--cluster-wait-ms", str(int(timeout * 1000)))
     extra += () if url is None else ("--schema-registry", url)
     if local and command_config is None:  # as `cluster up` started it
         command_config, local_sasl = securecluster.service_login(
