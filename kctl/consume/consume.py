@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -32,22 +31,18 @@ from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic
 from kctl.kafka.consumer import ClusterWatch
 from kctl.kafka.share import Ack, share_consumer
 from kctl.shell import console
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.offsets import OffsetRange, OffsetSyntaxError, parse
 from kctl.shell.options import (
-    DEFAULT_TIMEOUT,
-    Bootstrap,
-    ClusterDir,
-    CommandConfig,
     Isolation,
     SchemaRegistryUrl,
-    Settings,
-    Timeout,
     parse_partitions,
 )
 
 
+@connection_options()
 def consume(
     topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to consume from.", show_default=False)],
     offset: Annotated[
@@ -193,11 +188,7 @@ def consume(
     ] = Isolation.READ_COMMITTED,
     decode: schemadecoding.DecodeOption = schemadecoding.Decode.AUTO,
     registry: SchemaRegistryUrl = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Print records of a topic; follows new records like `tail -f` unless -e, -n or a range ends it.
 
@@ -228,7 +219,7 @@ def consume(
     """
     spec, render, keep = _compile(offset, fmt, json_output, filters or [], share_group is not None)
     if decode is schemadecoding.Decode.AUTO:
-        decoder = schemadecoding.schema_decoder(registry, bootstrap, cluster_dir, timeout)
+        decoder = schemadecoding.schema_decoder(registry, options)
         render = schemadecoding.decoding(render, decoder, json_output, share_group is not None)
     if share_group is not None:
         _check_share_options(group, commit, partition, offset, exit_at_end)
@@ -246,11 +237,7 @@ def consume(
             keep,
             count,
             quiet,
-            bootstrap,
-            cluster_dir,
-            timeout,
-            settings,
-            command_config,
+            options,
         )
         return
     partitions = parse_partitions(partition)
@@ -261,7 +248,7 @@ def consume(
     if remote_assignor is not None and group_protocol is not GroupProtocol.CONSUMER:
         raise KctlError("--remote-assignor needs -g GROUP --group-protocol consumer", ExitCode.USAGE)
     reset = None if group is None else reset_policy(spec, partitions, exit_at_end)
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     watch = ClusterWatch(conn)
     common = {"isolation.level": isolation.value, "error_cb": watch}
     if group is None:
@@ -321,14 +308,10 @@ def _consume_shared(
     keep: Test | None,
     count: int | None,
     quiet: bool,
-    bootstrap: str | None,
-    cluster_dir: Path | None,
-    timeout: float,
-    settings: list[str] | None,
-    command_config: Path | None,
+    options: ConnectionOptions,
 ) -> None:
     """Print the records the share group hands this member, acknowledging each as asked."""
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     consumer = share_consumer(conn, group, topic)
     reader = ShareReader(consumer, render, ack, keep)
     if not quiet:

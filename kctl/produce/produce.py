@@ -31,21 +31,17 @@ from kctl.kafka.errors import KafkaError, KafkaException, from_kafka
 from kctl.kafka.transactions import Transactions
 from kctl.produce import insync, linebatches, pacing, schemaencoding
 from kctl.shell import console
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
 from kctl.shell.options import (
-    DEFAULT_TIMEOUT,
     Acks,
     AcksOption,
-    Bootstrap,
-    ClusterDir,
-    CommandConfig,
     Compression,
     CompressionOption,
     DeliveryTimeout,
     SchemaRegistryUrl,
-    Settings,
     TransactionalId,
 )
 from kctl.shell.recordjson import JsonLines, ProduceArgs
@@ -72,6 +68,7 @@ class Records(Protocol):
     def records(self, lines: Iterable[bytes]) -> Iterator[ProduceArgs]: ...
 
 
+@connection_options(timeout=DeliveryTimeout)
 def produce(
     topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to produce to.", show_default=False)],
     key: Annotated[
@@ -166,11 +163,7 @@ def produce(
     key_schema_id: schemaencoding.KeySchemaId = None,
     key_subject: schemaencoding.KeySubject = None,
     registry: SchemaRegistryUrl = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: DeliveryTimeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Produce one record per line of stdin (or --file); the input is read as raw bytes.
 
@@ -213,17 +206,17 @@ def produce(
         schemaencoding.SchemaChoice("value", value_schema, value_schema_id, value_subject),
         schemaencoding.SchemaChoice("key", key_schema, key_schema_id, key_subject),
         registry,
-        cluster_dir,
-        timeout,
+        options.cluster_dir,
+        options.timeout,
     )
     transactions.check_options(transactional_id, txn_size, acks)
     per_second = None if rate is None else pacing.parse_rate(rate)
-    txns = None if transactional_id is None else Transactions(transactional_id, timeout)
+    txns = None if transactional_id is None else Transactions(transactional_id, options.timeout)
     tally = DeliveryTally(topic, json_output, stop_at_rejection=txns is not None)
     with ExitStack() as stack:
         stream, progress = _open_input(stack, file)
         tick, every = _ticker(progress, per_second)
-        conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+        conn = connect(options)
         producer = conn.producer(
             PRODUCER_DEFAULTS
             | transactions.producer_config(txns)
@@ -231,7 +224,7 @@ def produce(
                 "acks": acks.value,
                 "compression.type": compression.value,
                 "on_delivery": tally,
-                "message.timeout.ms": int(timeout * 1000),
+                "message.timeout.ms": int(options.timeout * 1000),
             }
         )
         source = records_for(_check_target(producer, conn, topic, partition, acks))

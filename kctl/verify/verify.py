@@ -18,10 +18,11 @@ from kctl.kafka import clientprops, topics
 from kctl.kafka.client import Connection, checked, connect
 from kctl.kafka.errors import KafkaException
 from kctl.shell import console
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.offsets import duration_ms
-from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell.options import Json
 from kctl.verify import checker, history, nemesis, verdict, workload
 
 FINAL_READ_TIMEOUT_S = 60.0
@@ -57,6 +58,7 @@ HistoryFile = Annotated[
 
 
 @app.callback()
+@connection_options()
 def run(
     ctx: typer.Context,
     time_limit: Annotated[
@@ -160,11 +162,7 @@ def run(
     ] = None,
     history_file: HistoryFile = None,
     json_output: Json = False,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
@@ -182,14 +180,14 @@ def run(
         packetfilter.require_nft()  # before the run: one line, exit 6
     if fault_count is not None and not faults:
         raise KctlError("--fault-count needs faults: drop --no-faults", ExitCode.USAGE)
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     if faults and not clientprops.is_local(conn.bootstrap):
         raise KctlError(
             f"faults are injected only into the local cluster, and {conn.bootstrap.servers} is not "
             "it: add --no-faults to verify another cluster without them",
             ExitCode.USAGE,
         )
-    local = localcluster.existing(cluster_dir) if faults else None
+    local = localcluster.existing(options.cluster_dir) if faults else None
     run_id = uuid.uuid4().hex[:8]
     plan = workload.Plan(
         topic=topic or f"verify-{run_id}",
