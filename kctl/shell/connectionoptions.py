@@ -2,7 +2,7 @@
 -X, -F), declared once for every such command.
 
 Typer builds a command's options from its function's parameters and has no dependencies, so
-`@connection_options` stands in for one: the command declares a single `options:
+`@connection_options()` stands in for one: the command declares a single `options:
 ConnectionOptions` parameter where the five go, and the decorator shows Typer the five
 parameters in its place, then hands the command the values gathered in one ConnectionOptions.
 The options keep their names, help, order and position, so `--help` and the man pages read as
@@ -58,29 +58,39 @@ def connection_options(
         declared = {**_DECLARED, "timeout": (timeout, DEFAULT_TIMEOUT)}
         signature = inspect.signature(command, eval_str=True)
         name = _options_parameter(command, signature)
-        kind = signature.parameters[name].kind
-        shown: list[inspect.Parameter] = []
-        for parameter in signature.parameters.values():
-            if parameter.name != name:
-                shown.append(parameter)
-                continue
-            shown += [
-                inspect.Parameter(option, kind, annotation=annotation, default=default)
-                for option, (annotation, default) in declared.items()
-            ]
 
         @functools.wraps(command)
-        def run(*args: Any, **kwargs: Any) -> Result:
+        def gathering(*args: Any, **kwargs: Any) -> Result:
             given = {option: kwargs.pop(option) for option in declared}
             kwargs[name] = ConnectionOptions(**{**given, "settings": tuple(given["settings"] or ())})
             return command(*args, **kwargs)
 
         # Typer reads the signature, and the annotations for parameters it has no option for.
-        run.__signature__ = signature.replace(parameters=shown)  # type: ignore[attr-defined]
-        run.__annotations__ = {p.name: p.annotation for p in shown} | {"return": signature.return_annotation}
-        return run
+        shown = _spliced(signature, name, declared)
+        gathering.__signature__ = shown  # type: ignore[attr-defined]
+        gathering.__annotations__ = {p.name: p.annotation for p in shown.parameters.values()} | {
+            "return": shown.return_annotation
+        }
+        return gathering
 
     return decorate
+
+
+def _spliced(
+    signature: inspect.Signature, name: str, declared: dict[str, tuple[Any, Any]]
+) -> inspect.Signature:
+    """`signature` with the declared options in place of parameter `name`."""
+    kind = signature.parameters[name].kind
+    parameters: list[inspect.Parameter] = []
+    for parameter in signature.parameters.values():
+        if parameter.name != name:
+            parameters.append(parameter)
+            continue
+        parameters += [
+            inspect.Parameter(option, kind, annotation=annotation, default=default)
+            for option, (annotation, default) in declared.items()
+        ]
+    return signature.replace(parameters=parameters)
 
 
 def _options_parameter(command: Callable[..., Any], signature: inspect.Signature) -> str:
