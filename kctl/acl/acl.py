@@ -14,9 +14,10 @@ from kctl.acl.aclbindings import Who
 from kctl.kafka import acls as acl_requests
 from kctl.kafka.client import Connection, checked, connect
 from kctl.shell import console
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
-from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell.options import Json
 
 app = typer.Typer(
     help="Create, list, delete and explain ACLs (KIP-11; prefixed patterns, KIP-290). A request "
@@ -133,6 +134,7 @@ def _who(allow: Names, deny: Names, allow_hosts: Names, deny_hosts: Names, eithe
 
 
 @app.command()
+@connection_options()
 def create(
     allow_principal: AllowPrincipal = None,
     deny_principal: DenyPrincipal = None,
@@ -144,11 +146,7 @@ def create(
     cluster: Cluster = False,
     transactional_id: TransactionalId = None,
     pattern: PatternCreate = "literal",
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Create ACLs: one per principal, host, operation and resource given.
 
@@ -172,12 +170,13 @@ def create(
             for op in operation
         ],
     )
-    acl_requests.create(checked(connect(bootstrap, cluster_dir, timeout, settings, command_config)), bindings)
+    acl_requests.create(checked(connect(options)), bindings)
     _print(bindings, json_output=False)
     console.info(f"Created {len(bindings)} ACL(s).")
 
 
 @app.command("list")
+@connection_options()
 def list_acls(
     principal: Principal = None,
     allow_principal: AllowPrincipal = None,
@@ -190,11 +189,7 @@ def list_acls(
     cluster: Cluster = False,
     transactional_id: TransactionalId = None,
     pattern: PatternFilter = "any",
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """List ACLs: all, or those matching the options (each option narrows the list)."""
@@ -202,6 +197,7 @@ def list_acls(
 
 
 @app.command()
+@connection_options()
 def delete(
     principal: Principal = None,
     allow_principal: AllowPrincipal = None,
@@ -214,11 +210,7 @@ def delete(
     cluster: Cluster = False,
     transactional_id: TransactionalId = None,
     pattern: PatternFilter = "any",
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Delete the ACLs matching the options and print them; at least a principal or a
@@ -239,9 +231,7 @@ def _matching(action: Callable[[Connection, list], list[AclBinding]], options: d
     acl_filters = aclbindings.filters(
         on, aclbindings.pattern_type(o.pattern), who, [aclbindings.operation(op) for op in o.operation or []]
     )
-    return action(
-        checked(connect(o.bootstrap, o.cluster_dir, o.timeout, o.settings, o.command_config)), acl_filters
-    )
+    return action(checked(connect(o.options)), acl_filters)
 
 
 def _print(bindings: list[AclBinding], json_output: bool) -> None:
@@ -252,6 +242,7 @@ def _print(bindings: list[AclBinding], json_output: bool) -> None:
 
 
 @app.command()
+@connection_options()
 def explain(
     principal: Annotated[
         str,
@@ -281,11 +272,7 @@ def explain(
             help="The client's address (a local cluster's clients connect from 127.0.0.1).",
         ),
     ] = "127.0.0.1",
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Say whether a principal may perform an operation on a resource, and which rule decides.
@@ -308,7 +295,7 @@ def explain(
             "give exactly one resource: --topic, --group, --cluster or --transactional-id", ExitCode.USAGE
         )
     op = aclbindings.operation(operation, tuple(o for o in aclbindings.OPERATIONS if o not in ("any", "all")))
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    conn = checked(connect(options))
     found = aclexplain.explain(conn, aclbindings.principal(principal), host, op, named[0])
     if json_output:
         console.print_json(found.to_json())

@@ -21,20 +21,15 @@ from kctl.kafka.delivery import LatencyRecorder
 from kctl.kafka.errors import KafkaException, exit_code_for, from_kafka
 from kctl.kafka.transactions import Transactions
 from kctl.shell import console
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.errors import KctlError
 from kctl.shell.offsets import END, START, OffsetRange
 from kctl.shell.options import (
-    DEFAULT_TIMEOUT,
     Acks,
     AcksOption,
-    Bootstrap,
-    ClusterDir,
-    CommandConfig,
     Compression,
     CompressionOption,
     Json,
-    Settings,
-    Timeout,
     TransactionalId,
 )
 
@@ -47,6 +42,7 @@ Topic = Annotated[str, typer.Option("--topic", "-t", help="Topic to use.", show_
 
 
 @app.command("produce")
+@connection_options()
 def bench_produce(
     topic: Topic,
     records: Annotated[int, typer.Option("--records", min=1, help="Records to send.")] = 100_000,
@@ -81,11 +77,7 @@ def bench_produce(
             help=f"With --transactional-id: records per transaction. Default: {TXN_SIZE}.",
         ),
     ] = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Send records as fast as possible; report records/s, MB/s and send-to-ack latency.
@@ -96,7 +88,7 @@ def bench_produce(
     transactions cost over idempotence alone.
     """
     transactions.check_options(transactional_id, txn_size, acks)
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     if topics.ensure(conn, topics.validate_name(topic), partitions, -1):
         console.info(f"Created topic {topic}.")
     recorder = LatencyRecorder()
@@ -158,6 +150,7 @@ def _timed_send(
 
 
 @app.command("consume")
+@connection_options()
 def bench_consume(
     topic: Topic,
     records: Annotated[
@@ -169,18 +162,14 @@ def bench_consume(
             help="Records to read. Default: everything in the topic when the run starts.",
         ),
     ] = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Read a topic from the start as fast as possible; report records/s and MB/s.
 
     Gives up (exit 1) when no record arrives for --timeout seconds before the count is reached.
     """
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     consumer = conn.consumer({"fetch.wait.max.ms": 100})
     try:
         spec = OffsetRange(START, END if records is None else None)

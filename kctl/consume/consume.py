@@ -1,53 +1,23 @@
-"""`kctl consume TOPIC`: records to stdout, formatted like kcat/rpk or as JSON lines."""
+"""`kctl consume TOPIC`: records to stdout, formatted like kcat/rpk or as JSON lines. The command
+declares the options; kctl.consume.consuming does the work."""
 
 from __future__ import annotations
 
-import time
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from kctl.consume import schemadecoding
-from kctl.consume.assignment import plan
-from kctl.consume.filters import FilterSyntaxError, Test, compile_filters
-from kctl.consume.formatting import (
-    DEFAULT_FORMAT,
-    FormatError,
-    compile_format,
-    record_json,
-    shared_record_json,
-)
-from kctl.consume.interrupts import Interrupts
-from kctl.consume.membership import (
-    GroupProtocol,
-    Membership,
-    RemoteAssignor,
-    group_settings,
-    reset_policy,
-)
-from kctl.consume.reader import Commit, Reader, Render
-from kctl.consume.share import ShareReader
-from kctl.kafka.client import Connection, connect, fetch_metadata, find_topic
-from kctl.kafka.consumer import ClusterWatch
-from kctl.kafka.share import Ack, share_consumer
-from kctl.shell import console
-from kctl.shell.errors import KctlError
-from kctl.shell.exit_codes import ExitCode
-from kctl.shell.offsets import OffsetRange, OffsetSyntaxError, parse
-from kctl.shell.options import (
-    DEFAULT_TIMEOUT,
-    Bootstrap,
-    ClusterDir,
-    CommandConfig,
-    Isolation,
-    SchemaRegistryUrl,
-    Settings,
-    Timeout,
-    parse_partitions,
-)
+from kctl.consume import consuming, schemadecoding
+from kctl.consume.consuming import ConsumeRequest
+from kctl.consume.formatting import DEFAULT_FORMAT
+from kctl.consume.membership import GroupProtocol, RemoteAssignor
+from kctl.consume.reader import Commit
+from kctl.kafka.share import Ack
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
+from kctl.shell.options import Isolation, SchemaRegistryUrl
 
 
+@connection_options()
 def consume(
     topic: Annotated[str, typer.Argument(metavar="TOPIC", help="Topic to consume from.", show_default=False)],
     offset: Annotated[
@@ -193,11 +163,7 @@ def consume(
     ] = Isolation.READ_COMMITTED,
     decode: schemadecoding.DecodeOption = schemadecoding.Decode.AUTO,
     registry: SchemaRegistryUrl = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Print records of a topic; follows new records like `tail -f` unless -e, -n or a range ends it.
 
@@ -226,157 +192,26 @@ def consume(
     registry is known; --json keeps the bytes lossless and adds "value_schema_id" and
     "value_decoded" ("key_*" alike). --decode none shows the bytes.
     """
-    spec, render, keep = _compile(offset, fmt, json_output, filters or [], share_group is not None)
-    if decode is schemadecoding.Decode.AUTO:
-        decoder = schemadecoding.schema_decoder(registry, bootstrap, cluster_dir, timeout)
-        render = schemadecoding.decoding(render, decoder, json_output, share_group is not None)
-    if share_group is not None:
-        _check_share_options(group, commit, partition, offset, exit_at_end)
-        if group_protocol is not None or remote_assignor is not None:
-            raise KctlError(
-                "--share-group does not go with --group-protocol or --remote-assignor: a share "
-                "group has its own protocol",
-                ExitCode.USAGE,
-            )
-        _consume_shared(
-            topic,
-            share_group,
-            ack,
-            render,
-            keep,
-            count,
-            quiet,
-            bootstrap,
-            cluster_dir,
-            timeout,
-            settings,
-            command_config,
+    consuming.consume(
+        ConsumeRequest(
+            topic=topic,
+            offset=offset,
+            count=count,
+            partitions=tuple(partition or ()),
+            fmt=fmt,
+            json_output=json_output,
+            filters=tuple(filters or ()),
+            exit_at_end=exit_at_end,
+            quiet=quiet,
+            group=group,
+            group_protocol=group_protocol,
+            remote_assignor=remote_assignor,
+            commit=commit,
+            share_group=share_group,
+            ack=ack,
+            isolation=isolation,
+            decode=decode,
+            registry=registry,
+            options=options,
         )
-        return
-    partitions = parse_partitions(partition)
-    if group is None and commit is not None:
-        raise KctlError("--commit needs -g GROUP: only a group has offsets to commit", ExitCode.USAGE)
-    if group is None and group_protocol is not None:
-        raise KctlError("--group-protocol needs -g GROUP", ExitCode.USAGE)
-    if remote_assignor is not None and group_protocol is not GroupProtocol.CONSUMER:
-        raise KctlError("--remote-assignor needs -g GROUP --group-protocol consumer", ExitCode.USAGE)
-    reset = None if group is None else reset_policy(spec, partitions, exit_at_end)
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
-    watch = ClusterWatch(conn)
-    common = {"isolation.level": isolation.value, "error_cb": watch}
-    if group is None:
-        consumer = conn.consumer({"enable.partition.eof": exit_at_end or spec.stop is not None, **common})
-        reader = Reader(consumer, topic, render, keep=keep)
-    else:
-        consumer = conn.consumer(
-            {
-                **group_settings(group, group_protocol or GroupProtocol.CLASSIC, reset, remote_assignor),
-                **common,
-            }
-        )
-        reader = Reader(consumer, topic, render, commit or Commit.AFTER, bounded=False, keep=keep)
-    started = False
-    with Interrupts() as interrupts:
-        try:
-            _start(reader, conn, topic, partitions, spec, exit_at_end, group, quiet, group_protocol)
-            started = True
-            reader.run(count, watch)
-        except KeyboardInterrupt:
-            raise typer.Exit(ExitCode.INTERRUPTED) from None
-        except SystemError:
-            if interrupts.seen:  # Ctrl-C inside a callback (kctl.consume.interrupts)
-                raise typer.Exit(ExitCode.INTERRUPTED) from None
-            raise
-        finally:
-            consumer.close()
-            if started and not quiet:
-                console.info(f"Processed a total of {reader.count} messages")
-
-
-def _check_share_options(
-    group: str | None, commit: Commit | None, partition: list[str] | None, offset: str, exit_at_end: bool
-) -> None:
-    """A share group hands out records, not partitions or offsets: the options that choose
-    those do not go with it."""
-    conflicting = [
-        name
-        for name, given in (
-            ("-g", group is not None),
-            ("--commit", commit is not None),
-            ("-p", bool(partition)),
-            ("-o", offset != "start"),
-            ("-e", exit_at_end),
-        )
-        if given
-    ]
-    if conflicting:
-        raise KctlError(f"--share-group does not go with {', '.join(conflicting)}", ExitCode.USAGE)
-
-
-def _consume_shared(
-    topic: str,
-    group: str,
-    ack: Ack,
-    render: Render,
-    keep: Test | None,
-    count: int | None,
-    quiet: bool,
-    bootstrap: str | None,
-    cluster_dir: Path | None,
-    timeout: float,
-    settings: list[str] | None,
-    command_config: Path | None,
-) -> None:
-    """Print the records the share group hands this member, acknowledging each as asked."""
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
-    consumer = share_consumer(conn, group, topic)
-    reader = ShareReader(consumer, render, ack, keep)
-    if not quiet:
-        console.info(f"share group {group}: reading {topic}, acknowledging records as {ack.value}")
-    try:
-        reader.run(count)
-    except KeyboardInterrupt:
-        raise typer.Exit(ExitCode.INTERRUPTED) from None
-    finally:
-        consumer.close()
-        if not quiet:
-            console.info(f"Processed a total of {reader.count} messages")
-
-
-def _start(
-    reader: Reader,
-    conn: Connection,
-    topic: str,
-    partitions: list[int] | None,
-    spec: OffsetRange,
-    exit_at_end: bool,
-    group: str | None,
-    quiet: bool,
-    protocol: GroupProtocol | None,
-) -> None:
-    """Assign the planned partition ranges, or join the group (after checking the topic)."""
-    if group is None:
-        reader.assign(plan(reader.consumer, conn, topic, partitions, spec, exit_at_end))
-        return
-    find_topic(fetch_metadata(reader.consumer, conn, topic), topic)
-    incremental = protocol is GroupProtocol.CONSUMER
-    Membership(group, reader, quiet, incremental).subscribe(reader.consumer, topic)
-
-
-def _compile(
-    offset: str, fmt: str, json_output: bool, filters: list[str], shared: bool
-) -> tuple[OffsetRange, Render, Test | None]:
-    """Check the offset spec, output format and filters before touching the cluster; records
-    of a share group (``shared``) have a delivery count to show."""
-    if json_output and fmt != DEFAULT_FORMAT:
-        raise KctlError("use either --format or --json, not both", ExitCode.USAGE)
-    try:
-        spec = parse(offset, now_ms=int(time.time() * 1000))
-        render: Render
-        if json_output:
-            render = shared_record_json if shared else record_json
-        else:
-            render = compile_format(fmt, shared)
-        return spec, render, compile_filters(filters)
-    except (OffsetSyntaxError, FormatError, FilterSyntaxError) as exc:
-        raise KctlError(str(exc), ExitCode.INVALID_INPUT) from None
+    )

@@ -14,7 +14,6 @@ import json
 import os
 from collections.abc import Callable
 from enum import Enum
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -22,6 +21,7 @@ import typer
 from kctl.consume.formatting import json_line, record_doc
 from kctl.kafka.record import Record
 from kctl.shell import console
+from kctl.shell.connectionoptions import ConnectionOptions
 
 if TYPE_CHECKING:
     from schemaregistry.client import RegistryClient
@@ -121,11 +121,7 @@ def _compact(value: Any) -> str:
 
 
 def schema_decoder(
-    registry: str | None,
-    bootstrap: str | None,
-    cluster_dir: Path | None,
-    timeout: float,
-    warn: Callable[[str], None] = console.warn,
+    registry: str | None, options: ConnectionOptions, warn: Callable[[str], None] = console.warn
 ) -> SchemaDecoder | None:
     """A decoder when a registry is known: named, or the local cluster's when the local cluster
     is the one read (no -b, no $KCTL_BOOTSTRAP: another cluster's ids mean other schemas)."""
@@ -133,10 +129,10 @@ def schema_decoder(
     from kctl.schema.locate import known_registry_url
     from kctl.schema.registryclient import registry_client
 
-    directory = resolve_cluster_dir(cluster_dir)
-    local_cluster = not (bootstrap or os.environ.get(BOOTSTRAP_ENV))
+    directory = resolve_cluster_dir(options.cluster_dir)
+    local_cluster = not (options.bootstrap or os.environ.get(BOOTSTRAP_ENV))
     url = known_registry_url(registry, directory, local_cluster=local_cluster)
-    return None if url is None else SchemaDecoder(registry_client(url, directory, timeout), warn)
+    return None if url is None else SchemaDecoder(registry_client(url, directory, options.timeout), warn)
 
 
 def decoding(render: Render, decoder: SchemaDecoder | None, json_output: bool, shared: bool) -> Render:

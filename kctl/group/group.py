@@ -14,16 +14,11 @@ from kctl.group.offsetreset import Current, Kind, Strategy
 from kctl.kafka import groups, offsets
 from kctl.kafka.client import Connection, checked, connect, fetch_metadata, find_topic
 from kctl.shell import console, sections
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import (
-    DEFAULT_TIMEOUT,
-    Bootstrap,
-    ClusterDir,
-    CommandConfig,
     Json,
-    Settings,
-    Timeout,
     parse_partitions,
 )
 
@@ -40,6 +35,7 @@ class GroupType(str, Enum):
 
 
 @app.command("list")
+@connection_options()
 def list_groups(
     group_type: Annotated[
         GroupType | None,
@@ -50,16 +46,12 @@ def list_groups(
             "(KIP-848, group.protocol=consumer) or 'share' (KIP-932 share groups, queues).",
         ),
     ] = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """List consumer and share groups with their type, state, protocol type, coordinator and
     member count."""
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    conn = checked(connect(options))
     rows = groups.list_groups(conn, None if group_type is None else group_type.value)
     if json_output:
         console.print_json(rows)
@@ -81,13 +73,10 @@ def list_groups(
 
 
 @app.command()
+@connection_options()
 def describe(
     group: Group,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Show a group's coordinator, state, members and total lag, then per partition the
@@ -111,7 +100,7 @@ def describe(
     count (kctl consume --share-group -f %d), and kctl watch -g G narrates the deliveries,
     releases, rejections and lock expiries each partition's leader counts.
     """
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    conn = checked(connect(options))
     doc = groups.describe(conn, group)
     if json_output:
         console.print_json(doc)
@@ -123,6 +112,7 @@ def describe(
 
 
 @app.command("reset-offsets")
+@connection_options()
 def reset_offsets(
     group: Group,
     to_earliest: Annotated[bool, typer.Option("--to-earliest", help="To the log start.")] = False,
@@ -164,11 +154,7 @@ def reset_offsets(
     execute: Annotated[
         bool, typer.Option("--execute", help="Commit the new offsets. Without it, only print the plan.")
     ] = False,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Plan, and with --execute commit, new offsets for a group: prior offset -> new offset.
@@ -181,7 +167,7 @@ def reset_offsets(
         to_earliest, to_latest, to_offset, shift_by, to_datetime, int(time.time() * 1000)
     )
     scopes = [_parse_scope(t) for t in topic or []]
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    conn = checked(connect(options))
     _require_empty(conn, group, "reset its offsets")
     committed = groups.committed_offsets(conn, group)
     keys = _selected(conn, group, scopes, committed)
@@ -268,16 +254,13 @@ def _print_plan(
 
 
 @app.command()
+@connection_options()
 def delete(
     group: Group,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Delete a group and its committed offsets; refused (exit 6) while it has active members."""
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    conn = checked(connect(options))
     _require_empty(conn, group, "delete it")
     groups.delete(conn, group)
     console.info(f"Deleted group {group}.")

@@ -25,6 +25,7 @@ from confluent_kafka.admin import AdminClient, ClusterMetadata, TopicMetadata
 from kctl.kafka import clientprops
 from kctl.kafka.bootstrap import Bootstrap, local_servers, resolve_bootstrap, resolve_cluster_dir
 from kctl.kafka.errors import NOT_AUTHORIZED, from_kafka
+from kctl.shell.connectionoptions import ConnectionOptions
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
@@ -103,20 +104,14 @@ class Connection:
         return _create(Consumer, self.config({**base, **defaults}))
 
 
-def connect(
-    bootstrap: str | None,
-    cluster_dir: Path | None,
-    timeout: float,
-    settings: list[str] | None,
-    command_config: Path | None = None,
-) -> Connection:
-    """Resolve the common client options of a command into a Connection."""
-    resolved = resolve_bootstrap(bootstrap, resolve_cluster_dir(cluster_dir))
+def connect(options: ConnectionOptions) -> Connection:
+    """Resolve a command's connection options into a Connection."""
+    resolved = resolve_bootstrap(options.bootstrap, resolve_cluster_dir(options.cluster_dir))
     return Connection(
         resolved,
-        timeout,
-        dict(parse_pairs(settings, "-X setting")),
-        clientprops.for_bootstrap(resolved, command_config),
+        options.timeout,
+        dict(parse_pairs(list(options.settings), "-X setting")),
+        clientprops.for_bootstrap(resolved, options.command_config),
     )
 
 

@@ -22,7 +22,7 @@ from kctl.shell.exit_codes import ExitCode
 from kctl.shell.recordjson import ProduceArgs
 
 if TYPE_CHECKING:
-    from kctl.produce.produce import Records
+    from kctl.produce.producing import Records
     from schemaregistry.client import RegistryClient
     from schemaregistry.serde import Encoder
 

@@ -11,10 +11,11 @@ import typer
 from kctl.kafka import quotas
 from kctl.kafka.client import checked, connect
 from kctl.shell import console
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
-from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell.options import Json
 
 app = typer.Typer(
     help="Alter and describe client quotas (KIP-13, KIP-55): byte rates per user, per client id "
@@ -73,6 +74,7 @@ def _values(items: list[str] | None) -> dict[str, float]:
 
 
 @app.command()
+@connection_options()
 def alter(
     user: UserOpt = None,
     user_default: UserDefault = False,
@@ -97,11 +99,7 @@ def alter(
             help="Remove quotas (repeatable): the entity falls back to the next one in precedence.",
         ),
     ] = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Set or remove the quotas of one entity: a user, a client id, or both (kafka-configs.sh
     --alter --entity-type users/clients)."""
@@ -112,28 +110,25 @@ def alter(
     removed = [k for item in delete or [] for k in item.split(",") if k]
     if not values and not removed:
         raise KctlError("give --add KEY=VALUE or --delete KEY", ExitCode.USAGE)
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    conn = checked(connect(options))
     quotas.alter(conn, entity, values, removed)
     console.info(f"Completed updating quotas of {quotas.entity_name(entity)}.")
 
 
 @app.command()
+@connection_options()
 def describe(
     user: UserOpt = None,
     user_default: UserDefault = False,
     client_id: ClientOpt = None,
     client_id_default: ClientDefault = False,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Show the quotas set on entities: every one, or those naming this user and/or client
     id (or their <default>), as kafka-configs.sh --describe does."""
     _entity(user, user_default, client_id, client_id_default)  # refuses conflicting options
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    conn = checked(connect(options))
     rows = quotas.describe(conn, user, user_default, client_id, client_id_default)
     if json_output:
         console.print_json(rows)

@@ -18,9 +18,9 @@ import typer
 from kctl.kafka import topics
 from kctl.kafka.client import connect, fetch_metadata
 from kctl.shell import console
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
-from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Settings, Timeout
 
 if TYPE_CHECKING:  # PySpark is imported only when the command runs
     from kctl.spark.sqlrun import Trigger
@@ -65,6 +65,7 @@ def parse_trigger(text: str | None) -> Trigger | None:
     return {"processingTime": f"{match.group(1)} {_UNITS[match.group(2)]}"}
 
 
+@connection_options()
 def sql(
     query: Annotated[
         str,
@@ -125,11 +126,7 @@ def sql(
         Start,
         typer.Option("--from", help="Where streaming queries start reading; batch queries read everything."),
     ] = Start.EARLIEST,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Run Spark SQL over topics: print the result, or write it to a topic with --to.
 
@@ -140,7 +137,7 @@ def sql(
     triggers = parse_trigger(trigger)
     if triggers is None and (checkpoint is not None or start is Start.LATEST):
         raise KctlError("--checkpoint and --from latest need a streaming query (--trigger)", ExitCode.USAGE)
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     names = list(fetch_metadata(conn.admin(), conn).topics)
     if to is not None and topics.ensure(conn, topics.validate_name(to), -1, -1):
         console.info(f"Created topic {to}.")

@@ -17,19 +17,15 @@ from kctl.kafka.client import ClusterMetadata, connect, fetch_metadata, find_top
 from kctl.kafka.configs import DEFAULT_SOURCE
 from kctl.schema.topicsubjects import rows, topic_subjects
 from kctl.shell import console, sections
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.console import Cell
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.keyvalue import parse_pairs
 from kctl.shell.options import (
-    DEFAULT_TIMEOUT,
-    Bootstrap,
     ClusterDir,
-    CommandConfig,
     Json,
     SchemaRegistryUrl,
-    Settings,
-    Timeout,
 )
 from kctl.topic import deleterecords, topicinfo
 from kctl.topic import producers as producerstate
@@ -68,6 +64,7 @@ Name = Annotated[str, typer.Argument(metavar="NAME", help="Topic name.", show_de
 
 
 @app.command()
+@connection_options()
 def create(
     name: Name,
     partitions: Annotated[
@@ -92,11 +89,7 @@ def create(
     if_not_exists: Annotated[
         bool, typer.Option("--if-not-exists", help="Succeed when the topic already exists.")
     ] = False,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Create a topic."""
@@ -105,7 +98,7 @@ def create(
             "partitions and replicas must be positive (or -1 for the broker default)", ExitCode.INVALID_INPUT
         )
     configs = dict(parse_pairs(config, "--config"))
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     created = topics.create(conn, name, partitions, replicas, configs, if_not_exists)
     status = "created" if created else "exists"
     if json_output:
@@ -115,19 +108,16 @@ def create(
 
 
 @app.command("list")
+@connection_options()
 def list_topics(
     internal: Annotated[
         bool, typer.Option("--internal", "-i", help="Include internal topics (names starting with __).")
     ] = False,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """List topics with their partition count and replication factor."""
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     metadata = fetch_metadata(conn.admin(), conn)
     rows: list[dict[str, str | int]] = []
     for name, meta in sorted(metadata.topics.items()):
@@ -151,13 +141,10 @@ def list_topics(
 
 
 @app.command()
+@connection_options()
 def describe(
     name: Name,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
     all_configs: Annotated[
         bool,
@@ -181,9 +168,9 @@ def describe(
     offset) come from the local cluster's state directory; against another cluster only the
     leader's end (its high watermark) is known, and open transactions show as "-" (null).
     """
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     doc = topicinfo.describe(conn, name)
-    subjects = topic_subjects(name, registry, bootstrap, cluster_dir)
+    subjects = topic_subjects(name, registry, options.bootstrap, options.cluster_dir)
     if subjects is not None:
         doc["schemas"] = subjects
     if json_output:
@@ -212,14 +199,11 @@ def describe(
 
 
 @app.command()
+@connection_options()
 def producers(
     name: Name,
     partition: OnlyPartitions = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Show the idempotent and transactional producers each partition remembers (KIP-664).
@@ -233,7 +217,7 @@ def producers(
     transaction, which holds the last stable offset back ("-" when none). Partitions without
     a leader are left out, and the command then fails (exit 3).
     """
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     rows, failure = producerstate.describe(conn, name, partition)
     if json_output:
         console.print_json(rows)
@@ -244,20 +228,18 @@ def producers(
 
 
 @app.command()
+@connection_options()
 def delete(
     name: Name,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Delete a topic and all its records."""
-    topics.delete(connect(bootstrap, cluster_dir, timeout, settings, command_config), name)
+    topics.delete(connect(options), name)
     console.info(f"Deleted topic {name}.")
 
 
 @app.command("delete-records")
+@connection_options()
 def delete_records(
     name: Annotated[
         str | None,
@@ -285,11 +267,7 @@ def delete_records(
             + ".",
         ),
     ] = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Delete the records before an offset: the log start offset (low watermark) moves up to it.
@@ -302,7 +280,7 @@ def delete_records(
     `kctl topic delete-records --offset-json-file offsets.json`.
     """
     requested = _records_to_delete(name, partition, offset, offset_json_file)
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     metadata = fetch_metadata(conn.admin(), conn)
     low, failure = topics.delete_records(conn, metadata, requested(metadata))
     rows: list[dict[str, str | int]] = [
@@ -336,6 +314,7 @@ def _records_to_delete(
 
 
 @app.command("alter-config")
+@connection_options()
 def alter_config(
     name: Name,
     set_: Annotated[
@@ -354,24 +333,19 @@ def alter_config(
             help="Remove a config override, back to the default (repeatable).",
         ),
     ] = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Change topic configs incrementally; configs not named stay as they are."""
     to_set, to_delete = parse_pairs(set_, "--set"), delete_ or []
     if not to_set and not to_delete:
         raise KctlError("nothing to change: give --set KEY=VALUE and/or --delete KEY", ExitCode.USAGE)
-    topics.alter_configs(
-        connect(bootstrap, cluster_dir, timeout, settings, command_config), name, to_set, to_delete
-    )
+    topics.alter_configs(connect(options), name, to_set, to_delete)
     summary = [f"{k}={v}" for k, v in to_set] + [f"-{k}" for k in to_delete]
     console.info(f"Updated configs of {name}: {' '.join(summary)}")
 
 
 @app.command("add-partitions")
+@connection_options()
 def add_partitions(
     name: Name,
     partitions: Annotated[
@@ -383,18 +357,14 @@ def add_partitions(
             help="The new total number of partitions; must be larger than the current one.",
         ),
     ],
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Grow a topic to N partitions in total; Kafka never shrinks a topic.
 
     Keyed records hash over the new count from now on, so a key may land in another
     partition than before: order per key holds only within each partition.
     """
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     current = len(find_topic(fetch_metadata(conn.admin(), conn), topics.validate_name(name)).partitions)
     if partitions <= current:
         raise KctlError(
@@ -407,6 +377,7 @@ def add_partitions(
 
 
 @app.command()
+@connection_options()
 def reassign(
     name: Annotated[
         str | None,
@@ -453,11 +424,7 @@ def reassign(
             "--wait-timeout", metavar="SECONDS", min=0.1, help="Give up waiting (exit 3) after this long."
         ),
     ] = 300.0,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Move partition replicas to other brokers (KIP-455), or list or cancel such moves.
@@ -470,7 +437,7 @@ def reassign(
     """
     from kctl.kafka import reassignments
 
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     if list_:
         if any(x is not None for x in (name, partition, replicas, plan)) or cancel:
             raise KctlError(
@@ -556,6 +523,7 @@ def _print_ongoing(listed: dict, json_output: bool) -> None:
 
 
 @app.command("elect-leaders")
+@connection_options()
 def elect_leaders(
     name: Annotated[
         str | None,
@@ -573,11 +541,7 @@ def elect_leaders(
             "they had is lost.",
         ),
     ] = Election.preferred,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Elect leaders as kafka-leader-election.sh does: preferred (the default) or unclean.
 
@@ -586,7 +550,7 @@ def elect_leaders(
     brings an offline partition back at the price of the records only its lost in-sync
     replicas had (Kafka's unclean.leader.election.enable, once, by hand).
     """
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
+    conn = connect(options)
     rows: list[list[Cell]] = []
     failed: list[KctlError] = []
     for election in topics.elect_leaders(conn, election_type is Election.unclean, name):

@@ -12,9 +12,10 @@ import typer
 from kctl.kafka import scram
 from kctl.kafka.client import checked, connect
 from kctl.shell import console
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
-from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
+from kctl.shell.options import Json
 
 app = typer.Typer(
     help="Create, list and delete SASL/SCRAM users (KIP-554). A user logs in with SCRAM-SHA-256 "
@@ -36,6 +37,7 @@ User = Annotated[
 
 
 @app.command()
+@connection_options()
 def create(
     user: User,
     password: Annotated[
@@ -58,11 +60,7 @@ def create(
     iterations: Annotated[
         int, typer.Option("--iterations", metavar="N", help="PBKDF2 iterations; Kafka accepts 4096 to 16384.")
     ] = scram.DEFAULT_ITERATIONS,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Create a user, or set a new password for an existing one (for this mechanism).
 
@@ -70,7 +68,7 @@ def create(
     The client salts and hashes it: the cluster only ever stores the salted keys.
     """
     secret = read_password(password, password_stdin)
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    conn = checked(connect(options))
     scram.upsert(conn, user, secret, mechanism.value, iterations)
     console.info(f"User {user}: {mechanism.value} credential set ({iterations} iterations).")
 
@@ -94,6 +92,7 @@ def read_password(password: str | None, from_stdin: bool) -> str:
 
 
 @app.command("list")
+@connection_options()
 def list_users(
     users: Annotated[
         list[str] | None,
@@ -101,15 +100,11 @@ def list_users(
             metavar="[NAME]...", show_default=False, help="Only these users (an unknown one is exit 4)."
         ),
     ] = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """List SCRAM users with the mechanisms they have credentials for and their iterations."""
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    conn = checked(connect(options))
     found = scram.describe(conn, users)
     if json_output:
         console.print_json(found)
@@ -121,6 +116,7 @@ def list_users(
 
 
 @app.command()
+@connection_options()
 def delete(
     user: User,
     mechanism: Annotated[
@@ -133,13 +129,9 @@ def delete(
             help="Delete only this mechanism's credential (repeatable). Default: every one.",
         ),
     ] = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     """Delete a user's SCRAM credentials: it can no longer log in (its ACLs stay)."""
-    conn = checked(connect(bootstrap, cluster_dir, timeout, settings, command_config))
+    conn = checked(connect(options))
     deleted = scram.delete(conn, user, [m.value for m in mechanism or []])
     console.info(f"User {user}: {', '.join(deleted)} credential(s) deleted.")

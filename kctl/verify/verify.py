@@ -1,33 +1,19 @@
 """`kctl verify`: Jepsen on a laptop. Run a workload while a nemesis breaks the local cluster,
 record the history, check it, print the verdict; `kctl verify check FILE` checks a recorded
-history again."""
+history again. The command declares the options; kctl.verify.verifying does the work."""
 
 from __future__ import annotations
 
-import re
-import time
-import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from kctl.cluster import localcluster
-from kctl.kafka import clientprops, topics
-from kctl.kafka.client import Connection, checked, connect
-from kctl.kafka.errors import KafkaException
-from kctl.shell import console
-from kctl.shell.errors import KctlError
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.exit_codes import ExitCode
-from kctl.shell.offsets import duration_ms
-from kctl.shell.options import DEFAULT_TIMEOUT, Bootstrap, ClusterDir, CommandConfig, Json, Settings, Timeout
-from kctl.verify import checker, history, nemesis, verdict, workload
-
-FINAL_READ_TIMEOUT_S = 60.0
-_DURATION = re.compile(r"(?:\d+(?:\.\d+)?(?:ms|s|m|h))+")
-_SECONDS = re.compile(r"\d+(?:\.\d+)?")
-_RATE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:/\s*s)?")
+from kctl.shell.options import Json
+from kctl.verify import checker, history, nemesis, verdict, verifying
+from kctl.verify.verifying import VerifyRequest
 
 app = typer.Typer(
     help="Jepsen on a laptop: idempotent acks=all producers and a consumer group (and, with "
@@ -57,6 +43,7 @@ HistoryFile = Annotated[
 
 
 @app.callback()
+@connection_options()
 def run(
     ctx: typer.Context,
     time_limit: Annotated[
@@ -160,162 +147,35 @@ def run(
     ] = None,
     history_file: HistoryFile = None,
     json_output: Json = False,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
 ) -> None:
     if ctx.invoked_subcommand is not None:
         return
-    limit_s = parse_duration(time_limit, "--time-limit")
-    if acks not in ("all", "1"):
-        raise KctlError(
-            f"invalid --acks {acks!r}: all or 1 (acks=0 gets no offsets back to check)", ExitCode.USAGE
-        )
-    if txn and acks != "all":
-        raise KctlError("--txn needs --acks all: transactional producers are idempotent", ExitCode.USAGE)
-    fault_kinds = nemesis.parse_kinds(kinds)
-    if faults and set(fault_kinds) & set(nemesis.NETWORK_KINDS):
-        from kctl.cluster import packetfilter
-
-        packetfilter.require_nft()  # before the run: one line, exit 6
-    if fault_count is not None and not faults:
-        raise KctlError("--fault-count needs faults: drop --no-faults", ExitCode.USAGE)
-    conn = connect(bootstrap, cluster_dir, timeout, settings, command_config)
-    if faults and not clientprops.is_local(conn.bootstrap):
-        raise KctlError(
-            f"faults are injected only into the local cluster, and {conn.bootstrap.servers} is not "
-            "it: add --no-faults to verify another cluster without them",
-            ExitCode.USAGE,
-        )
-    local = localcluster.existing(cluster_dir) if faults else None
-    run_id = uuid.uuid4().hex[:8]
-    plan = workload.Plan(
-        topic=topic or f"verify-{run_id}",
-        partitions=partitions,
-        group=f"kctl-verify-{run_id}",
-        producers=producers,
-        consumers=consumers,
-        txn_writers=txn_writers if txn else 0,
-        rate=parse_rate(rate, "--rate"),
-        acks=acks,
-        txn_rate=parse_rate(txn_rate, "--txn-rate"),
-    )
-    path = history_file or Path(f"kctl-verify-{datetime.now(UTC):%Y%m%d-%H%M%S}.jsonl")
-    recorder = history.HistoryWriter.open(path)
-    console.info(f"history: {path}")
-    try:
-        _create_topic(checked(conn), plan, replication_factor, unclean)
-    except BaseException:
-        recorder.close()
-        raise
-    try:
-        recorder.meta(
-            **workload.settings_for(plan),
-            bootstrap=conn.bootstrap.servers,
+    verifying.verify(
+        VerifyRequest(
+            time_limit=time_limit,
+            rate=rate,
+            partitions=partitions,
+            replication_factor=replication_factor,
+            producers=producers,
+            consumers=consumers,
+            txn=txn,
+            txn_writers=txn_writers,
+            txn_rate=txn_rate,
+            acks=acks,
+            unclean=unclean,
             faults=faults,
-            started=datetime.now(UTC).isoformat(timespec="seconds"),
+            kinds=kinds,
+            fault_interval=fault_interval,
+            fault_duration=fault_duration,
+            fault_count=fault_count,
+            seed=seed,
+            topic=topic,
+            history_file=history_file,
+            json_output=json_output,
+            options=options,
         )
-        nem = None
-        if local is not None:
-            nem = nemesis.Nemesis(
-                local,
-                recorder,
-                fault_kinds,
-                parse_duration(fault_interval, "--fault-interval"),
-                parse_duration(fault_duration, "--fault-duration"),
-                seed,
-                console.info,
-                fault_count,
-            )
-        problems = _run(conn, plan, recorder, nem, limit_s)
-    finally:
-        recorder.close()
-    result = checker.check(history.read(path))
-    verdict.show(result, json_output)
-    if not result.valid:
-        raise typer.Exit(ExitCode.ANOMALIES)
-    if problems:
-        raise KctlError(
-            f"the workload did not run as planned ({'; '.join(problems)}); the history holds what it did"
-        )
-
-
-def _create_topic(conn: Connection, plan: workload.Plan, replication_factor: int, unclean: bool) -> None:
-    """The run's topic, with min.insync.replicas=2: acks=all waits for two replicas at least."""
-    configs = {
-        "min.insync.replicas": str(min(2, replication_factor)),
-        "unclean.leader.election.enable": str(unclean).lower(),
-    }
-    topics.create(conn, plan.topic, plan.partitions, replication_factor, configs)
-
-
-def _run(
-    conn: Connection,
-    plan: workload.Plan,
-    recorder: history.HistoryWriter,
-    nem: nemesis.Nemesis | None,
-    limit_s: float,
-) -> list[str]:
-    """The workload for `limit_s` (or until --fault-count faults; Ctrl-C ends it early) under
-    the nemesis, then the final read once every fault is healed. What went wrong with a client
-    or the nemesis is returned, to be reported after the verdict: the history still holds
-    everything they did."""
-    load = workload.Workload(conn, plan, recorder)
-    load.start()
-    errors: dict[str, BaseException] = {}
-    try:
-        if nem is not None:
-            nem.start()
-        try:
-            _workload_time(nem, limit_s)
-        except KeyboardInterrupt:
-            console.info("interrupted: stopping the workload, then the final read")
-    finally:
-        try:
-            if nem is not None:
-                nem.stop()
-                console.info(f"nemesis: {nem.injected} faults, all healed")
-        finally:
-            errors = load.stop()
-    console.info("final read: every partition from its start")
-    reached = load.final_read(FINAL_READ_TIMEOUT_S)
-    if reached is None:
-        errors[history.FINAL] = workload.left_behind(FINAL_READ_TIMEOUT_S + workload.CLOSE_TIMEOUT_S)
-    elif not all(reached.values()):
-        short = ", ".join(str(p) for p, r in reached.items() if not r)
-        console.warn(
-            f"the final read did not reach the end of partition(s) {short} in {FINAL_READ_TIMEOUT_S:g}s"
-        )
-    if nem is not None and nem.error is not None:
-        errors[nemesis.PROCESS] = nem.error
-    elif nem is not None and nem.fault_count is not None and nem.injected < nem.fault_count:
-        errors[nemesis.PROCESS] = KctlError(
-            f"{nem.injected} of the {nem.fault_count} faults of --fault-count injected within "
-            f"the time limit ({limit_s:g}s)"
-        )
-    for name, error in errors.items():
-        console.warn(f"{name} stopped early: {_describe(error)}")
-    return [f"{name}: {_describe(error)}" for name, error in errors.items()]
-
-
-def _workload_time(nem: nemesis.Nemesis | None, limit_s: float) -> None:
-    """The workload's time: the time limit, or less once the nemesis has injected and healed
-    --fault-count faults."""
-    if nem is None or nem.fault_count is None:
-        time.sleep(limit_s)
-    else:
-        nem.finished.wait(limit_s)
-
-
-def _describe(error: BaseException) -> str:
-    """One line for a client's or the nemesis's failure."""
-    if isinstance(error, KctlError):
-        return error.message
-    if isinstance(error, KafkaException):
-        return error.args[0].str() if error.args else repr(error)
-    return f"{type(error).__name__}: {error}"
+    )
 
 
 @app.command("check")
@@ -337,28 +197,3 @@ def check(
     verdict.show(result, json_output)
     if not result.valid:
         raise typer.Exit(ExitCode.ANOMALIES)
-
-
-def parse_duration(text: str, option: str) -> float:
-    """'30s', '2m', '1m30s', '500ms' or plain seconds ('90'), in seconds; more than 0."""
-    text = text.strip()
-    if _SECONDS.fullmatch(text):
-        seconds = float(text)
-    elif _DURATION.fullmatch(text):
-        seconds = duration_ms(text) / 1000
-    else:
-        seconds = 0
-    if seconds <= 0:
-        raise KctlError(
-            f"invalid {option} {text!r}: expected a duration such as 30s, 2m or 90", ExitCode.INVALID_INPUT
-        )
-    return seconds
-
-
-def parse_rate(text: str, option: str) -> float:
-    """'100/s' or '100': operations per second, more than 0."""
-    found = _RATE.fullmatch(text.strip())
-    rate = float(found[1]) if found else 0.0
-    if rate <= 0:
-        raise KctlError(f"invalid {option} {text!r}: expected a rate such as 100/s", ExitCode.INVALID_INPUT)
-    return rate

@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
@@ -25,6 +24,7 @@ from kctl.consume.formatting import record_doc
 from kctl.consume.schemadecoding import SchemaDecoder, schema_decoder
 from kctl.kafka.client import Connection
 from kctl.kafka.record import Record
+from kctl.shell.connectionoptions import ConnectionOptions
 from kctl.shell.errors import KctlError
 
 if TYPE_CHECKING:
@@ -61,13 +61,11 @@ class CollectingDecoder:
         return self.decoder.decode(data)
 
 
-def decoder(
-    registry: str | None, bootstrap: str | None, cluster_dir: Path | None, timeout: float
-) -> CollectingDecoder | None:
+def decoder(registry: str | None, options: ConnectionOptions) -> CollectingDecoder | None:
     """A decoder when a registry is known, found as `kctl consume` finds it; None shows framed
     records as bytes."""
     warnings: list[str] = []
-    found = schema_decoder(registry, bootstrap, cluster_dir, timeout, warnings.append)
+    found = schema_decoder(registry, options, warnings.append)
     return None if found is None else CollectingDecoder(found, warnings)
 
 

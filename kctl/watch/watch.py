@@ -16,17 +16,12 @@ from rich.live import Live
 from kctl.cluster import localcluster, snapshot
 from kctl.kafka.client import Connection, connect
 from kctl.shell import console
+from kctl.shell.connectionoptions import NO_CONNECTION_OPTIONS, ConnectionOptions, connection_options
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import (
-    DEFAULT_TIMEOUT,
-    Bootstrap,
-    ClusterDir,
-    CommandConfig,
     Json,
     SchemaRegistryUrl,
-    Settings,
-    Timeout,
 )
 from kctl.watch import dashboard, events, record
 from kctl.watch.groupwatch import GroupPoller, GroupSource, poll_once
@@ -39,6 +34,7 @@ if TYPE_CHECKING:
 MAX_EVENTS = 10
 
 
+@connection_options()
 def watch(
     topic: Annotated[
         str | None,
@@ -103,11 +99,7 @@ def watch(
         ),
     ] = False,
     registry: SchemaRegistryUrl = None,
-    bootstrap: Bootstrap = None,
-    cluster_dir: ClusterDir = None,
-    timeout: Timeout = DEFAULT_TIMEOUT,
-    settings: Settings = None,
-    command_config: CommandConfig = None,
+    options: ConnectionOptions = NO_CONNECTION_OPTIONS,
     json_output: Json = False,
 ) -> None:
     """Watch brokers, partitions and consumer groups change while you break things.
@@ -133,11 +125,11 @@ def watch(
     brokers with `kctl broker` in another terminal.
     """
     seconds = None if duration is None else record.seconds(duration)
-    state = localcluster.existing(cluster_dir)
+    state = localcluster.existing(options.cluster_dir)
     snapshot.take(state, topic)  # an unknown topic is exit 4 before anything is shown
-    connection = partial(connect, bootstrap, cluster_dir, timeout, settings, command_config)
+    connection = partial(connect, options)
     source = GroupSource(connection, group or [], topic)
-    sampler = _sample_source(topic, connection, registry, bootstrap, cluster_dir, timeout) if sample else None
+    sampler = _sample_source(topic, connection, registry, options) if sample else None
     recorder = None if record_to is None else record.Recorder(record_to)
     try:
         over_time = not once and (seconds is not None or recorder is not None)
@@ -170,16 +162,14 @@ def _sample_source(
     topic: str | None,
     connection: Callable[[], Connection],
     registry: str | None,
-    bootstrap: str | None,
-    cluster_dir: Path | None,
-    timeout: float,
+    options: ConnectionOptions,
 ) -> SampleSource:
     """--sample's reader, decoding with the registry `kctl consume` would use."""
     if topic is None:
         raise KctlError(
             "--sample needs a TOPIC: it shows the latest record of each of its partitions", ExitCode.USAGE
         )
-    return SampleSource(connection, topic, sample_decoder(registry, bootstrap, cluster_dir, timeout))
+    return SampleSource(connection, topic, sample_decoder(registry, options))
 
 
 def _first_snapshot(
