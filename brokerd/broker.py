@@ -8,7 +8,7 @@ import resource
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from filelock import FileLock
 from kafka.errors import NotControllerError, TopicAlreadyExistsError
@@ -50,7 +50,7 @@ from brokerd.share.share_sessions import ShareSessionCache
 from brokerd.share.share_state import SHARE_STATE_TOPIC
 from brokerd.share.share_state_epochs import ShareStateEpochs
 from brokerd.share.state_persister import ShareStateTopic
-from brokerd.state import BrokerRegistration, ClusterState, TopicRecord
+from brokerd.state import BrokerRegistration, ClusterState, TopicImage
 from brokerd.state.directory import QuorumUnreachable
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ class Broker:
         )
         self.producer_ids = ProducerIdManager(self.state)
         self._wire_ports()
-        self.topics: dict[str, TopicRecord] = {}
+        self.topics: Mapping[str, TopicImage] = {}
         self.registrations: list[BrokerRegistration] = []
         self.live_brokers: list[BrokerRegistration] = []
         # told of every metadata delta applied here (the Metadata handler's topic cache)
@@ -119,7 +119,7 @@ class Broker:
         self._liveness: FileLock | None = None  # held while registered (see register_broker)
         self._quorum_lost = False
         self._named_controller = -1
-        self._changed_metadata = MetadataDelta(full=True)  # for the next controller round
+        self._unmaintained: list[MetadataDelta] = []  # applied since the last controller round
         self._tasks: list[asyncio.Task] = []
         self._stopping = threading.Event()
 
@@ -404,7 +404,7 @@ class Broker:
 
     def _maintain(self) -> None:
         """A controller round over what changed since the last one."""
-        changed, self._changed_metadata = self._changed_metadata, MetadataDelta()
+        changed, self._unmaintained = self._unmaintained, []
         self.controller.maintain(self.registrations, self.topics, changed, self.auto_create_topic)
 
     def refresh_metadata(self) -> None:
@@ -413,7 +413,7 @@ class Broker:
         delta = self.state.take_metadata_delta()
         if delta:
             self.topics = self.state.topics()
-            self._changed_metadata.merge(delta)
+            self._unmaintained.append(delta)
             for listener in self.metadata_listeners:
                 listener(delta)
             self._apply_dynamic_configs()
@@ -434,7 +434,7 @@ class Broker:
         self.config.dynamic = self.state.dynamic_broker_configs(self.broker_id)
         self.config.dynamic_default = self.state.dynamic_broker_configs(None)
 
-    def auto_create_topic(self, name: str) -> TopicRecord | None:
+    def auto_create_topic(self, name: str) -> TopicImage | None:
         """Create a topic a client asked for by name (auto.create.topics.enable).
 
         Only the controller creates topics; another broker leaves a request for it, and so

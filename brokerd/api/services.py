@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from brokerd.share.share_partition_manager import SharePartitionManager
     from brokerd.share.share_sessions import ShareSessionCache
     from brokerd.share.share_state_epochs import ShareStateEpochs
-    from brokerd.state import BrokerRegistration, ClusterState, TopicRecord
+    from brokerd.state import BrokerRegistration, ClusterState, TopicImage
 
 
 class BrokerServices(Protocol):
@@ -56,7 +56,7 @@ class BrokerServices(Protocol):
 
     # -- what it knows of the cluster (Kafka's MetadataCache) --------------------------------
     @property
-    def topics(self) -> Mapping[str, TopicRecord]:
+    def topics(self) -> Mapping[str, TopicImage]:
         """Every topic, as of the last refresh_metadata."""
 
     @property
@@ -78,7 +78,7 @@ class BrokerServices(Protocol):
     def live_controller_id(self) -> int:
         """The controller to name to clients; -1 when none is live."""
 
-    def auto_create_topic(self, name: str) -> TopicRecord | None:
+    def auto_create_topic(self, name: str) -> TopicImage | None:
         """Create a topic a client asked for by name (auto.create.topics.enable, and the
         internal topics); None when another broker was asked to (only the controller creates)."""
 

@@ -37,7 +37,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from brokerd.metadata.image import PartitionRecord, TopicRecord
+    from brokerd.metadata.image import PartitionRegistration, TopicImage
     from brokerd.state.broker_registrations import BrokerRegistration
     from brokerd.state.cluster_state import ClusterState
     from brokerd.state.controller_epoch import StaleControllerEpoch
@@ -49,9 +49,9 @@ _EXPORTS = {
     "BrokerRegistration": "brokerd.state.broker_registrations",
     "ClusterState": "brokerd.state.cluster_state",
     "IsrProposal": "brokerd.state.partition_changes",
-    "PartitionRecord": "brokerd.metadata.image",
+    "PartitionRegistration": "brokerd.metadata.image",
     "StaleControllerEpoch": "brokerd.state.controller_epoch",
-    "TopicRecord": "brokerd.metadata.image",
+    "TopicImage": "brokerd.metadata.image",
 }
 
 
@@ -65,7 +65,7 @@ __all__ = [
     "BrokerRegistration",
     "ClusterState",
     "IsrProposal",
-    "PartitionRecord",
+    "PartitionRegistration",
     "StaleControllerEpoch",
-    "TopicRecord",
+    "TopicImage",
 ]

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from brokerd.dynamic_config import is_sensitive
 from brokerd.metadata import records as r
-from brokerd.metadata.image import MetadataImage, PartitionRecord
+from brokerd.metadata.image import MetadataImage, PartitionRegistration
 from brokerd.metadata.log import SNAPSHOT_LOADED
 
 ARROW = "→"
@@ -91,7 +91,7 @@ def _partition_record(record: dict) -> str:
     return text
 
 
-def _partition_before(record: dict, image: MetadataImage) -> PartitionRecord | None:
+def _partition_before(record: dict, image: MetadataImage) -> PartitionRegistration | None:
     topic = image.topics.get(record["topic"])
     return None if topic is None else topic.partitions.get(record["partition"])
 
