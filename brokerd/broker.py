@@ -91,7 +91,7 @@ class Broker:
             lambda: min(config.get("max.broker.partitions"), replicas_within_open_file_limit()),
         )
         self.alter_partition = AlterPartitionManager(
-            self.state, lambda: {r.broker_id for r in self.live_brokers}, self.refresh_metadata
+            self.state, lambda: {r.broker_id for r in self.live_brokers}, self.apply_metadata_delta
         )
         self.replicas = ReplicaManager(
             self.broker_id, self.state.broker_dir(self.broker_id) / "data", self.alter_partition.submit
@@ -167,7 +167,7 @@ class Broker:
             ),
             share_settings,
             share_settings.max_record_locks,
-            refresh_metadata=self.refresh_metadata,
+            refresh_metadata=self.apply_metadata_delta,
         )
         # what the leader of a __share_group_state partition admits (Kafka's share coordinator)
         self.share_state_epochs = ShareStateEpochs(self.replicas)
@@ -323,7 +323,7 @@ class Broker:
         in sync, in the metadata (what the controller moves) or in the replicas hosted here.
         A leadership granted a moment ago counts before its replica is made here, so a broker
         stopped right after a topic was created waits for the controller like any other."""
-        self.refresh_metadata()
+        self.apply_metadata_delta()
         if not self.replicas.leads_alone():
             return True
         return any(
@@ -361,7 +361,7 @@ class Broker:
         self.authorizer.refresh()
         self.refresh_registrations()
         self._maintain()
-        self.refresh_metadata()
+        self.apply_metadata_delta()
         self.fetchers.throttle_bytes_per_s = self.state.replication_throttle(self.broker_id)
 
     def _cut_from_quorum(self) -> bool:
@@ -407,9 +407,10 @@ class Broker:
         changed, self._unmaintained = self._unmaintained, []
         self.controller.maintain(self.registrations, self.topics, changed, self.auto_create_topic)
 
-    def refresh_metadata(self) -> None:
-        """Apply the metadata records written since the last call to the hosted replicas
-        and fetchers (nothing to do, at the cost of one stat, when there are none)."""
+    def apply_metadata_delta(self) -> None:
+        """Take the metadata image the records written since the last call make, and apply
+        their delta to the hosted replicas, fetchers and coordinators (nothing to do, at the
+        cost of one stat, when there are none)."""
         delta = self.state.take_metadata_delta()
         if delta:
             self.topics = self.state.topics()
@@ -453,7 +454,7 @@ class Broker:
         except NotControllerError:
             self.state.request_topic_creation(name)
             return None
-        self.refresh_metadata()
+        self.apply_metadata_delta()
         return self.topics.get(name)
 
     def _auto_create_settings(self, name: str, live: int) -> tuple[int, int, dict[str, str]]:
@@ -556,4 +557,4 @@ class BrokerMetadataView:
         return None if registration is None else (registration.host, registration.port)
 
     def refresh(self) -> None:
-        self._broker.refresh_metadata()
+        self._broker.apply_metadata_delta()

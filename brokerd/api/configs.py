@@ -218,7 +218,7 @@ def _alter_all(services: BrokerServices, request: Request, change: Callable) -> 
             responses.append(_result(resource, None))
         except Exception as exc:
             responses.append(_result(resource, exc))
-    services.refresh_metadata()
+    services.apply_metadata_delta()
     return {"throttle_time_ms": 0, "responses": responses}
 
 

@@ -79,7 +79,7 @@ async def handle(services: BrokerServices, request: Request, cache: TopicMetadat
     body = request.body
     version = request.header.api_version
     services.refresh_registrations()  # a broker started a moment ago is listed at once
-    services.refresh_metadata()  # and a topic created or moved a moment ago is answered as it is now
+    services.apply_metadata_delta()  # and a topic created or moved a moment ago is answered as it is now
     all_topics = body.topics is None or (version == 0 and not body.topics)
     allow_create = (
         services.config.get("auto.create.topics.enable")

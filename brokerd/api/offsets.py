@@ -119,7 +119,7 @@ def _commit_response(topics, code_of) -> dict:
 
 def partition_exists(services: BrokerServices, topic: str, partition: int) -> bool:
     if not _is_known(services.topics, topic, partition):
-        services.refresh_metadata()  # the topic may be a moment old; our cache polls for it
+        services.apply_metadata_delta()  # the topic may be a moment old; our cache polls for it
     return _is_known(services.topics, topic, partition)
 
 

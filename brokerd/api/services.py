@@ -57,7 +57,7 @@ class BrokerServices(Protocol):
     # -- what it knows of the cluster (Kafka's MetadataCache) --------------------------------
     @property
     def topics(self) -> Mapping[str, TopicImage]:
-        """Every topic, as of the last refresh_metadata."""
+        """Every topic, as of the last apply_metadata_delta."""
 
     @property
     def live_brokers(self) -> Sequence[BrokerRegistration]:
@@ -67,9 +67,9 @@ class BrokerServices(Protocol):
     def metadata_listeners(self) -> list[Callable[[MetadataDelta], None]]:
         """Told of every metadata delta this broker applies (the Metadata handler's cache)."""
 
-    def refresh_metadata(self) -> None:
-        """Apply the metadata written since the last look (a client may know of a change
-        before this broker does)."""
+    def apply_metadata_delta(self) -> None:
+        """Apply the delta of the metadata written since the last look (a client may know of
+        a change before this broker does)."""
 
     def refresh_registrations(self) -> list[int]:
         """Re-read which brokers are live; returns the ids of those not shutting down (for
