@@ -99,6 +99,8 @@ class MetadataLog:
     def _apply(self, documents: list[dict[str, Any]]) -> None:
         """Replay the records into a delta and take the image it makes; an observer is told
         of each record against the image before it, so each is a delta of its own."""
+        if not documents:
+            return
         if self._observer is None:
             self._replay([records.LogEntry.from_json(doc) for doc in documents])
             return
@@ -112,9 +114,9 @@ class MetadataLog:
         delta = MetadataDelta(self.image)
         for entry in entries:
             delta.replay(entry)
-            if self._untaken is not None:
-                self._untaken.replay(entry)
         self.image = delta.apply()
+        if self._untaken is not None:
+            self._untaken.extend(delta)
 
     def take_delta(self) -> MetadataDelta:
         """The delta since the last call, with the records applied so far (full the first

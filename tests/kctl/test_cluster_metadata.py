@@ -7,7 +7,7 @@ import pytest
 
 from brokerd.metadata import records as r
 from brokerd.metadata.editor import topic_records
-from brokerd.metadata.image import MetadataImage, PartitionRegistration, TopicImage
+from brokerd.metadata.image import MetadataDelta, MetadataImage, PartitionRegistration, TopicImage
 from brokerd.metadata.log import MetadataLog
 from brokerd.metadata.records import LogEntry, PartitionChangeRecord
 from kctl.cluster.metadatalog import Narrator, sentence
@@ -36,7 +36,9 @@ def numbered(records, first=0, controller_epoch=1):
 
 def applied(image: MetadataImage, record: dict) -> MetadataImage:
     """The image after one record, as stored (a time is added to those built here)."""
-    return image.after([LogEntry.from_json({"time": 0.0, **record})])
+    delta = MetadataDelta(image)
+    delta.replay(LogEntry.from_json({"time": 0.0, **record}))
+    return delta.apply()
 
 
 def image_of(records) -> MetadataImage:

@@ -183,3 +183,24 @@ def test_a_metadata_json_cluster_is_upgraded_into_the_log(tmp_path):
     assert topic.configs == {"cleanup.policy": "compact"}
     assert (topic.partitions[0].leader_epoch, topic.partitions[0].partition_epoch) == (4, 9)
     assert state.dynamic_broker_configs(None) == {"log.retention.ms": "5000"}
+
+
+def test_an_image_never_changes_and_a_delta_spans_the_catch_ups_since_the_last_take(state):
+    epoch = state.claim_controller(1, lambda b: False)
+    reader = ClusterState(state.cluster_dir)
+    make_topic(state, epoch, "a")
+    reader.take_metadata_delta()
+    before = reader.metadata_image()
+    state.alter_isr("a", 0, leader_epoch=0, partition_epoch=0, isr=[1])
+    assert reader.metadata_image().topics["a"].partitions[0].isr == [1]  # a catch-up, no take
+    make_topic(state, epoch, "b", partitions=1)
+    with state.update_topic_configs() as topics:
+        topics["a"] = replace(topics["a"], configs={"retention.ms": "2000"})
+    after = reader.metadata_image()
+    assert before.topics["a"].partitions[0].isr == [1, 2] and "b" not in before.topics
+    assert before.topics["a"].configs == {"retention.ms": "1000"}
+    assert after.topics["a"].partitions[1] is before.topics["a"].partitions[1]  # shared, unchanged
+    delta = reader.take_metadata_delta()
+    assert delta.partitions == {("a", 0), ("b", 0)} and delta.created_topics == {"b"}
+    assert delta.topic_configs == {"a"} and not delta.full
+    assert delta.image == before and delta.apply() == after
