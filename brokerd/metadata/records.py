@@ -108,7 +108,6 @@ _TYPES: dict[str, type[MetadataRecord]] = {
     CONFIG: ConfigRecord,
 }
 _FIELDS = {kind: tuple(f.name for f in fields(kind)) for kind in _TYPES.values()}
-_STAMP = ("type", "offset", "controller_epoch", "time")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,22 +121,27 @@ class LogEntry:
 
     def to_json(self) -> dict[str, Any]:
         record = self.record
-        values = {name: getattr(record, name) for name in _FIELDS[type(record)]}
+        doc = {name: getattr(record, name) for name in _FIELDS[type(record)]}
         if isinstance(record, PartitionChangeRecord):
-            values = {name: value for name, value in values.items() if value is not None}
-        return {
-            **values,
-            "type": type(self.record).__name__,
-            "offset": self.offset,
-            "controller_epoch": self.controller_epoch,
-            "time": self.time,
-        }
+            doc = {name: value for name, value in doc.items() if value is not None}
+        doc.update(
+            type=type(record).__name__,
+            offset=self.offset,
+            controller_epoch=self.controller_epoch,
+            time=self.time,
+        )
+        return doc
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> LogEntry:
-        values = {name: value for name, value in doc.items() if name not in _STAMP}
-        record = _TYPES[doc["type"]](**values)
-        return cls(doc["offset"], doc["controller_epoch"], doc["time"], record)
+        values = dict(doc)
+        kind = values.pop("type")
+        offset, controller_epoch, time = (
+            values.pop("offset"),
+            values.pop("controller_epoch"),
+            values.pop("time"),
+        )
+        return cls(offset, controller_epoch, time, _TYPES[kind](**values))
 
 
 _FRAME = struct.Struct(">II")
