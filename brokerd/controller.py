@@ -38,8 +38,9 @@ from kafka.errors import (
 
 from brokerd import reassignment
 from brokerd.config import BrokerConfig
-from brokerd.metadata.editor import PartitionChangeBuilder, TopicsEditor
+from brokerd.metadata.editor import TopicsEditor
 from brokerd.metadata.image import MetadataDelta
+from brokerd.metadata.registration import PartitionChangeBuilder
 from brokerd.state import (
     BrokerRegistration,
     ClusterState,

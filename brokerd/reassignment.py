@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from kafka.errors import NoReassignmentInProgressError
 
-from brokerd.metadata.editor import PartitionChangeBuilder
-from brokerd.metadata.image import PartitionRegistration
+from brokerd.metadata.registration import PartitionChangeBuilder, PartitionRegistration
 
 Partition = PartitionRegistration | PartitionChangeBuilder  # as the metadata has it, or being decided on
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from kafka.errors import UnknownTopicOrPartitionError
 
-from brokerd.metadata.image import MetadataDelta, PartitionRegistration
+from brokerd.metadata.image import MetadataDelta
+from brokerd.metadata.registration import PartitionRegistration
 from brokerd.partition import AlterIsr, Partition
 from brokerd.state import TopicImage
 from brokerd.storage.checkpoint import CheckpointFile

@@ -10,37 +10,11 @@ thousand, and moving every leader of a topic of ten thousand partitions copies n
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from brokerd.metadata import records as r
-from brokerd.metadata.image import PARTITION_FIELDS, MetadataImage, PartitionRegistration, TopicImage
-
-
-@dataclass(slots=True)
-class PartitionChangeBuilder:
-    """A partition being decided on (KRaft's PartitionChangeBuilder): the controller's rules
-    set its fields one by one (a list is replaced, never changed in place), and ``build``
-    makes the registration the decision leaves. Its fields are PartitionRegistration's."""
-
-    partition: int
-    replicas: list[int]
-    leader: int = -1
-    leader_epoch: int = 0
-    isr: list[int] = field(default_factory=list)
-    partition_epoch: int = 0
-    adding_replicas: list[int] = field(default_factory=list)
-    removing_replicas: list[int] = field(default_factory=list)
-    last_unclean_election: r.Reason | None = None
-    last_leader_rebalance: r.Reason | None = None
-
-    @classmethod
-    def of(cls, registration: PartitionRegistration) -> PartitionChangeBuilder:
-        return cls(registration.partition, **{name: getattr(registration, name) for name in PARTITION_FIELDS})
-
-    def build(self) -> PartitionRegistration:
-        return PartitionRegistration(
-            self.partition, **{name: getattr(self, name) for name in PARTITION_FIELDS}
-        )
+from brokerd.metadata.image import MetadataImage, TopicImage
+from brokerd.metadata.registration import PartitionRegistration
 
 
 class TopicsEditor(Mapping[str, TopicImage]):
@@ -140,7 +114,7 @@ def partition_change(
     """A PartitionRecord for a new partition, a PartitionChangeRecord of the fields that
     changed, or None when none did."""
     if before is None:
-        return after.to_record(topic)
+        return r.PartitionRecord(topic, after)
     if after is before:
         return None
     changes = after.changes_from(before)
@@ -150,7 +124,7 @@ def partition_change(
 def topic_records(topic: TopicImage) -> list[r.MetadataRecord]:
     """A new topic: its TopicRecord (with its configs) and one PartitionRecord each."""
     out: list[r.MetadataRecord] = [r.TopicRecord(topic.name, topic.topic_id, dict(topic.configs))]
-    return out + [p.to_record(topic.name) for p in topic.partitions.values()]
+    return out + [r.PartitionRecord(topic.name, p) for p in topic.partitions.values()]
 
 
 def config_records(

@@ -18,83 +18,27 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from brokerd.metadata import records as r
-
-PARTITION_FIELDS = (
-    "replicas",
-    "leader",
-    "leader_epoch",
-    "isr",
-    "partition_epoch",
-    "adding_replicas",
-    "removing_replicas",
-    "last_unclean_election",
-    "last_leader_rebalance",
-)
+from brokerd.metadata.registration import PartitionRegistration, Reason
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionRegistration:
-    """One partition as the metadata has it. Its lists are never changed: a change is a new
-    registration (``dataclasses.replace``)."""
-
-    partition: int
-    replicas: list[int]
-    leader: int = -1
-    leader_epoch: int = 0
-    isr: list[int] = field(default_factory=list)
-    partition_epoch: int = 0
-    adding_replicas: list[int] = field(default_factory=list)  # an ongoing reassignment's
-    removing_replicas: list[int] = field(default_factory=list)
-    # the controller's reasons for its last leader moves here (see records.Reason)
-    last_unclean_election: r.Reason | None = None
-    last_leader_rebalance: r.Reason | None = None
-
-    @classmethod
-    def from_record(cls, record: r.PartitionRecord) -> PartitionRegistration:
-        return cls(
-            record.partition,
-            record.replicas,
-            record.leader,
-            record.leader_epoch,
-            record.isr,
-            record.partition_epoch,
-            record.adding_replicas,
-            record.removing_replicas,
-            record.last_unclean_election,
-            record.last_leader_rebalance,
-        )
-
-    def merge(self, change: r.PartitionChangeRecord) -> PartitionRegistration:
-        """This partition with the fields ``change`` sets (every reader does this for every
-        PartitionChangeRecord: spelt out, it costs a third of dataclasses.replace)."""
-        return PartitionRegistration(
-            self.partition,
-            self.replicas if change.replicas is None else change.replicas,
-            self.leader if change.leader is None else change.leader,
-            self.leader_epoch if change.leader_epoch is None else change.leader_epoch,
-            self.isr if change.isr is None else change.isr,
-            self.partition_epoch if change.partition_epoch is None else change.partition_epoch,
-            self.adding_replicas if change.adding_replicas is None else change.adding_replicas,
-            self.removing_replicas if change.removing_replicas is None else change.removing_replicas,
-            _newer(self.last_unclean_election, change.last_unclean_election),
-            _newer(self.last_leader_rebalance, change.last_leader_rebalance),
-        )
-
-    def changes_from(self, before: PartitionRegistration) -> dict[str, Any]:
-        """The fields that differ from ``before`` (a PartitionChangeRecord's payload)."""
-        return {
-            name: getattr(self, name)
-            for name in PARTITION_FIELDS
-            if getattr(self, name) != getattr(before, name)
-        }
-
-    def to_record(self, topic: str) -> r.PartitionRecord:
-        return r.PartitionRecord(
-            topic, self.partition, **{name: getattr(self, name) for name in PARTITION_FIELDS}
-        )
+def _merged(registration: PartitionRegistration, change: r.PartitionChangeRecord) -> PartitionRegistration:
+    """The partition with the fields ``change`` sets (every reader does this for every
+    PartitionChangeRecord: spelt out, it costs a third of dataclasses.replace)."""
+    return PartitionRegistration(
+        registration.partition,
+        registration.replicas if change.replicas is None else change.replicas,
+        registration.leader if change.leader is None else change.leader,
+        registration.leader_epoch if change.leader_epoch is None else change.leader_epoch,
+        registration.isr if change.isr is None else change.isr,
+        registration.partition_epoch if change.partition_epoch is None else change.partition_epoch,
+        registration.adding_replicas if change.adding_replicas is None else change.adding_replicas,
+        registration.removing_replicas if change.removing_replicas is None else change.removing_replicas,
+        _newer(registration.last_unclean_election, change.last_unclean_election),
+        _newer(registration.last_leader_rebalance, change.last_leader_rebalance),
+    )
 
 
-def _newer(reason: r.Reason | None, change: r.Reason | None) -> r.Reason | None:
+def _newer(reason: Reason | None, change: Reason | None) -> Reason | None:
     return reason if change is None else change
 
 
@@ -110,10 +54,7 @@ class TopicImage:
             "name": self.name,
             "topic_id": self.topic_id,
             "configs": dict(self.configs),
-            "partitions": {
-                str(p): {"partition": p, **{name: getattr(registration, name) for name in PARTITION_FIELDS}}
-                for p, registration in self.partitions.items()
-            },
+            "partitions": {str(p): registration.to_json() for p, registration in self.partitions.items()},
         }
 
     @classmethod
@@ -223,11 +164,12 @@ class MetadataDelta:
             topic = TopicImage(record.name, record.topic_id, dict(record.configs), {})
             self.topics[record.name] = TopicDelta(topic, created=True)
         elif isinstance(record, r.PartitionRecord):
-            registration = PartitionRegistration.from_record(record)
-            self._topic(record.topic).partitions[record.partition] = registration
+            self._topic(record.topic).partitions[record.registration.partition] = record.registration
         elif isinstance(record, r.PartitionChangeRecord):
             topic_delta = self._topic(record.topic)
-            topic_delta.partitions[record.partition] = topic_delta.partition(record.partition).merge(record)
+            topic_delta.partitions[record.partition] = _merged(
+                topic_delta.partition(record.partition), record
+            )
         elif isinstance(record, r.RemoveTopicRecord):
             self.topics.pop(record.name, None)
             self.removed_topics.add(record.name)

@@ -20,10 +20,12 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any
 
 from crc32c import crc32c
+
+from brokerd.metadata.registration import PartitionRegistration, Reason
 
 TOPIC = "TopicRecord"
 PARTITION = "PartitionRecord"
@@ -35,11 +37,6 @@ TOPIC_RESOURCE = "TOPIC"
 BROKER_RESOURCE = "BROKER"
 GROUP_RESOURCE = "GROUP"  # a consumer or share group's configs (KIP-848, KIP-932)
 
-# A controller's reason for a leader move, as views narrate it: for an unclean election
-# {"leader_epoch", "isr"} (the ISR it bypassed), for a move back to the preferred leader
-# {"leader_epoch", "led", "preferred", "percentage"} (the broker's imbalance that moved it).
-Reason = Mapping[str, Any]
-
 
 @dataclass(frozen=True, slots=True)
 class TopicRecord:
@@ -50,17 +47,10 @@ class TopicRecord:
 
 @dataclass(frozen=True, slots=True)
 class PartitionRecord:
+    """A new partition: its registration, stored as its fields beside the topic's name."""
+
     topic: str
-    partition: int
-    replicas: list[int]
-    leader: int = -1
-    leader_epoch: int = 0
-    isr: list[int] = field(default_factory=list)
-    partition_epoch: int = 0
-    adding_replicas: list[int] = field(default_factory=list)  # an ongoing reassignment's
-    removing_replicas: list[int] = field(default_factory=list)
-    last_unclean_election: Reason | None = None
-    last_leader_rebalance: Reason | None = None
+    registration: PartitionRegistration
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +111,16 @@ class LogEntry:
 
     def to_json(self) -> dict[str, Any]:
         record = self.record
-        doc = {name: getattr(record, name) for name in _FIELDS[type(record)]}
-        if isinstance(record, PartitionChangeRecord):
-            doc = {name: value for name, value in doc.items() if value is not None}
+        if isinstance(record, PartitionRecord):
+            doc = {"topic": record.topic, **record.registration.to_json()}
+        elif isinstance(record, PartitionChangeRecord):  # only what changed
+            doc = {
+                name: value
+                for name in _FIELDS[PartitionChangeRecord]
+                if (value := getattr(record, name)) is not None
+            }
+        else:
+            doc = {name: getattr(record, name) for name in _FIELDS[type(record)]}
         doc.update(
             type=type(record).__name__,
             offset=self.offset,
@@ -141,6 +138,13 @@ class LogEntry:
             values.pop("controller_epoch"),
             values.pop("time"),
         )
+        if kind == PARTITION:
+            return cls(
+                offset,
+                controller_epoch,
+                time,
+                PartitionRecord(values.pop("topic"), PartitionRegistration(**values)),
+            )
         return cls(offset, controller_epoch, time, _TYPES[kind](**values))
 
 

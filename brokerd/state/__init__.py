@@ -37,7 +37,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from brokerd.metadata.image import PartitionRegistration, TopicImage
+    from brokerd.metadata.image import TopicImage
+    from brokerd.metadata.registration import PartitionRegistration
     from brokerd.state.broker_registrations import BrokerRegistration
     from brokerd.state.cluster_state import ClusterState
     from brokerd.state.controller_epoch import StaleControllerEpoch
@@ -49,7 +50,7 @@ _EXPORTS = {
     "BrokerRegistration": "brokerd.state.broker_registrations",
     "ClusterState": "brokerd.state.cluster_state",
     "IsrProposal": "brokerd.state.partition_changes",
-    "PartitionRegistration": "brokerd.metadata.image",
+    "PartitionRegistration": "brokerd.metadata.registration",
     "StaleControllerEpoch": "brokerd.state.controller_epoch",
     "TopicImage": "brokerd.metadata.image",
 }

@@ -14,7 +14,8 @@ from typing import NamedTuple
 
 from brokerd.metadata import records as metadata_records
 from brokerd.metadata.editor import partition_change
-from brokerd.metadata.image import PartitionRegistration, TopicImage
+from brokerd.metadata.image import TopicImage
+from brokerd.metadata.registration import PartitionRegistration
 from brokerd.state.metadata_store import MetadataStore
 
 # per partition: the partition epoch a decision was made at, and the registration decided

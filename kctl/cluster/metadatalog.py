@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 from brokerd.dynamic_config import is_sensitive
 from brokerd.metadata import records as r
-from brokerd.metadata.image import MetadataImage, PartitionRegistration
+from brokerd.metadata.image import MetadataImage
 from brokerd.metadata.log import SNAPSHOT_LOADED
+from brokerd.metadata.registration import PartitionRegistration
 
 ARROW = "→"
 HIDDEN = "(hidden)"

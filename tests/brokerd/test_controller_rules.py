@@ -10,7 +10,7 @@ from brokerd.controller import (
     elect_leader,
     preferred_leadership,
 )
-from brokerd.metadata.editor import PartitionChangeBuilder
+from brokerd.metadata.registration import PartitionChangeBuilder
 from brokerd.state import PartitionRegistration, TopicImage
 
 pytestmark = pytest.mark.unit
@@ -25,7 +25,9 @@ def test_round_robin_placement_matches_the_seeds_cases():
 
 
 def record(leader, isr, replicas=(1, 2, 3)):
-    return PartitionChangeBuilder(0, list(replicas), leader=leader, leader_epoch=4, isr=list(isr))
+    return PartitionChangeBuilder.of(
+        PartitionRegistration(0, list(replicas), leader=leader, leader_epoch=4, isr=list(isr))
+    )
 
 
 def test_a_live_in_sync_leader_is_kept():

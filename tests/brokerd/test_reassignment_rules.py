@@ -4,14 +4,16 @@ import pytest
 from kafka.errors import NoReassignmentInProgressError
 
 from brokerd import reassignment
-from brokerd.metadata.editor import PartitionChangeBuilder
+from brokerd.metadata.registration import PartitionChangeBuilder, PartitionRegistration
 
 pytestmark = pytest.mark.unit
 
 
 def partition(replicas, isr, leader=None):
-    return PartitionChangeBuilder(
-        0, list(replicas), leader=replicas[0] if leader is None else leader, isr=list(isr)
+    return PartitionChangeBuilder.of(
+        PartitionRegistration(
+            0, list(replicas), leader=replicas[0] if leader is None else leader, isr=list(isr)
+        )
     )
 
 

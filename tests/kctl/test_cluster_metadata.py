@@ -7,9 +7,10 @@ import pytest
 
 from brokerd.metadata import records as r
 from brokerd.metadata.editor import topic_records
-from brokerd.metadata.image import MetadataDelta, MetadataImage, PartitionRegistration, TopicImage
+from brokerd.metadata.image import MetadataDelta, MetadataImage, TopicImage
 from brokerd.metadata.log import MetadataLog
 from brokerd.metadata.records import LogEntry, PartitionChangeRecord
+from brokerd.metadata.registration import PartitionRegistration
 from kctl.cluster.metadatalog import Narrator, sentence
 
 pytestmark = pytest.mark.unit

@@ -12,7 +12,8 @@ from dataclasses import replace
 import pytest
 
 from brokerd.metadata import log as metadata_log
-from brokerd.metadata.image import PartitionRegistration, TopicImage
+from brokerd.metadata.image import TopicImage
+from brokerd.metadata.registration import PartitionRegistration
 from brokerd.state import ClusterState
 
 pytestmark = pytest.mark.unit

@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 from kafka import KafkaConsumer, TopicPartition
 
 from brokerd.fetch_session import CachedPartition, FetchSession, FetchSessionCache, next_epoch
-from brokerd.metadata.image import PartitionRegistration
+from brokerd.metadata.registration import PartitionRegistration
 from brokerd.partition import Partition
 from brokerd.replication.fetch_session_handler import FetchSessionHandler
 from brokerd.storage.log_config import LogConfig
