@@ -8,7 +8,7 @@ import resource
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from filelock import FileLock
 from kafka.errors import NotControllerError, TopicAlreadyExistsError
@@ -47,7 +47,7 @@ from brokerd.share.share_sessions import ShareSessionCache
 from brokerd.share.share_state import SHARE_STATE_TOPIC
 from brokerd.share.share_state_epochs import ShareStateEpochs
 from brokerd.share.state_persister import ShareStateTopic
-from brokerd.state import BrokerRegistration, ClusterState, TopicRecord
+from brokerd.state import BrokerRegistration, ClusterState, TopicImage
 from brokerd.state.directory import QuorumUnreachable
 
 log = logging.getLogger(__name__)
@@ -88,14 +88,14 @@ class Broker:
             lambda: min(config.get("max.broker.partitions"), replicas_within_open_file_limit()),
         )
         self.alter_partition = AlterPartitionManager(
-            self.state, lambda: {r.broker_id for r in self.live_brokers}, self.refresh_metadata
+            self.state, lambda: {r.broker_id for r in self.live_brokers}, self.apply_metadata_delta
         )
         self.replicas = ReplicaManager(
             self.broker_id, self.state.broker_dir(self.broker_id) / "data", self.alter_partition.submit
         )
         self.producer_ids = ProducerIdManager(self.state)
         self._wire_ports()
-        self.topics: dict[str, TopicRecord] = {}
+        self.topics: Mapping[str, TopicImage] = {}
         self.registrations: list[BrokerRegistration] = []
         self.live_brokers: list[BrokerRegistration] = []
         # told of every metadata delta applied here (the Metadata handler's topic cache)
@@ -116,7 +116,7 @@ class Broker:
         self._liveness: FileLock | None = None  # held while registered (see register_broker)
         self._quorum_lost = False
         self._named_controller = -1
-        self._changed_metadata = MetadataDelta(full=True)  # for the next controller round
+        self._unmaintained: list[MetadataDelta] = []  # applied since the last controller round
         self._tasks: list[asyncio.Task] = []
         self._stopping = threading.Event()
 
@@ -151,7 +151,7 @@ class Broker:
             ),
             share_settings,
             share_settings.max_record_locks,
-            refresh_metadata=self.refresh_metadata,
+            refresh_metadata=self.apply_metadata_delta,
         )
         # what the leader of a __share_group_state partition admits (Kafka's share coordinator)
         self.share_state_epochs = ShareStateEpochs(self.replicas)
@@ -305,7 +305,7 @@ class Broker:
         in sync, in the metadata (what the controller moves) or in the replicas hosted here.
         A leadership granted a moment ago counts before its replica is made here, so a broker
         stopped right after a topic was created waits for the controller like any other."""
-        self.refresh_metadata()
+        self.apply_metadata_delta()
         if not self.replicas.leads_alone():
             return True
         return any(
@@ -343,7 +343,7 @@ class Broker:
         self.authorizer.refresh()
         self.refresh_registrations()
         self._maintain()
-        self.refresh_metadata()
+        self.apply_metadata_delta()
         self.fetchers.throttle_bytes_per_s = self.state.replication_throttle(self.broker_id)
 
     def _cut_from_quorum(self) -> bool:
@@ -386,16 +386,17 @@ class Broker:
 
     def _maintain(self) -> None:
         """A controller round over what changed since the last one."""
-        changed, self._changed_metadata = self._changed_metadata, MetadataDelta()
+        changed, self._unmaintained = self._unmaintained, []
         self.controller.maintain(self.registrations, self.topics, changed, self.auto_create_topic)
 
-    def refresh_metadata(self) -> None:
-        """Apply the metadata records written since the last call to the hosted replicas
-        and fetchers (nothing to do, at the cost of one stat, when there are none)."""
+    def apply_metadata_delta(self) -> None:
+        """Take the metadata image the records written since the last call make, and apply
+        their delta to the hosted replicas, fetchers and coordinators (nothing to do, at the
+        cost of one stat, when there are none)."""
         delta = self.state.take_metadata_delta()
         if delta:
             self.topics = self.state.topics()
-            self._changed_metadata.merge(delta)
+            self._unmaintained.append(delta)
             for listener in self.metadata_listeners:
                 listener(delta)
             self._apply_dynamic_configs()
@@ -416,7 +417,7 @@ class Broker:
         self.config.dynamic = self.state.dynamic_broker_configs(self.broker_id)
         self.config.dynamic_default = self.state.dynamic_broker_configs(None)
 
-    def auto_create_topic(self, name: str) -> TopicRecord | None:
+    def auto_create_topic(self, name: str) -> TopicImage | None:
         """Create a topic a client asked for by name (auto.create.topics.enable).
 
         Only the controller creates topics; another broker leaves a request for it, and so
@@ -435,7 +436,7 @@ class Broker:
         except NotControllerError:
             self.state.request_topic_creation(name)
             return None
-        self.refresh_metadata()
+        self.apply_metadata_delta()
         return self.topics.get(name)
 
     def _auto_create_settings(self, name: str, live: int) -> tuple[int, int, dict[str, str]]:
@@ -538,4 +539,4 @@ class BrokerMetadataView:
         return None if registration is None else (registration.host, registration.port)
 
     def refresh(self) -> None:
-        self._broker.refresh_metadata()
+        self._broker.apply_metadata_delta()

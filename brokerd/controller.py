@@ -18,7 +18,7 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Concatenate, ParamSpec, TypeVar
 
@@ -38,13 +38,15 @@ from kafka.errors import (
 
 from brokerd import reassignment
 from brokerd.config import BrokerConfig
+from brokerd.metadata.editor import TopicsEditor
 from brokerd.metadata.image import MetadataDelta
+from brokerd.metadata.registration import PartitionChangeBuilder
 from brokerd.state import (
     BrokerRegistration,
     ClusterState,
-    PartitionRecord,
+    PartitionRegistration,
     StaleControllerEpoch,
-    TopicRecord,
+    TopicImage,
 )
 from brokerd.storage.log_config import LogConfig
 from brokerd.storage.topic_name import validate_topic_name
@@ -55,11 +57,13 @@ REBALANCE_ENABLE = "auto.leader.rebalance.enable"
 IMBALANCE_CHECK_INTERVAL = "leader.imbalance.check.interval.seconds"
 IMBALANCE_PERCENTAGE = "leader.imbalance.per.broker.percentage"
 
-# per partition: the partition epoch a decision was made at, and the record decided
-Decisions = dict[tuple[str, int], tuple[int, PartitionRecord]]
+# per partition: the partition epoch a decision was made at, and the registration decided
+Decisions = dict[tuple[str, int], tuple[int, PartitionRegistration]]
 
 
-def elect_leader(record: PartitionRecord, isr: list[int], eligible: set[int], unclean: bool) -> int | None:
+def elect_leader(
+    record: PartitionChangeBuilder, isr: list[int], eligible: set[int], unclean: bool
+) -> int | None:
     """The leader a partition should have, or None to keep the current one.
 
     Kafka's rule: a live in-sync leader stays (the preferred replica takes leadership back
@@ -100,9 +104,11 @@ def _check_replication_factor(replication_factor: int, live_brokers: list[int]) 
         )
 
 
-def new_partition(index: int, replicas: list[int]) -> PartitionRecord:
+def new_partition(index: int, replicas: list[int]) -> PartitionRegistration:
     """A partition as created: led by its first (preferred) replica, every replica in sync."""
-    return PartitionRecord(index, list(replicas), leader=replicas[0], leader_epoch=0, isr=list(replicas))
+    return PartitionRegistration(
+        index, list(replicas), leader=replicas[0], leader_epoch=0, isr=list(replicas)
+    )
 
 
 def check_assignment(assignment: list[list[int]], live_brokers: list[int], replication_factor: int) -> None:
@@ -122,7 +128,7 @@ def check_assignment(assignment: list[list[int]], live_brokers: list[int], repli
             raise InvalidReplicationAssignmentError(f"partition {p}: unknown or dead broker(s) {unknown}")
 
 
-def _elect_preferred(record: PartitionRecord, live_brokers: Collection[int]) -> Exception | None:
+def _elect_preferred(record: PartitionChangeBuilder, live_brokers: Collection[int]) -> Exception | None:
     preferred = record.replicas[0]
     if record.leader == preferred:
         return ElectionNotNeededError(f"broker {preferred} already leads partition {record.partition}")
@@ -136,7 +142,7 @@ def _elect_preferred(record: PartitionRecord, live_brokers: Collection[int]) -> 
     return None
 
 
-def _elect_unclean(record: PartitionRecord, live_brokers: list[int]) -> Exception | None:
+def _elect_unclean(record: PartitionChangeBuilder, live_brokers: list[int]) -> Exception | None:
     """kafka-leader-election.sh --election-type unclean: a partition whose leader is gone gets
     its first live in-sync replica, or failing that its first live replica, whose log becomes
     the truth (the others truncate to it; what only they had is lost)."""
@@ -153,7 +159,7 @@ def _elect_unclean(record: PartitionRecord, live_brokers: list[int]) -> Exceptio
     return None
 
 
-def _unclean_isr(record: PartitionRecord, bypassed: list[int]) -> list[int]:
+def _unclean_isr(record: PartitionChangeBuilder, bypassed: list[int]) -> list[int]:
     """The ISR after electing an out-of-sync leader: the leader alone, its log the truth. The
     bypassed ISR is kept on record so views can say whose records were lost, and when."""
     record.last_unclean_election = {"leader_epoch": record.leader_epoch, "isr": list(bypassed)}
@@ -206,11 +212,41 @@ def check_room_for(
         )
 
 
-def _described(before: PartitionRecord, after: PartitionRecord) -> str:
+def _described(before: PartitionRegistration, after: PartitionRegistration) -> str:
     """A decision as the log tells it: each changed field, old -> new."""
     return ", ".join(
         f"{name} {getattr(before, name)} -> {value}" for name, value in after.changes_from(before).items()
     )
+
+
+def _reassign(record: PartitionChangeBuilder, target: list[int] | None, live_brokers: list[int]) -> None:
+    """Start moving a partition to ``target``, or cancel its ongoing reassignment (None)."""
+    if target is None:
+        reassignment.cancel(record)
+    else:
+        check_assignment([target], live_brokers, len(target))
+        reassignment.start(record, target)
+
+
+def _decided(
+    topics: TopicsEditor,
+    topic: str,
+    index: int,
+    decide: Callable[[PartitionChangeBuilder], Exception | None],
+) -> Exception | None:
+    """One partition's decision by hand (ElectLeaders, AlterPartitionReassignments), set in
+    ``topics`` unless it failed: None, or the Kafka error for this partition only."""
+    registration = topics.partition(topic, index)
+    if registration is None:
+        return UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
+    builder = PartitionChangeBuilder.of(registration)
+    try:
+        error = decide(builder)
+    except Exception as exc:  # a Kafka error for this partition only
+        return exc
+    if error is None:
+        topics.set_partition(topic, builder.build())
+    return error
 
 
 @dataclass(frozen=True)
@@ -262,7 +298,7 @@ class PreferredLeadership:
         }
 
 
-def preferred_leadership(topics: dict[str, TopicRecord]) -> dict[int, PreferredLeadership]:
+def preferred_leadership(topics: Mapping[str, TopicImage]) -> dict[int, PreferredLeadership]:
     """Each broker's PreferredLeadership, in one pass over every partition: the imbalance
     check's whole cost, paid once per leader.imbalance.check.interval.seconds."""
     shares: dict[int, PreferredLeadership] = {}
@@ -277,17 +313,17 @@ def preferred_leadership(topics: dict[str, TopicRecord]) -> dict[int, PreferredL
 
 
 def _elect_back(
-    topics: dict[str, TopicRecord], share: PreferredLeadership, eligible: set[int], percentage: int
+    topics: Mapping[str, TopicImage], share: PreferredLeadership, eligible: set[int], percentage: int
 ) -> Decisions:
     """Preferred leader elections for the partitions of an imbalanced broker that it can lead
     (live, not shutting down, in sync), each recording the imbalance as its reason."""
     decided: Decisions = {}
     for name, index in share.led_elsewhere:
         record = topics[name].partitions[index]
-        trial = record.clone()
+        trial = PartitionChangeBuilder.of(record)
         if _elect_preferred(trial, eligible) is None:
             trial.last_leader_rebalance = share.reason(trial.leader_epoch, percentage)
-            decided[(name, index)] = (record.partition_epoch, trial)
+            decided[(name, index)] = (record.partition_epoch, trial.build())
     if decided:
         log.info(
             "broker %d leads %d of the %d partitions it is the preferred replica of, more "
@@ -361,13 +397,13 @@ class Controller:
     def maintain(
         self,
         registrations: list[BrokerRegistration],
-        topics: dict[str, TopicRecord],
-        changed: MetadataDelta,
+        topics: Mapping[str, TopicImage],
+        changed: Sequence[MetadataDelta],
         auto_create,
     ) -> None:
         """One controller round, run by every broker: claim or check the controllership, and
         if active, react to what happened since the last round. ``topics`` is the broker's
-        metadata image and ``changed`` what its catch-ups since the last round touched: a
+        metadata image and ``changed`` the deltas it applied since the last round: a
         round looks at those partitions (and those of topics whose configs changed), and at
         every partition only when a broker came, went or started shutting down, a broker
         config changed (unclean.leader.election.enable) or this broker just became
@@ -387,12 +423,13 @@ class Controller:
         eligible = live - {r.broker_id for r in registrations if r.shutting_down}
         seen = (frozenset(live), frozenset(eligible))
         candidates: Iterable[tuple[str, int]]
-        if seen != self._seen or changed.full or changed.broker_configs:
+        if seen != self._seen or any(delta.full or delta.broker_configs for delta in changed):
             candidates = [(t.name, p) for t in topics.values() for p in t.partitions]
         else:
-            candidates = changed.partitions | {
+            candidates = {key for delta in changed for key in delta.partitions} | {
                 (name, p)
-                for name in changed.topic_configs | changed.created_topics
+                for delta in changed
+                for name in delta.topic_configs | delta.created_topics
                 if name in topics
                 for p in topics[name].partitions
             }
@@ -406,7 +443,7 @@ class Controller:
         except StaleControllerEpoch as exc:
             self._fenced(str(exc))
 
-    def _write(self, topics: dict[str, TopicRecord], decided: Decisions) -> None:
+    def _write(self, topics: Mapping[str, TopicImage], decided: Decisions) -> None:
         """Record decisions, each a compare-and-set on its partition epoch, and log those made."""
         if not decided:
             return
@@ -425,7 +462,7 @@ class Controller:
         self._next_imbalance_check = now + self.rebalance.interval_s
         return True
 
-    def _rebalance_leaders(self, topics: dict[str, TopicRecord], eligible: set[int]) -> Decisions:
+    def _rebalance_leaders(self, topics: Mapping[str, TopicImage], eligible: set[int]) -> Decisions:
         """The imbalance check (see LeaderRebalance): each broker whose share of preferred
         partitions led elsewhere is above the percentage is elected on those where it is
         live and in sync, and each such partition records the imbalance that moved it."""
@@ -447,10 +484,10 @@ class Controller:
         self.epoch = None
 
     def _decide(
-        self, topics: dict[str, TopicRecord], candidates: Iterable[tuple[str, int]], eligible: set[int]
+        self, topics: Mapping[str, TopicImage], candidates: Iterable[tuple[str, int]], eligible: set[int]
     ) -> Decisions:
         """The candidates whose leader, ISR or reassignment must change, each with the
-        partition epoch it was decided at and its new record."""
+        partition epoch it was decided at and its new registration."""
         decided: Decisions = {}
         unclean_of: dict[str, bool] = {}
         defaults: Mapping[str, str] | None = None
@@ -464,13 +501,14 @@ class Controller:
             if name not in unclean_of:
                 defaults = self.log_defaults() if defaults is None else defaults
                 unclean_of[name] = LogConfig.for_topic(topic.configs, defaults).unclean_leader_election_enable
-            trial = record.clone()
+            trial = PartitionChangeBuilder.of(record)
             self._reconcile_partition(trial, eligible, unclean_of[name])
-            if trial.changes_from(record):
-                decided[(name, index)] = (record.partition_epoch, trial)
+            decision = trial.build()
+            if decision != record:
+                decided[(name, index)] = (record.partition_epoch, decision)
         return decided
 
-    def _reconcile_partition(self, record: PartitionRecord, eligible: set[int], unclean: bool) -> None:
+    def _reconcile_partition(self, record: PartitionChangeBuilder, eligible: set[int], unclean: bool) -> None:
         """Apply the election rules to one partition (in place)."""
         reassignment.maybe_complete(record)
         isr = [r for r in record.isr if r in eligible]
@@ -505,7 +543,7 @@ class Controller:
         live_brokers: list[int],
         validate_only: bool = False,
         assignment: list[list[int]] | None = None,
-    ) -> TopicRecord:
+    ) -> TopicImage:
         """Validate, place replicas (or take the given ``assignment``, one replica list per
         partition) and record a new topic; raises Kafka errors on bad input."""
         epoch = self._require_active()
@@ -526,7 +564,7 @@ class Controller:
                 sorted(live_brokers), partitions, replication_factor, start=len(topics)
             )
             check_partition_limit(topics.image_topics, placement, limit)
-            record = TopicRecord(
+            record = TopicImage(
                 name,
                 uuid.uuid4().hex,
                 dict(configs),
@@ -588,7 +626,7 @@ class Controller:
             if validate_only:
                 return
             for p, replicas in enumerate(assignment, start=current):
-                topic.partitions[p] = new_partition(p, replicas)
+                topics.set_partition(name, new_partition(p, replicas))
         log.info("topic %s grew from %d to %d partitions", name, current, count)
 
     @answered_as_not_controller
@@ -610,11 +648,8 @@ class Controller:
                 wanted if wanted is not None else [(t.name, p) for t in topics.values() for p in t.partitions]
             )
             for topic, index in keys:
-                record = topics.get(topic) and topics[topic].partitions.get(index)
-                results[(topic, index)] = (
-                    UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
-                    if record is None
-                    else elect(record, live_brokers)
+                results[(topic, index)] = _decided(
+                    topics, topic, index, lambda record: elect(record, live_brokers)
                 )
         for (topic, index), error in results.items():
             if error is None:
@@ -631,18 +666,12 @@ class Controller:
         results: dict[tuple[str, int], Exception | None] = {}
         with self.state.update_topics(epoch) as topics:
             for (topic, index), target in targets.items():
-                record = topics.get(topic) and topics[topic].partitions.get(index)
-                try:
-                    if record is None:
-                        raise UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")
-                    if target is None:
-                        reassignment.cancel(record)
-                    else:
-                        check_assignment([target], live_brokers, len(target))
-                        reassignment.start(record, target)
-                    results[(topic, index)] = None
-                except Exception as exc:  # a Kafka error for this partition only
-                    results[(topic, index)] = exc
+                results[(topic, index)] = _decided(
+                    topics,
+                    topic,
+                    index,
+                    functools.partial(_reassign, target=target, live_brokers=live_brokers),
+                )
         for (topic, index), error in results.items():
             if error is None:
                 log.info("%s-%d: reassignment to %s", topic, index, targets[(topic, index)])

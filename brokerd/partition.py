@@ -20,7 +20,7 @@ from kafka.errors import (
     UnknownLeaderEpochError,
 )
 
-from brokerd.state import IsrProposal, PartitionRecord
+from brokerd.state import IsrProposal, PartitionRegistration
 from brokerd.storage.partition_log import AppendInfo, PartitionLog
 from brokerd.waiters import Waiters, wait_any
 
@@ -131,7 +131,7 @@ class Partition:
         return min(max(self._high_watermark, self.log.log_start_offset), self.log.log_end_offset)
 
     # -- applying controller decisions ------------------------------------------------------
-    def update(self, record: PartitionRecord) -> bool:
+    def update(self, record: PartitionRegistration) -> bool:
         """Apply the latest metadata; True when this broker just became leader or follower
         anew (a new leader epoch), so fetchers must be reassigned."""
         new_epoch = record.leader_epoch != self.leader_epoch
@@ -149,7 +149,7 @@ class Partition:
         self._wake_waiters()
         return new_epoch
 
-    def _forget_answered_proposal(self, record: PartitionRecord) -> None:
+    def _forget_answered_proposal(self, record: PartitionRegistration) -> None:
         """Every written ISR change, and every controller change that overtook a proposal,
         moves the partition epoch: only then is the pending proposal answered. A re-apply of
         the same epochs (a topic config change) leaves it pending, so the high watermark

@@ -13,24 +13,26 @@ from __future__ import annotations
 
 from kafka.errors import NoReassignmentInProgressError
 
-from brokerd.state import PartitionRecord
+from brokerd.metadata.registration import PartitionChangeBuilder, PartitionRegistration
+
+Partition = PartitionRegistration | PartitionChangeBuilder  # as the metadata has it, or being decided on
 
 
-def origin_replicas(record: PartitionRecord) -> list[int]:
+def origin_replicas(record: Partition) -> list[int]:
     """The replicas the partition had before its ongoing reassignment (if any) began."""
     return [r for r in record.replicas if r not in record.adding_replicas]
 
 
-def target_replicas(record: PartitionRecord) -> list[int]:
+def target_replicas(record: Partition) -> list[int]:
     """The replicas the partition will have when its reassignment completes."""
     return [r for r in record.replicas if r not in record.removing_replicas]
 
 
-def is_reassigning(record: PartitionRecord) -> bool:
+def is_reassigning(record: Partition) -> bool:
     return bool(record.adding_replicas or record.removing_replicas)
 
 
-def start(record: PartitionRecord, target: list[int]) -> None:
+def start(record: PartitionChangeBuilder, target: list[int]) -> None:
     """Begin moving the partition to ``target`` (replacing any ongoing reassignment)."""
     origin = origin_replicas(record)
     record.adding_replicas = [r for r in target if r not in origin]
@@ -38,7 +40,7 @@ def start(record: PartitionRecord, target: list[int]) -> None:
     _set_replicas(record, list(target) + record.removing_replicas)
 
 
-def cancel(record: PartitionRecord) -> None:
+def cancel(record: PartitionChangeBuilder) -> None:
     """Go back to the original replicas; replicas added so far are dropped."""
     if not is_reassigning(record):
         raise NoReassignmentInProgressError(f"partition {record.partition} has no reassignment in progress")
@@ -47,7 +49,7 @@ def cancel(record: PartitionRecord) -> None:
     _set_replicas(record, origin)
 
 
-def maybe_complete(record: PartitionRecord) -> bool:
+def maybe_complete(record: PartitionChangeBuilder) -> bool:
     """Finish a reassignment whose target replicas are all in sync; True if it finished.
 
     A leader that was being removed is out of the ISR afterwards, so the controller's
@@ -61,7 +63,7 @@ def maybe_complete(record: PartitionRecord) -> bool:
     return True
 
 
-def _set_replicas(record: PartitionRecord, replicas: list[int]) -> None:
+def _set_replicas(record: PartitionChangeBuilder, replicas: list[int]) -> None:
     record.replicas = replicas
     record.isr = [r for r in record.isr if r in replicas]
     record.partition_epoch += 1

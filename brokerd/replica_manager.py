@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 from kafka.errors import UnknownTopicOrPartitionError
 
-from brokerd.metadata.image import MetadataDelta, PartitionRecord
+from brokerd.metadata.image import MetadataDelta
+from brokerd.metadata.registration import PartitionRegistration
 from brokerd.partition import AlterIsr, Partition
-from brokerd.state import TopicRecord
+from brokerd.state import TopicImage
 from brokerd.storage.checkpoint import CheckpointFile
 from brokerd.storage.log_cleaner import LogCleaner
 from brokerd.storage.log_config import LogConfig
@@ -39,14 +41,14 @@ class ReplicaManager:
         self._led: set[tuple[str, int]] = set()  # partitions led here: the ISR shrink visits these
         self._written: set[tuple[str, int]] = set()  # logs with records: retention and flushes visit these
         self._pending: dict[tuple[str, int], None] = {}  # partition changes still to apply
-        self._topics: dict[str, TopicRecord] = {}
+        self._topics: Mapping[str, TopicImage] = {}
         self._cleaner = LogCleaner()
         self._high_watermarks = CheckpointFile(data_dir / REPLICATION_OFFSET_CHECKPOINT)
         self._restored_high_watermarks = self._read_high_watermarks()
         self._checkpointed: list[tuple[str, int, int]] = []
 
     def apply_metadata(
-        self, topics: dict[str, TopicRecord], delta: MetadataDelta, log_defaults: dict[str, str]
+        self, topics: Mapping[str, TopicImage], delta: MetadataDelta, log_defaults: dict[str, str]
     ) -> set[tuple[str, int]]:
         """Bring the hosted replicas in line with what the metadata delta changed (all of it,
         when the delta is full or the broker-level log defaults changed); returns the
@@ -97,7 +99,7 @@ class ReplicaManager:
             del self._pending[key]
         return fresh
 
-    def _apply_partition(self, topic: str, index: int, record: PartitionRecord) -> set[tuple[str, int]]:
+    def _apply_partition(self, topic: str, index: int, record: PartitionRegistration) -> set[tuple[str, int]]:
         if self.broker_id not in record.replicas:
             self._stop_replica(topic, index)
             return set()

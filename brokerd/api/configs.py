@@ -13,6 +13,7 @@ group (else GROUP_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 
 from kafka.admin import ACLOperation, ResourceType
@@ -217,7 +218,7 @@ def _alter_all(services: BrokerServices, request: Request, change: Callable) -> 
             responses.append(_result(resource, None))
         except Exception as exc:
             responses.append(_result(resource, exc))
-    services.refresh_metadata()
+    services.apply_metadata_delta()
     return {"throttle_time_ms": 0, "responses": responses}
 
 
@@ -238,7 +239,7 @@ def _alter_topic(state: ClusterState, resource, change: Callable, validate_only:
         return
     with state.update_topic_configs() as topics:
         topic, updated = altered(topics)
-        topic.configs = updated
+        topics[topic.name] = dataclasses.replace(topic, configs=updated)
 
 
 def _alter_broker(services: BrokerServices, resource, change: Callable, validate_only: bool) -> None:

@@ -24,7 +24,7 @@ NO_TXN = -1
 
 
 async def handle(services: BrokerServices, request: Request) -> dict:
-    services.refresh_metadata()  # a topic created a moment ago is known here at once
+    services.apply_metadata_delta()  # a topic created a moment ago is known here at once
     readable = Permission(services.authorizer, request.session, ACLOperation.READ)
     return {
         "throttle_time_ms": 0,

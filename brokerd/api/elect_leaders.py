@@ -34,7 +34,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
         results = services.controller.elect_leaders(election, wanted, services.refresh_registrations())
     except Exception as exc:
         return {"throttle_time_ms": 0, "error_code": error_code(exc), "replica_election_results": []}
-    services.refresh_metadata()
+    services.apply_metadata_delta()
     return _response(None, results)
 
 

@@ -37,7 +37,7 @@ from brokerd.metadata.image import MetadataDelta
 from brokerd.protocol.codec import response_element
 from brokerd.security.principal import Session
 from brokerd.security.standard_authorizer import StandardAuthorizer
-from brokerd.state import BrokerRegistration, PartitionRecord, TopicRecord
+from brokerd.state import BrokerRegistration, PartitionRegistration, TopicImage
 from brokerd.storage.topic_name import validate_topic_name
 
 ZERO_TOPIC_ID = uuid.UUID(int=0)
@@ -62,7 +62,7 @@ class TopicMetadataCache:
         for name in delta.created_topics | delta.removed_topics | {t for t, _ in delta.partitions}:
             self._topics.pop(name, None)
 
-    def topic(self, topics: Mapping[str, TopicRecord], name: str, live: frozenset[int]) -> DataContainer:
+    def topic(self, topics: Mapping[str, TopicImage], name: str, live: frozenset[int]) -> DataContainer:
         """The topic's response element (its authorized operations not asked for)."""
         if live != self._live:
             self._topics.clear()
@@ -79,7 +79,7 @@ async def handle(services: BrokerServices, request: Request, cache: TopicMetadat
     body = request.body
     version = request.header.api_version
     services.refresh_registrations()  # a broker started a moment ago is listed at once
-    services.refresh_metadata()  # and a topic created or moved a moment ago is answered as it is now
+    services.apply_metadata_delta()  # and a topic created or moved a moment ago is answered as it is now
     all_topics = body.topics is None or (version == 0 and not body.topics)
     allow_create = (
         services.config.get("auto.create.topics.enable")
@@ -139,7 +139,7 @@ def _creatable(authorizer: StandardAuthorizer, session: Session) -> Permission:
     return Permission(authorizer, session, ACLOperation.CREATE)
 
 
-def _topic_id(topics: Mapping[str, TopicRecord], name: str) -> uuid.UUID:
+def _topic_id(topics: Mapping[str, TopicImage], name: str) -> uuid.UUID:
     return uuid.UUID(hex=topics[name].topic_id)
 
 
@@ -178,7 +178,7 @@ def _endpoint(registration: BrokerRegistration, request: Request, id_field: str)
 
 
 def _requested_names(
-    body, all_topics: bool, topics: Mapping[str, TopicRecord]
+    body, all_topics: bool, topics: Mapping[str, TopicImage]
 ) -> list[tuple[str | uuid.UUID, bool]]:
     """Each topic asked about and whether it was asked by id. v0 asks for every topic with an
     empty list, v1+ with a null list; from v10 a topic may be named by its id instead (an
@@ -193,8 +193,8 @@ def _requested_names(
 
 
 def _describe_topic(
-    topics: Mapping[str, TopicRecord],
-    create: Callable[[str], TopicRecord | None] | None,
+    topics: Mapping[str, TopicImage],
+    create: Callable[[str], TopicImage | None] | None,
     name: str,
     live: frozenset[int],
 ) -> dict:
@@ -217,7 +217,7 @@ def _describe_topic(
     }
 
 
-def _describe_partition(record: PartitionRecord, live: frozenset[int]) -> dict:
+def _describe_partition(record: PartitionRegistration, live: frozenset[int]) -> dict:
     leader_alive = record.leader in live
     return {
         "error_code": 0 if leader_alive else LeaderNotAvailableError.errno,
@@ -230,7 +230,7 @@ def _describe_partition(record: PartitionRecord, live: frozenset[int]) -> dict:
     }
 
 
-def _auto_create(create: Callable[[str], TopicRecord | None], name: str) -> TopicRecord:
+def _auto_create(create: Callable[[str], TopicImage | None], name: str) -> TopicImage:
     validate_topic_name(name)
     topic = create(name)
     if topic is None:

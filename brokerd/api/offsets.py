@@ -21,7 +21,7 @@ from brokerd.api.errors import error_code
 from brokerd.api.request import Request
 from brokerd.api.services import BrokerServices
 from brokerd.coordinator.offsets_topic import CommittedOffset
-from brokerd.state import TopicRecord
+from brokerd.state import TopicImage
 
 # how a commit handler stores the offsets it accepted (a plain or a transactional commit)
 Committer = Callable[[dict[tuple[str, int], CommittedOffset]], Awaitable[None]]
@@ -119,11 +119,11 @@ def _commit_response(topics, code_of) -> dict:
 
 def partition_exists(services: BrokerServices, topic: str, partition: int) -> bool:
     if not _is_known(services.topics, topic, partition):
-        services.refresh_metadata()  # the topic may be a moment old; our cache polls for it
+        services.apply_metadata_delta()  # the topic may be a moment old; our cache polls for it
     return _is_known(services.topics, topic, partition)
 
 
-def _is_known(topics: Mapping[str, TopicRecord], topic: str, partition: int) -> bool:
+def _is_known(topics: Mapping[str, TopicImage], topic: str, partition: int) -> bool:
     record = topics.get(topic)
     return record is not None and partition in record.partitions
 

@@ -29,7 +29,7 @@ async def handle_alter(services: BrokerServices, request: Request) -> dict:
         results = services.controller.reassign_partitions(targets, services.refresh_registrations())
     except Exception as exc:
         return _alter_response(exc, {})
-    services.refresh_metadata()
+    services.apply_metadata_delta()
     return _alter_response(None, results)
 
 

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from brokerd.share.share_partition_manager import SharePartitionManager
     from brokerd.share.share_sessions import ShareSessionCache
     from brokerd.share.share_state_epochs import ShareStateEpochs
-    from brokerd.state import BrokerRegistration, ClusterState, TopicRecord
+    from brokerd.state import BrokerRegistration, ClusterState, TopicImage
 
 
 class BrokerServices(Protocol):
@@ -53,8 +53,8 @@ class BrokerServices(Protocol):
 
     # -- what it knows of the cluster (Kafka's MetadataCache) --------------------------------
     @property
-    def topics(self) -> Mapping[str, TopicRecord]:
-        """Every topic, as of the last refresh_metadata."""
+    def topics(self) -> Mapping[str, TopicImage]:
+        """Every topic, as of the last apply_metadata_delta."""
 
     @property
     def live_brokers(self) -> Sequence[BrokerRegistration]:
@@ -64,9 +64,9 @@ class BrokerServices(Protocol):
     def metadata_listeners(self) -> list[Callable[[MetadataDelta], None]]:
         """Told of every metadata delta this broker applies (the Metadata handler's cache)."""
 
-    def refresh_metadata(self) -> None:
-        """Apply the metadata written since the last look (a client may know of a change
-        before this broker does)."""
+    def apply_metadata_delta(self) -> None:
+        """Apply the delta of the metadata written since the last look (a client may know of
+        a change before this broker does)."""
 
     def refresh_registrations(self) -> list[int]:
         """Re-read which brokers are live; returns the ids of those not shutting down (for
@@ -75,7 +75,7 @@ class BrokerServices(Protocol):
     def live_controller_id(self) -> int:
         """The controller to name to clients; -1 when none is live."""
 
-    def auto_create_topic(self, name: str) -> TopicRecord | None:
+    def auto_create_topic(self, name: str) -> TopicImage | None:
         """Create a topic a client asked for by name (auto.create.topics.enable, and the
         internal topics); None when another broker was asked to (only the controller creates)."""
 

@@ -58,7 +58,7 @@ async def handle_create(services: BrokerServices, request: Request) -> dict:
         if topic.name not in duplicates
     ]
     results += [_duplicate_result(name) for name in sorted(duplicates)]
-    services.refresh_metadata()
+    services.apply_metadata_delta()
     return {"throttle_time_ms": 0, "topics": results}
 
 
@@ -126,7 +126,7 @@ async def handle_create_partitions(services: BrokerServices, request: Request) -
             results.append(
                 {"name": topic.name, "error_code": error_code(exc), "error_message": error_message(exc)}
             )
-    services.refresh_metadata()
+    services.apply_metadata_delta()
     return {"throttle_time_ms": 0, "results": results}
 
 
@@ -136,7 +136,7 @@ async def handle_delete(services: BrokerServices, request: Request) -> dict:
     else:
         describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
         deletable = Permission(services.authorizer, request.session, ACLOperation.DELETE)
-    services.refresh_metadata()
+    services.apply_metadata_delta()
     results = []
     for name in request.body.topic_names:
         try:
@@ -149,5 +149,5 @@ async def handle_delete(services: BrokerServices, request: Request) -> dict:
             results.append({"name": name, "error_code": 0})
         except Exception as exc:
             results.append({"name": name, "error_code": error_code(exc)})
-    services.refresh_metadata()
+    services.apply_metadata_delta()
     return {"throttle_time_ms": 0, "responses": results}

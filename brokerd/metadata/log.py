@@ -18,16 +18,18 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from brokerd.atomic_file import atomic_write, fsync_directory
 from brokerd.metadata import records
-from brokerd.metadata.image import MetadataImage
+from brokerd.metadata.image import MetadataDelta, MetadataImage
 
-# Told of each record just before it is applied (with the image as it was), and of a
-# snapshot just after it was loaded (as {"type": SNAPSHOT_LOADED, "offset": ...}).
-Observer = Callable[[dict, MetadataImage], None]
+# Told of each record, as stored (see records.LogEntry.to_json), just before it is applied
+# (with the image as it was), and of a snapshot just after it was loaded (as
+# {"type": SNAPSHOT_LOADED, "offset": ...}).
+Observer = Callable[[dict[str, Any], MetadataImage], None]
 SNAPSHOT_LOADED = "SnapshotLoaded"
 
 SNAPSHOT_RECORDS = 50_000
@@ -42,12 +44,14 @@ def _name(offset: int, suffix: str) -> str:
 
 
 class MetadataLog:
-    """One reader-writer of the metadata log, with the image it has applied so far."""
+    """One reader-writer of the metadata log, with the image it has applied so far and,
+    once asked (take_delta), the delta since it was last asked."""
 
     def __init__(self, directory: Path, observer: Observer | None = None):
         self.dir = Path(directory)
         self._observer = observer
         self.image = MetadataImage()
+        self._untaken: MetadataDelta | None = None  # None: take_delta was never called
         self._segment: int | None = None  # base offset of the segment being read
         self._position = 0  # bytes of it applied
         self._snapshot_offset = -1
@@ -84,16 +88,42 @@ class MetadataLog:
                 data = path.read_bytes() if self._position == 0 else _read_from(path, self._position)
             except FileNotFoundError:
                 continue  # deleted by a snapshot a moment ago: restart from it
-            applied, consumed = records.decode(data)
-            for record in applied:
-                if self._observer is not None and record["offset"] > self.image.offset:
-                    self._observer(record, self.image)
-                self.image.apply(record)
+            documents, consumed = records.decode(data)
+            self._apply(documents)
             self._position += consumed
             later = [b for b in segments if b > self._segment]
             if not later or consumed < len(data):
                 return self.image  # at the end, or before a torn or half-written frame
             self._segment, self._position = later[0], 0
+
+    def _apply(self, documents: list[dict[str, Any]]) -> None:
+        """Replay the records into a delta and take the image it makes; an observer is told
+        of each record against the image before it, so each is a delta of its own."""
+        if not documents:
+            return
+        if self._observer is None:
+            self._replay([records.LogEntry.from_json(doc) for doc in documents])
+            return
+        for doc in documents:
+            entry = records.LogEntry.from_json(doc)
+            if entry.offset > self.image.offset:
+                self._observer(doc, self.image)
+            self._replay([entry])
+
+    def _replay(self, entries: list[records.LogEntry]) -> None:
+        delta = MetadataDelta(self.image)
+        for entry in entries:
+            delta.replay(entry)
+        self.image = delta.apply()
+        if self._untaken is not None:
+            self._untaken.extend(delta)
+
+    def take_delta(self) -> MetadataDelta:
+        """The delta since the last call, with the records applied so far (full the first
+        time: a taker starts from everything)."""
+        taken = self._untaken if self._untaken is not None else MetadataDelta(self.image, full=True)
+        self._untaken = MetadataDelta(self.image)
+        return taken
 
     def _nothing_new(self) -> bool:
         """Whether the log is as this reader left it, at the cost of two stats instead of a
@@ -132,6 +162,8 @@ class MetadataLog:
             self._snapshot_offset = self.image.offset
             if self._observer is not None:
                 self._observer({"type": SNAPSHOT_LOADED, "offset": self.image.offset}, self.image)
+        if self._untaken is not None:
+            self._untaken = MetadataDelta(self.image, full=True)
         self._segment = (
             next((b for b in segments if b > self.image.offset), None)
             if snapshots
@@ -142,22 +174,26 @@ class MetadataLog:
         self._position = 0
 
     # -- writing (the caller holds the state directory's write lock) -------------------------
-    def append(self, new_records: list[dict]) -> None:
-        """Append records after the image's last offset (numbering them), fsync, and apply
-        them. A torn tail beyond what catch_up could read is cut off first."""
+    def append(self, new_records: Sequence[records.MetadataRecord], controller_epoch: int | None) -> None:
+        """Append records after the image's last offset, stamped (their offsets, the
+        controller epoch that writes them, None for what any broker writes, and the time),
+        fsync, and apply them. A torn tail beyond what catch_up could read is cut off first."""
         if not new_records:
             return
         self.catch_up()
         if self._segment is None:
             self._segment, self._position = self.image.offset + 1, 0
         path = self.dir / _name(self._segment, ".log")
-        for i, record in enumerate(new_records, start=self.image.offset + 1):
-            record["offset"] = i
+        now = round(time.time(), 3)
+        entries = [
+            records.LogEntry(offset, controller_epoch, now, record)
+            for offset, record in enumerate(new_records, start=self.image.offset + 1)
+        ]
         fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             os.ftruncate(fd, self._position)  # a torn tail, if any, goes
             os.lseek(fd, self._position, os.SEEK_SET)
-            os.write(fd, b"".join(records.encode(r) for r in new_records))
+            os.write(fd, b"".join(records.encode(entry) for entry in entries))
             os.fsync(fd)
         finally:
             os.close(fd)

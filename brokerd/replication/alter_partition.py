@@ -17,7 +17,7 @@ from typing import Protocol
 
 from brokerd.partition import Partition
 from brokerd.ports import TopicPartition
-from brokerd.state import IsrProposal, PartitionRecord
+from brokerd.state import IsrProposal, PartitionRegistration
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ class IsrWriter(Protocol):
 
     def alter_isrs(
         self, proposals: dict[TopicPartition, IsrProposal]
-    ) -> dict[TopicPartition, PartitionRecord | None]: ...
+    ) -> dict[TopicPartition, PartitionRegistration | None]: ...
 
 
 class AlterPartitionManager:

@@ -39,7 +39,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from brokerd.metadata.image import PartitionRecord, TopicRecord
+    from brokerd.metadata.image import TopicImage
+    from brokerd.metadata.registration import PartitionRegistration
     from brokerd.state.broker_registrations import BrokerRegistration
     from brokerd.state.cluster_setup import ClusterSetup
     from brokerd.state.cluster_state import ClusterState
@@ -55,9 +56,9 @@ _EXPORTS = {
     "ClusterState": "brokerd.state.cluster_state",
     "ClusterView": "brokerd.state.cluster_view",
     "IsrProposal": "brokerd.state.partition_changes",
-    "PartitionRecord": "brokerd.metadata.image",
+    "PartitionRegistration": "brokerd.metadata.registration",
     "StaleControllerEpoch": "brokerd.state.controller_epoch",
-    "TopicRecord": "brokerd.metadata.image",
+    "TopicImage": "brokerd.metadata.image",
 }
 
 
@@ -73,7 +74,7 @@ __all__ = [
     "ClusterState",
     "ClusterView",
     "IsrProposal",
-    "PartitionRecord",
+    "PartitionRegistration",
     "StaleControllerEpoch",
-    "TopicRecord",
+    "TopicImage",
 ]

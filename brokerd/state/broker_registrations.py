@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from brokerd.state.directory import StateDirectory, read_json, write_json
+from brokerd.state.directory import JsonObject, StateDirectory, read_json, write_json
 
 if TYPE_CHECKING:
     from filelock import FileLock
@@ -35,7 +35,7 @@ class BrokerRegistration:
     session_timeout_ms: int = 3000  # the broker's broker.session.timeout.ms
     # every listener: {"name", "host", "port", "security_protocol"}; host and port above
     # are the first one's
-    listeners: list[dict] = field(default_factory=list)
+    listeners: list[JsonObject] = field(default_factory=list)
 
     def endpoint(self, listener_name: str) -> tuple[str, int]:
         """Where this broker serves the named listener (clients are told the addresses of
@@ -62,7 +62,7 @@ class BrokerRegistrations(StateDirectory):
         host: str,
         port: int,
         session_timeout_ms: int,
-        listeners: list[dict] | None = None,
+        listeners: list[JsonObject] | None = None,
     ) -> FileLock:
         """Register this process as broker ``broker_id`` and return the liveness lock it holds.
 

@@ -40,10 +40,12 @@ class ClusterPlan(StateDirectory):
                     "brokers": {str(b): p for b, p in sorted(broker_ports.items())},
                 }
                 write_json(self.dir / PLAN, doc)
-        return doc["cluster_id"]
+        cluster_id: str = doc["cluster_id"]
+        return cluster_id
 
     def cluster_id(self) -> str:
-        return read_json(self.dir / PLAN)["cluster_id"]
+        cluster_id: str = read_json(self.dir / PLAN)["cluster_id"]
+        return cluster_id
 
     def planned_brokers(self) -> dict[int, int]:
         """Broker id -> port of every planned broker, running or not."""

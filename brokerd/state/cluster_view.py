@@ -12,20 +12,21 @@ the parts of ClusterState that hold what is read here (their methods, not copies
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from brokerd.state.broker_registrations import BrokerRegistration, BrokerRegistrations
 from brokerd.state.cluster_plan import ClusterPlan
 from brokerd.state.controller_epoch import ControllerEpochs
+from brokerd.state.directory import JsonObject
 from brokerd.state.faults import InjectedFaults, NetworkFaults
 from brokerd.state.metadata_store import MetadataStore
 from brokerd.state.replica_status import ReplicaStatusFiles
 from brokerd.state.security import SecurityFiles
 
 if TYPE_CHECKING:
-    from brokerd.metadata.image import TopicRecord
+    from brokerd.metadata.image import TopicImage
     from brokerd.metadata.log import Observer
 
 __all__ = ["BrokerRegistration", "ClusterView", "NetworkFaults", "StateReader", "open_view"]
@@ -47,18 +48,18 @@ class ClusterView(Protocol):
 
     # the controller, and faults in force
     def controller(self) -> tuple[int, int] | None: ...
-    def fenced_controller(self) -> dict | None: ...
+    def fenced_controller(self) -> JsonObject | None: ...
     def network_faults(self) -> NetworkFaults: ...
     def replication_throttle(self, broker_id: int) -> int | None: ...
 
     # the metadata log
-    def topics(self) -> dict[str, TopicRecord]: ...
+    def topics(self) -> Mapping[str, TopicImage]: ...
     def follow_metadata(self, observer: Observer) -> Callable[[], None]: ...
 
     # what each broker publishes of itself
-    def replica_status(self) -> dict[int, dict[tuple[str, int], dict]]: ...
-    def share_status(self) -> dict[int, list[dict]]: ...
-    def security_events(self) -> list[dict]: ...
+    def replica_status(self) -> dict[int, dict[tuple[str, int], JsonObject]]: ...
+    def share_status(self) -> dict[int, list[JsonObject]]: ...
+    def security_events(self) -> list[JsonObject]: ...
 
 
 class StateReader(

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from brokerd.state.directory import StateDirectory, read_json, write_json
+from brokerd.state.directory import JsonObject, StateDirectory, read_json, write_json
 
 CONTROLLER = "controller.json"
 FENCED_CONTROLLER = "fenced-controller.json"
@@ -49,10 +49,11 @@ class ControllerEpochs(StateDirectory):
         the controllership: when it wakes up its epoch is stale and its writes are refused.
         """
 
-        def holder() -> dict:
-            return read_json(self.dir / CONTROLLER, {"broker_id": -1, "epoch": 0})
+        def holder() -> JsonObject:
+            doc: JsonObject = read_json(self.dir / CONTROLLER, {"broker_id": -1, "epoch": 0})
+            return doc
 
-        def held_by_another(doc: dict) -> bool:
+        def held_by_another(doc: JsonObject) -> bool:
             return doc["broker_id"] != broker_id and is_live(doc["broker_id"])
 
         if held_by_another(holder()):  # the common case, answered without taking the lock
@@ -61,7 +62,7 @@ class ControllerEpochs(StateDirectory):
             doc = holder()
             if held_by_another(doc):
                 return None
-            epoch = doc["epoch"] + 1
+            epoch: int = doc["epoch"] + 1
             write_json(self.dir / CONTROLLER, {"broker_id": broker_id, "epoch": epoch})
         return epoch
 
@@ -80,5 +81,6 @@ class ControllerEpochs(StateDirectory):
                 },
             )
 
-    def fenced_controller(self) -> dict | None:
-        return read_json(self.dir / FENCED_CONTROLLER)
+    def fenced_controller(self) -> JsonObject | None:
+        fenced: JsonObject | None = read_json(self.dir / FENCED_CONTROLLER)
+        return fenced

@@ -17,6 +17,8 @@ from typing import Any
 
 from brokerd.atomic_file import atomic_write
 
+JsonObject = dict[str, Any]  # a state file's document, or an object in one
+
 WRITE_LOCK_TIMEOUT_S = 10.0
 NETWORK_FAULTS = "faults/network.json"
 

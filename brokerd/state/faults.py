@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from brokerd.state.directory import NETWORK_FAULTS, StateDirectory, read_json, write_json
+from brokerd.state.directory import NETWORK_FAULTS, JsonObject, StateDirectory, read_json, write_json
 
 CLIENTS = "clients"
 Node = int | str  # a broker id, or CLIENTS: every process that is not one of the brokers
@@ -46,7 +46,7 @@ class NetworkFaults:
             {b: p for b, p in self.loss.items() if b not in broker_ids},
         )
 
-    def to_json(self) -> dict:
+    def to_json(self) -> JsonObject:
         return {
             "cuts": sorted([list(cut) for cut in self.cuts], key=str),
             "cut_from_quorum": sorted(self.cut_from_quorum),
@@ -54,7 +54,7 @@ class NetworkFaults:
         }
 
     @classmethod
-    def from_json(cls, doc: dict) -> NetworkFaults:
+    def from_json(cls, doc: JsonObject) -> NetworkFaults:
         return cls(
             frozenset((sender, receiver) for sender, receiver in doc.get("cuts", [])),
             frozenset(doc.get("cut_from_quorum", [])),
@@ -74,7 +74,8 @@ class InjectedFaults(StateDirectory):
 
     def replication_throttle(self, broker_id: int) -> int | None:
         doc = read_json(self.dir / "faults" / f"{broker_id}.json", {})
-        return doc.get("replication_bytes_per_s")
+        throttle: int | None = doc.get("replication_bytes_per_s")
+        return throttle
 
     def network_faults(self) -> NetworkFaults:
         return NetworkFaults.from_json(read_json(self.dir / NETWORK_FAULTS, {}))

@@ -9,27 +9,18 @@ a config change) and the time, which `kctl cluster metadata` prints.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 from brokerd.metadata import records as metadata_records
 from brokerd.metadata.editor import TopicsEditor, config_records, topic_records
-from brokerd.metadata.image import MetadataDelta, MetadataImage, TopicRecord
+from brokerd.metadata.image import MetadataDelta, MetadataImage, TopicImage
 from brokerd.metadata.log import MetadataLog, Observer
 from brokerd.state.controller_epoch import check_controller_epoch
 from brokerd.state.directory import StateDirectory, read_json
 
 LEGACY_METADATA = "metadata.json"
-
-
-def stamped(records: list[dict], controller_epoch: int | None) -> list[dict]:
-    """The records, each with the controller epoch that wrote it and the time."""
-    for record in records:
-        record["controller_epoch"] = controller_epoch
-        record["time"] = round(time.time(), 3)
-    return records
 
 
 def upgrade_legacy_metadata(state_dir: Path, log_dir: Path) -> None:
@@ -42,13 +33,13 @@ def upgrade_legacy_metadata(state_dir: Path, log_dir: Path) -> None:
     legacy = state_dir / LEGACY_METADATA
     doc = read_json(legacy, {"topics": {}})
     upgraded = [
-        record for topic in doc["topics"].values() for record in topic_records(TopicRecord.from_json(topic))
+        record for topic in doc["topics"].values() for record in topic_records(TopicImage.from_json(topic))
     ]
     for entity, configs in doc.get("broker_configs", {}).items():
         upgraded += config_records(metadata_records.BROKER_RESOURCE, entity, {}, configs)
     tmp = log_dir.with_name(".metadata.tmp")
     tmp.mkdir(parents=True, exist_ok=True)
-    MetadataLog(tmp).append(stamped(upgraded, doc.get("controller_epoch")))
+    MetadataLog(tmp).append(upgraded, doc.get("controller_epoch"))
     tmp.rename(log_dir)  # the log appears whole, or not at all
     legacy.unlink(missing_ok=True)
 
@@ -73,18 +64,22 @@ class MetadataStore(StateDirectory):
     # -- reading ----------------------------------------------------------------------------
     def metadata_image(self) -> MetadataImage:
         """The metadata as of the last record written (reads only what is new since the last
-        call; the image is live: later calls update it in place)."""
+        call; an image never changes, later calls return new ones)."""
         return self._open_metadata_log().catch_up()
 
-    def topics(self) -> dict[str, TopicRecord]:
+    def topics(self) -> Mapping[str, TopicImage]:
         return self.metadata_image().topics
 
     def take_metadata_delta(self) -> MetadataDelta:
-        """What changed since the last call (everything, the first time); nothing while the
-        broker cannot reach the quorum: it goes on with the metadata it has."""
+        """What changed since the last call (everything, the first time), applied: the image
+        is the delta's; nothing while the broker cannot reach the quorum: it goes on with
+        the metadata it has."""
         if not self.reaches_quorum():
-            return MetadataDelta()
-        return self.metadata_image().take_delta()
+            held = MetadataImage() if self._metadata_log is None else self._metadata_log.image
+            return MetadataDelta(held)
+        log = self._open_metadata_log()
+        log.catch_up()
+        return log.take_delta()
 
     def follow_metadata(self, observer: Observer) -> Callable[[], None]:
         """Follow the metadata log record by record (for `kctl cluster metadata`): returns a
@@ -116,6 +111,4 @@ class MetadataStore(StateDirectory):
         with self._writing(controller_epoch) as log:
             editor = TopicsEditor(log.image)
             yield editor
-            changes = editor.records()
-            if changes:
-                log.append(stamped(changes, controller_epoch))
+            log.append(editor.records(), controller_epoch)

@@ -9,14 +9,17 @@ raises the partition epoch, so the loser of a race always notices.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NamedTuple
 
 from brokerd.metadata import records as metadata_records
-from brokerd.metadata.image import PartitionRecord, TopicRecord
-from brokerd.state.metadata_store import MetadataStore, stamped
+from brokerd.metadata.editor import partition_change
+from brokerd.metadata.image import TopicImage
+from brokerd.metadata.registration import PartitionRegistration
+from brokerd.state.metadata_store import MetadataStore
 
-# per partition: the partition epoch a decision was made at, and the record decided
-Decisions = dict[tuple[str, int], tuple[int, PartitionRecord]]
+# per partition: the partition epoch a decision was made at, and the registration decided
+Decisions = dict[tuple[str, int], tuple[int, PartitionRegistration]]
 
 
 class IsrProposal(NamedTuple):
@@ -31,14 +34,9 @@ class IsrProposal(NamedTuple):
 IsrProposals = dict[tuple[str, int], IsrProposal]
 
 
-def _current(topics: dict[str, TopicRecord], key: tuple[str, int]) -> PartitionRecord | None:
+def _current(topics: Mapping[str, TopicImage], key: tuple[str, int]) -> PartitionRegistration | None:
     topic = topics.get(key[0])
     return None if topic is None else topic.partitions.get(key[1])
-
-
-def _partition_change(key: tuple[str, int], fields: dict) -> dict:
-    """A PartitionChangeRecord: only the fields of one partition that changed."""
-    return {"type": metadata_records.PARTITION_CHANGE, "topic": key[0], "partition": key[1], **fields}
 
 
 class PartitionChanges(MetadataStore):
@@ -48,24 +46,26 @@ class PartitionChanges(MetadataStore):
         (else a leader's ISR change came first, and the next round decides again). Returns the
         partitions changed. O(changes), whatever the size of the cluster."""
         with self._writing(controller_epoch) as log:
-            new_records, done = [], []
+            new_records: list[metadata_records.MetadataRecord] = []
+            done = []
             for key, (expected_epoch, decided) in changes.items():
                 current = _current(log.image.topics, key)
                 if current is not None and current.partition_epoch == expected_epoch:
-                    new_records.append(_partition_change(key, decided.changes_from(current)))
-                    done.append(key)
-            log.append(stamped(new_records, controller_epoch))
+                    change = partition_change(key[0], current, decided)
+                    if change is not None:
+                        new_records.append(change)
+                        done.append(key)
+            log.append(new_records, controller_epoch)
         return done
 
-    def alter_isrs(self, proposals: IsrProposals) -> dict[tuple[str, int], PartitionRecord | None]:
+    def alter_isrs(self, proposals: IsrProposals) -> dict[tuple[str, int], PartitionRegistration | None]:
         """Leaders' ISR changes, each a compare-and-set on its partition's leader epoch and
         partition epoch (Kafka's AlterPartition), written together: one lock and one fsync
-        for a round's worth of changes. Per partition the new record, or None when the
+        for a round's worth of changes. Per partition its new registration, or None when the
         leader's view is stale (a new leader epoch, or a controller change in between) or the
         ISR leaves out the current leader (a leader never takes itself out of its ISR)."""
         with self._writing(None) as log:
-            accepted: dict[tuple[str, int], PartitionRecord] = {}
-            new_records = []
+            new_records: list[metadata_records.PartitionChangeRecord] = []
             for key, (leader_epoch, partition_epoch, isr) in proposals.items():
                 current = _current(log.image.topics, key)
                 if (
@@ -74,17 +74,18 @@ class PartitionChanges(MetadataStore):
                     and current.partition_epoch == partition_epoch
                     and current.leader in isr
                 ):
-                    accepted[key] = current
                     new_records.append(
-                        _partition_change(key, {"isr": sorted(isr), "partition_epoch": partition_epoch + 1})
+                        metadata_records.PartitionChangeRecord(
+                            *key, isr=sorted(isr), partition_epoch=partition_epoch + 1
+                        )
                     )
-            log.append(stamped(new_records, None))
-            # the append changed the accepted records in place: answer copies of the new state
-            return {key: accepted[key].clone() if key in accepted else None for key in proposals}
+            log.append(new_records, None)
+            accepted = {(change.topic, change.partition) for change in new_records}
+            return {key: _current(log.image.topics, key) if key in accepted else None for key in proposals}
 
     def alter_isr(
         self, topic: str, partition: int, leader_epoch: int, partition_epoch: int, isr: list[int]
-    ) -> PartitionRecord | None:
+    ) -> PartitionRegistration | None:
         """One leader's ISR change (see alter_isrs)."""
         key = (topic, partition)
         return self.alter_isrs({key: IsrProposal(leader_epoch, partition_epoch, isr)})[key]

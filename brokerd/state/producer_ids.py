@@ -13,6 +13,6 @@ class ProducerIdBlocks(StateDirectory):
     def allocate_producer_ids(self, count: int) -> int:
         """Reserve ``count`` producer ids, unique across brokers and restarts; returns the first."""
         with self.updating(PRODUCER_IDS, {"next": 0}) as doc:
-            first = doc["next"]
+            first: int = doc["next"]
             doc["next"] = first + count
         return first

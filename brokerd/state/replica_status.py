@@ -8,7 +8,7 @@ instants of one broker, and no lock is needed."""
 from __future__ import annotations
 
 from brokerd.atomic_file import atomic_write
-from brokerd.state.directory import StateDirectory, read_json
+from brokerd.state.directory import JsonObject, StateDirectory, read_json
 
 
 class ReplicaStatusFiles(StateDirectory):
@@ -17,7 +17,7 @@ class ReplicaStatusFiles(StateDirectory):
         replica's status (JSON, encoded by the broker, which re-encodes only what changed)."""
         atomic_write(self.dir / "replicas" / f"{broker_id}.json", document)
 
-    def replica_status(self) -> dict[int, dict[tuple[str, int], dict]]:
+    def replica_status(self) -> dict[int, dict[tuple[str, int], JsonObject]]:
         """broker id -> (topic, partition) -> the status that broker last published."""
         out = {}
         for path in (self.dir / "replicas").glob("*.json"):
@@ -35,7 +35,7 @@ class ReplicaStatusFiles(StateDirectory):
         directory.mkdir(exist_ok=True)
         atomic_write(directory / f"{broker_id}.json", document)
 
-    def share_status(self) -> dict[int, list[dict]]:
+    def share_status(self) -> dict[int, list[JsonObject]]:
         """broker id -> the share partitions that broker last published as their leader."""
         return {
             int(path.stem): read_json(path, []) for path in (self.dir / "share_partitions").glob("*.json")

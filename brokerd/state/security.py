@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 from contextlib import AbstractContextManager
 
-from brokerd.state.directory import StateDirectory, file_version, read_json, write_json
+from brokerd.state.directory import JsonObject, StateDirectory, file_version, read_json, write_json
 
 SCRAM_CREDENTIALS = "scram-credentials.json"
 ACLS = "acls.json"
@@ -28,15 +28,16 @@ CLIENT_QUOTAS = "client-quotas.json"
 
 class SecurityFiles(StateDirectory):
     # -- SCRAM credentials ------------------------------------------------------------------
-    def scram_credentials(self) -> dict[str, dict[str, dict]]:
+    def scram_credentials(self) -> dict[str, dict[str, JsonObject]]:
         """user -> mechanism -> {"salt", "stored_key", "server_key" (base64), "iterations"}."""
-        return read_json(self.dir / SCRAM_CREDENTIALS, {})
+        credentials: dict[str, dict[str, JsonObject]] = read_json(self.dir / SCRAM_CREDENTIALS, {})
+        return credentials
 
     def scram_credentials_version(self) -> tuple[int, int] | None:
         """The change detector for SCRAM credentials: one stat."""
         return file_version(self.dir / SCRAM_CREDENTIALS)
 
-    def update_scram_credentials(self) -> AbstractContextManager[dict[str, dict[str, dict]]]:
+    def update_scram_credentials(self) -> AbstractContextManager[dict[str, dict[str, JsonObject]]]:
         """Read-modify-write the SCRAM credentials under the write lock (AlterUserScramCredentials,
         any broker); the file stays readable by its owner only."""
         return self.updating(SCRAM_CREDENTIALS, {}, 0o600)
@@ -55,38 +56,40 @@ class SecurityFiles(StateDirectory):
             }
 
     # -- ACL bindings -----------------------------------------------------------------------
-    def acl_bindings(self) -> list[dict]:
-        return read_json(self.dir / ACLS, [])
+    def acl_bindings(self) -> list[JsonObject]:
+        bindings: list[JsonObject] = read_json(self.dir / ACLS, [])
+        return bindings
 
     def acl_bindings_version(self) -> tuple[int, int] | None:
         """The change detector for ACL bindings: one stat."""
         return file_version(self.dir / ACLS)
 
-    def update_acl_bindings(self) -> AbstractContextManager[list[dict]]:
+    def update_acl_bindings(self) -> AbstractContextManager[list[JsonObject]]:
         """Read-modify-write the ACL bindings under the write lock (CreateAcls, DeleteAcls)."""
         return self.updating(ACLS, [])
 
     # -- client quotas ----------------------------------------------------------------------
-    def client_quotas(self) -> list[dict]:
+    def client_quotas(self) -> list[JsonObject]:
         """[{"entity": {"user"|"client-id"|"ip": name or None for <default>},
         "values": {key: float}}], one entry per entity that has a value."""
-        return read_json(self.dir / CLIENT_QUOTAS, [])
+        quotas: list[JsonObject] = read_json(self.dir / CLIENT_QUOTAS, [])
+        return quotas
 
     def client_quotas_version(self) -> tuple[int, int] | None:
         """The change detector for client quotas: one stat."""
         return file_version(self.dir / CLIENT_QUOTAS)
 
-    def update_client_quotas(self) -> AbstractContextManager[list[dict]]:
+    def update_client_quotas(self) -> AbstractContextManager[list[JsonObject]]:
         """Read-modify-write the client quotas under the write lock (AlterClientQuotas)."""
         return self.updating(CLIENT_QUOTAS, [])
 
     # -- security events --------------------------------------------------------------------
-    def publish_security_events(self, broker_id: int, events: list[dict]) -> None:
+    def publish_security_events(self, broker_id: int, events: list[JsonObject]) -> None:
         """A broker's latest security events, its own file (no lock: only it writes it)."""
         (self.dir / "security-events").mkdir(exist_ok=True)
         write_json(self.dir / "security-events" / f"{broker_id}.json", events)
 
-    def security_events(self) -> list[dict]:
+    def security_events(self) -> list[JsonObject]:
         """Every broker's latest authentication failures and authorization denials, oldest first."""
         events = []
         for path in (self.dir / "security-events").glob("*.json"):

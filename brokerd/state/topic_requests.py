@@ -24,6 +24,6 @@ class TopicRequests(StateDirectory):
         if not path.exists():
             return []  # the common case, answered without taking the lock
         with self.write_lock():
-            pending = read_json(path, [])
+            pending: list[str] = read_json(path, [])
             path.unlink(missing_ok=True)
         return pending

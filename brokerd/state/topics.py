@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from brokerd.metadata import records as metadata_records
 from brokerd.metadata.editor import TopicsEditor, config_records
-from brokerd.state.metadata_store import MetadataStore, stamped
+from brokerd.state.metadata_store import MetadataStore
 
 
 def broker_entity(broker_id: int | None) -> str:
@@ -57,9 +57,7 @@ class TopicsAndConfigs(MetadataStore):
             before = dict(log.image.broker_configs.get(entity, {}))
             configs = dict(before)
             yield configs
-            changes = config_records(metadata_records.BROKER_RESOURCE, entity, before, configs)
-            if changes:
-                log.append(stamped(changes, None))
+            log.append(config_records(metadata_records.BROKER_RESOURCE, entity, before, configs), None)
 
     def group_configs(self, group_id: str) -> dict[str, str]:
         """The configs set on group ``group_id`` (Kafka's GROUP config resource, KIP-848)."""
@@ -73,6 +71,4 @@ class TopicsAndConfigs(MetadataStore):
             before = dict(log.image.group_configs.get(group_id, {}))
             configs = dict(before)
             yield configs
-            changes = config_records(metadata_records.GROUP_RESOURCE, group_id, before, configs)
-            if changes:
-                log.append(stamped(changes, None))
+            log.append(config_records(metadata_records.GROUP_RESOURCE, group_id, before, configs), None)

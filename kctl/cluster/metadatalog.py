@@ -28,8 +28,9 @@ from dataclasses import dataclass
 
 from brokerd.dynamic_config import is_sensitive
 from brokerd.metadata import records as r
-from brokerd.metadata.image import MetadataImage, PartitionRecord
+from brokerd.metadata.image import MetadataImage
 from brokerd.metadata.log import SNAPSHOT_LOADED
+from brokerd.metadata.registration import PartitionRegistration
 
 ARROW = "→"
 HIDDEN = "(hidden)"
@@ -91,7 +92,7 @@ def _partition_record(record: dict) -> str:
     return text
 
 
-def _partition_before(record: dict, image: MetadataImage) -> PartitionRecord | None:
+def _partition_before(record: dict, image: MetadataImage) -> PartitionRegistration | None:
     topic = image.topics.get(record["topic"])
     return None if topic is None else topic.partitions.get(record["partition"])
 

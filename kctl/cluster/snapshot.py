@@ -18,6 +18,7 @@ flight.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from kctl.cluster import brokerview, securityevents
@@ -25,7 +26,7 @@ from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from brokerd.metadata.image import PartitionRecord
+    from brokerd.metadata.registration import PartitionRegistration
     from brokerd.state.cluster_view import ClusterView
 
 Status = dict[int, dict[tuple[str, int], dict]]
@@ -59,7 +60,7 @@ def take(state: ClusterView, topic: str | None = None) -> dict:
     }
 
 
-def share_partitions(state: ClusterView, records: dict, names: set[str]) -> list[dict]:
+def share_partitions(state: ClusterView, records: Mapping, names: set[str]) -> list[dict]:
     """The share partitions of the `names` topics, each as its current leader published it
     (one published at an older leader epoch, or by a broker no longer leading, is left out)."""
     out = []
@@ -86,7 +87,7 @@ def partitions(state: ClusterView, topic: str) -> list[dict]:
     return [_partition(topic, r, status) for _, r in sorted(record.partitions.items())]
 
 
-def _partition(topic: str, record: PartitionRecord, status: Status) -> dict:
+def _partition(topic: str, record: PartitionRegistration, status: Status) -> dict:
     p = record.partition
     led = _leader_status(topic, record, status)
     view = led.get("leader_view", {})
@@ -114,7 +115,7 @@ def _partition(topic: str, record: PartitionRecord, status: Status) -> dict:
     }
 
 
-def _leader_status(topic: str, record: PartitionRecord, status: Status) -> dict:
+def _leader_status(topic: str, record: PartitionRegistration, status: Status) -> dict:
     """The leader's status, only if published while leading the current leader epoch: any
     other is a moment from before the last election."""
     led = status.get(record.leader, {}).get((topic, record.partition)) if record.leader >= 0 else None

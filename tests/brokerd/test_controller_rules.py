@@ -10,7 +10,8 @@ from brokerd.controller import (
     elect_leader,
     preferred_leadership,
 )
-from brokerd.state import PartitionRecord, TopicRecord
+from brokerd.metadata.registration import PartitionChangeBuilder
+from brokerd.state import PartitionRegistration, TopicImage
 
 pytestmark = pytest.mark.unit
 
@@ -24,7 +25,9 @@ def test_round_robin_placement_matches_the_seeds_cases():
 
 
 def record(leader, isr, replicas=(1, 2, 3)):
-    return PartitionRecord(0, list(replicas), leader=leader, leader_epoch=4, isr=list(isr))
+    return PartitionChangeBuilder.of(
+        PartitionRegistration(0, list(replicas), leader=leader, leader_epoch=4, isr=list(isr))
+    )
 
 
 def test_a_live_in_sync_leader_is_kept():
@@ -45,13 +48,15 @@ def test_a_preferred_replica_back_in_sync_does_not_take_leadership_on_sight():
     assert elect_leader(record(2, [1, 2, 3]), [1, 2, 3], {1, 2, 3}, False) is None
 
 
-def topics_led_by(leaders: list[int]) -> dict[str, TopicRecord]:
+def topics_led_by(leaders: list[int]) -> dict[str, TopicImage]:
     """One topic whose partition p has replicas [p%3+1, ...] (its preferred leader first)."""
     partitions = {
-        p: PartitionRecord(p, [p % 3 + 1, (p + 1) % 3 + 1, (p + 2) % 3 + 1], leader=leader, isr=[1, 2, 3])
+        p: PartitionRegistration(
+            p, [p % 3 + 1, (p + 1) % 3 + 1, (p + 2) % 3 + 1], leader=leader, isr=[1, 2, 3]
+        )
         for p, leader in enumerate(leaders)
     }
-    return {"t": TopicRecord("t", "id", {}, partitions)}
+    return {"t": TopicImage("t", "id", {}, partitions)}
 
 
 def test_the_imbalance_of_each_broker_is_its_preferred_partitions_led_elsewhere():

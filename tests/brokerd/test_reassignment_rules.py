@@ -4,13 +4,17 @@ import pytest
 from kafka.errors import NoReassignmentInProgressError
 
 from brokerd import reassignment
-from brokerd.state import PartitionRecord
+from brokerd.metadata.registration import PartitionChangeBuilder, PartitionRegistration
 
 pytestmark = pytest.mark.unit
 
 
 def partition(replicas, isr, leader=None):
-    return PartitionRecord(0, list(replicas), leader=replicas[0] if leader is None else leader, isr=list(isr))
+    return PartitionChangeBuilder.of(
+        PartitionRegistration(
+            0, list(replicas), leader=replicas[0] if leader is None else leader, isr=list(isr)
+        )
+    )
 
 
 def test_old_replicas_stay_until_every_target_replica_is_in_sync():

@@ -7,8 +7,10 @@ import pytest
 
 from brokerd.metadata import records as r
 from brokerd.metadata.editor import topic_records
-from brokerd.metadata.image import MetadataImage, PartitionRecord, TopicRecord
+from brokerd.metadata.image import MetadataDelta, MetadataImage, TopicImage
 from brokerd.metadata.log import MetadataLog
+from brokerd.metadata.records import LogEntry, PartitionChangeRecord
+from brokerd.metadata.registration import PartitionRegistration
 from kctl.cluster.metadatalog import Narrator, sentence
 
 pytestmark = pytest.mark.unit
@@ -16,26 +18,34 @@ pytestmark = pytest.mark.unit
 TOPIC_ID = "3f9a2b7c0d1e4f5a6b7c8d9e0f1a2b3c"
 
 
-def payments(configs=None) -> TopicRecord:
-    return TopicRecord(
+def payments(configs=None) -> TopicImage:
+    return TopicImage(
         "payments",
         TOPIC_ID,
         dict(configs or {}),
-        {p: PartitionRecord(p, [1, 2, 3], leader=p + 1, isr=[1, 2, 3]) for p in range(3)},
+        {p: PartitionRegistration(p, [1, 2, 3], leader=p + 1, isr=[1, 2, 3]) for p in range(3)},
     )
 
 
 def numbered(records, first=0, controller_epoch=1):
-    for offset, record in enumerate(records, start=first):
-        record.setdefault("controller_epoch", controller_epoch)
-        record["offset"] = offset
-    return records
+    """The records as the log stores them, from offset ``first``."""
+    return [
+        LogEntry(offset, controller_epoch, 0.0, record).to_json()
+        for offset, record in enumerate(records, start=first)
+    ]
+
+
+def applied(image: MetadataImage, record: dict) -> MetadataImage:
+    """The image after one record, as stored (a time is added to those built here)."""
+    delta = MetadataDelta(image)
+    delta.replay(LogEntry.from_json({"time": 0.0, **record}))
+    return delta.apply()
 
 
 def image_of(records) -> MetadataImage:
     image = MetadataImage()
     for record in records:
-        image.apply(record)
+        image = applied(image, record)
     return image
 
 
@@ -46,7 +56,7 @@ def told(records, controllers=None, final=True) -> list[str]:
     image = MetadataImage()
     for record in records:
         narrator(record, image)
-        image.apply(record)
+        image = applied(image, record)
     return [e.line(narrator.controllers) for e in narrator.take(final)]
 
 
@@ -70,7 +80,7 @@ def change(offset, controller_epoch, partition=2, **fields):
 # -- sentences ---------------------------------------------------------------------------------
 def test_a_controller_moves_a_leader(created):
     image = image_of(created)
-    image.topics["payments"].partitions[2] = PartitionRecord(2, [1, 2, 3], 3, 1, [2, 3], 4)
+    image.topics["payments"].partitions[2] = PartitionRegistration(2, [1, 2, 3], 3, 1, [2, 3], 4)
     record = change(3012, 3, leader=2, leader_epoch=2, isr=[2], partition_epoch=5)
     assert sentence(record, image, {3: 3}) == (
         "#3012 PartitionChangeRecord payments/2 leader 3→2, leader epoch 1→2, ISR [2,3]→[2] "
@@ -81,7 +91,7 @@ def test_a_controller_moves_a_leader(created):
 
 def test_a_leader_changes_its_isr(created):
     image = image_of(created)
-    image.topics["payments"].partitions[2] = PartitionRecord(2, [1, 2, 3], 2, 2, [2], 5)
+    image.topics["payments"].partitions[2] = PartitionRegistration(2, [1, 2, 3], 2, 2, [2], 5)
     record = change(3013, None, isr=[2, 3], partition_epoch=6)
     assert sentence(record, image, {}) == (
         "#3013 PartitionChangeRecord payments/2 ISR [2]→[2,3] by leader 2 (AlterPartition)"
@@ -103,11 +113,11 @@ def test_a_topic_line_waits_until_its_partitions_are_counted(created):
     image = MetadataImage()
     for record in created[:2]:
         narrator(record, image)
-        image.apply(record)
+        image = applied(image, record)
     assert narrator.take() == []  # more PartitionRecords may follow
     for record in created[2:]:
         narrator(record, image)
-        image.apply(record)
+        image = applied(image, record)
     narrator(change(4, 3, leader=1), image)  # another record: the topic is complete
     lines = [e.line({}) for e in narrator.take()]
     assert len(lines) == 5 and "3 partitions to come" in lines[0]
@@ -200,14 +210,16 @@ def test_a_snapshot_and_the_records_only_in_it(tmp_path):
     only knows through the snapshot."""
     writer = MetadataLog(tmp_path)
     writer.create()
-    writer.append(numbered(topic_records(payments()), controller_epoch=1))
+    writer.append(topic_records(payments()), 1)
     narrator = Narrator()
     reader = MetadataLog(tmp_path, narrator)
     reader.catch_up()
     assert len(narrator.take(final=True)) == 4
-    writer.append([change(None, 1, leader=2), change(None, 1, leader=1)])
+    writer.append(
+        [PartitionChangeRecord("payments", 2, leader=2), PartitionChangeRecord("payments", 2, leader=1)], 1
+    )
     writer.snapshot()
-    writer.append([change(None, 1, partition=0, leader=2)])
+    writer.append([PartitionChangeRecord("payments", 0, leader=2)], 1)
     reader.catch_up()
     lines = [e.line({1: 1}) for e in narrator.take(final=True)]
     assert lines == [

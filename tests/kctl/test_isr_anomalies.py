@@ -11,7 +11,7 @@ from brokerd.metadata.editor import topic_records
 from brokerd.metadata.image import MetadataImage
 from kctl.cluster.metadatalog import Narrator, sentence
 from kctl.watch.events import changes
-from tests.kctl.test_cluster_metadata import change, image_of, numbered, payments, told
+from tests.kctl.test_cluster_metadata import applied, change, image_of, numbered, payments, told
 from tests.kctl.test_watch_events import snap
 
 pytestmark = pytest.mark.unit
@@ -43,7 +43,7 @@ def test_the_metadata_log_in_json_names_the_anomaly(created):
     image = MetadataImage()
     for record in created + [zombie]:
         narrator(record, image)
-        image.apply(record)
+        image = applied(image, record)
     documents = [entry.to_json({}) for entry in narrator.take(final=True)]
     assert [d.get("anomaly") for d in documents if d["type"] == r.PARTITION_CHANGE] == [
         "ISR [2] leaves out leader 1"

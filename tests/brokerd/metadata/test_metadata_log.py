@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import replace
 
 import pytest
 
 from brokerd.metadata import log as metadata_log
-from brokerd.metadata.image import PartitionRecord, TopicRecord
+from brokerd.metadata.image import TopicImage
+from brokerd.metadata.registration import PartitionRegistration
 from brokerd.state import ClusterState
 
 pytestmark = pytest.mark.unit
@@ -26,11 +28,11 @@ def state(tmp_path):
 
 def make_topic(state: ClusterState, epoch: int, name: str, partitions: int = 2) -> None:
     with state.update_topics(epoch) as topics:
-        topics[name] = TopicRecord(
+        topics[name] = TopicImage(
             name,
             f"id-{name}",
             {"retention.ms": "1000"},
-            {p: PartitionRecord(p, [1, 2], 1, 0, [1, 2]) for p in range(partitions)},
+            {p: PartitionRegistration(p, [1, 2], 1, 0, [1, 2]) for p in range(partitions)},
         )
 
 
@@ -46,7 +48,7 @@ def test_another_reader_sees_every_change_and_only_the_change(state):
     assert set(reader.topics()) == {"a"}
     state.alter_isr("a", 1, leader_epoch=0, partition_epoch=0, isr=[1])
     with state.update_topic_configs() as topics:
-        topics["a"].configs["retention.ms"] = "2000"
+        topics["a"] = replace(topics["a"], configs={"retention.ms": "2000"})
     delta = reader.take_metadata_delta()
     assert delta.partitions == {("a", 1)} and delta.topic_configs == {"a"} and not delta.full
     assert reader.topics()["a"].partitions[1].isr == [1]
@@ -58,8 +60,7 @@ def test_records_name_what_changed_with_the_controller_epoch(state):
     epoch = state.claim_controller(1, lambda b: False)
     make_topic(state, epoch, "a", partitions=1)
     with state.update_topics(epoch) as topics:
-        topics["a"].partitions[0].leader = 2
-        topics["a"].partitions[0].leader_epoch = 1
+        topics.set_partition("a", replace(topics["a"].partitions[0], leader=2, leader_epoch=1))
     with state.update_topics(epoch) as topics:
         del topics["a"]
     data = b"".join(p.read_bytes() for p in sorted((state.dir / "metadata").glob("*.log")))
@@ -166,8 +167,11 @@ def test_a_metadata_json_cluster_is_upgraded_into_the_log(tmp_path):
         "version": 7,
         "controller_epoch": 3,
         "topics": {
-            "old": TopicRecord(
-                "old", "id-old", {"cleanup.policy": "compact"}, {0: PartitionRecord(0, [1], 1, 4, [1], 9)}
+            "old": TopicImage(
+                "old",
+                "id-old",
+                {"cleanup.policy": "compact"},
+                {0: PartitionRegistration(0, [1], 1, 4, [1], 9)},
             ).to_json()
         },
         "broker_configs": {"<default>": {"log.retention.ms": "5000"}},
@@ -180,3 +184,24 @@ def test_a_metadata_json_cluster_is_upgraded_into_the_log(tmp_path):
     assert topic.configs == {"cleanup.policy": "compact"}
     assert (topic.partitions[0].leader_epoch, topic.partitions[0].partition_epoch) == (4, 9)
     assert state.dynamic_broker_configs(None) == {"log.retention.ms": "5000"}
+
+
+def test_an_image_never_changes_and_a_delta_spans_the_catch_ups_since_the_last_take(state):
+    epoch = state.claim_controller(1, lambda b: False)
+    reader = ClusterState(state.cluster_dir)
+    make_topic(state, epoch, "a")
+    reader.take_metadata_delta()
+    before = reader.metadata_image()
+    state.alter_isr("a", 0, leader_epoch=0, partition_epoch=0, isr=[1])
+    assert reader.metadata_image().topics["a"].partitions[0].isr == [1]  # a catch-up, no take
+    make_topic(state, epoch, "b", partitions=1)
+    with state.update_topic_configs() as topics:
+        topics["a"] = replace(topics["a"], configs={"retention.ms": "2000"})
+    after = reader.metadata_image()
+    assert before.topics["a"].partitions[0].isr == [1, 2] and "b" not in before.topics
+    assert before.topics["a"].configs == {"retention.ms": "1000"}
+    assert after.topics["a"].partitions[1] is before.topics["a"].partitions[1]  # shared, unchanged
+    delta = reader.take_metadata_delta()
+    assert delta.partitions == {("a", 0), ("b", 0)} and delta.created_topics == {"b"}
+    assert delta.topic_configs == {"a"} and not delta.full
+    assert delta.image == before and delta.apply() == after

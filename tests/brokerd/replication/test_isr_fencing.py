@@ -13,7 +13,7 @@ import pytest
 
 from brokerd.partition import Partition
 from brokerd.replication.alter_partition import AlterPartitionManager
-from brokerd.state import ClusterState, IsrProposal, PartitionRecord, TopicRecord
+from brokerd.state import ClusterState, IsrProposal, PartitionRegistration, TopicImage
 from brokerd.storage.log_config import LogConfig
 from brokerd.storage.partition_log import PartitionLog
 from tests.brokerd.storage.conftest import make_batch
@@ -31,12 +31,12 @@ def state(tmp_path) -> ClusterState:
     cluster.initialize({1: 9001, 2: 9002, 3: 9003})
     epoch = cluster.claim_controller(3, lambda b: False)
     with cluster.update_topics(epoch) as topics:
-        record = PartitionRecord(0, [2, 3], leader=2, leader_epoch=1, isr=[2, 3])
-        topics["payments"] = TopicRecord("payments", "id", {}, {0: record})
+        record = PartitionRegistration(0, [2, 3], leader=2, leader_epoch=1, isr=[2, 3])
+        topics["payments"] = TopicImage("payments", "id", {}, {0: record})
     return cluster
 
 
-def current(state: ClusterState) -> PartitionRecord:
+def current(state: ClusterState) -> PartitionRegistration:
     return state.topics()["payments"].partitions[0]
 
 
@@ -64,7 +64,7 @@ def test_a_proposal_queued_before_the_leader_is_deposed_is_dropped_not_restamped
     async def resume() -> None:
         lose_follower(zombie, 3)  # queued; written once the loop is free
         epoch = state.claim_controller(3, lambda b: False)
-        moved = PartitionRecord(0, [2, 3], leader=3, leader_epoch=2, isr=[3], partition_epoch=1)
+        moved = PartitionRegistration(0, [2, 3], leader=3, leader_epoch=2, isr=[3], partition_epoch=1)
         state.change_partitions(epoch, {KEY: (0, moved)})
         zombie.update(current(state))  # the metadata refresh of the same turn
         await asyncio.sleep(0)
@@ -118,7 +118,7 @@ def test_a_pending_expansion_holds_the_high_watermark_across_a_same_epoch_reappl
     partition record meanwhile."""
     proposals: list[IsrProposal] = []
     leader = hosted(tmp_path, 1, lambda partition, proposal: proposals.append(proposal))
-    record = PartitionRecord(0, [1, 2], leader=1, leader_epoch=1, isr=[1])
+    record = PartitionRegistration(0, [1, 2], leader=1, leader_epoch=1, isr=[1])
     leader.update(record)
     leader.record_follower_fetch(2, 0)
     assert proposals == [IsrProposal(1, 0, [1, 2])]

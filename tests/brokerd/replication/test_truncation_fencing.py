@@ -14,7 +14,7 @@ from kafka.protocol.api_key import ApiKey
 
 from brokerd.partition import Partition
 from brokerd.replication.fetcher import ReplicaFetcher
-from brokerd.state import PartitionRecord
+from brokerd.state import PartitionRegistration
 from brokerd.storage.log_config import LogConfig
 from brokerd.storage.partition_log import PartitionLog
 from tests.brokerd.storage.conftest import make_batch
@@ -69,10 +69,10 @@ def replica_with_five_records_of_epoch_1(tmp_path) -> Partition:
     at leader epoch 2."""
     log = PartitionLog.open(tmp_path / "payments-0", LogConfig.from_configs({}))
     partition = Partition(FOLLOWER, *KEY, log, lambda partition, proposal: None)
-    partition.update(PartitionRecord(0, [1, 2, 3], leader=FOLLOWER, leader_epoch=1, isr=[1, 2, 3]))
+    partition.update(PartitionRegistration(0, [1, 2, 3], leader=FOLLOWER, leader_epoch=1, isr=[1, 2, 3]))
     for _ in range(5):
         partition.append_as_leader(make_batch(1), acks=1)
-    partition.update(PartitionRecord(0, [1, 2, 3], leader=LEADER, leader_epoch=2, isr=[1, 2, 3]))
+    partition.update(PartitionRegistration(0, [1, 2, 3], leader=LEADER, leader_epoch=2, isr=[1, 2, 3]))
     return partition
 
 
@@ -97,7 +97,7 @@ def test_an_answer_for_an_epoch_left_during_the_request_does_not_cancel_the_newe
     leader = HeldLeader({2: 5, 4: 3})
 
     def leadership_moves_away_and_back(fetcher: ReplicaFetcher) -> None:
-        partition.update(PartitionRecord(0, [1, 2, 3], leader=LEADER, leader_epoch=4, isr=[1, 2, 3]))
+        partition.update(PartitionRegistration(0, [1, 2, 3], leader=LEADER, leader_epoch=4, isr=[1, 2, 3]))
         fetcher.assign({KEY: partition}, {KEY})
 
     async def scenario() -> None:
@@ -117,7 +117,7 @@ def test_a_replica_elected_leader_during_the_request_keeps_its_log(tmp_path):
     leader = HeldLeader({2: 3, 3: 3})
 
     def elected(fetcher: ReplicaFetcher) -> None:
-        partition.update(PartitionRecord(0, [1, 2, 3], leader=FOLLOWER, leader_epoch=3, isr=[2, 3]))
+        partition.update(PartitionRegistration(0, [1, 2, 3], leader=FOLLOWER, leader_epoch=3, isr=[2, 3]))
 
     async def scenario() -> None:
         fetcher = await truncate_while(partition, leader, elected)
@@ -131,7 +131,7 @@ def test_a_replica_elected_leader_during_the_request_keeps_its_log(tmp_path):
 
 def test_a_leader_refuses_to_truncate(tmp_path):
     partition = replica_with_five_records_of_epoch_1(tmp_path)
-    partition.update(PartitionRecord(0, [1, 2, 3], leader=FOLLOWER, leader_epoch=3, isr=[2, 3]))
+    partition.update(PartitionRegistration(0, [1, 2, 3], leader=FOLLOWER, leader_epoch=3, isr=[2, 3]))
     with pytest.raises(NotLeaderForPartitionError):
         partition.truncate_to(3)
     assert partition.log.log_end_offset == 5

@@ -19,7 +19,7 @@ from brokerd.partition import Partition
 from brokerd.share.share_state import SHARE_STATE_TOPIC, ShareKey, ShareState
 from brokerd.share.share_state_epochs import ShareStateEpochs
 from brokerd.share.state_persister import ShareStateTopic
-from brokerd.state import PartitionRecord
+from brokerd.state import PartitionRegistration
 from brokerd.storage.log_config import LogConfig
 from brokerd.storage.partition_log import PartitionLog
 
@@ -44,7 +44,7 @@ def state_partition(tmp_path) -> Partition:
     """__share_group_state-0, led here at leader epoch 3, alone in its ISR."""
     log = PartitionLog.open(tmp_path / f"{SHARE_STATE_TOPIC}-0", LogConfig.from_configs({}))
     partition = Partition(1, SHARE_STATE_TOPIC, 0, log, lambda p, isr: None)
-    partition.update(PartitionRecord(0, [1], leader=1, leader_epoch=3, isr=[1]))
+    partition.update(PartitionRegistration(0, [1], leader=1, leader_epoch=3, isr=[1]))
     return partition
 
 
@@ -92,7 +92,9 @@ def test_a_new_leader_of_the_state_partition_rebuilds_the_newest_epochs_from_its
     starts, or takes the partition over, knows the newest epochs from the log, without
     having seen the writes)."""
     ShareStateEpochs(Replicas(state_partition)).append(0, state_partition, snapshot(10, 2), acks=-1)
-    state_partition.update(PartitionRecord(0, [1], leader=1, leader_epoch=4, isr=[1], partition_epoch=1))
+    state_partition.update(
+        PartitionRegistration(0, [1], leader=1, leader_epoch=4, isr=[1], partition_epoch=1)
+    )
     with pytest.raises(FencedLeaderEpochError):
         ShareStateEpochs(Replicas(state_partition)).append(0, state_partition, snapshot(5, 1), acks=-1)
     assert logged(state_partition) == [(KEY, ShareState(10, 2))]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from brokerd.state import ClusterState, PartitionRecord, StaleControllerEpoch, TopicRecord
+from brokerd.state import ClusterState, PartitionRegistration, StaleControllerEpoch, TopicImage
 
 pytestmark = pytest.mark.unit
 
@@ -16,7 +16,7 @@ def state(tmp_path):
 
 def add_topic(state, epoch):
     with state.update_topics(epoch) as topics:
-        topics["t"] = TopicRecord("t", "id", {}, {0: PartitionRecord(0, [1, 2], 1, 0, [1, 2])})
+        topics["t"] = TopicImage("t", "id", {}, {0: PartitionRegistration(0, [1, 2], 1, 0, [1, 2])})
 
 
 def test_initialize_is_idempotent_and_keeps_the_cluster_id(state):

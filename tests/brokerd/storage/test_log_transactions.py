@@ -6,7 +6,7 @@ import pytest
 from kafka.errors import InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError
 
 from brokerd.partition import Partition
-from brokerd.state import PartitionRecord
+from brokerd.state import PartitionRegistration
 from brokerd.storage.log_config import LogConfig
 from brokerd.storage.partition_log import PartitionLog
 from brokerd.storage.transaction_index import AbortedTxn
@@ -289,7 +289,7 @@ def test_only_the_first_batch_may_exceed_max_bytes_when_asked(open_log):
 
 def test_a_partition_serves_read_committed_consumers_up_to_the_last_stable_offset(open_log):
     partition = Partition(1, "topic", 0, open_log(), lambda *_: None)
-    partition.update(PartitionRecord(0, [1], leader=1, leader_epoch=0, isr=[1]))
+    partition.update(PartitionRegistration(0, [1], leader=1, leader_epoch=0, isr=[1]))
     log = partition.log
     plain(log)  # 0-1
     Producer(log, A).send()  # 2-4

@@ -5,6 +5,7 @@ import json
 import re
 import signal
 import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -37,7 +38,7 @@ def state(tmp_path):
 
 def test_last_n_and_json(state):
     with state.update_topic_configs() as topics:
-        topics["payments"].configs["retention.ms"] = "1000"
+        topics["payments"] = replace(topics["payments"], configs={"retention.ms": "1000"})
     lines = kctl_in(state.cluster_dir, "cluster", "metadata", "-n", "2").stdout.decode().splitlines()
     assert lines == [
         "#3 PartitionRecord payments/2 replicas [1,2,3] leader 3 ISR [1,2,3] by controller 1 (epoch 1)",

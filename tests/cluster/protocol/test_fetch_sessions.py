@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 from kafka import KafkaConsumer, TopicPartition
 
 from brokerd.fetch_session import CachedPartition, FetchSession, FetchSessionCache, next_epoch
-from brokerd.metadata.image import PartitionRecord
+from brokerd.metadata.registration import PartitionRegistration
 from brokerd.partition import Partition
 from brokerd.replication.fetch_session_handler import FetchSessionHandler
 from brokerd.storage.log_config import LogConfig
@@ -359,7 +359,7 @@ def test_a_parked_follower_stays_in_sync_while_its_session_fetches_and_leaves_wh
         PartitionLog.open(tmp_path / "t-0", LogConfig.from_configs({})),
         lambda partition, proposal: proposals.append(proposal.isr),
     )
-    leader.update(PartitionRecord(0, [1, 2], leader=1, leader_epoch=1, isr=[1, 2]))
+    leader.update(PartitionRegistration(0, [1, 2], leader=1, leader_epoch=1, isr=[1, 2]))
     leader.record_follower_fetch(2, 0)
     session = FetchSession(1, True, [CachedPartition("t", request(0))], 0)
     assert leader.follower_still_caught_up(2, 0)
@@ -374,7 +374,7 @@ def test_a_parked_follower_stays_in_sync_while_its_session_fetches_and_leaves_wh
     leader.maybe_shrink_isr(30_000)
     assert proposals == [[1]]
 
-    leader.update(PartitionRecord(0, [1, 2], leader=1, leader_epoch=1, isr=[1, 2], partition_epoch=1))
+    leader.update(PartitionRegistration(0, [1, 2], leader=1, leader_epoch=1, isr=[1, 2], partition_epoch=1))
     assert [c.key for _, c in session.fetch_data()] == [("t", 0)]  # the change unparked it
     assert leader.followers[2].last_caught_up_ms == now - 40_000
 
