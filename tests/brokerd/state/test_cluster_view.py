@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from brokerd.metadata.image import PartitionRecord, TopicRecord
+from brokerd.metadata.image import TopicImage
+from brokerd.metadata.registration import PartitionRegistration
 from brokerd.state.cluster_setup import open_setup
 from brokerd.state.cluster_view import open_view
 from brokerd.state.faults import InjectedFaults, NetworkFaults
@@ -33,7 +34,7 @@ def test_following_a_cluster_from_before_the_log_upgrades_it_first(tmp_path):
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     (state_dir / "cluster.json").write_text(json.dumps({"cluster_id": "c", "brokers": {"1": 9001}}))
-    old = TopicRecord("old", "id-old", {}, {0: PartitionRecord(0, [1], 1, 4, [1], 9)})
+    old = TopicImage("old", "id-old", {}, {0: PartitionRegistration(0, [1], 1, 4, [1], 9)})
     (state_dir / "metadata.json").write_text(
         json.dumps({"controller_epoch": 3, "topics": {"old": old.to_json()}})
     )
