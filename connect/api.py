@@ -137,9 +137,9 @@ def routes(app: FastAPI, herder: Herder, cluster_id: str) -> None:
 
     @app.put("/connector-plugins/{plugin}/config/validate")
     def validate(plugin: str, body: JsonBody) -> dict[str, object]:
-        config = _strings(body)
-        included = config.get("connector.class")
-        found = plugins.of_config({**config, "connector.class": plugin})
+        included = _strings(body).get("connector.class")
+        config = {**_strings(body), "connector.class": plugin}  # as Connect validates it
+        found = plugins.of_config(config)
         if included is not None and plugins.find(included) is not found:
             raise errors.bad_request(
                 f"Included connector type {included} does not match request type {plugin}"

@@ -17,8 +17,19 @@ ERRORS = "Error Handling"
 SOURCE, SINK = "source", "sink"
 
 
-def _converter_check(value: str) -> str | None:
-    return converters.unknown(value)
+def _converter_key(side: str, order: int) -> ConfigKey:
+    return ConfigKey(
+        f"{side}.converter",
+        "CLASS",
+        "Converter class used to convert between Kafka Connect format and the serialized form "
+        "that is written to Kafka.",
+        importance="LOW",
+        group=COMMON,
+        order=order,
+        width="SHORT",
+        display_name=f"{side.capitalize()} converter class",
+        check=converters.unknown,
+    )
 
 
 def _tolerance(value: str) -> str | None:
@@ -60,30 +71,8 @@ COMMON_KEYS = [
         display_name="Tasks max",
         check=at_least(1),
     ),
-    ConfigKey(
-        "key.converter",
-        "CLASS",
-        "Converter class used to convert between Kafka Connect format "
-        "and the serialized form that is written to Kafka.",
-        importance="LOW",
-        group=COMMON,
-        order=5,
-        width="SHORT",
-        display_name="Key converter class",
-        check=_converter_check,
-    ),
-    ConfigKey(
-        "value.converter",
-        "CLASS",
-        "Converter class used to convert between Kafka Connect format "
-        "and the serialized form that is written to Kafka.",
-        importance="LOW",
-        group=COMMON,
-        order=6,
-        width="SHORT",
-        display_name="Value converter class",
-        check=_converter_check,
-    ),
+    _converter_key("key", 5),
+    _converter_key("value", 6),
     ConfigKey(
         "errors.tolerance",
         "STRING",
