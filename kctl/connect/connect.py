@@ -13,7 +13,7 @@ import typer
 
 from kctl.cluster import localservice
 from kctl.connect.client import CONNECT, ConnectClient, connector_path, worker_url
-from kctl.kafka.bootstrap import resolve_bootstrap, resolve_cluster_dir
+from kctl.kafka import bootstrap as brokers
 from kctl.shell import console
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
@@ -40,7 +40,7 @@ Name = Annotated[str, typer.Argument(metavar="NAME", help="The connector's name.
 
 
 def _client(url: str | None, cluster_dir: Path | None) -> ConnectClient:
-    return ConnectClient(worker_url(url, resolve_cluster_dir(cluster_dir)))
+    return ConnectClient(worker_url(url, brokers.resolve_cluster_dir(cluster_dir)))
 
 
 @app.command()
@@ -79,15 +79,20 @@ def up(
     """Start the connect worker in the background (unless it runs) and print its URL as
     KCTL_CONNECT_URL. Connectors created before start again where they stopped. Its files
     are in DIR/connect/: its log and each connector's Spark checkpoint."""
-    directory = resolve_cluster_dir(cluster_dir)
-    servers = resolve_bootstrap(bootstrap, directory).servers
+    directory = brokers.resolve_cluster_dir(cluster_dir)
+    found = brokers.resolve_bootstrap(bootstrap, directory)
     extra = ["--dir", str(localservice.directory(directory, CONNECT)), "--master", master]
     for setting in worker_config or []:
         if "=" not in setting:
             raise KctlError(f"--worker-config {setting!r} is not NAME=VALUE", ExitCode.USAGE)
         extra += ["--worker-config", setting]
     starting = localservice.start(
-        directory, CONNECT, servers, command_config, extra_args=tuple(extra), port=port
+        directory,
+        CONNECT,
+        found.servers,
+        _settings(found, command_config),
+        extra_args=tuple(extra),
+        port=port,
     )
     started = starting.ready()
     if json_output:
@@ -96,11 +101,22 @@ def up(
         print(f"export {CONNECT.url_env}={started.url}", flush=True)
 
 
+def _settings(found: brokers.Bootstrap, command_config: Path | None) -> Path | None:
+    """-F, else a secured local cluster's admin.properties, which the worker's clients use."""
+    from brokerd.security import client_properties
+    from kctl.kafka.clientprops import is_local
+
+    if command_config is not None or not is_local(found):
+        return command_config
+    local = client_properties.path(found.cluster_dir)
+    return local if local.exists() else None
+
+
 @app.command()
 def down(cluster_dir: ClusterDir = None) -> None:
     """Stop the connect worker (SIGTERM, then SIGKILL after 10 s); its connectors start again
     with it."""
-    outcome = localservice.stop(resolve_cluster_dir(cluster_dir), CONNECT)
+    outcome = localservice.stop(brokers.resolve_cluster_dir(cluster_dir), CONNECT)
     console.info(f"connect worker: {outcome}")
     if outcome == "still running":
         raise KctlError("the connect worker did not stop even after SIGKILL")

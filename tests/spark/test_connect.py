@@ -39,8 +39,8 @@ class Worker:
     def cluster_dir(self) -> Path:
         return Path(self.env["KCTL_HOME"])
 
-    def kctl(self, *args: str, expect: int = 0):
-        result = run_kctl(*args, env=self.env, timeout=60)
+    def kctl(self, *args: str, expect: int = 0, input: str | None = None):
+        result = run_kctl(*args, input=input, env=self.env, timeout=60)
         assert result.returncode == expect, result.stderr
         return result
 
@@ -153,17 +153,19 @@ def test_a_file_round_trip_survives_a_sigkill_of_the_worker_without_loss_or_dupl
     ):
         status, body = call(worker.url, "POST", "/connectors", {"name": name, "config": config})
         assert status == 201, body
-    appending = threading.Thread(target=_append, args=(source, range(51, 400)))
+    appending = threading.Thread(target=_append, args=(source, range(51, 250)))
     appending.start()
     try:
-        wait_until(lambda: _lines(sink) > 100, SPARK_WAIT_S, "appended lines in the sink's file", 0.5)
+        wait_until(lambda: _lines(sink) > 60, SPARK_WAIT_S, "appended lines in the sink's file", 0.5)
         running = localservice.running(worker.cluster_dir, localservice.CONNECT)
         assert running is not None
         os.kill(running.pid, signal.SIGKILL)
-        again = worker.kctl("connect", "up")
-        assert again.stdout.decode().strip().endswith(worker.url)  # its port is kept
     finally:
         appending.join()
+    again = worker.kctl("connect", "up")
+    assert again.stdout.decode().strip().endswith(worker.url)  # its port is kept
+    wait_until(lambda: _lines(sink) >= 250, SPARK_WAIT_S, "the lines written before the kill", 0.5)
+    _append(source, range(250, 400))  # while the restarted worker runs
     expected = source.read_text()
     wait_until(lambda: sink.read_text() == expected, SPARK_WAIT_S, "every line once, in order", 0.5)
     # the topic has the worker's default converter's records: JsonConverter with schemas
@@ -181,11 +183,15 @@ def _offsets(worker: Worker, name: str) -> list[dict]:
     return call(worker.url, "GET", f"/connectors/{name}/offsets")[1]["offsets"]
 
 
+def _task(worker: Worker, name: str) -> dict:
+    return call(worker.url, "GET", f"/connectors/{name}/status")[1]["tasks"][0]
+
+
 def _append(path: Path, numbers: range) -> None:
     for i in numbers:
         with open(path, "a") as handle:
             handle.write(f"line {i}\n")
-        time.sleep(0.05)
+        time.sleep(0.02)
 
 
 def _lines(path: Path) -> int:
@@ -215,6 +221,21 @@ def test_kctl_connect_is_a_client_of_the_rest_api(worker):
     worker.kctl("connect", "delete", "copy")
     assert "connector copy not found" in worker.kctl("connect", "describe", "copy", expect=4).stderr.lower()
     assert "FileStreamSourceConnector" in worker.kctl("connect", "plugins").stdout.decode()
+    # a record the converter cannot read fails the task, and its status says why
+    worker.kctl("topic", "create", "plain", "-p", "1")
+    worker.kctl("produce", "plain", input='{"plain": "json"}\n')
+    strict = worker.home / "strict.json"
+    sink = {"connector.class": "FileStreamSink", "topics": "plain", "file": str(worker.home / "plain.txt")}
+    strict.write_text(json.dumps({"name": "strict", **sink}))
+    worker.kctl("connect", "create", str(strict))
+    wait_until(lambda: _task(worker, "strict")["state"] == "FAILED", SPARK_WAIT_S, "the task to fail", 0.5)
+    assert (
+        'JsonConverter with schemas.enable requires "schema" and "payload"'
+        in _task(worker, "strict")["trace"]
+    )
+    described = worker.kctl("connect", "describe", "strict").stdout.decode()
+    assert "task 0: FAILED" in described and "schemas.enable" in described
+    worker.kctl("connect", "delete", "strict")
     unreachable = worker.kctl("connect", "list", "--url", "http://127.0.0.1:1", expect=3).stderr
     assert len(unreachable.strip().splitlines()) == 1
     status = json.loads(worker.kctl("cluster", "status", "--json").stdout)
