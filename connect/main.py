@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING
 from httpservice import daemon
 
 if TYPE_CHECKING:
+    from connect.storage import ConnectStore, Loaded
     from httpservice.clusterlogin import ClusterLogin
 
 log = logging.getLogger("connect")
 CLUSTER_WAIT_S = 30.0
+RETRY_S = 0.5
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -56,21 +58,20 @@ def _serve(
     from connect.app import create_app
     from connect.herder import Herder
     from connect.sparkruntime import SparkRuntime, TaskState
-    from connect.storage import ConnectStore, StoreUnavailable
+    from connect.storage import ConnectStore, StoreUnavailable, TopicNotCompacted
     from connect.workerconfig import WorkerConfig
 
     worker = WorkerConfig.of(dict(pair.partition("=")[::2] for pair in args.worker_config))
     client = {"bootstrap.servers": args.bootstrap, **client_config}
     store = ConnectStore(client, worker)
-    deadline = time.monotonic() + CLUSTER_WAIT_S
-    while True:
-        try:
-            loaded = store.start()
-            break
-        except StoreUnavailable as exc:
-            if time.monotonic() > deadline or "cleanup.policy" in str(exc):
-                log.error("%s", exc)
-                return daemon.EXIT_UNREACHABLE
+    try:
+        loaded = _started(store)
+    except TopicNotCompacted as exc:
+        log.error("%s", exc)
+        return daemon.EXIT_BAD_ARGUMENTS
+    except StoreUnavailable as exc:
+        log.error("%s", exc)
+        return daemon.EXIT_UNREACHABLE
     kafka = {f"kafka.{key}": value for key, value in client.items()}
 
     def task_changed(name: str, state: TaskState) -> None:
@@ -91,6 +92,22 @@ def _serve(
         log.info("Connect worker stopped")
 
     return daemon.serve(app, listener, stopped)
+
+
+def _started(store: ConnectStore) -> Loaded:
+    """The store's configs once the cluster answers (it may be starting beside the worker)."""
+    from connect.storage import StoreUnavailable, TopicNotCompacted
+
+    deadline = time.monotonic() + CLUSTER_WAIT_S
+    while True:
+        try:
+            return store.start()
+        except TopicNotCompacted:
+            raise
+        except StoreUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(RETRY_S)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,10 @@ class StoreUnavailable(Exception):
     """The cluster cannot be reached, or a topic is not fit to keep Connect's state."""
 
 
+class TopicNotCompacted(StoreUnavailable):
+    """An existing config or status topic that would lose connectors' state: not worth waiting for."""
+
+
 @dataclass
 class Loaded:
     """What the config topic holds: every connector's config and target state."""
@@ -159,7 +163,7 @@ def _compacted(admin: AdminClient, prop: str, topic: str, partitions: int, facto
         log.warning("cannot describe the cleanup policy of %s: %s", topic, exc)  # as Connect: only logged
         return
     if policy != "compact":
-        raise StoreUnavailable(
+        raise TopicNotCompacted(
             f"Topic '{topic}' supplied via the '{prop}' property is required to have "
             f"'cleanup.policy=compact' to guarantee consistency and durability of connector "
             f"configurations and statuses, but found the topic currently has 'cleanup.policy={policy}'. "

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -141,6 +143,22 @@ def test_rest_api_shapes_and_errors(worker):
     assert call(url, "GET", "/connectors/quiet/topics") == (200, {"quiet": {"topics": []}})
     assert call(url, "DELETE", "/connectors/quiet")[0] == 204
     assert call(url, "GET", "/connectors/quiet")[0] == 404
+
+
+def test_a_config_topic_that_is_not_compacted_stops_a_worker_in_connects_words(worker):
+    worker.kctl("topic", "create", "not-compacted", "-p", "1")
+    brokers = json.loads(worker.kctl("cluster", "status", "--json").stdout)["brokers"]
+    bootstrap = ",".join(f"{b['host']}:{b['port']}" for b in brokers)
+    argv = ["--bootstrap", bootstrap, "--port", "0", "--dir", str(worker.home / "other")]
+    argv += ["--worker-config", "config.storage.topic=not-compacted"]
+    refused = subprocess.run(
+        [sys.executable, "-m", "connect", *argv], capture_output=True, text=True, timeout=60
+    )
+    assert refused.returncode == 2
+    assert (
+        "Topic 'not-compacted' supplied via the 'config.storage.topic' property is required to have "
+        "'cleanup.policy=compact'" in refused.stderr
+    )
 
 
 def test_a_file_round_trip_survives_a_sigkill_of_the_worker_without_loss_or_duplicates(worker):
