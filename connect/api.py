@@ -60,17 +60,19 @@ def routes(app: FastAPI, herder: Herder, cluster_id: str) -> None:
 
     @app.put("/connectors/{name}/config")
     def put_config(name: str, body: JsonBody, response: Response) -> dict[str, object]:
-        config = _strings(body)
-        given = config.get("name")
-        if given is not None and given != name:
-            raise errors.bad_request(
-                f"Connector name configuration ({given}) doesn't match connector name in the URL ({name})"
-            )
-        config["name"] = name
-        created = herder.put(name, config)
+        given = _strings(body)
+        created = herder.put(name, {**given, "name": _same_name(given.get("name"), name)})
         response.status_code = 201 if created else 200
         if created:
             response.headers["Location"] = f"/connectors/{name}"
+        return herder.info(name)
+
+    @app.patch("/connectors/{name}/config")
+    def patch_config(name: str, body: JsonBody) -> dict[str, object]:
+        """KIP-477: the given keys replace the config's, a null value removes one."""
+        config = {**herder.config(name), **_strings(body)}
+        config = {key: value for key, value in config.items() if body.get(key, "") is not None}
+        herder.put(name, {**config, "name": _same_name(config.get("name"), name)})
         return herder.info(name)
 
     @app.get("/connectors/{name}/status")
@@ -124,6 +126,11 @@ def routes(app: FastAPI, herder: Herder, cluster_id: str) -> None:
     def offsets(name: str) -> dict[str, object]:
         return herder.offsets(name)
 
+    @app.delete("/connectors/{name}/offsets")
+    def reset_offsets(name: str) -> dict[str, str]:
+        herder.reset_offsets(name)
+        return {"message": "The offsets for this connector have been reset successfully"}
+
     @app.get("/connector-plugins")
     def connector_plugins(connectorsOnly: bool = True) -> list[dict[str, str]]:  # noqa: N803
         return plugins.listing(connectorsOnly)
@@ -145,6 +152,15 @@ def routes(app: FastAPI, herder: Herder, cluster_id: str) -> None:
                 f"Included connector type {included} does not match request type {plugin}"
             )
         return found.validation(config).infos(found.class_name)
+
+
+def _same_name(given: str | None, name: str) -> str:
+    """The URL's name, which a name in the body must repeat."""
+    if given is not None and given != name:
+        raise errors.bad_request(
+            f"Connector name configuration ({given}) doesn't match connector name in the URL ({name})"
+        )
+    return name
 
 
 def _strings(config: object) -> dict[str, str]:

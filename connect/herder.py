@@ -165,6 +165,17 @@ class Herder:
             connector.target = target
             self._enter(name, connector)
 
+    def reset_offsets(self, name: str) -> None:
+        """KIP-875: forget a STOPPED connector's progress (its checkpoint), so it starts over."""
+        with self._lock:
+            if self._get(name).target != STOPPED:
+                raise errors.bad_request(
+                    "Connectors must be in the STOPPED state before their offsets can be modified. This "
+                    "can be done for the specified connector by issuing a 'PUT' request to the "
+                    f"'/connectors/{name}/stop' endpoint"
+                )
+            self._runtime.halt(name, forget=True)
+
     def restart(self, name: str, include_tasks: bool, only_failed: bool) -> dict[str, object]:
         """KIP-745: the task restarts if `include_tasks and (not only_failed or it FAILED)`,
         the connector if `not only_failed` (it never fails: it has nothing to run of its own).

@@ -138,7 +138,17 @@ def test_rest_api_shapes_and_errors(worker):
     assert call(url, "POST", "/connectors/quiet/restart")[0] == 204
     status, restarting = call(url, "POST", "/connectors/quiet/restart?includeTasks=true&onlyFailed=true")
     assert status == 202 and restarting["tasks"][0]["state"] == "PAUSED"  # not failed: not restarted
+    status, body = call(url, "DELETE", "/connectors/quiet/offsets")
+    assert status == 400 and body["message"].startswith(
+        "Connectors must be in the STOPPED state before their offsets can be modified."
+    )
     assert call(url, "PUT", "/connectors/quiet/stop")[0] == 204
+    assert call(url, "DELETE", "/connectors/quiet/offsets") == (
+        200,
+        {"message": "The offsets for this connector have been reset successfully"},
+    )
+    assert call(url, "PATCH", "/connectors/quiet/config", {"tasks.max": 2})[1]["config"]["tasks.max"] == "2"
+    assert "tasks.max" not in call(url, "PATCH", "/connectors/quiet/config", {"tasks.max": None})[1]["config"]
     assert call(url, "GET", "/connectors/quiet/offsets") == (200, {"offsets": []})
     assert call(url, "GET", "/connectors/quiet/topics") == (200, {"quiet": {"topics": []}})
     assert call(url, "DELETE", "/connectors/quiet")[0] == 204
