@@ -116,7 +116,7 @@ class SparkRuntime:
             if spark is None and job.plugin is not None:
                 try:
                     spark = self._session()
-                except Exception:  # every connector fails with the reason
+                except Exception:  # this connector fails with the reason; the next one tries again
                     log.exception("Spark did not start")
                     self._set(job.name, TaskState(FAILED, traceback.format_exc()))
                     continue
