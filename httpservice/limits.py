@@ -27,7 +27,7 @@ class RequestLimits:
         self.error_media_type = error_media_type.encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT"):
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
             await self.app(scope, receive, send)
             return
         headers = dict(scope["headers"])

@@ -133,6 +133,14 @@ COMMANDS: dict[str, CommandEntry] = {
         "starts one for the local cluster; `kctl rest-proxy up -b HOST:PORT` serves another cluster. "
         "Its files are in DIR/rest-proxy/. See docs/rest-proxy.md.",
     ),
+    "connect": CommandEntry(
+        "kctl.connect.connect",
+        "app",
+        "Move data in and out of topics with Kafka Connect's connectors (FileStreamSource, "
+        "FileStreamSink), run by a connect worker beside the cluster: `kctl connect up` starts it "
+        "(one Spark application, a Structured Streaming query per connector) and the other commands "
+        "are clients of its REST API, which is Kafka Connect's. See docs/connect.md.",
+    ),
     "bench": CommandEntry("kctl.bench.bench", "app", "Measure produce and consume throughput and latency."),
     "verify": CommandEntry(
         "kctl.verify.verify",

@@ -227,8 +227,8 @@ def _hint_security(directory: Path, protocol: str, address: str) -> None:
 
 @app.command()
 def down(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
-    """Stop every broker of the local cluster and its services (schema registry, REST proxy):
-    SIGTERM, then SIGKILL after 10 s; data stays."""
+    """Stop every broker of the local cluster and its services (schema registry, REST proxy,
+    connect worker): SIGTERM, then SIGKILL after 10 s; data stays."""
     state = localcluster.existing(cluster_dir)
     netfaults.heal_all(state)  # first: a broker cut off from the quorum could not hand over
     services = {s: localservice.stop(state.cluster_dir, s) for s in localservice.SERVICES}
@@ -251,7 +251,7 @@ def down(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
 @app.command()
 def status(cluster_dir: ClusterDir = None, json_output: Json = False) -> None:
     """Show brokers, pids, addresses, liveness, the controller with its epoch, the cluster's
-    services (schema registry, REST proxy) and the network faults in force.
+    services (schema registry, REST proxy, connect worker) and the network faults in force.
 
     Exits 10 when the cluster is unhealthy: a planned broker is dead, paused (its lease is
     older than broker.session.timeout.ms), isolated or shutting down, or no live broker is

@@ -1,5 +1,7 @@
-"""The HTTP services of a local cluster (its schema registry, its REST proxy): daemons started
-and stopped with the brokers, each a `python -m MODULE` of httpservice's making.
+"""The HTTP services of a local cluster (its schema registry, its REST proxy, its connect
+worker): daemons beside the brokers, each a `python -m MODULE` of httpservice's making. The
+registry and the proxy start with the brokers, the worker with `kctl connect up`; all stop
+with them.
 
 A service's files are under `<cluster>/<name>/`: its log, `port` (kept so its URL survives a
 restart) and `service.lock`, which the running service holds locked with its pid and URL in it.
@@ -40,7 +42,8 @@ class Service:
 
 SCHEMA_REGISTRY = Service("schema registry", "schemaregistry", "schema-registry", "KCTL_SCHEMA_REGISTRY_URL")
 REST_PROXY = Service("REST proxy", "restproxy", "rest-proxy", "KCTL_REST_PROXY_URL")
-SERVICES = (SCHEMA_REGISTRY, REST_PROXY)
+CONNECT = Service("connect worker", "connect", "connect", "KCTL_CONNECT_URL")  # `kctl connect up`
+SERVICES = (SCHEMA_REGISTRY, REST_PROXY, CONNECT)
 
 
 @dataclass(frozen=True)
@@ -109,17 +112,18 @@ def start(
     client_config_file: Path | None,
     authenticate_users: bool = False,
     extra_args: tuple[str, ...] = (),
+    port: int | None = None,
 ) -> StartingService:
     """Start the service unless it runs; it finds the brokers by itself once they are up, so it
     can be started beside them. On a secured cluster it connects with the super user's settings
     (`client_config_file`) and, with SASL, asks its own users to log in as the cluster's users
-    (HTTP basic auth)."""
+    (HTTP basic auth). `port` replaces the port it had."""
     current = running(cluster_dir, service)
     if current is not None:
         return StartingService(service, None, current.url, 0, Path())
     home = directory(cluster_dir, service)
     home.mkdir(parents=True, exist_ok=True)
-    port = _port(home)
+    port = _port(home, port)
     argv = [
         sys.executable,
         "-m",
@@ -170,14 +174,16 @@ def _last_line(log: Path) -> str:
     return lines[-1] if lines else "nothing in its log"
 
 
-def _port(home: Path) -> int:
-    """The service's port: the one it had, else a free one, remembered."""
+def _port(home: Path, requested: int | None = None) -> int:
+    """The service's port: the one asked for, else the one it had, else a free one; remembered."""
     remembered = home / "port"
-    if remembered.exists():
+    if requested is None and remembered.exists():
         return int(remembered.read_text())
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        port = int(sock.getsockname()[1])
+    port = requested
+    if port is None:
+        with socket.socket() as sock:
+            sock.bind((HOST, 0))
+            port = int(sock.getsockname()[1])
     remembered.write_text(f"{port}\n")
     return port
 

@@ -36,11 +36,16 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 
 def local_session(app_name: str = "kctl", cores: str = "*", quiet: bool = True) -> SparkSession:
     """A `local[cores]` session on loopback with the kctl format registered."""
+    return spark_session(f"local[{cores}]", app_name, quiet)
+
+
+def spark_session(master: str, app_name: str = "kctl", quiet: bool = True) -> SparkSession:
+    """A session of `master` (`local[N]`, `spark://HOST:PORT`) with the kctl format registered."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (
-        SparkSession.builder.master(f"local[{cores}]")
+        SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -1,0 +1,5 @@
+import sys
+
+from connect.main import main
+
+sys.exit(main())

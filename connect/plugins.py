@@ -1,0 +1,226 @@
+"""The connectors this worker runs, under Kafka's class names and short aliases, with the
+settings each takes (Kafka's ConfigDefs: ConnectorConfig's common keys, then the connector's
+own) and the checks Connect makes before a connector is created."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from connect import converters
+from connect.configdef import ConfigKey, Validation, at_least, non_empty, one_of
+from connect.errors import bad_request
+
+KAFKA_VERSION = "3.9.0"  # the Kafka Connect release whose REST API and connectors these follow
+COMMON = "Common"
+ERRORS = "Error Handling"
+SOURCE, SINK = "source", "sink"
+
+
+def _converter_key(side: str, order: int) -> ConfigKey:
+    return ConfigKey(
+        f"{side}.converter",
+        "CLASS",
+        "Converter class used to convert between Kafka Connect format and the serialized form "
+        "that is written to Kafka.",
+        importance="LOW",
+        group=COMMON,
+        order=order,
+        width="SHORT",
+        display_name=f"{side.capitalize()} converter class",
+        check=converters.unknown,
+    )
+
+
+def _tolerance(value: str) -> str | None:
+    if value == "all":
+        return "this worker does not tolerate errors yet (no dead letter queue): use none"
+    return one_of("none", "all")(value)
+
+
+COMMON_KEYS = [
+    ConfigKey(
+        "name",
+        "STRING",
+        "Globally unique name to use for this connector.",
+        required=True,
+        group=COMMON,
+        order=1,
+        width="MEDIUM",
+        display_name="Connector name",
+        check=non_empty,
+    ),
+    ConfigKey(
+        "connector.class",
+        "STRING",
+        "Name or alias of the class for this connector.",
+        required=True,
+        group=COMMON,
+        order=2,
+        width="LONG",
+        display_name="Connector class",
+    ),
+    ConfigKey(
+        "tasks.max",
+        "INT",
+        "Maximum number of tasks to use for this connector.",
+        default="1",
+        group=COMMON,
+        order=3,
+        width="SHORT",
+        display_name="Tasks max",
+        check=at_least(1),
+    ),
+    _converter_key("key", 5),
+    _converter_key("value", 6),
+    ConfigKey(
+        "errors.tolerance",
+        "STRING",
+        "Behavior for tolerating errors during connector operation. "
+        "'none' is the default value and signals that any error will result in an immediate "
+        "connector task failure.",
+        default="none",
+        importance="MEDIUM",
+        group=ERRORS,
+        order=3,
+        display_name="Error Tolerance",
+        check=_tolerance,
+    ),
+]
+
+
+def _single_topic(value: str) -> str | None:
+    if "," in value:
+        return "'topic' in FileStreamSourceConnector configuration requires definition of a single topic"
+    return non_empty(value)
+
+
+@dataclass(frozen=True)
+class Plugin:
+    class_name: str
+    alias: str
+    type: str
+    task_class: str
+    keys: list[ConfigKey]
+
+    def listing(self) -> dict[str, str]:
+        return {"class": self.class_name, "type": self.type, "version": KAFKA_VERSION}
+
+    def validation(self, config: Mapping[str, str]) -> Validation:
+        found = Validation(COMMON_KEYS + self._type_keys() + self.keys, config)
+        if self.type == SINK:
+            found.extra = _sink_topics(config)
+        return found
+
+    def _type_keys(self) -> list[ConfigKey]:
+        if self.type == SOURCE:
+            return []
+        return [
+            ConfigKey(
+                "topics",
+                "LIST",
+                "List of topics to consume, separated by commas",
+                default="",
+                group=COMMON,
+                order=4,
+                width="LONG",
+                display_name="Topics",
+            ),
+            ConfigKey(
+                "topics.regex",
+                "STRING",
+                "Regular expression giving topics to consume.",
+                default="",
+                group=COMMON,
+                order=4,
+                width="LONG",
+                display_name="Topics regex",
+            ),
+        ]
+
+
+def _sink_topics(config: Mapping[str, str]) -> dict[str, list[str]]:
+    """SinkConnectorConfig.validate's checks of topics and topics.regex."""
+    topics, pattern = config.get("topics", "").strip(), config.get("topics.regex", "").strip()
+    if topics and pattern:
+        message = "topics and topics.regex are mutually exclusive options, but both are set."
+    elif not topics and not pattern:
+        message = "Must configure one of topics or topics.regex"
+    else:
+        return {}
+    return {"topics": [message], "topics.regex": [message]}
+
+
+FILE_SOURCE = Plugin(
+    "org.apache.kafka.connect.file.FileStreamSourceConnector",
+    "FileStreamSource",
+    SOURCE,
+    "org.apache.kafka.connect.file.FileStreamSourceTask",
+    [
+        ConfigKey("file", "STRING", "Source filename.", required=True),
+        ConfigKey("topic", "STRING", "The topic to publish data to", required=True, check=_single_topic),
+        ConfigKey(
+            "batch.size",
+            "INT",
+            "The maximum number of records the source task can read from the file each time it is polled",
+            default="2000",
+            importance="LOW",
+            check=at_least(1),
+        ),
+    ],
+)
+FILE_SINK = Plugin(
+    "org.apache.kafka.connect.file.FileStreamSinkConnector",
+    "FileStreamSink",
+    SINK,
+    "org.apache.kafka.connect.file.FileStreamSinkTask",
+    [ConfigKey("file", "STRING", "Destination filename.", required=True, check=non_empty)],
+)
+PLUGINS = (FILE_SINK, FILE_SOURCE)
+
+
+def find(name: str) -> Plugin | None:
+    """The plugin of a class name, its simple name or its alias, as Connect resolves them."""
+    for plugin in PLUGINS:
+        if name in (plugin.class_name, plugin.alias, plugin.class_name.rsplit(".", 1)[-1]):
+            return plugin
+    return None
+
+
+def of_config(config: Mapping[str, str]) -> Plugin:
+    """The plugin a connector config names; Connect's 400 when it names none we have."""
+    name = config.get("connector.class")
+    if not name:
+        raise bad_request(f"Connector config {_java_map(config)} contains no connector type")
+    plugin = find(name)
+    if plugin is None:
+        raise bad_request(
+            f"Failed to find any class that implements Connector and which name matches {name}, "
+            f"available connectors are: {', '.join(p.class_name for p in PLUGINS)}"
+        )
+    return plugin
+
+
+def listing(connectors_only: bool) -> list[dict[str, str]]:
+    found = [plugin.listing() for plugin in PLUGINS]
+    if not connectors_only:
+        found += [{"class": c, "type": "converter", "version": KAFKA_VERSION} for c in converters.CONVERTERS]
+    return found
+
+
+def checked(config: Mapping[str, str]) -> Plugin:
+    """The config's plugin, once every setting passes: Connect's 400 listing every error."""
+    plugin = of_config(config)
+    messages = plugin.validation(config).messages()
+    if messages:
+        lines = "\n".join(messages)
+        raise bad_request(
+            f"Connector configuration is invalid and contains the following {len(messages)} error(s):\n"
+            f"{lines}\nYou can also find the above list of errors at the endpoint "
+            "`/connector-plugins/{connectorType}/config/validate`"
+        )
+    return plugin
+
+
+def _java_map(config: Mapping[str, str]) -> str:
+    return "{" + ", ".join(f"{k}={v}" for k, v in config.items()) + "}"

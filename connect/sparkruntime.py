@@ -1,0 +1,200 @@
+"""The worker's one Spark application, in which each connector runs as a Structured Streaming
+query: FileStreamSource as the `connect-file` source into kctl's sink, FileStreamSink as
+kctl's source into a file. Each query's progress is its checkpoint under the worker's
+directory, so a connector started again (after a pause, a restart, a crash of the worker)
+carries on where its last committed micro-batch ended.
+
+Spark is slow to start and to stop a query, so one thread does all of it, in the order asked:
+the REST API only queues what it wants and answers at once, as Connect's does.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import shutil
+import threading
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from connect import plugins
+from connect.converters import converter
+from connect.workerconfig import WorkerConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+log = logging.getLogger(__name__)
+TRIGGER = "1 second"  # FileStreamSource's wait when there is nothing new
+MAX_RECORDS_PER_BATCH = "100000"  # a sink's micro-batch is collected on the driver
+UNASSIGNED, RUNNING, FAILED = "UNASSIGNED", "RUNNING", "FAILED"
+STOP_S = 8.0  # within the 10 s `kctl connect down` waits before SIGKILL
+
+
+@dataclass(frozen=True)
+class TaskState:
+    state: str
+    trace: str | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    plugin: plugins.Plugin | None  # None: stop the connector's query
+    config: Mapping[str, str]
+    forget: bool = False  # and delete its checkpoint
+
+
+class SparkRuntime:
+    def __init__(
+        self,
+        master: str,
+        kafka_options: Mapping[str, str],
+        home: Path,
+        worker: WorkerConfig,
+        on_change: Callable[[str, TaskState], None],
+    ) -> None:
+        self._master = master
+        self._kafka = dict(kafka_options)
+        self._checkpoints = home / "checkpoints"
+        self._worker = worker
+        self._on_change = on_change
+        self._jobs: queue.Queue[Job | None] = queue.Queue()
+        self._queries: dict[str, StreamingQuery] = {}
+        self._states: dict[str, TaskState] = {}
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._serve, name="spark-runtime", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def checkpoint(self, name: str) -> Path:
+        return self._checkpoints / quote(name, safe="")
+
+    def run(self, name: str, plugin: plugins.Plugin, config: Mapping[str, str]) -> None:
+        """(Re)start the connector's query."""
+        self._set(name, TaskState(UNASSIGNED))
+        self._jobs.put(Job(name, plugin, dict(config)))
+
+    def halt(self, name: str, forget: bool = False) -> None:
+        """Stop the connector's query; with `forget`, drop its progress too."""
+        with self._lock:
+            self._states.pop(name, None)
+        self._jobs.put(Job(name, None, {}, forget))
+
+    def state(self, name: str) -> TaskState:
+        with self._lock:
+            return self._states.get(name, TaskState(UNASSIGNED))
+
+    def close(self) -> None:
+        self._jobs.put(None)
+        self._thread.join(timeout=STOP_S)
+
+    def _set(self, name: str, state: TaskState) -> None:
+        with self._lock:
+            self._states[name] = state
+        self._on_change(name, state)
+
+    # -- the Spark thread ----------------------------------------------------------------
+    def _serve(self) -> None:
+        """Run the jobs in order; Spark starts with the first connector to run, so a worker
+        without running connectors costs no JVM."""
+        spark: SparkSession | None = None
+        while True:
+            try:
+                job = self._jobs.get(timeout=0.5)
+            except queue.Empty:
+                self._watch()
+                continue
+            if job is None:
+                break
+            if spark is None and job.plugin is not None:
+                try:
+                    spark = self._session()
+                except Exception:  # this connector fails with the reason; the next one tries again
+                    log.exception("Spark did not start")
+                    self._set(job.name, TaskState(FAILED, traceback.format_exc()))
+                    continue
+            self._apply(spark, job)
+        for name in list(self._queries):
+            self._stop(name)
+        if spark is not None:
+            spark.stop()
+
+    def _session(self) -> SparkSession:
+        from connect.filesource import FileLinesSource
+        from kctl.spark.session import spark_session
+
+        spark = spark_session(self._master, app_name="kctl-connect")
+        spark.dataSource.register(FileLinesSource)
+        return spark
+
+    def _apply(self, spark: SparkSession | None, job: Job) -> None:
+        self._stop(job.name)
+        if job.forget:
+            shutil.rmtree(self.checkpoint(job.name), ignore_errors=True)
+        if job.plugin is None or spark is None:
+            return
+        try:
+            self._queries[job.name] = self._query(spark, job.name, job.plugin, job.config)
+        except Exception:
+            log.exception("connector %s did not start", job.name)
+            self._set(job.name, TaskState(FAILED, traceback.format_exc()))
+            return
+        self._set(job.name, TaskState(RUNNING))
+
+    def _stop(self, name: str) -> None:
+        query = self._queries.pop(name, None)
+        if query is not None:
+            query.stop()
+
+    def _watch(self) -> None:
+        """A query that ended by itself failed: its connector's task is FAILED."""
+        for name, query in list(self._queries.items()):
+            if not query.isActive:
+                del self._queries[name]
+                error = query.exception()
+                self._set(name, TaskState(FAILED, str(error) if error else "the query stopped"))
+
+    def _query(
+        self, spark: SparkSession, name: str, plugin: plugins.Plugin, config: Mapping[str, str]
+    ) -> StreamingQuery:
+        value = converter("value", config, self._worker.settings)
+        checkpoint = self.checkpoint(name)
+        if plugin is plugins.FILE_SOURCE:
+            stream = (
+                spark.readStream.format("connect-file")
+                .option("file", config["file"])
+                .option("value.converter", value.class_name)
+                .option("value.converter.schemas.enable", str(value.schemas_enable).lower())
+                .load()
+                .writeStream.format("kctl")
+                .options(**self._kafka)
+                .option("topic", config["topic"].strip())
+            )
+        else:
+            from connect.filesink import FileAppender
+
+            topics = config.get("topics", "").strip()
+            subscription = ("subscribe", topics) if topics else ("subscribePattern", config["topics.regex"])
+            stream = (
+                spark.readStream.format("kctl")
+                .options(**self._kafka)
+                .option(*subscription)
+                .option("startingOffsets", "earliest")
+                .option("maxOffsetsPerTrigger", MAX_RECORDS_PER_BATCH)
+                .option("groupIdPrefix", f"connect-{name}")
+                .load()
+                .writeStream.foreachBatch(FileAppender(config["file"], value, checkpoint))
+            )
+        return (
+            stream.option("checkpointLocation", str(checkpoint))
+            .queryName(f"connect-{name}")
+            .trigger(processingTime=TRIGGER)
+            .start()
+        )

@@ -1,0 +1,1 @@
+"""`kctl connect`: the connect worker beside a cluster, and a client of its REST API."""
