@@ -399,49 +399,76 @@ class Controller:
         registrations: list[BrokerRegistration],
         topics: Mapping[str, TopicImage],
         changed: Sequence[MetadataDelta],
-        auto_create,
+        auto_create: Callable[[str], object],
     ) -> None:
-        """One controller round, run by every broker: claim or check the controllership, and
-        if active, react to what happened since the last round. ``topics`` is the broker's
-        metadata image and ``changed`` the deltas it applied since the last round: a
-        round looks at those partitions (and those of topics whose configs changed), and at
-        every partition only when a broker came, went or started shutting down, a broker
-        config changed (unclean.leader.election.enable) or this broker just became
-        controller. An idle cluster costs nothing per partition, except on the imbalance
-        check (see LeaderRebalance), one pass over every partition per interval."""
+        """One controller round, run by every broker: claim the controllership if it is free,
+        or, as the active controller, react to what happened since the last round: fence the
+        brokers whose session expired (or that are shutting down) out of ISRs and elect leaders
+        where theirs is gone, balance leadership when the check is due, and create the topics
+        brokers were asked for. ``topics`` is the broker's metadata image and ``changed`` the
+        deltas it applied since the last round (see _partitions_to_review)."""
         live = {r.broker_id for r in registrations if r.is_live(self.session_timeout_s)}
         if not self.is_active:
-            self.epoch = self.state.claim_controller(self.broker_id, lambda b: b in live or self._live_now(b))
-            if self.epoch is not None:
-                log.info("broker %d is controller at epoch %d", self.broker_id, self.epoch)
-                self._seen = None
-                self._next_imbalance_check = time.monotonic() + self.rebalance.interval_s
+            self._claim_if_vacant(live)
             return
         if self.state.controller() != (self.broker_id, self.epoch):
             self._fenced("another broker holds a newer controller epoch")
             return
         eligible = live - {r.broker_id for r in registrations if r.shutting_down}
         seen = (frozenset(live), frozenset(eligible))
-        candidates: Iterable[tuple[str, int]]
-        if seen != self._seen or any(delta.full or delta.broker_configs for delta in changed):
-            candidates = [(t.name, p) for t in topics.values() for p in t.partitions]
-        else:
-            candidates = {key for delta in changed for key in delta.partitions} | {
-                (name, p)
-                for delta in changed
-                for name in delta.topic_configs | delta.created_topics
-                if name in topics
-                for p in topics[name].partitions
-            }
         try:
-            self._write(topics, self._decide(topics, candidates, eligible))
+            self._fence_and_elect(topics, self._partitions_to_review(topics, changed, seen), eligible)
             self._seen = seen
-            if self._imbalance_check_due():
-                self._write(topics, self._rebalance_leaders(topics, eligible))
-            for name in self.state.take_topic_requests():
-                auto_create(name)
+            self._balance_leaders_if_due(topics, eligible)
+            self._create_requested_topics(auto_create)
         except StaleControllerEpoch as exc:
             self._fenced(str(exc))
+
+    def _claim_if_vacant(self, live: set[int]) -> None:
+        """Become the controller, at the next controller epoch, if no live broker is."""
+        self.epoch = self.state.claim_controller(self.broker_id, lambda b: b in live or self._live_now(b))
+        if self.epoch is not None:
+            log.info("broker %d is controller at epoch %d", self.broker_id, self.epoch)
+            self._seen = None
+            self._next_imbalance_check = time.monotonic() + self.rebalance.interval_s
+
+    def _partitions_to_review(
+        self,
+        topics: Mapping[str, TopicImage],
+        changed: Sequence[MetadataDelta],
+        seen: tuple[frozenset[int], frozenset[int]],
+    ) -> Iterable[tuple[str, int]]:
+        """The partitions this round looks at: those the deltas touched (and those of topics
+        created or whose configs changed), or every partition when a broker came, went or
+        started shutting down, a broker config changed (unclean.leader.election.enable) or
+        this broker just became controller. An idle cluster costs nothing per partition,
+        except on the imbalance check (see LeaderRebalance), one pass per interval."""
+        if seen != self._seen or any(delta.full or delta.broker_configs for delta in changed):
+            return [(t.name, p) for t in topics.values() for p in t.partitions]
+        return {key for delta in changed for key in delta.partitions} | {
+            (name, p)
+            for delta in changed
+            for name in delta.topic_configs | delta.created_topics
+            if name in topics
+            for p in topics[name].partitions
+        }
+
+    def _fence_and_elect(
+        self, topics: Mapping[str, TopicImage], partitions: Iterable[tuple[str, int]], eligible: set[int]
+    ) -> None:
+        """Take the brokers that are not ``eligible`` (session expired, shutting down) out of
+        these partitions' ISRs, elect a leader where theirs is gone, and complete the
+        reassignments whose new replicas have caught up."""
+        self._write(topics, self._decide(topics, partitions, eligible))
+
+    def _balance_leaders_if_due(self, topics: Mapping[str, TopicImage], eligible: set[int]) -> None:
+        if self._imbalance_check_due():
+            self._write(topics, self._rebalance_leaders(topics, eligible))
+
+    def _create_requested_topics(self, auto_create: Callable[[str], object]) -> None:
+        """The topics other brokers were asked for by name (auto.create.topics.enable)."""
+        for name in self.state.take_topic_requests():
+            auto_create(name)
 
     def _write(self, topics: Mapping[str, TopicImage], decided: Decisions) -> None:
         """Record decisions, each a compare-and-set on its partition epoch, and log those made."""
