@@ -91,17 +91,23 @@ class StartingService:
     def serving(self, bootstrap: str) -> RunningService:
         """Ready, and answering: a service binds its port before it waits for its cluster
         (CLUSTER_WAIT_S), so one started alone is not up until it has reached the brokers.
-        One that gives up on them is refused here with exit 3, not left to fail requests."""
+        One that gives up on them is refused here with exit 3, not left to fail requests; one
+        that exits for another reason (its log's last line says which) with exit 1."""
         running = self.ready()
         if self.process is None:
             return running
         while self.process.poll() is None:
             if _answers(self.url):
                 return running
+        why = _last_line(self.log)
+        if self.process.returncode == EXIT_UNREACHABLE:
+            raise KctlError(
+                f"the {self.service.title} could not reach the cluster at {bootstrap}: {why}",
+                ExitCode.UNREACHABLE,
+            )
         raise KctlError(
-            f"the {self.service.title} could not reach the cluster at {bootstrap} "
-            f"(exit {self.process.returncode}): {_last_line(self.log)}",
-            ExitCode.UNREACHABLE if self.process.returncode == EXIT_UNREACHABLE else ExitCode.ERROR,
+            f"the {self.service.title} exited with {self.process.returncode}: {why}",
+            ExitCode.ERROR,
         )
 
 

@@ -76,7 +76,8 @@ def up(
     command_config: CommandConfig = None,
     json_output: Json = False,
 ) -> None:
-    """Start the connect worker in the background (unless it runs) and print its URL as
+    """Start the connect worker in the background (unless it runs), wait until it has read its
+    connectors from the cluster (exit 3 when it cannot reach it), and print its URL as
     KCTL_CONNECT_URL. Connectors created before start again where they stopped. Its files
     are in DIR/connect/: its log and each connector's Spark checkpoint."""
     directory = brokers.resolve_cluster_dir(cluster_dir)
@@ -94,7 +95,7 @@ def up(
         extra_args=tuple(extra),
         port=port,
     )
-    started = starting.ready()
+    started = starting.serving(found.servers)
     if json_output:
         console.print_json({"url": started.url, "pid": started.pid or None})
     else:
