@@ -8,7 +8,7 @@ import resource
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from filelock import FileLock
 from kafka.errors import NotControllerError, TopicAlreadyExistsError
@@ -22,6 +22,7 @@ from brokerd.coordinator.transaction_coordinator import TransactionConfig, Trans
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 from brokerd.coordinator.txn_marker_writer import TransactionMarkerWriter, TxnMarkerAppender
 from brokerd.group_configs import GroupConfigs
+from brokerd.handler_services import HandlerServices, Security, Share, Transactions
 from brokerd.metadata.image import MetadataDelta
 from brokerd.producer_ids import ProducerIdManager
 from brokerd.replica_manager import ReplicaManager
@@ -101,7 +102,7 @@ class Broker:
         # told of every metadata delta applied here (the Metadata handler's topic cache)
         self.metadata_listeners: list[Callable[[MetadataDelta], None]] = []
         self._init_security(config)
-        handlers = build_handlers(self)
+        handlers = build_handlers(self._handler_services())
         self.servers = [
             KafkaServer(
                 handlers,
@@ -121,9 +122,9 @@ class Broker:
         self._stopping = threading.Event()
 
     def _wire_ports(self) -> None:
-        """The replica fetchers and the coordinators get the ports they use (brokerd/ports.py),
+        """The replica fetchers and the coordinators get the ports they use (brokerd/ports/__init__.py),
         implemented by this broker's parts, never the broker itself."""
-        metadata = BrokerMetadataView(self)
+        self.metadata = metadata = BrokerMetadataView(self)
         self.fetchers = ReplicaFetcherManager(self.broker_id, self.broker_client)
         self.group_configs = GroupConfigs(self.config, self.state)
         # every kind of group, classic, consumer (KIP-848) and share (KIP-932), and the offsets
@@ -163,6 +164,23 @@ class Broker:
             metadata,
             self.producer_ids,
             TransactionMarkerWriter(self.broker_id, metadata, self.broker_client, self.txn_markers),
+        )
+
+    def _handler_services(self) -> HandlerServices:
+        """What the request handlers are given: this broker's parts, by concern."""
+        return HandlerServices(
+            self.broker_id,
+            self.cluster_id,
+            self.config,
+            self.metadata,
+            self.replicas,
+            self.controller,
+            self.groups,
+            Transactions(self.transactions, self.txn_markers, self.producer_ids),
+            Share(self.share_partitions, self.share_sessions, self.share_state_epochs),
+            Security(self.authorizer, self.scram_credentials, self.state),
+            self.state,
+            self.state,
         )
 
     def _share_member_removed(self, group_id: str, member_id: str) -> None:
@@ -506,11 +524,36 @@ class Broker:
 
 
 class BrokerMetadataView:
-    """The MetadataView port (brokerd/ports.py) over what the broker last read of the
-    metadata log and the registrations."""
+    """The MetadataView port (brokerd/ports/__init__.py) of the coordinators and the
+    MetadataCache port (brokerd/ports/services.py) of the request handlers, over what the
+    broker last read of the metadata log and the registrations."""
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
+
+    @property
+    def topics(self) -> Mapping[str, TopicImage]:
+        return self._broker.topics
+
+    @property
+    def live_brokers(self) -> Sequence[BrokerRegistration]:
+        return self._broker.live_brokers
+
+    @property
+    def listeners(self) -> list[Callable[[MetadataDelta], None]]:
+        return self._broker.metadata_listeners
+
+    def apply_metadata_delta(self) -> None:
+        self._broker.apply_metadata_delta()
+
+    def refresh_registrations(self) -> list[int]:
+        return self._broker.refresh_registrations()
+
+    def live_controller_id(self) -> int:
+        return self._broker.live_controller_id()
+
+    def auto_create_topic(self, name: str) -> TopicImage | None:
+        return self._broker.auto_create_topic(name)
 
     def has_topic(self, name: str) -> bool:
         return name in self._broker.topics
