@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from kafka.admin import ACLOperation, ResourceType
 
-from brokerd.api.authorization import require
+from brokerd.api.authorization import require_group
 from brokerd.api.authorized_operations import authorized_operations
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
@@ -29,13 +29,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
     groups = []
     for group_id in request.body.group_ids:
         try:
-            require(
-                services.security.authorizer,
-                request.session,
-                ACLOperation.DESCRIBE,
-                ResourceType.GROUP,
-                group_id,
-            )
+            require_group(services.security.authorizer, request.session, ACLOperation.DESCRIBE, group_id)
             group, assignor = services.groups.consumer_group_describe(group_id)
         except Exception as exc:
             groups.append(

@@ -7,10 +7,10 @@ by name; the state machine is brokerd/coordinator/consumer_group/coordinator.py.
 
 from __future__ import annotations
 
-from kafka.admin import ACLOperation, ResourceType
+from kafka.admin import ACLOperation
 from kafka.errors import InvalidRequestError
 
-from brokerd.api.authorization import Permission, require
+from brokerd.api.authorization import Permission, require_group
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
 from brokerd.coordinator.consumer_group.heartbeat import Heartbeat
@@ -23,13 +23,7 @@ MAX_SUBSCRIBED_TOPICS = 100_000  # a bound on what one request may make us hold
 async def handle(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(
-            services.security.authorizer,
-            request.session,
-            ACLOperation.READ,
-            ResourceType.GROUP,
-            body.group_id,
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         names = body.subscribed_topic_names
         owned = body.topic_partitions
         if (names is not None and len(names) > MAX_SUBSCRIBED_TOPICS) or (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kafka.admin import ACLOperation, ResourceType
 
-from brokerd.api.authorization import Permission, allows_cluster, decided, require
+from brokerd.api.authorization import Permission, allows_cluster, decided, require_group
 from brokerd.api.authorized_operations import authorized_operations
 from brokerd.api.errors import error_code
 from brokerd.api.request import Request
@@ -39,13 +39,7 @@ async def handle_join(services: BrokerServices, request: Request) -> dict:
         [(p.name, p.metadata) for p in body.protocols],
     )
     try:
-        require(
-            services.security.authorizer,
-            request.session,
-            ACLOperation.READ,
-            ResourceType.GROUP,
-            body.group_id,
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         return await services.groups.join(
             body.group_id, candidate, request.header.api_version >= FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID
         )
@@ -56,13 +50,7 @@ async def handle_join(services: BrokerServices, request: Request) -> dict:
 async def handle_sync(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(
-            services.security.authorizer,
-            request.session,
-            ACLOperation.READ,
-            ResourceType.GROUP,
-            body.group_id,
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         assignment = await services.groups.sync(
             body.group_id,
             body.member_id,
@@ -78,13 +66,7 @@ async def handle_sync(services: BrokerServices, request: Request) -> dict:
 async def handle_heartbeat(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(
-            services.security.authorizer,
-            request.session,
-            ACLOperation.READ,
-            ResourceType.GROUP,
-            body.group_id,
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         services.groups.heartbeat(body.group_id, body.member_id, body.group_instance_id, body.generation_id)
     except Exception as exc:
         return {"error_code": error_code(exc)}
@@ -100,13 +82,7 @@ async def handle_leave(services: BrokerServices, request: Request) -> dict:
         [(m.member_id, m.group_instance_id) for m in body.members] if batched else [(body.member_id, None)]
     )
     try:
-        require(
-            services.security.authorizer,
-            request.session,
-            ACLOperation.READ,
-            ResourceType.GROUP,
-            body.group_id,
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         outcomes = services.groups.leave(body.group_id, members)
     except Exception as exc:
         return {"error_code": error_code(exc), "members": []}
@@ -170,9 +146,7 @@ async def handle_describe(services: BrokerServices, request: Request) -> dict:
 
 def _describe(services: BrokerServices, request: Request, group_id: str) -> dict:
     try:
-        require(
-            services.security.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.DESCRIBE, group_id)
         group = services.groups.describe(group_id)
         if isinstance(group, ShareGroup):
             return _describe_share_group(group)
@@ -232,13 +206,7 @@ async def handle_delete(services: BrokerServices, request: Request) -> dict:
     results = []
     for group_id in request.body.groups_names:
         try:
-            require(
-                services.security.authorizer,
-                request.session,
-                ACLOperation.DELETE,
-                ResourceType.GROUP,
-                group_id,
-            )
+            require_group(services.security.authorizer, request.session, ACLOperation.DELETE, group_id)
             await services.groups.delete_group(group_id)
             results.append({"group_id": group_id, "error_code": 0})
         except Exception as exc:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import OffsetMetadataTooLargeError, UnknownTopicOrPartitionError, UnstableOffsetCommitError
 
-from brokerd.api.authorization import Permission, refusal, require
+from brokerd.api.authorization import Permission, refusal, require_group
 from brokerd.api.errors import error_code
 from brokerd.api.request import Request
 from brokerd.coordinator.offsets_topic import CommittedOffset
@@ -168,9 +168,7 @@ def _fetch_group(
     the group's error code."""
     describable = Permission(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
     try:
-        require(
-            services.security.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.DESCRIBE, group_id)
         wanted = (
             None
             if requested is None
@@ -215,13 +213,7 @@ async def handle_delete(services: BrokerServices, request: Request) -> dict:
     body = request.body
     readable = Permission(services.security.authorizer, request.session, ACLOperation.READ)
     try:
-        require(
-            services.security.authorizer,
-            request.session,
-            ACLOperation.DELETE,
-            ResourceType.GROUP,
-            body.group_id,
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.DELETE, body.group_id)
         denied = {
             (t.name, p.partition_index): readable.refusal(t.name)
             for t in body.topics

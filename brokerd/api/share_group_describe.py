@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import uuid
 
-from kafka.admin import ACLOperation, ResourceType
+from kafka.admin import ACLOperation
 from kafka.errors import GroupIdNotFoundError
 
-from brokerd.api.authorization import require
+from brokerd.api.authorization import require_group
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
 from brokerd.coordinator.share_group.assignor import Assignment
@@ -28,9 +28,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
 
 def _describe(services: BrokerServices, request: Request, group_id: str) -> dict:
     try:
-        require(
-            services.security.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.DESCRIBE, group_id)
         group = services.groups.share_group_describe(group_id)
         if group is None:
             raise GroupIdNotFoundError(f"Group {group_id} not found.")

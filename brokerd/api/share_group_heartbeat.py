@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import uuid
 
-from kafka.admin import ACLOperation, ResourceType
+from kafka.admin import ACLOperation
 
-from brokerd.api.authorization import Permission, require
+from brokerd.api.authorization import Permission, require_group
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
 from brokerd.coordinator.share_group.assignor import Assignment
@@ -19,13 +19,7 @@ from brokerd.ports.services import BrokerServices
 async def handle(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(
-            services.security.authorizer,
-            request.session,
-            ACLOperation.READ,
-            ResourceType.GROUP,
-            body.group_id,
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         describable = Permission(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
         for topic in body.subscribed_topic_names or ():
             refused = describable.refusal(topic)

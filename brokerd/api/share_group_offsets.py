@@ -18,10 +18,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka.admin import ACLOperation, ResourceType
+from kafka.admin import ACLOperation
 from kafka.errors import KafkaError, NonEmptyGroupError, UnknownTopicOrPartitionError
 
-from brokerd.api.authorization import Permission, require
+from brokerd.api.authorization import Permission, require_group
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
 from brokerd.ports.services import BrokerServices
@@ -42,9 +42,7 @@ async def _describe_group(
 ) -> dict:
     group_id = asked.group_id
     try:
-        require(
-            services.security.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.DESCRIBE, group_id)
         services.groups.share_group_describe(group_id)  # NOT_COORDINATOR unless coordinated here
     except KafkaError as exc:
         return {
@@ -159,13 +157,7 @@ def _group_refused(exc: KafkaError) -> dict:
 async def handle_alter(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(
-            services.security.authorizer,
-            request.session,
-            ACLOperation.READ,
-            ResourceType.GROUP,
-            body.group_id,
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         _require_empty(services, body.group_id)
     except KafkaError as exc:
         return _group_refused(exc)
@@ -203,13 +195,7 @@ async def handle_alter(services: BrokerServices, request: Request) -> dict:
 async def handle_delete(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(
-            services.security.authorizer,
-            request.session,
-            ACLOperation.DELETE,
-            ResourceType.GROUP,
-            body.group_id,
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.DELETE, body.group_id)
         _require_empty(services, body.group_id)
     except KafkaError as exc:
         return _group_refused(exc)

@@ -29,6 +29,7 @@ from brokerd.api.authorization import (
     denied_code,
     refusal,
     require,
+    require_group,
 )
 from brokerd.api.errors import error_code
 from brokerd.api.offsets import partition_exists
@@ -118,13 +119,7 @@ async def handle_add_offsets(services: BrokerServices, request: Request) -> dict
             ResourceType.TRANSACTIONAL_ID,
             body.transactional_id,
         )
-        require(
-            services.security.authorizer,
-            request.session,
-            ACLOperation.READ,
-            ResourceType.GROUP,
-            body.group_id,
-        )
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         if OFFSETS_TOPIC not in services.metadata.topics:
             services.metadata.auto_create_topic(OFFSETS_TOPIC)
         partition = (OFFSETS_TOPIC, services.groups.partition_of(body.group_id))
