@@ -1,12 +1,12 @@
 """Request handlers, one module per API (or per small family of APIs).
 
 Each handler is ``async def handle(services: BrokerServices, request: Request) -> dict | None``
-(``request.Handler``): ``services`` is what it may use of the broker (brokerd/ports/services.py,
-a Protocol the Broker satisfies), ``request`` the decoded request and the session it came in
-on (brokerd/api/request.py). It returns the response as a dict of snake_case field names,
-which the codec turns into bytes, or None when the client expects no response (acks=0
-produce). build_handlers binds each to the broker's services, so the server calls it with
-the request alone.
+(``request.Handler``): ``services`` is what it may use of the broker, one member per concern
+(brokerd/ports/services.py), ``request`` the decoded request and the session it came in on
+(brokerd/api/request.py). It returns the response as a dict of snake_case field names, which
+the codec turns into bytes, or None when the client expects no response (acks=0 produce).
+build_handlers binds each to the broker's services, so the server calls it with the request
+alone.
 """
 
 import importlib
