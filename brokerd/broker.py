@@ -8,20 +8,19 @@ import resource
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from filelock import FileLock
-from kafka.errors import NotControllerError, TopicAlreadyExistsError
 
 from brokerd.api import build_handlers
+from brokerd.auto_topic_creation import AutoTopicCreationManager
 from brokerd.config import BrokerConfig
 from brokerd.controller import Controller, LeaderRebalance
 from brokerd.coordinator.group_coordinator import GroupCoordinator
-from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_coordinator import TransactionConfig, TransactionCoordinator
-from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
 from brokerd.coordinator.txn_marker_writer import TransactionMarkerWriter, TxnMarkerAppender
 from brokerd.group_configs import GroupConfigs
+from brokerd.handler_services import HandlerServices, Security, Share, Transactions
 from brokerd.metadata.image import MetadataDelta
 from brokerd.producer_ids import ProducerIdManager
 from brokerd.replica_manager import ReplicaManager
@@ -44,7 +43,6 @@ from brokerd.server import KafkaServer
 from brokerd.share.settings import ShareSettings
 from brokerd.share.share_partition_manager import SharePartitionManager
 from brokerd.share.share_sessions import ShareSessionCache
-from brokerd.share.share_state import SHARE_STATE_TOPIC
 from brokerd.share.share_state_epochs import ShareStateEpochs
 from brokerd.share.state_persister import ShareStateTopic
 from brokerd.state import BrokerRegistration, ClusterState, TopicImage
@@ -87,8 +85,10 @@ class Broker:
             config.log_defaults,
             lambda: min(config.get("max.broker.partitions"), replicas_within_open_file_limit()),
         )
+        self.metadata = BrokerMetadataView(self)
+        self.topic_creation = AutoTopicCreationManager(config, self.controller, self.state, self.metadata)
         self.alter_partition = AlterPartitionManager(
-            self.state, lambda: {r.broker_id for r in self.live_brokers}, self.apply_metadata_delta
+            self.state, self.metadata.live_broker_ids, self.metadata.apply_metadata_delta
         )
         self.replicas = ReplicaManager(
             self.broker_id, self.state.broker_dir(self.broker_id) / "data", self.alter_partition.submit
@@ -101,7 +101,7 @@ class Broker:
         # told of every metadata delta applied here (the Metadata handler's topic cache)
         self.metadata_listeners: list[Callable[[MetadataDelta], None]] = []
         self._init_security(config)
-        handlers = build_handlers(self)
+        handlers = build_handlers(self._handler_services())
         self.servers = [
             KafkaServer(
                 handlers,
@@ -121,9 +121,9 @@ class Broker:
         self._stopping = threading.Event()
 
     def _wire_ports(self) -> None:
-        """The replica fetchers and the coordinators get the ports they use (brokerd/ports.py),
+        """The replica fetchers and the coordinators get the ports they use (brokerd/ports/__init__.py),
         implemented by this broker's parts, never the broker itself."""
-        metadata = BrokerMetadataView(self)
+        metadata = self.metadata
         self.fetchers = ReplicaFetcherManager(self.broker_id, self.broker_client)
         self.group_configs = GroupConfigs(self.config, self.state)
         # every kind of group, classic, consumer (KIP-848) and share (KIP-932), and the offsets
@@ -147,7 +147,7 @@ class Broker:
                 self.config.get("share.coordinator.state.topic.num.partitions"),
                 metadata,
                 self.broker_client,
-                self.auto_create_topic,
+                self.topic_creation.create_topic,
             ),
             share_settings,
             share_settings.max_record_locks,
@@ -163,6 +163,23 @@ class Broker:
             metadata,
             self.producer_ids,
             TransactionMarkerWriter(self.broker_id, metadata, self.broker_client, self.txn_markers),
+        )
+
+    def _handler_services(self) -> HandlerServices:
+        """What the request handlers are given: this broker's parts, by concern."""
+        return HandlerServices(
+            self.broker_id,
+            self.cluster_id,
+            self.config,
+            self.metadata,
+            self.replicas,
+            self.controller,
+            self.groups,
+            Transactions(self.transactions, self.txn_markers, self.producer_ids),
+            Share(self.share_partitions, self.share_sessions, self.share_state_epochs),
+            Security(self.authorizer, self.scram_credentials, self.state),
+            self.state,
+            self.state,
         )
 
     def _share_member_removed(self, group_id: str, member_id: str) -> None:
@@ -387,7 +404,7 @@ class Broker:
     def _maintain(self) -> None:
         """A controller round over what changed since the last one."""
         changed, self._unmaintained = self._unmaintained, []
-        self.controller.maintain(self.registrations, self.topics, changed, self.auto_create_topic)
+        self.controller.maintain(self.registrations, self.topics, changed, self.topic_creation.create_topic)
 
     def apply_metadata_delta(self) -> None:
         """Take the metadata image the records written since the last call make, and apply
@@ -417,70 +434,6 @@ class Broker:
         self.config.dynamic = self.state.dynamic_broker_configs(self.broker_id)
         self.config.dynamic_default = self.state.dynamic_broker_configs(None)
 
-    def auto_create_topic(self, name: str) -> TopicImage | None:
-        """Create a topic a client asked for by name (auto.create.topics.enable).
-
-        Only the controller creates topics; another broker leaves a request for it, and so
-        does a controller that finds another has taken over: the client is answered as while
-        the topic is being created (LEADER_NOT_AVAILABLE, COORDINATOR_NOT_AVAILABLE) and asks again.
-        """
-        if not self.controller.is_active:
-            self.state.request_topic_creation(name)
-            return None
-        live = self.refresh_registrations()
-        partitions, replication, configs = self._auto_create_settings(name, len(live))
-        try:
-            self.controller.create_topic(name, partitions, replication, configs, live)
-        except TopicAlreadyExistsError:
-            pass  # created a moment ago by another request; our cache had not caught up yet
-        except NotControllerError:
-            self.state.request_topic_creation(name)
-            return None
-        self.apply_metadata_delta()
-        return self.topics.get(name)
-
-    def _auto_create_settings(self, name: str, live: int) -> tuple[int, int, dict[str, str]]:
-        """Partitions, replication factor (at most the live brokers) and configs of an
-        auto-created topic. The internal topics are compacted; writes to
-        __transaction_state need transaction.state.log.min.isr replicas, at most all."""
-        if name == OFFSETS_TOPIC:
-            return (
-                self.config.get("offsets.topic.num.partitions"),
-                min(self.config.get("offsets.topic.replication.factor"), live),
-                {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)},
-            )
-        if name == SHARE_STATE_TOPIC:
-            replication = min(self.config.get("share.coordinator.state.topic.replication.factor"), live)
-            min_isr = min(self.config.get("share.coordinator.state.topic.min.isr"), replication)
-            return (
-                self.config.get("share.coordinator.state.topic.num.partitions"),
-                replication,
-                {
-                    "cleanup.policy": "compact",
-                    "segment.bytes": str(100 * 1024 * 1024),
-                    "min.insync.replicas": str(min_isr),
-                    "unclean.leader.election.enable": "false",
-                },
-            )
-        if name == TRANSACTION_STATE_TOPIC:
-            replication = min(self.config.get("transaction.state.log.replication.factor"), live)
-            min_isr = min(self.config.get("transaction.state.log.min.isr"), replication)
-            return (
-                self.config.get("transaction.state.log.num.partitions"),
-                replication,
-                {
-                    "cleanup.policy": "compact",
-                    "segment.bytes": str(100 * 1024 * 1024),
-                    "min.insync.replicas": str(min_isr),
-                    "unclean.leader.election.enable": "false",
-                },
-            )
-        return (
-            self.config.get("num.partitions"),
-            min(self.config.get("default.replication.factor"), live),
-            {},
-        )
-
     def _publish_status(self) -> None:
         document = self.replicas.status_document()
         if document is not None:
@@ -506,11 +459,36 @@ class Broker:
 
 
 class BrokerMetadataView:
-    """The MetadataView port (brokerd/ports.py) over what the broker last read of the
-    metadata log and the registrations."""
+    """The MetadataView port (brokerd/ports/__init__.py) of the coordinators and the
+    MetadataCache port (brokerd/ports/services.py) of the request handlers, over what the
+    broker last read of the metadata log and the registrations."""
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
+
+    @property
+    def topics(self) -> Mapping[str, TopicImage]:
+        return self._broker.topics
+
+    @property
+    def live_brokers(self) -> Sequence[BrokerRegistration]:
+        return self._broker.live_brokers
+
+    @property
+    def listeners(self) -> list[Callable[[MetadataDelta], None]]:
+        return self._broker.metadata_listeners
+
+    def apply_metadata_delta(self) -> None:
+        self._broker.apply_metadata_delta()
+
+    def refresh_registrations(self) -> list[int]:
+        return self._broker.refresh_registrations()
+
+    def live_controller_id(self) -> int:
+        return self._broker.live_controller_id()
+
+    def auto_create_topic(self, name: str) -> TopicImage | None:
+        return self._broker.topic_creation.create_topic(name)
 
     def has_topic(self, name: str) -> bool:
         return name in self._broker.topics

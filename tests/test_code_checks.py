@@ -1,7 +1,7 @@
 """The habits CI keeps on the code itself: ruff's lint rules and formatting, mypy (strict on
 brokerd/storage and brokerd/protocol, checked everywhere else), and the import contracts of
 .importlinter (storage and protocol stand alone, only the entry point holds the Broker,
-coordinators and fetchers see it through brokerd/ports.py, kctl reaches brokerd through the
+coordinators and fetchers see it through brokerd/ports, kctl reaches brokerd through the
 state directory). Settings live in pyproject.toml and .importlinter; each test prints what
 the tool found."""
 

@@ -1,12 +1,12 @@
 """Request handlers, one module per API (or per small family of APIs).
 
 Each handler is ``async def handle(services: BrokerServices, request: Request) -> dict | None``
-(``services.Handler``): ``services`` is what it may use of the broker (brokerd/api/services.py,
-a Protocol the Broker satisfies), ``request`` the decoded request and the session it came in
-on (brokerd/api/request.py). It returns the response as a dict of snake_case field names,
-which the codec turns into bytes, or None when the client expects no response (acks=0
-produce). build_handlers binds each to the broker's services, so the server calls it with
-the request alone.
+(``request.Handler``): ``services`` is what it may use of the broker, one member per concern
+(brokerd/ports/services.py), ``request`` the decoded request and the session it came in on
+(brokerd/api/request.py). It returns the response as a dict of snake_case field names, which
+the codec turns into bytes, or None when the client expects no response (acks=0 produce).
+build_handlers binds each to the broker's services, so the server calls it with the request
+alone.
 """
 
 import importlib
@@ -32,9 +32,9 @@ from brokerd.api import (
     topics,
     transactions,
 )
-from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices, Handler
+from brokerd.api.request import Handler, Request
 from brokerd.fetch_session import FetchManager, FetchSessionCache
+from brokerd.ports.services import BrokerServices
 from brokerd.quotas import ClientQuotas
 
 # APIs most clusters never see: API key -> (module in brokerd.api, handler), imported by the
@@ -79,9 +79,9 @@ def build_handlers(services: BrokerServices) -> dict[int, Callable[[Request], Aw
             services.config.get("min.incremental.fetch.session.eviction.ms"),
         )
     )
-    quotas = ClientQuotas(services.state.client_quotas_version, services.state.client_quotas)
+    quotas = ClientQuotas(services.quotas.client_quotas_version, services.quotas.client_quotas)
     topic_metadata = metadata.TopicMetadataCache()
-    services.metadata_listeners.append(topic_metadata.forget)
+    services.metadata.listeners.append(topic_metadata.forget)
     table: dict[int, Handler] = {
         ApiKey.ApiVersions: api_versions.handle,
         ApiKey.Metadata: partial(metadata.handle, cache=topic_metadata),

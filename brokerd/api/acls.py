@@ -11,7 +11,7 @@ from kafka.admin import ACLOperation, ACLPermissionType, ACLResourcePatternType,
 from kafka.errors import ClusterAuthorizationFailedError, InvalidRequestError, SecurityDisabledError
 
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
+from brokerd.ports.services import BrokerServices
 from brokerd.security.acl import CLUSTER_NAME, AclBinding, AclBindingFilter, InvalidAcl
 from brokerd.security.principal import Session
 from brokerd.security.standard_authorizer import StandardAuthorizer
@@ -35,7 +35,7 @@ def _refusal(authorizer: StandardAuthorizer, session: Session, operation: ACLOpe
 
 
 async def handle_create(services: BrokerServices, request: Request) -> dict:
-    refused = _refusal(services.authorizer, request.session, ACLOperation.ALTER)
+    refused = _refusal(services.security.authorizer, request.session, ACLOperation.ALTER)
     if refused is not None:
         return {"throttle_time_ms": 0, "results": [refused for _ in request.body.creations]}
     results, accepted = [], []
@@ -49,24 +49,24 @@ async def handle_create(services: BrokerServices, request: Request) -> dict:
         accepted.append(binding)
         results.append({"error_code": 0, "error_message": None})
     if accepted:
-        with services.state.update_acl_bindings() as stored:
+        with services.security.acls.update_acl_bindings() as stored:
             known = {AclBinding.from_json(b) for b in stored}
             stored += [b.to_json() for b in dict.fromkeys(accepted) if b not in known]
-        services.authorizer.refresh()
+        services.security.authorizer.refresh()
     return {"throttle_time_ms": 0, "results": results}
 
 
 async def handle_describe(services: BrokerServices, request: Request) -> dict:
-    refused = _refusal(services.authorizer, request.session, ACLOperation.DESCRIBE)
+    refused = _refusal(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
     if refused is not None:
         return {"throttle_time_ms": 0, **refused, "resources": []}
     acl_filter = _filter(request.body, request.header.api_version)
     reason = acl_filter.invalid_reason()
     if reason is not None:
         return {"throttle_time_ms": 0, **_error(InvalidRequestError, reason), "resources": []}
-    services.authorizer.refresh()
+    services.security.authorizer.refresh()
     resources: dict[tuple, list[dict]] = {}
-    for binding in services.authorizer.bindings:
+    for binding in services.security.authorizer.bindings:
         if acl_filter.matches(binding):
             key = (int(binding.resource_type), binding.resource_name, int(binding.pattern_type))
             resources.setdefault(key, []).append(
@@ -89,7 +89,7 @@ async def handle_describe(services: BrokerServices, request: Request) -> dict:
 
 
 async def handle_delete(services: BrokerServices, request: Request) -> dict:
-    refused = _refusal(services.authorizer, request.session, ACLOperation.ALTER)
+    refused = _refusal(services.security.authorizer, request.session, ACLOperation.ALTER)
     if refused is not None:
         return {
             "throttle_time_ms": 0,
@@ -97,7 +97,7 @@ async def handle_delete(services: BrokerServices, request: Request) -> dict:
         }
     filters = [_filter(f, request.header.api_version) for f in request.body.filters]
     results: list[dict] = []
-    with services.state.update_acl_bindings() as stored:
+    with services.security.acls.update_acl_bindings() as stored:
         bindings = [AclBinding.from_json(b) for b in stored]
         deleted: set[AclBinding] = set()
         for acl_filter in filters:
@@ -115,7 +115,7 @@ async def handle_delete(services: BrokerServices, request: Request) -> dict:
                 }
             )
         stored[:] = [b.to_json() for b in bindings if b not in deleted]
-    services.authorizer.refresh()
+    services.security.authorizer.refresh()
     return {"throttle_time_ms": 0, "filter_results": results}
 
 

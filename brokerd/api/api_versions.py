@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
+from brokerd.ports.services import BrokerServices
 from brokerd.protocol.api_versions import ADVERTISED
 
 

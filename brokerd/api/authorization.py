@@ -97,6 +97,13 @@ def require(
         raise refused
 
 
+def require_group(
+    authorizer: StandardAuthorizer, session: Session, operation: ACLOperation, group_id: str
+) -> None:
+    """``require`` on a group: every group API's check."""
+    require(authorizer, session, operation, ResourceType.GROUP, group_id)
+
+
 def cluster_refusal(
     authorizer: StandardAuthorizer, session: Session, operation: ACLOperation
 ) -> Exception | None:

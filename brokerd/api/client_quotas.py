@@ -18,8 +18,8 @@ from kafka.admin import ACLOperation
 from kafka.errors import ClusterAuthorizationFailedError, InvalidRequestError
 
 from brokerd.api.authorization import allows_cluster
-from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices, Handler
+from brokerd.api.request import Handler, Request
+from brokerd.ports.services import BrokerServices
 from brokerd.quotas import ENTITY_TYPES, ClientQuotas, QuotaEntityError, validate
 
 MATCH_EXACT, MATCH_DEFAULT, MATCH_SPECIFIED = 0, 1, 2
@@ -34,7 +34,7 @@ async def handle_describe(services: BrokerServices, request: Request) -> dict:
     def answer(error: int = 0, message: str | None = None, entries=None) -> dict:
         return {"throttle_time_ms": 0, "error_code": error, "error_message": message, "entries": entries}
 
-    if not allows_cluster(services.authorizer, request.session, ACLOperation.DESCRIBE_CONFIGS):
+    if not allows_cluster(services.security.authorizer, request.session, ACLOperation.DESCRIBE_CONFIGS):
         return answer(ClusterAuthorizationFailedError.errno, CLUSTER_DENIED)
     try:
         matches = _filter(request.body.components, request.body.strict)
@@ -45,7 +45,7 @@ async def handle_describe(services: BrokerServices, request: Request) -> dict:
             "entity": _entity_fields(e["entity"]),
             "values": [{"key": k, "value": float(v)} for k, v in sorted(e["values"].items())],
         }
-        for e in services.state.client_quotas()
+        for e in services.quotas.client_quotas()
         if e["values"] and matches(e["entity"])
     ]
     return answer(entries=entries)
@@ -83,7 +83,7 @@ def _filter(components, strict: bool):
 
 async def handle_alter(services: BrokerServices, request: Request) -> dict:
     body = request.body
-    allowed = allows_cluster(services.authorizer, request.session, ACLOperation.ALTER_CONFIGS)
+    allowed = allows_cluster(services.security.authorizer, request.session, ACLOperation.ALTER_CONFIGS)
     results, changes = [], []
     for entry in body.entries:
         entity = {e.entity_type: e.entity_name for e in entry.entity}
@@ -110,7 +110,7 @@ async def handle_alter(services: BrokerServices, request: Request) -> dict:
         changes.append((entity, entry.ops))
         results.append({"error_code": 0, "error_message": None, "entity": fields})
     if changes and not body.validate_only:
-        with services.state.update_client_quotas() as stored:
+        with services.quotas.update_client_quotas() as stored:
             for entity, ops in changes:
                 _apply(stored, entity, ops)
     return {"throttle_time_ms": 0, "entries": results}

@@ -27,13 +27,12 @@ from brokerd import dynamic_config
 from brokerd.api.authorization import require
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.config import SOURCE_DEFAULT, SOURCE_DYNAMIC_DEFAULT_BROKER, BrokerConfig, ConfigValue
 from brokerd.group_configs import GROUP_CONFIG_NAMES, InvalidGroupConfig
+from brokerd.ports.services import BrokerServices, ConfigStore
 from brokerd.security.acl import CLUSTER_NAME
 from brokerd.security.principal import Session
 from brokerd.security.standard_authorizer import StandardAuthorizer
-from brokerd.state import ClusterState
 from brokerd.storage.log_config import KEYS_BY_NAME, LogConfig
 
 TOPIC = 2
@@ -50,7 +49,7 @@ async def handle_describe(services: BrokerServices, request: Request) -> dict:
     results = []
     for resource in request.body.resources:
         try:
-            _authorize(services.authorizer, request.session, ACLOperation.DESCRIBE_CONFIGS, resource)
+            _authorize(services.security.authorizer, request.session, ACLOperation.DESCRIBE_CONFIGS, resource)
             entries = [
                 _entry(name, values, read_only, include_synonyms)
                 for name, values, read_only in _describe(services, resource)
@@ -78,7 +77,7 @@ def _describe(services: BrokerServices, resource) -> list[tuple[str, list[Config
     """Each config's name, its values by precedence (the first is in effect; a topic config's
     broker-level ones carry the broker config's name) and its read-only flag."""
     if resource.resource_type == TOPIC:
-        topic = services.topics.get(resource.resource_name)
+        topic = services.metadata.topics.get(resource.resource_name)
         if topic is None:
             raise UnknownTopicOrPartitionError(f"topic {resource.resource_name!r} does not exist")
         return [(name, _topic_values(services.config, topic.configs, name), False) for name in KEYS_BY_NAME]
@@ -200,12 +199,12 @@ def _alter_all(services: BrokerServices, request: Request, change: Callable) -> 
     responses = []
     for resource in body.resources:
         try:
-            _authorize(services.authorizer, request.session, ACLOperation.ALTER_CONFIGS, resource)
+            _authorize(services.security.authorizer, request.session, ACLOperation.ALTER_CONFIGS, resource)
             names = [c.name for c in resource.configs]
             if len(set(names)) != len(names):
                 raise InvalidRequestError("Error due to duplicate config keys")
             if resource.resource_type == TOPIC:
-                _alter_topic(services.state, resource, change, body.validate_only)
+                _alter_topic(services.config_store, resource, change, body.validate_only)
             elif resource.resource_type == BROKER:
                 _alter_broker(services, resource, change, body.validate_only)
             elif resource.resource_type == GROUP:
@@ -218,11 +217,11 @@ def _alter_all(services: BrokerServices, request: Request, change: Callable) -> 
             responses.append(_result(resource, None))
         except Exception as exc:
             responses.append(_result(resource, exc))
-    services.apply_metadata_delta()
+    services.metadata.apply_metadata_delta()
     return {"throttle_time_ms": 0, "responses": responses}
 
 
-def _alter_topic(state: ClusterState, resource, change: Callable, validate_only: bool) -> None:
+def _alter_topic(state: ConfigStore, resource, change: Callable, validate_only: bool) -> None:
     """A change is written as ConfigRecords of what it changed (none when it changes
     nothing); a validate-only one reads the topic without the write lock and writes nothing."""
 
@@ -258,9 +257,9 @@ def _alter_broker(services: BrokerServices, resource, change: Callable, validate
         return updated
 
     if validate_only:
-        altered(services.state.dynamic_broker_configs(broker_id))
+        altered(services.config_store.dynamic_broker_configs(broker_id))
         return
-    with services.state.update_dynamic_broker_configs(broker_id) as configs:
+    with services.config_store.update_dynamic_broker_configs(broker_id) as configs:
         updated = altered(configs)
         configs.clear()
         configs.update(updated)
@@ -281,9 +280,9 @@ def _alter_group(services: BrokerServices, resource, change: Callable, validate_
         return updated
 
     if validate_only:
-        altered(services.state.group_configs(resource.resource_name))
+        altered(services.config_store.group_configs(resource.resource_name))
         return
-    with services.state.update_group_configs(resource.resource_name) as configs:
+    with services.config_store.update_group_configs(resource.resource_name) as configs:
         updated = altered(configs)
         configs.clear()
         configs.update(updated)

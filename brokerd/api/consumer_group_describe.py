@@ -13,23 +13,23 @@ from collections.abc import Mapping
 
 from kafka.admin import ACLOperation, ResourceType
 
-from brokerd.api.authorization import require
+from brokerd.api.authorization import require_group
 from brokerd.api.authorized_operations import authorized_operations
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.coordinator.consumer_group.model import Assignment, ConsumerGroup, ConsumerGroupMember
+from brokerd.ports.services import BrokerServices
 
 CONSUMER_MEMBER_TYPE = 1  # v1 (KIP-1099): 0 a classic-protocol member, 1 a consumer one
 
 
 async def handle(services: BrokerServices, request: Request) -> dict:
     asks_operations = request.body.include_authorized_operations
-    names = {uuid.UUID(hex=record.topic_id): name for name, record in services.topics.items()}
+    names = {uuid.UUID(hex=record.topic_id): name for name, record in services.metadata.topics.items()}
     groups = []
     for group_id in request.body.group_ids:
         try:
-            require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
+            require_group(services.security.authorizer, request.session, ACLOperation.DESCRIBE, group_id)
             group, assignor = services.groups.consumer_group_describe(group_id)
         except Exception as exc:
             groups.append(
@@ -38,7 +38,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
             continue
         described = _describe(group, assignor, names, request.header.api_version)
         described["authorized_operations"] = authorized_operations(
-            services.authorizer, request.session, asks_operations, ResourceType.GROUP, group_id
+            services.security.authorizer, request.session, asks_operations, ResourceType.GROUP, group_id
         )
         groups.append(described)
     return {"throttle_time_ms": 0, "groups": groups}

@@ -7,15 +7,15 @@ by name; the state machine is brokerd/coordinator/consumer_group/coordinator.py.
 
 from __future__ import annotations
 
-from kafka.admin import ACLOperation, ResourceType
+from kafka.admin import ACLOperation
 from kafka.errors import InvalidRequestError
 
-from brokerd.api.authorization import Permission, require
+from brokerd.api.authorization import Permission, require_group
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.coordinator.consumer_group.heartbeat import Heartbeat
 from brokerd.coordinator.consumer_group.model import assignment_from, wire_assignment
+from brokerd.ports.services import BrokerServices
 
 MAX_SUBSCRIBED_TOPICS = 100_000  # a bound on what one request may make us hold
 
@@ -23,7 +23,7 @@ MAX_SUBSCRIBED_TOPICS = 100_000  # a bound on what one request may make us hold
 async def handle(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         names = body.subscribed_topic_names
         owned = body.topic_partitions
         if (names is not None and len(names) > MAX_SUBSCRIBED_TOPICS) or (
@@ -31,7 +31,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
         ):
             raise InvalidRequestError("Too many topics in the request.")
         if names:
-            describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
+            describable = Permission(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
             for name in names:
                 describable.require(name)
         result = await services.groups.consumer_group_heartbeat(

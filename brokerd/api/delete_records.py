@@ -16,8 +16,8 @@ from kafka.admin import ACLOperation
 from brokerd.api.authorization import Permission
 from brokerd.api.errors import error_code
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.partition import Partition
+from brokerd.ports.services import BrokerServices
 from brokerd.replica_manager import ReplicaManager
 
 
@@ -26,7 +26,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
     timeout_s = max(body.timeout_ms, 0) / 1000
     topics = []
     pending = []
-    deletable = Permission(services.authorizer, request.session, ACLOperation.DELETE)
+    deletable = Permission(services.security.authorizer, request.session, ACLOperation.DELETE)
     for topic in body.topics:
         partitions = []
         for p in topic.partitions:

@@ -17,15 +17,15 @@ from kafka.errors import NotLeaderForPartitionError, UnknownTopicOrPartitionErro
 from brokerd.api.authorization import Permission
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.partition import Partition
+from brokerd.ports.services import BrokerServices
 
 NO_TXN = -1
 
 
 async def handle(services: BrokerServices, request: Request) -> dict:
-    services.apply_metadata_delta()  # a topic created a moment ago is known here at once
-    readable = Permission(services.authorizer, request.session, ACLOperation.READ)
+    services.metadata.apply_metadata_delta()  # a topic created a moment ago is known here at once
+    readable = Permission(services.security.authorizer, request.session, ACLOperation.READ)
     return {
         "throttle_time_ms": 0,
         "topics": [
@@ -65,7 +65,7 @@ def _hosted(services: BrokerServices, topic: str, index: int) -> Partition:
     partition = services.replicas.partitions.get((topic, index))
     if partition is not None:
         return partition
-    record = services.topics.get(topic)
+    record = services.metadata.topics.get(topic)
     if record is not None and index in record.partitions:
         raise NotLeaderForPartitionError(f"broker {services.broker_id} hosts no replica of {topic}-{index}")
     raise UnknownTopicOrPartitionError(f"{topic}-{index} does not exist")

@@ -12,7 +12,7 @@ from kafka.errors import InvalidRequestError
 from brokerd.api.authorization import cluster_refusal
 from brokerd.api.errors import error_code, partition_results
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
+from brokerd.ports.services import BrokerServices
 
 ELECTION_TYPES = {0: "preferred", 1: "unclean"}
 
@@ -24,17 +24,19 @@ async def handle(services: BrokerServices, request: Request) -> dict:
         if body.topic_partitions is None
         else [(t.topic, p) for t in body.topic_partitions for p in t.partitions]
     )
-    refused = cluster_refusal(services.authorizer, request.session, ACLOperation.ALTER)
+    refused = cluster_refusal(services.security.authorizer, request.session, ACLOperation.ALTER)
     if refused is not None:
         return _response(refused, dict.fromkeys(wanted or (), refused))
     try:
         election = ELECTION_TYPES.get(getattr(body, "election_type", 0))
         if election is None:
             raise InvalidRequestError(f"unknown election type {body.election_type}")
-        results = services.controller.elect_leaders(election, wanted, services.refresh_registrations())
+        results = services.controller.elect_leaders(
+            election, wanted, services.metadata.refresh_registrations()
+        )
     except Exception as exc:
         return {"throttle_time_ms": 0, "error_code": error_code(exc), "replica_election_results": []}
-    services.apply_metadata_delta()
+    services.metadata.apply_metadata_delta()
     return _response(None, results)
 
 

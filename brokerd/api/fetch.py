@@ -21,9 +21,9 @@ from kafka.admin import ACLOperation
 from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.errors import error_code
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.fetch_session import CachedPartition, FetchContext, FetchManager, FetchSession
 from brokerd.partition import Partition
+from brokerd.ports.services import BrokerServices
 from brokerd.replica_manager import ReplicaManager
 from brokerd.storage.record_batch import last_offset_in
 from brokerd.waiters import wait_any
@@ -37,9 +37,9 @@ async def handle(services: BrokerServices, request: Request, fetch_manager: Fetc
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(body.max_wait_ms, 0) / 1000
     readable = (
-        decided(allows_cluster(services.authorizer, request.session, ACLOperation.CLUSTER_ACTION))
+        decided(allows_cluster(services.security.authorizer, request.session, ACLOperation.CLUSTER_ACTION))
         if body.replica_id >= 0
-        else Permission(services.authorizer, request.session, ACLOperation.READ)
+        else Permission(services.security.authorizer, request.session, ACLOperation.READ)
     )
     first_pass = True
     while True:

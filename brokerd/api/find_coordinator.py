@@ -14,10 +14,9 @@ from kafka.errors import CoordinatorNotAvailableError, InvalidRequestError
 from brokerd.api.authorization import require
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_log import TRANSACTION_STATE_TOPIC
-from brokerd.state import BrokerRegistration
+from brokerd.ports.services import BrokerServices, LiveBroker
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
@@ -29,7 +28,9 @@ async def handle(services: BrokerServices, request: Request) -> dict:
     try:
         resource_type = RESOURCE_OF_KEY.get(body.key_type)
         if resource_type is not None:
-            require(services.authorizer, request.session, ACLOperation.DESCRIBE, resource_type, body.key)
+            require(
+                services.security.authorizer, request.session, ACLOperation.DESCRIBE, resource_type, body.key
+            )
         coordinator = _coordinator(services, body.key_type, body.key)
     except Exception as exc:
         return {
@@ -51,18 +52,18 @@ async def handle(services: BrokerServices, request: Request) -> dict:
     }
 
 
-def _coordinator(services: BrokerServices, key_type: int, key: str) -> BrokerRegistration:
+def _coordinator(services: BrokerServices, key_type: int, key: str) -> LiveBroker:
     if key_type == KEY_TYPE_GROUP:
         topic_name, partition = OFFSETS_TOPIC, services.groups.partition_of(key)
     elif key_type == KEY_TYPE_TRANSACTION:
         if not key:
             raise InvalidRequestError("the transactional id must not be empty")
-        topic_name, partition = TRANSACTION_STATE_TOPIC, services.transactions.partition_of(key)
+        topic_name, partition = TRANSACTION_STATE_TOPIC, services.transactions.coordinator.partition_of(key)
     else:
         raise InvalidRequestError(f"unknown coordinator key type {key_type}")
-    topic = services.topics.get(topic_name) or services.auto_create_topic(topic_name)
+    topic = services.metadata.topics.get(topic_name) or services.metadata.auto_create_topic(topic_name)
     record = None if topic is None else topic.partitions.get(partition)
-    live = {b.broker_id: b for b in services.live_brokers}
+    live = {b.broker_id: b for b in services.metadata.live_brokers}
     if record is None or record.leader not in live:
         raise CoordinatorNotAvailableError(f"the coordinator of {key!r} is not available")
     return live[record.leader]

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from kafka.admin import ACLOperation, ResourceType
 
-from brokerd.api.authorization import Permission, allows_cluster, decided, require
+from brokerd.api.authorization import Permission, allows_cluster, decided, require_group
 from brokerd.api.authorized_operations import authorized_operations
 from brokerd.api.errors import error_code
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.coordinator.classic_group import Member
 from brokerd.coordinator.classic_group_coordinator import join_error
 from brokerd.coordinator.share_group.share_group import SHARE_PROTOCOL_TYPE, ShareGroup
+from brokerd.ports.services import BrokerServices
 
 # KIP-394: from JoinGroup v4 a new dynamic member must come back with a member id
 FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID = 4
@@ -39,7 +39,7 @@ async def handle_join(services: BrokerServices, request: Request) -> dict:
         [(p.name, p.metadata) for p in body.protocols],
     )
     try:
-        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         return await services.groups.join(
             body.group_id, candidate, request.header.api_version >= FIRST_JOIN_VERSION_REQUIRING_MEMBER_ID
         )
@@ -50,7 +50,7 @@ async def handle_join(services: BrokerServices, request: Request) -> dict:
 async def handle_sync(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         assignment = await services.groups.sync(
             body.group_id,
             body.member_id,
@@ -66,7 +66,7 @@ async def handle_sync(services: BrokerServices, request: Request) -> dict:
 async def handle_heartbeat(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         services.groups.heartbeat(body.group_id, body.member_id, body.group_instance_id, body.generation_id)
     except Exception as exc:
         return {"error_code": error_code(exc)}
@@ -82,7 +82,7 @@ async def handle_leave(services: BrokerServices, request: Request) -> dict:
         [(m.member_id, m.group_instance_id) for m in body.members] if batched else [(body.member_id, None)]
     )
     try:
-        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         outcomes = services.groups.leave(body.group_id, members)
     except Exception as exc:
         return {"error_code": error_code(exc), "members": []}
@@ -107,9 +107,13 @@ async def handle_list(services: BrokerServices, request: Request) -> dict:
     # Kafka filters silently: no denial is logged for a group left out
     describable = (
         decided(True)
-        if allows_cluster(services.authorizer, request.session, ACLOperation.DESCRIBE, audit=False)
+        if allows_cluster(services.security.authorizer, request.session, ACLOperation.DESCRIBE, audit=False)
         else Permission(
-            services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, audit=False
+            services.security.authorizer,
+            request.session,
+            ACLOperation.DESCRIBE,
+            ResourceType.GROUP,
+            audit=False,
         )
     )
     return {
@@ -130,7 +134,7 @@ async def handle_describe(services: BrokerServices, request: Request) -> dict:
     for group_id in request.body.groups:
         described = _describe(services, request, group_id)
         described["authorized_operations"] = authorized_operations(
-            services.authorizer,
+            services.security.authorizer,
             request.session,
             asks_operations and described["error_code"] == 0,
             ResourceType.GROUP,
@@ -142,7 +146,7 @@ async def handle_describe(services: BrokerServices, request: Request) -> dict:
 
 def _describe(services: BrokerServices, request: Request, group_id: str) -> dict:
     try:
-        require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.DESCRIBE, group_id)
         group = services.groups.describe(group_id)
         if isinstance(group, ShareGroup):
             return _describe_share_group(group)
@@ -202,7 +206,7 @@ async def handle_delete(services: BrokerServices, request: Request) -> dict:
     results = []
     for group_id in request.body.groups_names:
         try:
-            require(services.authorizer, request.session, ACLOperation.DELETE, ResourceType.GROUP, group_id)
+            require_group(services.security.authorizer, request.session, ACLOperation.DELETE, group_id)
             await services.groups.delete_group(group_id)
             results.append({"group_id": group_id, "error_code": 0})
         except Exception as exc:

@@ -16,7 +16,7 @@ from kafka.errors import UnsupportedVersionError
 from brokerd.api.authorization import Permission
 from brokerd.api.errors import error_code
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
+from brokerd.ports.services import BrokerServices
 from brokerd.replica_manager import ReplicaManager
 
 LATEST = -1
@@ -29,7 +29,7 @@ READ_COMMITTED = 1
 async def handle(services: BrokerServices, request: Request) -> dict:
     read_committed = request.body.isolation_level == READ_COMMITTED
     version = request.header.api_version
-    describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
+    describable = Permission(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
     topics = []
     for topic in request.body.topics:
         partitions = [

@@ -12,11 +12,11 @@ from kafka.admin import ACLOperation
 from brokerd.api.authorization import cluster_refusal
 from brokerd.api.errors import error_code
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
+from brokerd.ports.services import BrokerServices
 
 
 async def handle(services: BrokerServices, request: Request) -> dict:
-    refused = cluster_refusal(services.authorizer, request.session, ACLOperation.DESCRIBE)
+    refused = cluster_refusal(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
     if refused is not None:
         return {"throttle_time_ms": 0, "error_code": error_code(refused), "results": []}
     wanted = (

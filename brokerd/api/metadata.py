@@ -31,13 +31,13 @@ from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.authorized_operations import authorized_operations, cluster_operations
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.coordinator import INTERNAL_TOPICS
-from brokerd.metadata.image import MetadataDelta
+from brokerd.metadata.image import MetadataDelta, TopicImage
+from brokerd.metadata.registration import PartitionRegistration
+from brokerd.ports.services import BrokerServices, LiveBroker
 from brokerd.protocol.codec import response_element
 from brokerd.security.principal import Session
 from brokerd.security.standard_authorizer import StandardAuthorizer
-from brokerd.state import BrokerRegistration, PartitionRegistration, TopicImage
 from brokerd.storage.topic_name import validate_topic_name
 
 ZERO_TOPIC_ID = uuid.UUID(int=0)
@@ -78,8 +78,9 @@ class TopicMetadataCache:
 async def handle(services: BrokerServices, request: Request, cache: TopicMetadataCache) -> dict:
     body = request.body
     version = request.header.api_version
-    services.refresh_registrations()  # a broker started a moment ago is listed at once
-    services.apply_metadata_delta()  # and a topic created or moved a moment ago is answered as it is now
+    services.metadata.refresh_registrations()  # a broker started a moment ago is listed at once
+    # and a topic created or moved a moment ago is answered as it is now
+    services.metadata.apply_metadata_delta()
     all_topics = body.topics is None or (version == 0 and not body.topics)
     allow_create = (
         services.config.get("auto.create.topics.enable")
@@ -88,13 +89,13 @@ async def handle(services: BrokerServices, request: Request, cache: TopicMetadat
     )
     # Listing every topic leaves out, silently, those the client may not DESCRIBE.
     describable = Permission(
-        services.authorizer, request.session, ACLOperation.DESCRIBE, audit=not all_topics
+        services.security.authorizer, request.session, ACLOperation.DESCRIBE, audit=not all_topics
     )
-    creatable = _creatable(services.authorizer, request.session) if allow_create else None
+    creatable = _creatable(services.security.authorizer, request.session) if allow_create else None
     asks_topic_ops = getattr(body, "include_topic_authorized_operations", False)
-    live = frozenset(b.broker_id for b in services.live_brokers)
+    live = frozenset(b.broker_id for b in services.metadata.live_brokers)
     topics: list[dict | DataContainer] = []
-    for name, by_id in _requested_names(body, all_topics, services.topics):
+    for name, by_id in _requested_names(body, all_topics, services.metadata.topics):
         if isinstance(name, uuid.UUID):
             topics.append(_topic_error(None, UnknownTopicIdError(f"no topic has id {name}"), name))
         elif not describable.allows(name):
@@ -103,29 +104,32 @@ async def handle(services: BrokerServices, request: Request, cache: TopicMetadat
                     _topic_error(
                         None if by_id else name,
                         describable.denial(),
-                        _topic_id(services.topics, name) if by_id else ZERO_TOPIC_ID,
+                        _topic_id(services.metadata.topics, name) if by_id else ZERO_TOPIC_ID,
                     )
                 )
-        elif creatable is not None and name not in services.topics and not creatable.allows(name):
+        elif creatable is not None and name not in services.metadata.topics and not creatable.allows(name):
             topics.append(_topic_error(name, creatable.denial()))
-        elif name in services.topics and not asks_topic_ops:
-            topics.append(cache.topic(services.topics, name, live))
+        elif name in services.metadata.topics and not asks_topic_ops:
+            topics.append(cache.topic(services.metadata.topics, name, live))
         else:
             topic = _describe_topic(
-                services.topics, services.auto_create_topic if allow_create else None, name, live
+                services.metadata.topics,
+                services.metadata.auto_create_topic if allow_create else None,
+                name,
+                live,
             )
             topic["authorized_operations"] = authorized_operations(
-                services.authorizer, request.session, asks_topic_ops, ResourceType.TOPIC, name
+                services.security.authorizer, request.session, asks_topic_ops, ResourceType.TOPIC, name
             )
             topics.append(topic)
     return {
         "throttle_time_ms": 0,
-        "brokers": [_endpoint(b, request, "node_id") for b in services.live_brokers],
+        "brokers": [_endpoint(b, request, "node_id") for b in services.metadata.live_brokers],
         "cluster_id": services.cluster_id,
-        "controller_id": services.live_controller_id(),
+        "controller_id": services.metadata.live_controller_id(),
         "topics": topics,
         "authorized_operations": cluster_operations(
-            services.authorizer,
+            services.security.authorizer,
             request.session,
             getattr(body, "include_cluster_authorized_operations", False),
         ),
@@ -156,22 +160,22 @@ async def handle_describe_cluster(services: BrokerServices, request: Request) ->
             "controller_id": -1,
             "brokers": [],
         }
-    services.refresh_registrations()
+    services.metadata.refresh_registrations()
     return {
         "throttle_time_ms": 0,
         "error_code": 0,
         "error_message": None,
         "endpoint_type": BROKER_ENDPOINTS,
         "cluster_id": services.cluster_id,
-        "controller_id": services.live_controller_id(),
-        "brokers": [_endpoint(b, request, "broker_id") for b in services.live_brokers],
+        "controller_id": services.metadata.live_controller_id(),
+        "brokers": [_endpoint(b, request, "broker_id") for b in services.metadata.live_brokers],
         "authorized_operations": cluster_operations(
-            services.authorizer, request.session, request.body.include_cluster_authorized_operations
+            services.security.authorizer, request.session, request.body.include_cluster_authorized_operations
         ),
     }
 
 
-def _endpoint(registration: BrokerRegistration, request: Request, id_field: str) -> dict:
+def _endpoint(registration: LiveBroker, request: Request, id_field: str) -> dict:
     """A broker as the client should reach it: on the listener the request came in on."""
     host, port = registration.endpoint(request.session.listener)
     return {id_field: registration.broker_id, "host": host, "port": port, "rack": None}

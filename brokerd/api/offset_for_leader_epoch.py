@@ -14,15 +14,17 @@ from kafka.admin import ACLOperation
 from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.errors import error_code
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
+from brokerd.ports.services import BrokerServices
 from brokerd.replica_manager import ReplicaManager
 
 
 async def handle(services: BrokerServices, request: Request) -> dict:
     describable = (
         decided(True)
-        if allows_cluster(services.authorizer, request.session, ACLOperation.CLUSTER_ACTION, audit=False)
-        else Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
+        if allows_cluster(
+            services.security.authorizer, request.session, ACLOperation.CLUSTER_ACTION, audit=False
+        )
+        else Permission(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
     )
     topics = []
     for topic in request.body.topics:

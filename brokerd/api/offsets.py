@@ -16,12 +16,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from kafka.admin import ACLOperation, ResourceType
 from kafka.errors import OffsetMetadataTooLargeError, UnknownTopicOrPartitionError, UnstableOffsetCommitError
 
-from brokerd.api.authorization import Permission, refusal, require
+from brokerd.api.authorization import Permission, refusal, require_group
 from brokerd.api.errors import error_code
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.coordinator.offsets_topic import CommittedOffset
-from brokerd.state import TopicImage
+from brokerd.metadata.image import TopicImage
+from brokerd.ports.services import BrokerServices
 
 # how a commit handler stores the offsets it accepted (a plain or a transactional commit)
 Committer = Callable[[dict[tuple[str, int], CommittedOffset]], Awaitable[None]]
@@ -38,7 +38,7 @@ async def handle_commit(services: BrokerServices, request: Request) -> dict:
         )
 
     refused = refusal(
-        services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id
+        services.security.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id
     )
     return await _commit_known(services, request, commit, refused)
 
@@ -53,12 +53,14 @@ async def handle_txn_commit(services: BrokerServices, request: Request) -> dict:
         )
 
     refused = refusal(
-        services.authorizer,
+        services.security.authorizer,
         request.session,
         ACLOperation.WRITE,
         ResourceType.TRANSACTIONAL_ID,
         body.transactional_id,
-    ) or refusal(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+    ) or refusal(
+        services.security.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id
+    )
     return await _commit_known(services, request, commit, refused)
 
 
@@ -70,7 +72,7 @@ async def _commit_known(
     topics = request.body.topics
     if refused is not None:
         return _commit_response(topics, lambda name, partition: error_code(refused))
-    readable = Permission(services.authorizer, request.session, ACLOperation.READ)
+    readable = Permission(services.security.authorizer, request.session, ACLOperation.READ)
     now = int(time.time() * 1000)
     requested = [(t.name, p) for t in topics for p in t.partitions]
     max_metadata = services.config.get("offset.metadata.max.bytes")
@@ -118,9 +120,9 @@ def _commit_response(topics, code_of) -> dict:
 
 
 def partition_exists(services: BrokerServices, topic: str, partition: int) -> bool:
-    if not _is_known(services.topics, topic, partition):
-        services.apply_metadata_delta()  # the topic may be a moment old; our cache polls for it
-    return _is_known(services.topics, topic, partition)
+    if not _is_known(services.metadata.topics, topic, partition):
+        services.metadata.apply_metadata_delta()  # the topic may be a moment old; our cache polls for it
+    return _is_known(services.metadata.topics, topic, partition)
 
 
 def _is_known(topics: Mapping[str, TopicImage], topic: str, partition: int) -> bool:
@@ -164,9 +166,9 @@ def _fetch_group(
 ) -> tuple[int, list[dict]]:
     """One group's committed offsets of the ``requested`` topics (None: all of them), and
     the group's error code."""
-    describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
+    describable = Permission(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
     try:
-        require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.DESCRIBE, group_id)
         wanted = (
             None
             if requested is None
@@ -209,9 +211,9 @@ def _fetch_group(
 
 async def handle_delete(services: BrokerServices, request: Request) -> dict:
     body = request.body
-    readable = Permission(services.authorizer, request.session, ACLOperation.READ)
+    readable = Permission(services.security.authorizer, request.session, ACLOperation.READ)
     try:
-        require(services.authorizer, request.session, ACLOperation.DELETE, ResourceType.GROUP, body.group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.DELETE, body.group_id)
         denied = {
             (t.name, p.partition_index): readable.refusal(t.name)
             for t in body.topics

@@ -21,9 +21,9 @@ from kafka.errors import (
 from brokerd.api.authorization import Permission, denied, refusal
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.partition import Partition
+from brokerd.ports.services import BrokerServices
 from brokerd.protocol.api_versions import MIN_ACCEPTED_PRODUCE_VERSION
 from brokerd.security.standard_authorizer import StandardAuthorizer
 from brokerd.share.share_state import SHARE_STATE_TOPIC
@@ -38,8 +38,8 @@ async def handle(services: BrokerServices, request: Request) -> dict | None:
     version = request.header.api_version
     responses = []
     pending = []
-    writable = Permission(services.authorizer, request.session, ACLOperation.WRITE)
-    txn_refused = _transactional_refusal(services.authorizer, request)
+    writable = Permission(services.security.authorizer, request.session, ACLOperation.WRITE)
+    txn_refused = _transactional_refusal(services.security.authorizer, request)
     for topic in body.topic_data:
         refused = txn_refused or writable.refusal(topic.name)
         partitions = []
@@ -120,7 +120,7 @@ def _append(
             raise InvalidTopicError(f"{topic} is written by its coordinator only")
         partition = services.replicas.get_leader(topic, index)
         if topic == SHARE_STATE_TOPIC:  # a stale share-partition snapshot is refused here
-            info = services.share_state_epochs.append(index, partition, records, acks)
+            info = services.share.state_epochs.append(index, partition, records, acks)
         else:
             info = partition.append_as_leader(records, acks)
     except Exception as exc:

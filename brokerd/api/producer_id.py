@@ -18,8 +18,8 @@ from kafka.errors import InvalidRequestError
 from brokerd.api.authorization import allows_cluster, denied, require
 from brokerd.api.errors import error_code
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.api.transactions import fenced_code
+from brokerd.ports.services import BrokerServices
 from brokerd.security.standard_authorizer import StandardAuthorizer
 
 FIRST_PRODUCER_FENCED_VERSION = 4
@@ -29,12 +29,12 @@ NO_PRODUCER_ID = NO_PRODUCER_EPOCH = -1
 async def handle(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        _authorize(services.authorizer, request)
+        _authorize(services.security.authorizer, request)
         expected = _expected_producer(body)
         if body.transactional_id is None:
-            producer_id, epoch = services.producer_ids.next_id(), 0
+            producer_id, epoch = services.transactions.producer_ids.next_id(), 0
         else:
-            producer_id, epoch = await services.transactions.init_producer_id(
+            producer_id, epoch = await services.transactions.coordinator.init_producer_id(
                 body.transactional_id, body.transaction_timeout_ms, expected
             )
     except Exception as exc:

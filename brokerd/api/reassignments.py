@@ -12,7 +12,7 @@ from brokerd import reassignment
 from brokerd.api.authorization import cluster_refusal
 from brokerd.api.errors import error_code, error_message, partition_results
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
+from brokerd.ports.services import BrokerServices
 
 
 async def handle_alter(services: BrokerServices, request: Request) -> dict:
@@ -22,14 +22,14 @@ async def handle_alter(services: BrokerServices, request: Request) -> dict:
         for t in body.topics
         for p in t.partitions
     }
-    refused = cluster_refusal(services.authorizer, request.session, ACLOperation.ALTER)
+    refused = cluster_refusal(services.security.authorizer, request.session, ACLOperation.ALTER)
     if refused is not None:
         return _alter_response(refused, dict.fromkeys(targets, refused))
     try:
-        results = services.controller.reassign_partitions(targets, services.refresh_registrations())
+        results = services.controller.reassign_partitions(targets, services.metadata.refresh_registrations())
     except Exception as exc:
         return _alter_response(exc, {})
-    services.apply_metadata_delta()
+    services.metadata.apply_metadata_delta()
     return _alter_response(None, results)
 
 
@@ -46,7 +46,7 @@ def _alter_response(error: Exception | None, results: dict) -> dict:
 async def handle_list(services: BrokerServices, request: Request) -> dict:
     """Ongoing reassignments, of every topic or of the partitions asked about."""
     body = request.body
-    refused = cluster_refusal(services.authorizer, request.session, ACLOperation.DESCRIBE)
+    refused = cluster_refusal(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
     if refused is not None:
         return {
             "throttle_time_ms": 0,
@@ -56,7 +56,7 @@ async def handle_list(services: BrokerServices, request: Request) -> dict:
         }
     wanted = None if body.topics is None else {(t.name, p) for t in body.topics for p in t.partition_indexes}
     topics = []
-    for topic in services.topics.values():
+    for topic in services.metadata.topics.values():
         partitions = [
             {
                 "partition_index": p,

@@ -20,7 +20,7 @@ from kafka.errors import (
 )
 
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
+from brokerd.ports.services import BrokerServices
 from brokerd.security.acl import CLUSTER_NAME
 from brokerd.security.principal import Session
 from brokerd.security.scram_credentials import (
@@ -44,14 +44,14 @@ def _allowed(authorizer: StandardAuthorizer, session: Session, operation: ACLOpe
 
 
 async def handle_describe(services: BrokerServices, request: Request) -> dict:
-    if not _allowed(services.authorizer, request.session, ACLOperation.DESCRIBE):
+    if not _allowed(services.security.authorizer, request.session, ACLOperation.DESCRIBE):
         return {
             "throttle_time_ms": 0,
             "error_code": ClusterAuthorizationFailedError.errno,
             "error_message": "Cluster authorization failed.",
             "results": [],
         }
-    users = services.scram_credentials.users()
+    users = services.security.scram_credentials.users()
     asked = [u.name for u in request.body.users or []] or sorted(users)
     counts = Counter(asked)
     results = []
@@ -83,7 +83,7 @@ async def handle_describe(services: BrokerServices, request: Request) -> dict:
 async def handle_alter(services: BrokerServices, request: Request) -> dict:
     body = request.body
     names = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
-    if not _allowed(services.authorizer, request.session, ACLOperation.ALTER):
+    if not _allowed(services.security.authorizer, request.session, ACLOperation.ALTER):
         return {
             "throttle_time_ms": 0,
             "results": [
@@ -96,7 +96,7 @@ async def handle_alter(services: BrokerServices, request: Request) -> dict:
             ],
         }
     seen = Counter((item.name, item.mechanism) for item in [*body.deletions, *body.upsertions])
-    existing = services.scram_credentials.users()
+    existing = services.security.scram_credentials.users()
     errors: dict[str, _Refused] = {}
     deletions, upsertions = set(), {}
     for item in body.deletions:
@@ -120,7 +120,7 @@ async def handle_alter(services: BrokerServices, request: Request) -> dict:
             )
         except _Refused as exc:
             errors.setdefault(item.name, exc)
-    services.scram_credentials.alter(
+    services.security.scram_credentials.alter(
         {key: c for key, c in upsertions.items() if key[0] not in errors},
         {key for key in deletions if key[0] not in errors},
     )

@@ -13,8 +13,8 @@ from kafka.errors import (
 )
 
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.api.share_requests import ShareRequest, top_level_error
+from brokerd.ports.services import BrokerServices
 from brokerd.share.share_sessions import INITIAL_EPOCH
 
 NO_LEADER = {"leader_id": -1, "leader_epoch": -1}
@@ -30,7 +30,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
             raise GroupAuthorizationFailedError("Group authorization failed.")
         if body.share_session_epoch == INITIAL_EPOCH:
             raise InvalidShareSessionEpochError("A ShareAcknowledge cannot open a share session (epoch 0)")
-        session = services.share_sessions.use(body.group_id, body.member_id, body.share_session_epoch)
+        session = services.share.sessions.use(body.group_id, body.member_id, body.share_session_epoch)
     except KafkaError as exc:
         return {"throttle_time_ms": 0, **top_level_error(exc), "responses": [], "node_endpoints": []}
     await share.acknowledge(body.topics)

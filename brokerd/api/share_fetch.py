@@ -17,8 +17,8 @@ from typing import Any
 from kafka.errors import GroupAuthorizationFailedError, InvalidRequestError, KafkaError
 
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.api.share_requests import ShareRequest, top_level_error
+from brokerd.ports.services import BrokerServices
 from brokerd.share.share_sessions import FINAL_EPOCH, INITIAL_EPOCH
 from brokerd.waiters import wait_any
 
@@ -35,13 +35,13 @@ async def handle(services: BrokerServices, request: Request) -> dict:
             raise InvalidRequestError("A ShareFetch needs a group id and a member id")
         if not share.group_allowed():
             raise GroupAuthorizationFailedError("Group authorization failed.")
-        lock_ms = services.share_partitions.lock_duration_ms(body.group_id)
-        sessions = services.share_sessions
+        lock_ms = services.share.partitions.lock_duration_ms(body.group_id)
+        sessions = services.share.sessions
         if body.share_session_epoch == INITIAL_EPOCH:
             if not sessions.has_sessions_of(body.group_id):
                 # the group's first member here since it emptied: its share partitions are
                 # read back, as an admin may have reset them meanwhile
-                services.share_partitions.forget_idle_group(body.group_id)
+                services.share.partitions.forget_idle_group(body.group_id)
             session, _ = sessions.open(body.group_id, body.member_id)
         else:
             session = sessions.use(body.group_id, body.member_id, body.share_session_epoch)
@@ -78,7 +78,7 @@ async def _acquire(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + min(max(body.max_wait_ms, 0), MAX_WAIT_MS) / 1000
     by_name = {name: topic_id for topic_id, name in share.names.items()}
-    manager = services.share_partitions
+    manager = services.share.partitions
     while True:
         budget = max(body.max_records, 1)
         bytes_left = body.max_bytes

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import uuid
 
-from kafka.admin import ACLOperation, ResourceType
+from kafka.admin import ACLOperation
 from kafka.errors import GroupIdNotFoundError
 
-from brokerd.api.authorization import require
+from brokerd.api.authorization import require_group
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.coordinator.share_group.assignor import Assignment
+from brokerd.ports.services import BrokerServices
 
 ASSIGNOR = "simple"
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -28,7 +28,7 @@ async def handle(services: BrokerServices, request: Request) -> dict:
 
 def _describe(services: BrokerServices, request: Request, group_id: str) -> dict:
     try:
-        require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.DESCRIBE, group_id)
         group = services.groups.share_group_describe(group_id)
         if group is None:
             raise GroupIdNotFoundError(f"Group {group_id} not found.")
@@ -74,11 +74,11 @@ def _assignment(services: BrokerServices, assignment: Assignment) -> dict:
     return {
         "topic_partitions": [
             {
-                "topic_id": uuid.UUID(hex=services.topics[topic].topic_id),
+                "topic_id": uuid.UUID(hex=services.metadata.topics[topic].topic_id),
                 "topic_name": topic,
                 "partitions": sorted(partitions),
             }
             for topic, partitions in sorted(assignment.items())
-            if topic in services.topics
+            if topic in services.metadata.topics
         ]
     }

@@ -7,20 +7,20 @@ from __future__ import annotations
 
 import uuid
 
-from kafka.admin import ACLOperation, ResourceType
+from kafka.admin import ACLOperation
 
-from brokerd.api.authorization import Permission, require
+from brokerd.api.authorization import Permission, require_group
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.coordinator.share_group.assignor import Assignment
+from brokerd.ports.services import BrokerServices
 
 
 async def handle(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
+        describable = Permission(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
         for topic in body.subscribed_topic_names or ():
             refused = describable.refusal(topic)
             if refused is not None:
@@ -61,8 +61,11 @@ def assignment_by_topic_id(services: BrokerServices, assignment: Assignment) -> 
     """An assignment as ShareGroupHeartbeat carries it: by topic id."""
     return {
         "topic_partitions": [
-            {"topic_id": uuid.UUID(hex=services.topics[topic].topic_id), "partitions": sorted(partitions)}
+            {
+                "topic_id": uuid.UUID(hex=services.metadata.topics[topic].topic_id),
+                "partitions": sorted(partitions),
+            }
             for topic, partitions in sorted(assignment.items())
-            if topic in services.topics
+            if topic in services.metadata.topics
         ]
     }

@@ -18,13 +18,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka.admin import ACLOperation, ResourceType
+from kafka.admin import ACLOperation
 from kafka.errors import KafkaError, NonEmptyGroupError, UnknownTopicOrPartitionError
 
-from brokerd.api.authorization import Permission, require
+from brokerd.api.authorization import Permission, require_group
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
+from brokerd.ports.services import BrokerServices
 from brokerd.share.share_state import ShareState
 
 MAX_PARTITIONS = 10_000  # per group and request
@@ -32,7 +32,7 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 async def handle_describe(services: BrokerServices, request: Request) -> dict:
-    describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
+    describable = Permission(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
     groups = [await _describe_group(services, request, g, describable) for g in request.body.groups]
     return {"throttle_time_ms": 0, "groups": groups}
 
@@ -42,7 +42,7 @@ async def _describe_group(
 ) -> dict:
     group_id = asked.group_id
     try:
-        require(services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.GROUP, group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.DESCRIBE, group_id)
         services.groups.share_group_describe(group_id)  # NOT_COORDINATOR unless coordinated here
     except KafkaError as exc:
         return {
@@ -57,7 +57,7 @@ async def _describe_group(
         try:
             known = {
                 (key.topic_id, key.partition): state
-                for key, state in (await services.share_partitions.persisted_states(group_id)).items()
+                for key, state in (await services.share.partitions.persisted_states(group_id)).items()
             }
             wanted = _partitions_of(services, known, describable)
         except (KafkaError, OSError, TimeoutError) as exc:
@@ -72,7 +72,7 @@ async def _describe_group(
     topics = []
     budget = MAX_PARTITIONS
     for name, partitions in wanted:
-        record = services.topics.get(name)
+        record = services.metadata.topics.get(name)
         refused = describable.refusal(name)
         if record is None or refused is not None:
             error = refused or UnknownTopicOrPartitionError("This server does not host this topic-partition.")
@@ -95,7 +95,7 @@ async def _describe_group(
                 state = (
                     known.get((record.topic_id, index))
                     if known is not None
-                    else await services.share_partitions.persisted_state(group_id, record.topic_id, index)
+                    else await services.share.partitions.persisted_state(group_id, record.topic_id, index)
                 )
                 entries.append(
                     _partition(index, -1, -1, None)
@@ -115,7 +115,7 @@ def _partitions_of(
     """Every partition the group has share state for (Kafka's initialized share partitions
     of the group), whether or not a member subscribes to its topic now; topics deleted
     since, or not describable, left out."""
-    names = {record.topic_id: name for name, record in services.topics.items()}
+    names = {record.topic_id: name for name, record in services.metadata.topics.items()}
     by_topic: dict[str, list[int]] = {}
     for topic_id, index in known:
         name = names.get(topic_id)
@@ -157,15 +157,15 @@ def _group_refused(exc: KafkaError) -> dict:
 async def handle_alter(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
         _require_empty(services, body.group_id)
     except KafkaError as exc:
         return _group_refused(exc)
-    readable = Permission(services.authorizer, request.session, ACLOperation.READ)
+    readable = Permission(services.security.authorizer, request.session, ACLOperation.READ)
     responses = []
     budget = MAX_PARTITIONS
     for topic in body.topics:
-        record = services.topics.get(topic.topic_name)
+        record = services.metadata.topics.get(topic.topic_name)
         entries = []
         for p in topic.partitions[: max(budget, 0)]:
             try:
@@ -174,7 +174,7 @@ async def handle_alter(services: BrokerServices, request: Request) -> dict:
                     raise refused
                 if record is None or p.partition_index not in record.partitions:
                     raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
-                await services.share_partitions.reset_state(
+                await services.share.partitions.reset_state(
                     body.group_id, record.topic_id, p.partition_index, max(p.start_offset, 0)
                 )
                 entries.append({"partition_index": p.partition_index, "error_code": 0, "error_message": None})
@@ -195,14 +195,14 @@ async def handle_alter(services: BrokerServices, request: Request) -> dict:
 async def handle_delete(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
-        require(services.authorizer, request.session, ACLOperation.DELETE, ResourceType.GROUP, body.group_id)
+        require_group(services.security.authorizer, request.session, ACLOperation.DELETE, body.group_id)
         _require_empty(services, body.group_id)
     except KafkaError as exc:
         return _group_refused(exc)
-    readable = Permission(services.authorizer, request.session, ACLOperation.READ)
+    readable = Permission(services.security.authorizer, request.session, ACLOperation.READ)
     responses = []
     for topic in body.topics[:MAX_PARTITIONS]:
-        record = services.topics.get(topic.topic_name)
+        record = services.metadata.topics.get(topic.topic_name)
         try:
             refused = readable.refusal(topic.topic_name)
             if refused is not None:
@@ -210,7 +210,7 @@ async def handle_delete(services: BrokerServices, request: Request) -> dict:
             if record is None:
                 raise UnknownTopicOrPartitionError("This server does not host this topic-partition.")
             for index in sorted(record.partitions):
-                await services.share_partitions.reset_state(body.group_id, record.topic_id, index, None)
+                await services.share.partitions.reset_state(body.group_id, record.topic_id, index, None)
             error: Exception | None = None
         except (KafkaError, OSError, TimeoutError) as exc:
             error = exc

@@ -16,7 +16,7 @@ from kafka.errors import InvalidRequestError, KafkaError, UnknownTopicIdError
 from brokerd.api.authorization import Permission, allows
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
+from brokerd.ports.services import BrokerServices
 from brokerd.share.share_partition import Acknowledgement
 from brokerd.share.share_sessions import FINAL_EPOCH, ShareSession
 
@@ -38,13 +38,13 @@ class ShareRequest:
 
     @classmethod
     def of(cls, services: BrokerServices, request: Request) -> ShareRequest:
-        names = {uuid.UUID(hex=t.topic_id): name for name, t in services.topics.items()}
-        readable = Permission(services.authorizer, request.session, ACLOperation.READ)
+        names = {uuid.UUID(hex=t.topic_id): name for name, t in services.metadata.topics.items()}
+        readable = Permission(services.security.authorizer, request.session, ACLOperation.READ)
         return cls(services, request, names, readable)
 
     def group_allowed(self) -> bool:
         return allows(
-            self.services.authorizer,
+            self.services.security.authorizer,
             self.request.session,
             ACLOperation.READ,
             ResourceType.GROUP,
@@ -93,7 +93,7 @@ class ShareRequest:
             acks = [
                 Acknowledgement(b.first_offset, b.last_offset, list(b.acknowledge_types)) for b in batches
             ]
-            await self.services.share_partitions.acknowledge(
+            await self.services.share.partitions.acknowledge(
                 body.group_id, body.member_id, name, key[0].hex, key[1], acks, ACK_TIMEOUT_S
             )
             error: Exception | None = None
@@ -109,10 +109,10 @@ class ShareRequest:
         body = self.request.body
         if body.share_session_epoch != FINAL_EPOCH:
             return False
-        self.services.share_sessions.close(body.group_id, body.member_id)
+        self.services.share.sessions.close(body.group_id, body.member_id)
         by_name = {name: topic_id for topic_id, name in self.names.items()}
         held = [(name, by_name[name].hex, index) for name, index in session.partitions if name in by_name]
-        self.services.share_partitions.release(body.group_id, body.member_id, held)
+        self.services.share.partitions.release(body.group_id, body.member_id, held)
         return True
 
     def responses(self, extra_fields: dict) -> list[dict]:
@@ -129,7 +129,7 @@ class ShareRequest:
 
     def _current_leader(self, topic_id: uuid.UUID, index: int) -> dict:
         name = self.names.get(topic_id)
-        record = self.services.topics.get(name) if name is not None else None
+        record = self.services.metadata.topics.get(name) if name is not None else None
         partition = record.partitions.get(index) if record is not None else None
         if partition is None:
             return {"leader_id": -1, "leader_epoch": -1}
@@ -144,7 +144,7 @@ class ShareRequest:
             if entry["error_code"] != 0
         }
         endpoints = []
-        for reg in self.services.live_brokers:
+        for reg in self.services.metadata.live_brokers:
             if reg.broker_id in leaders:
                 host, port = reg.endpoint(self.request.session.listener)
                 endpoints.append({"node_id": reg.broker_id, "host": host, "port": port, "rack": None})

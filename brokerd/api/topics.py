@@ -21,7 +21,7 @@ from kafka.errors import (
 from brokerd.api.authorization import Permission, allows_cluster, decided
 from brokerd.api.errors import error_code, error_message
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
+from brokerd.ports.services import BrokerServices
 from brokerd.security.principal import Session
 from brokerd.security.standard_authorizer import StandardAuthorizer
 
@@ -51,14 +51,14 @@ def _duplicate_result(name: str) -> dict:
 async def handle_create(services: BrokerServices, request: Request) -> dict:
     body = request.body
     duplicates = _duplicates(topic.name for topic in body.topics)
-    creatable = _on_cluster_or_topics(services.authorizer, request.session, ACLOperation.CREATE)
+    creatable = _on_cluster_or_topics(services.security.authorizer, request.session, ACLOperation.CREATE)
     results = [
         _create(services, topic, body.validate_only, creatable.refusal(topic.name))
         for topic in body.topics
         if topic.name not in duplicates
     ]
     results += [_duplicate_result(name) for name in sorted(duplicates)]
-    services.apply_metadata_delta()
+    services.metadata.apply_metadata_delta()
     return {"throttle_time_ms": 0, "topics": results}
 
 
@@ -69,7 +69,7 @@ def _create(services: BrokerServices, topic, validate_only: bool, refused: Excep
             "error_code": error_code(refused),
             "error_message": "Authorization failed.",
         }
-    live = services.refresh_registrations()
+    live = services.metadata.refresh_registrations()
     try:
         configs = {c.name: c.value for c in topic.configs}
         partitions, replication = topic.num_partitions, topic.replication_factor
@@ -108,8 +108,8 @@ def _assignment(topic) -> list[list[int]]:
 
 async def handle_create_partitions(services: BrokerServices, request: Request) -> dict:
     body = request.body
-    live = services.refresh_registrations()
-    alterable = Permission(services.authorizer, request.session, ACLOperation.ALTER)
+    live = services.metadata.refresh_registrations()
+    alterable = Permission(services.security.authorizer, request.session, ACLOperation.ALTER)
     duplicates = _duplicates(topic.name for topic in body.topics)
     results = [_duplicate_result(name) for name in sorted(duplicates)]
     for topic in body.topics:
@@ -126,28 +126,28 @@ async def handle_create_partitions(services: BrokerServices, request: Request) -
             results.append(
                 {"name": topic.name, "error_code": error_code(exc), "error_message": error_message(exc)}
             )
-    services.apply_metadata_delta()
+    services.metadata.apply_metadata_delta()
     return {"throttle_time_ms": 0, "results": results}
 
 
 async def handle_delete(services: BrokerServices, request: Request) -> dict:
-    if allows_cluster(services.authorizer, request.session, ACLOperation.DELETE, audit=False):
+    if allows_cluster(services.security.authorizer, request.session, ACLOperation.DELETE, audit=False):
         describable = deletable = decided(True)
     else:
-        describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
-        deletable = Permission(services.authorizer, request.session, ACLOperation.DELETE)
-    services.apply_metadata_delta()
+        describable = Permission(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
+        deletable = Permission(services.security.authorizer, request.session, ACLOperation.DELETE)
+    services.metadata.apply_metadata_delta()
     results = []
     for name in request.body.topic_names:
         try:
             describable.require(name)
             if not deletable.allows(name):  # Kafka tells a describable topic is missing
-                if name not in services.topics:
+                if name not in services.metadata.topics:
                     raise UnknownTopicOrPartitionError(f"topic {name!r} does not exist")
                 deletable.require(name)
             services.controller.delete_topic(name)
             results.append({"name": name, "error_code": 0})
         except Exception as exc:
             results.append({"name": name, "error_code": error_code(exc)})
-    services.apply_metadata_delta()
+    services.metadata.apply_metadata_delta()
     return {"throttle_time_ms": 0, "responses": results}

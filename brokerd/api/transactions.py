@@ -29,15 +29,16 @@ from brokerd.api.authorization import (
     denied_code,
     refusal,
     require,
+    require_group,
 )
 from brokerd.api.errors import error_code
 from brokerd.api.offsets import partition_exists
 from brokerd.api.request import Request
-from brokerd.api.services import BrokerServices
 from brokerd.coordinator import INTERNAL_TOPICS
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
 from brokerd.coordinator.transaction_state import TransactionState
 from brokerd.coordinator.txn_marker_writer import MARKER_ACK_TIMEOUT_S, TxnMarker
+from brokerd.ports.services import BrokerServices
 
 FIRST_PRODUCER_FENCED_VERSION = 2  # of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn
 
@@ -56,7 +57,7 @@ async def handle_add_partitions(services: BrokerServices, request: Request) -> d
     body = request.body
     wanted = {(t.name, p) for t in body.v3_and_below_topics for p in t.partitions}
     refused = refusal(
-        services.authorizer,
+        services.security.authorizer,
         request.session,
         ACLOperation.WRITE,
         ResourceType.TRANSACTIONAL_ID,
@@ -68,7 +69,7 @@ async def handle_add_partitions(services: BrokerServices, request: Request) -> d
         codes = {tp: failed.get(tp, OperationNotAttemptedError.errno) for tp in wanted}
     else:
         try:
-            await services.transactions.add_partitions(
+            await services.transactions.coordinator.add_partitions(
                 body.v3_and_below_transactional_id,
                 body.v3_and_below_producer_id,
                 body.v3_and_below_producer_epoch,
@@ -96,7 +97,7 @@ def _unaddable(
     services: BrokerServices, request: Request, wanted: set[tuple[str, int]]
 ) -> dict[tuple[str, int], int]:
     """The partitions that cannot join a transaction, with their error codes."""
-    writable = Permission(services.authorizer, request.session, ACLOperation.WRITE)
+    writable = Permission(services.security.authorizer, request.session, ACLOperation.WRITE)
     failed = {}
     for topic, partition in wanted:
         if topic in INTERNAL_TOPICS or not writable.allows(topic):  # Kafka's rule for both
@@ -112,17 +113,17 @@ async def handle_add_offsets(services: BrokerServices, request: Request) -> dict
     body = request.body
     try:
         require(
-            services.authorizer,
+            services.security.authorizer,
             request.session,
             ACLOperation.WRITE,
             ResourceType.TRANSACTIONAL_ID,
             body.transactional_id,
         )
-        require(services.authorizer, request.session, ACLOperation.READ, ResourceType.GROUP, body.group_id)
-        if OFFSETS_TOPIC not in services.topics:
-            services.auto_create_topic(OFFSETS_TOPIC)
+        require_group(services.security.authorizer, request.session, ACLOperation.READ, body.group_id)
+        if OFFSETS_TOPIC not in services.metadata.topics:
+            services.metadata.auto_create_topic(OFFSETS_TOPIC)
         partition = (OFFSETS_TOPIC, services.groups.partition_of(body.group_id))
-        await services.transactions.add_partitions(
+        await services.transactions.coordinator.add_partitions(
             body.transactional_id, body.producer_id, body.producer_epoch, {partition}
         )
     except Exception as exc:
@@ -134,13 +135,13 @@ async def handle_end_txn(services: BrokerServices, request: Request) -> dict:
     body = request.body
     try:
         require(
-            services.authorizer,
+            services.security.authorizer,
             request.session,
             ACLOperation.WRITE,
             ResourceType.TRANSACTIONAL_ID,
             body.transactional_id,
         )
-        await services.transactions.end_txn(
+        await services.transactions.coordinator.end_txn(
             body.transactional_id, body.producer_id, body.producer_epoch, body.committed
         )
     except Exception as exc:
@@ -152,8 +153,8 @@ async def handle_write_markers(services: BrokerServices, request: Request) -> di
     """A transaction coordinator on another broker ends transactions on partitions led here."""
     refused = (
         None
-        if allows_cluster(services.authorizer, request.session, ACLOperation.ALTER, audit=False)
-        else cluster_refusal(services.authorizer, request.session, ACLOperation.CLUSTER_ACTION)
+        if allows_cluster(services.security.authorizer, request.session, ACLOperation.ALTER, audit=False)
+        else cluster_refusal(services.security.authorizer, request.session, ACLOperation.CLUSTER_ACTION)
     )
     results = []
     for m in request.body.markers:
@@ -162,7 +163,7 @@ async def handle_write_markers(services: BrokerServices, request: Request) -> di
         errors = (
             dict.fromkeys(partitions, refused)
             if refused is not None
-            else await services.txn_markers.append(marker, partitions, MARKER_ACK_TIMEOUT_S)
+            else await services.transactions.markers.append(marker, partitions, MARKER_ACK_TIMEOUT_S)
         )
         results.append(
             {
@@ -187,7 +188,7 @@ def _code(exc: Exception | None) -> int:
 
 
 async def handle_describe(services: BrokerServices, request: Request) -> dict:
-    describable = Permission(services.authorizer, request.session, ACLOperation.DESCRIBE)
+    describable = Permission(services.security.authorizer, request.session, ACLOperation.DESCRIBE)
     return {
         "throttle_time_ms": 0,
         "transaction_states": [
@@ -201,13 +202,13 @@ def _description(
 ) -> dict:
     try:
         require(
-            services.authorizer,
+            services.security.authorizer,
             request.session,
             ACLOperation.DESCRIBE,
             ResourceType.TRANSACTIONAL_ID,
             transactional_id,
         )
-        meta = services.transactions.describe(transactional_id)
+        meta = services.transactions.coordinator.describe(transactional_id)
     except Exception as exc:
         return {
             "error_code": error_code(exc),
@@ -240,11 +241,11 @@ async def handle_list(services: BrokerServices, request: Request) -> dict:
     body = request.body
     known = {state.label for state in TransactionState}
     states = set(body.state_filters or ())
-    listed = services.transactions.list_transactions(
+    listed = services.transactions.coordinator.list_transactions(
         states & known, set(body.producer_id_filters or ()), body.duration_filter
     )
     describable = Permission(
-        services.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID
+        services.security.authorizer, request.session, ACLOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID
     )
     listed = [m for m in listed if describable.allows(m.transactional_id)]
     return {

@@ -16,7 +16,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 from kafka.errors import (
     GroupIdNotFoundError,
@@ -34,7 +33,6 @@ from brokerd.coordinator.consumer_group.coordinator import ConsumerGroupConfig, 
 from brokerd.coordinator.consumer_group.heartbeat import Heartbeat, HeartbeatResult
 from brokerd.coordinator.consumer_group.model import ConsumerGroup
 from brokerd.coordinator.consumer_group.records import ConsumerGroupRecord
-from brokerd.coordinator.consumer_group.subscriptions import TopicCatalog as TopicMetadataCatalog
 from brokerd.coordinator.group_metadata_manager import GroupMetadataManager
 from brokerd.coordinator.group_types import CONSUMER_PROTOCOL_TYPE, GroupType
 from brokerd.coordinator.offset_metadata_manager import OffsetConfig, OffsetMetadataManager, Offsets
@@ -48,17 +46,12 @@ from brokerd.coordinator.share_group.share_group_coordinator import (
 )
 from brokerd.coordinator.share_group.share_group_coordinator import HeartbeatResult as ShareHeartbeatResult
 from brokerd.group_configs import GroupConfigs
-from brokerd.ports import HostedReplica, HostedReplicas, MetadataView, TopicCatalog, TopicPartition
+from brokerd.ports import GroupsMetadata, HostedReplica, HostedReplicas, TopicPartition
 
 log = logging.getLogger(__name__)
 
 # ListGroups' row: group id, protocol type, state, group type
 ListedGroup = tuple[str, str, str, str]
-
-
-class GroupsMetadata(MetadataView, TopicCatalog, TopicMetadataCatalog, Protocol):
-    """What the group coordinator knows of the cluster: the MetadataView, and each topic's
-    partition count (share groups) and id (consumer groups)."""
 
 
 class GroupCoordinator:

@@ -13,13 +13,12 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
 
 from kafka.errors import InvalidProducerEpochError, NotCoordinatorError
 from kafka.protocol.api_key import ApiKey
 
 from brokerd.coordinator.offsets_topic import OFFSETS_TOPIC
-from brokerd.ports import BrokerClientFactory, HostedReplicas, MetadataView
+from brokerd.ports import BrokerClientFactory, HostedReplicas, MetadataView, TxnOffsetsListener
 from brokerd.replication.broker_client import BrokerClient
 
 log = logging.getLogger(__name__)
@@ -41,14 +40,6 @@ class TxnMarker:
     producer_epoch: int
     commit: bool
     coordinator_epoch: int
-
-
-class TxnOffsetsListener(Protocol):
-    """Told when a marker lands on an offsets partition led here: the producer's pending
-    transactional offset commits there become committed or are dropped
-    (GroupCoordinator.on_txn_marker)."""
-
-    def on_txn_marker(self, partition: int, producer_id: int, commit: bool) -> None: ...
 
 
 class TxnMarkerAppender:

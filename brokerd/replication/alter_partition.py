@@ -13,21 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Protocol
 
 from brokerd.partition import Partition
-from brokerd.ports import TopicPartition
-from brokerd.state import IsrProposal, PartitionRegistration
+from brokerd.ports import IsrWriter, TopicPartition
+from brokerd.state import IsrProposal
 
 log = logging.getLogger(__name__)
-
-
-class IsrWriter(Protocol):
-    """The state directory's compare-and-set of leaders' ISR changes (ClusterState)."""
-
-    def alter_isrs(
-        self, proposals: dict[TopicPartition, IsrProposal]
-    ) -> dict[TopicPartition, PartitionRegistration | None]: ...
 
 
 class AlterPartitionManager:

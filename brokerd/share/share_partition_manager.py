@@ -17,7 +17,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from kafka.errors import (
     FencedLeaderEpochError,
@@ -26,6 +25,7 @@ from kafka.errors import (
     NotLeaderForPartitionError,
 )
 
+from brokerd.ports import LeaderReplica, LeaderReplicas, ShareGroupSettings
 from brokerd.share.aborted import aborted_positions
 from brokerd.share.share_partition import (
     Acknowledgement,
@@ -43,63 +43,6 @@ log = logging.getLogger(__name__)
 
 LOAD_RETRY_S = 0.5
 READ_COMMITTED = "read_committed"
-
-
-class LeaderLog(Protocol):
-    @property
-    def log_start_offset(self) -> int: ...
-
-    def aborted_transactions(self, start_offset: int, end_offset: int) -> list[tuple[int, int]]:
-        """(producer id, first offset) of the aborted transactions overlapping the range."""
-
-
-class LeaderReplica(Protocol):
-    """What a share partition uses of the data partition it leads (brokerd/partition.py)."""
-
-    @property
-    def is_leader(self) -> bool: ...
-
-    @property
-    def leader_epoch(self) -> int: ...
-
-    @property
-    def high_watermark(self) -> int: ...
-
-    @property
-    def last_stable_offset(self) -> int: ...
-
-    @property
-    def log(self) -> LeaderLog: ...
-
-    @property
-    def waiters(self) -> Waiters: ...
-
-    def read(
-        self,
-        offset: int,
-        max_bytes: int,
-        for_follower: bool = False,
-        read_committed: bool = False,
-        min_one_message: bool = True,
-    ) -> bytes | memoryview: ...
-
-
-class LeaderReplicas(Protocol):
-    def get_leader(self, topic: str, index: int) -> LeaderReplica:
-        """The replica if this broker leads it; NOT_LEADER_OR_FOLLOWER or
-        UNKNOWN_TOPIC_OR_PARTITION otherwise."""
-
-
-class ShareGroupSettings(Protocol):
-    """A share group's configs in effect (its own, else the broker's group.share.*)."""
-
-    def share_record_lock_duration_ms(self, group_id: str) -> int: ...
-
-    def share_delivery_count_limit(self, group_id: str) -> int: ...
-
-    def share_auto_offset_reset(self, group_id: str) -> str: ...
-
-    def share_isolation_level(self, group_id: str) -> str: ...
 
 
 @dataclass

@@ -54,13 +54,13 @@ from brokerd.coordinator.consumer_group.model import (
 from brokerd.coordinator.consumer_group.reconciliation import reconcile
 from brokerd.coordinator.consumer_group.records import ConsumerGroupRecord, Record
 from brokerd.coordinator.consumer_group.subscriptions import (
-    TopicCatalog,
     TopicMetadata,
     matching,
     resolve_regexes,
     resolved,
     subscribed_metadata,
 )
+from brokerd.ports import ConsumerGroupTimeouts, TopicMetadataCatalog
 
 log = logging.getLogger(__name__)
 
@@ -108,14 +108,6 @@ class ConsumerGroupStore(Protocol):
         """Forget the empty classic group ``group_id``; returns the tombstone to append."""
 
 
-class GroupTimeouts(Protocol):
-    """The group configs in effect (brokerd.group_configs.GroupConfigs)."""
-
-    def consumer_session_timeout_ms(self, group_id: str) -> int: ...
-
-    def consumer_heartbeat_interval_ms(self, group_id: str) -> int: ...
-
-
 class ConsumerGroupCoordinator:
     """The consumer groups of the offsets partitions this broker leads."""
 
@@ -123,8 +115,8 @@ class ConsumerGroupCoordinator:
         self,
         config: ConsumerGroupConfig,
         store: ConsumerGroupStore,
-        topics: TopicCatalog,
-        timeouts: GroupTimeouts,
+        topics: TopicMetadataCatalog,
+        timeouts: ConsumerGroupTimeouts,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config

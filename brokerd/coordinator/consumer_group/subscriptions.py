@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import re2
 
@@ -23,11 +23,6 @@ log = logging.getLogger(__name__)
 INTERNAL_TOPIC_PREFIX = "__"  # internal topics never match a regex subscription
 
 TopicMetadata = dict[str, tuple[uuid.UUID, int]]  # topic name -> (topic id, partition count)
-
-
-class TopicCatalog(Protocol):
-    def topic_partitions(self) -> Mapping[str, tuple[uuid.UUID, int]]:
-        """Every topic: name -> (topic id, partition count)."""
 
 
 def subscribed_metadata(group: ConsumerGroup, catalog: Mapping[str, tuple[uuid.UUID, int]]) -> TopicMetadata:

@@ -31,7 +31,7 @@ from kafka.errors import (
 from brokerd.config import BrokerConfig
 from brokerd.coordinator.share_group.assignor import Assignment, assign
 from brokerd.coordinator.share_group.share_group import ShareGroup, ShareMember
-from brokerd.ports import ShareGroupTimeouts, TopicCatalog
+from brokerd.ports import ShareGroupTimeouts, TopicPartitionCounts
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class ShareGroupCoordinator:
         self,
         config: ShareGroupConfig,
         store: ShareGroupStore,
-        topics: TopicCatalog,
+        topics: TopicPartitionCounts,
         timeouts: ShareGroupTimeouts | None = None,
         clock: Callable[[], float] = time.monotonic,
         member_removed: Callable[[str, str], None] = lambda group_id, member_id: None,

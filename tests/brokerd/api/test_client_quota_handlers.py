@@ -36,7 +36,11 @@ class Authorizer:
 def broker(tmp_path, allowed=True):
     state = ClusterState(tmp_path)
     state.initialize({1: 9092})
-    return SimpleNamespace(state=state, authorizer=Authorizer(allowed))
+    authorizer = Authorizer(allowed)
+    # the handlers' services (quotas, security) and, for the checks, the state and authorizer
+    return SimpleNamespace(
+        quotas=state, security=SimpleNamespace(authorizer=authorizer), state=state, authorizer=authorizer
+    )
 
 
 def request(api_key: int, version: int, body: dict, user="alice", client_id="app"):

@@ -1,4 +1,4 @@
-"""In-memory fakes of the ports in brokerd/ports.py, so the coordinators run in-process: no
+"""In-memory fakes of the ports in brokerd/ports, so the coordinators run in-process: no
 broker, no socket, no file. Logs keep real record batches, with offsets assigned as a
 leader's log assigns them, so a coordinator that loads a partition replays what another
 one wrote."""

@@ -1,11 +1,13 @@
-"""The narrow views of a broker that its coordinators and replica fetchers are given.
+"""The narrow views of a broker that its components are given: every port, in one place.
 
-The group and transaction coordinators, the transaction marker writer and the replica
-fetchers need a few things of the broker that runs them: the replicas it hosts, what it knows
-of the cluster, and a way to reach other brokers. Each gets exactly those, as the ports
-below, rather than the Broker itself: the dependency is then visible in the signatures and
-the import graph, and the state machines behind them can be tested in-process against fakes.
-brokerd/broker.py implements the ports with its own parts and wires them in.
+The group and transaction coordinators, the transaction marker writer, the share partitions,
+the replica fetchers and the ISR write path need a few things of the broker that runs them:
+the replicas it hosts, what it knows of the cluster, the group configs in effect, and a way
+to reach other brokers. Each gets exactly those, as the ports below, rather than the Broker
+itself: the dependency is then visible in the signatures and the import graph, and the state
+machines behind them can be tested in-process against fakes. brokerd/broker.py implements
+the ports with its own parts and wires them in. What a request handler is given is in
+brokerd/ports/services.py.
 
 Settings are not a port: each component reads the few it needs once, at start, into a
 frozen config of its own (GroupConfig, OffsetConfig, TransactionConfig), as Kafka does;
@@ -14,11 +16,17 @@ none of them can be altered dynamically.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from brokerd.replication.broker_client import BrokerClient
 from brokerd.storage.partition_log import AppendInfo
+
+if TYPE_CHECKING:
+    from brokerd.metadata.registration import PartitionRegistration
+    from brokerd.state import IsrProposal
+    from brokerd.waiters import Waiters
 
 TopicPartition = tuple[str, int]
 
@@ -116,7 +124,7 @@ class GroupConfigSource(Protocol):
     def group_configs(self, group_id: str) -> Mapping[str, str]: ...
 
 
-class TopicCatalog(Protocol):
+class TopicPartitionCounts(Protocol):
     """Each existing topic's partition count, as this broker last read the metadata (the
     share group assignor's input)."""
 
@@ -130,3 +138,103 @@ class ShareGroupTimeouts(Protocol):
     def share_session_timeout_ms(self, group_id: str) -> int: ...
 
     def share_heartbeat_interval_ms(self, group_id: str) -> int: ...
+
+
+class TopicMetadataCatalog(Protocol):
+    """Every topic's id and partition count, as this broker last read the metadata (the
+    consumer group assignors' input)."""
+
+    def topic_partitions(self) -> Mapping[str, tuple[uuid.UUID, int]]:
+        """Every topic: name -> (topic id, partition count)."""
+
+
+class ConsumerGroupTimeouts(Protocol):
+    """A consumer group's session timeout and heartbeat interval in effect (its own group
+    configs, else the broker's group.consumer.* settings)."""
+
+    def consumer_session_timeout_ms(self, group_id: str) -> int: ...
+
+    def consumer_heartbeat_interval_ms(self, group_id: str) -> int: ...
+
+
+class GroupsMetadata(MetadataView, TopicPartitionCounts, TopicMetadataCatalog, Protocol):
+    """What the group coordinator knows of the cluster: the MetadataView, and each topic's
+    partition count (share groups) and id (consumer groups)."""
+
+
+class TxnOffsetsListener(Protocol):
+    """Told when a marker lands on an offsets partition led here: the producer's pending
+    transactional offset commits there become committed or are dropped
+    (GroupCoordinator.on_txn_marker)."""
+
+    def on_txn_marker(self, partition: int, producer_id: int, commit: bool) -> None: ...
+
+
+class LeaderLog(Protocol):
+    """What a share partition reads of its data partition's log: where it starts, and which
+    transactions were aborted (a read_committed share group skips their records)."""
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    def aborted_transactions(self, start_offset: int, end_offset: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping the range."""
+
+
+class LeaderReplica(Protocol):
+    """What a share partition uses of the data partition it leads (brokerd/partition.py)."""
+
+    @property
+    def is_leader(self) -> bool: ...
+
+    @property
+    def leader_epoch(self) -> int: ...
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def last_stable_offset(self) -> int: ...
+
+    @property
+    def log(self) -> LeaderLog: ...
+
+    @property
+    def waiters(self) -> Waiters: ...
+
+    def read(
+        self,
+        offset: int,
+        max_bytes: int,
+        for_follower: bool = False,
+        read_committed: bool = False,
+        min_one_message: bool = True,
+    ) -> bytes | memoryview: ...
+
+
+class LeaderReplicas(Protocol):
+    """The replicas this broker leads, as the share partitions find theirs."""
+
+    def get_leader(self, topic: str, index: int) -> LeaderReplica:
+        """The replica if this broker leads it; NOT_LEADER_OR_FOLLOWER or
+        UNKNOWN_TOPIC_OR_PARTITION otherwise."""
+
+
+class ShareGroupSettings(Protocol):
+    """A share group's configs in effect (its own, else the broker's group.share.*)."""
+
+    def share_record_lock_duration_ms(self, group_id: str) -> int: ...
+
+    def share_delivery_count_limit(self, group_id: str) -> int: ...
+
+    def share_auto_offset_reset(self, group_id: str) -> str: ...
+
+    def share_isolation_level(self, group_id: str) -> str: ...
+
+
+class IsrWriter(Protocol):
+    """The state directory's compare-and-set of leaders' ISR changes (ClusterState)."""
+
+    def alter_isrs(
+        self, proposals: dict[TopicPartition, IsrProposal]
+    ) -> dict[TopicPartition, PartitionRegistration | None]: ...
