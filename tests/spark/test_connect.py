@@ -25,7 +25,9 @@ from tests.kctl.cli import run_kctl
 from tests.kctl.local import BROKERS_ONLY, kill_leftovers
 from tests.service_harness import call
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(420)]
+# Spark runs in the worker's own process, not in the tests' shared SparkSession: the module
+# need not wait in the Spark tests' chain (tests/conftest.py), and runs beside it
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("connect"), pytest.mark.timeout(420)]
 
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 SPARK_WAIT_S = 240  # the worker's first query waits for a JVM and Spark's Python workers
