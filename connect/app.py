@@ -7,10 +7,8 @@ from fastapi import FastAPI
 
 from connect import api
 from connect.herder import Herder
-from httpservice.basicauth import BasicAuth
 from httpservice.clusterlogin import ClusterLogin
-from httpservice.errors import confluent_errors
-from httpservice.limits import RequestLimits
+from httpservice.guards import guard
 
 
 def create_app(
@@ -21,14 +19,13 @@ def create_app(
         description="Kafka Connect's REST API: connectors as Spark Structured Streaming queries.",
         version="1",
     )
-    app.add_middleware(
-        RequestLimits,
+    guard(
+        app,
         max_body_bytes=max_body_bytes,
         content_types=("application/json",),
         error_media_type="application/json",
+        login=login,
+        realm="KafkaConnect",
     )
-    if login is not None:
-        app.add_middleware(BasicAuth, login=login, realm="KafkaConnect")  # added last: runs first
-    confluent_errors(app)
     api.routes(app, herder, cluster_id)
     return app

@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
-from httpservice.basicauth import BasicAuth
 from httpservice.clusterlogin import ClusterLogin
-from httpservice.errors import confluent_errors
-from httpservice.limits import RequestLimits
+from httpservice.guards import guard
 from restproxy import v2_consumers, v2_produce, v3
 from restproxy.context import ProxyContext
 
@@ -34,15 +32,14 @@ def create_app(
         description="Confluent REST Proxy's API (v2 and v3) in front of a Kafka cluster.",
         version="1",
     )
-    app.add_middleware(
-        RequestLimits,
+    guard(
+        app,
         max_body_bytes=max_body_bytes,
         content_types=CONTENT_TYPES,
         error_media_type=V2_MEDIA_TYPE,
+        login=login,
+        realm="KafkaRestProxy",
     )
-    if login is not None:
-        app.add_middleware(BasicAuth, login=login, realm="KafkaRestProxy")  # added last: runs first
-    confluent_errors(app)
 
     @app.get("/")
     def root() -> dict[str, object]:

@@ -10,10 +10,8 @@ from fastapi import Body, FastAPI, Query
 from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from httpservice.basicauth import BasicAuth
 from httpservice.clusterlogin import ClusterLogin
-from httpservice.errors import confluent_errors
-from httpservice.limits import RequestLimits
+from httpservice.guards import guard
 from schemaregistry import schemas
 from schemaregistry.records import GLOBAL, Reference, SchemaValue
 from schemaregistry.registry import NewSchema, SchemaRegistry, parse_version
@@ -77,12 +75,15 @@ def create_app(
         version="1",
         default_response_class=SchemaRegistryResponse,
     )
-    app.add_middleware(
-        RequestLimits, max_body_bytes=max_body_bytes, content_types=CONTENT_TYPES, error_media_type=MEDIA_TYPE
+    guard(
+        app,
+        max_body_bytes=max_body_bytes,
+        content_types=CONTENT_TYPES,
+        error_media_type=MEDIA_TYPE,
+        login=login,
+        realm="SchemaRegistry",
+        response=SchemaRegistryResponse,
     )
-    if login is not None:
-        app.add_middleware(BasicAuth, login=login, realm="SchemaRegistry")  # added last: runs first
-    confluent_errors(app, SchemaRegistryResponse)
     _schema_routes(app, registry)
     _subject_routes(app, registry)
     _compatibility_routes(app, registry)
