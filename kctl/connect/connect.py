@@ -103,14 +103,15 @@ def up(
 
 
 def _settings(found: brokers.Bootstrap, command_config: Path | None) -> Path | None:
-    """-F, else a secured local cluster's admin.properties, which the worker's clients use."""
-    from brokerd.security import client_properties
+    """-F, else the local cluster's service login (its super user's settings when secured),
+    which the worker's clients use."""
+    from kctl.cluster import brokerconfig, securecluster
     from kctl.kafka.clientprops import is_local
 
     if command_config is not None or not is_local(found):
         return command_config
-    local = client_properties.path(found.cluster_dir)
-    return local if local.exists() else None
+    protocol = brokerconfig.security_protocol(found.cluster_dir)
+    return securecluster.service_login(found.cluster_dir, protocol)[0]
 
 
 @app.command()
