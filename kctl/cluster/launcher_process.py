@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 
-HELP_FLAGS = ("--help", "-h")
+from kctl.shell.helpcache import HELP_FLAGS
 
 _started_early: subprocess.Popen[str] | None = None
 
