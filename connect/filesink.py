@@ -13,11 +13,37 @@ import json
 import os
 from pathlib import Path
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import DataStreamWriter
 
 from connect.converters import Converter
+from connect.queryspec import QuerySpec
 
 LEDGER = "file-sink.json"
+MAX_RECORDS_PER_BATCH = "100000"  # a micro-batch is collected on the driver
+
+
+def stream(spark: SparkSession, spec: QuerySpec) -> DataStreamWriter:
+    """FileStreamSink's query: the topics' records through kctl's source into the file."""
+    return subscribed(spark, spec).writeStream.foreachBatch(
+        FileAppender(spec.config["file"], spec.converter("value"), spec.checkpoint)
+    )
+
+
+def subscribed(spark: SparkSession, spec: QuerySpec) -> DataFrame:
+    """A sink connector's input: its `topics` or `topics.regex` from the earliest offsets,
+    at most MAX_RECORDS_PER_BATCH records a micro-batch."""
+    topics = spec.config.get("topics", "").strip()
+    subscription = ("subscribe", topics) if topics else ("subscribePattern", spec.config["topics.regex"])
+    return (
+        spark.readStream.format("kctl")
+        .options(**spec.kafka)
+        .option(*subscription)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", MAX_RECORDS_PER_BATCH)
+        .option("groupIdPrefix", f"connect-{spec.name}")
+        .load()
+    )
 
 
 class FileAppender:

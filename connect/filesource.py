@@ -14,13 +14,32 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from pyspark.sql import SparkSession
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming import DataStreamWriter
 from pyspark.sql.streaming.datasource import ReadLimit
 
 from connect.converters import Converter
+from connect.queryspec import QuerySpec
 
 SCAN_BYTES = 4 << 20  # a micro-batch's range ends at the last terminator in this much more
 _TERMINATOR = re.compile(rb"\r\n|\r|\n")
+
+
+def stream(spark: SparkSession, spec: QuerySpec) -> DataStreamWriter:
+    """FileStreamSource's query: the file's lines into the topic through kctl's sink."""
+    spark.dataSource.register(FileLinesSource)
+    value = spec.converter("value")
+    return (
+        spark.readStream.format("connect-file")
+        .option("file", spec.config["file"])
+        .option("value.converter", value.class_name)
+        .option("value.converter.schemas.enable", str(value.schemas_enable).lower())
+        .load()
+        .writeStream.format("kctl")
+        .options(**spec.kafka)
+        .option("topic", spec.config["topic"].strip())
+    )
 
 
 @dataclass(frozen=True)

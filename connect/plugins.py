@@ -101,6 +101,7 @@ class Plugin:
     alias: str
     type: str
     task_class: str
+    runner: str  # the module whose stream(spark, spec) builds the connector's query
     keys: list[ConfigKey]
 
     def listing(self) -> dict[str, str]:
@@ -156,6 +157,7 @@ FILE_SOURCE = Plugin(
     "FileStreamSource",
     SOURCE,
     "org.apache.kafka.connect.file.FileStreamSourceTask",
+    "connect.filesource",
     [
         ConfigKey("file", "STRING", "Source filename.", required=True),
         ConfigKey("topic", "STRING", "The topic to publish data to", required=True, check=_single_topic),
@@ -174,6 +176,7 @@ FILE_SINK = Plugin(
     "FileStreamSink",
     SINK,
     "org.apache.kafka.connect.file.FileStreamSinkTask",
+    "connect.filesink",
     [ConfigKey("file", "STRING", "Destination filename.", required=True, check=non_empty)],
 )
 PLUGINS = (FILE_SINK, FILE_SOURCE)

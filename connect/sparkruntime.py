@@ -10,6 +10,7 @@ the REST API only queues what it wants and answers at once, as Connect's does.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import queue
 import shutil
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from connect import plugins
-from connect.converters import converter
+from connect.queryspec import QuerySpec
 from connect.workerconfig import WorkerConfig
 
 if TYPE_CHECKING:
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 TRIGGER = "1 second"  # FileStreamSource's wait when there is nothing new
-MAX_RECORDS_PER_BATCH = "100000"  # a sink's micro-batch is collected on the driver
 UNASSIGNED, RUNNING, FAILED = "UNASSIGNED", "RUNNING", "FAILED"
 STOP_S = 8.0  # within the 10 s `kctl connect down` waits before SIGKILL
 
@@ -127,12 +127,9 @@ class SparkRuntime:
             spark.stop()
 
     def _session(self) -> SparkSession:
-        from connect.filesource import FileLinesSource
         from kctl.spark.session import spark_session
 
-        spark = spark_session(self._master, app_name="kctl-connect")
-        spark.dataSource.register(FileLinesSource)
-        return spark
+        return spark_session(self._master, app_name="kctl-connect")
 
     def _apply(self, spark: SparkSession | None, job: Job) -> None:
         self._stop(job.name)
@@ -164,34 +161,9 @@ class SparkRuntime:
     def _query(
         self, spark: SparkSession, name: str, plugin: plugins.Plugin, config: Mapping[str, str]
     ) -> StreamingQuery:
-        value = converter("value", config, self._worker.settings)
         checkpoint = self.checkpoint(name)
-        if plugin is plugins.FILE_SOURCE:
-            stream = (
-                spark.readStream.format("connect-file")
-                .option("file", config["file"])
-                .option("value.converter", value.class_name)
-                .option("value.converter.schemas.enable", str(value.schemas_enable).lower())
-                .load()
-                .writeStream.format("kctl")
-                .options(**self._kafka)
-                .option("topic", config["topic"].strip())
-            )
-        else:
-            from connect.filesink import FileAppender
-
-            topics = config.get("topics", "").strip()
-            subscription = ("subscribe", topics) if topics else ("subscribePattern", config["topics.regex"])
-            stream = (
-                spark.readStream.format("kctl")
-                .options(**self._kafka)
-                .option(*subscription)
-                .option("startingOffsets", "earliest")
-                .option("maxOffsetsPerTrigger", MAX_RECORDS_PER_BATCH)
-                .option("groupIdPrefix", f"connect-{name}")
-                .load()
-                .writeStream.foreachBatch(FileAppender(config["file"], value, checkpoint))
-            )
+        spec = QuerySpec(name, config, self._kafka, self._worker.settings, checkpoint)
+        stream = importlib.import_module(plugin.runner).stream(spark, spec)
         return (
             stream.option("checkpointLocation", str(checkpoint))
             .queryName(f"connect-{name}")
