@@ -5,13 +5,13 @@ watch shows no connectors."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from kctl.cluster import localservice
 from kctl.connect import status
 from kctl.connect.client import ConnectClient
 from kctl.shell.errors import KctlError
+from kctl.watch.poller import Poller
 
 
 def poll_once(cluster_dir: Path) -> dict | None:
@@ -25,23 +25,12 @@ def poll_once(cluster_dir: Path) -> dict | None:
         return {"url": running.url, "connectors": [], "error": exc.message}
 
 
-class ConnectPoller:
+class ConnectPoller(Poller[dict | None]):
     """Asks every `interval` seconds on a daemon thread; read `latest` any time."""
 
     def __init__(self, cluster_dir: Path, interval: float):
+        super().__init__(None, interval, "kctl-watch-connect")
         self.cluster_dir = cluster_dir
-        self.interval = interval
-        self.latest: dict | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="kctl-watch-connect", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.latest = poll_once(self.cluster_dir)
-            self._stop.wait(self.interval)
+    def poll(self) -> dict | None:
+        return poll_once(self.cluster_dir)
