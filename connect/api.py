@@ -131,6 +131,13 @@ def routes(app: FastAPI, herder: Herder, cluster_id: str) -> None:
         herder.reset_offsets(name)
         return {"message": "The offsets for this connector have been reset successfully"}
 
+    @app.get("/connectors/{name}/metrics")
+    def metrics(name: str) -> dict[str, object]:
+        """kctl's own, not Connect's: the task's records read and written, errors, records
+        skipped and put in the dead letter queue since the worker started, the lag behind
+        its source and its last error."""
+        return herder.metrics(name)
+
     @app.get("/connector-plugins")
     def connector_plugins(connectorsOnly: bool = True) -> list[dict[str, str]]:  # noqa: N803
         return plugins.listing(connectorsOnly)

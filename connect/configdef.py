@@ -49,11 +49,13 @@ class ConfigKey:
 
 
 def _type_error(kind: str, value: str) -> str | None:
-    if kind == "INT":
+    if kind in ("INT", "SHORT", "LONG"):
         try:
             int(value.strip())
         except ValueError:
-            return "Not a number of type INT"
+            return f"Not a number of type {kind}"
+    if kind == "BOOLEAN" and value.strip().lower() not in ("true", "false"):
+        return "Expected value to be either true or false"
     return None
 
 

@@ -24,6 +24,8 @@ ENVELOPE_REQUIRED = (
 class ConversionError(ValueError):
     """A record the converter cannot read (Connect's DataException)."""
 
+    connect_class = "org.apache.kafka.connect.errors.DataException"  # as dead letters name it
+
 
 @dataclass(frozen=True)
 class Converter:

@@ -10,6 +10,7 @@ last line without a terminator waits for one. Bytes are decoded as UTF-8.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,7 +20,9 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming import DataStreamWriter
 from pyspark.sql.streaming.datasource import ReadLimit
 
+from connect import progress
 from connect.converters import Converter
+from connect.lag import bytes_behind
 from connect.queryspec import QuerySpec
 
 SCAN_BYTES = 4 << 20  # a micro-batch's range ends at the last terminator in this much more
@@ -40,6 +43,16 @@ def stream(spark: SparkSession, spec: QuerySpec) -> DataStreamWriter:
         .options(**spec.kafka)
         .option("topic", spec.config["topic"].strip())
     )
+
+
+def lag(spec: QuerySpec) -> int:
+    """Bytes behind: the file's length past the committed position."""
+    end = progress.committed_end(spec.checkpoint) or {}
+    try:
+        length = os.path.getsize(spec.config["file"])
+    except FileNotFoundError:
+        length = 0
+    return bytes_behind(length, int(str(end.get("position", 0))))
 
 
 @dataclass(frozen=True)

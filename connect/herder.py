@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from connect import errors, plugins, progress
+from connect import errors, lag, metrics, plugins, progress
 from connect.plugins import Plugin
+from connect.queryspec import QuerySpec
 from connect.sparkruntime import FAILED, TaskState
 from connect.storage import ConnectStore, Loaded
 
@@ -30,6 +31,7 @@ class Runtime(Protocol):
     def halt(self, name: str, forget: bool = False) -> None: ...
     def state(self, name: str) -> TaskState: ...
     def checkpoint(self, name: str) -> Path: ...
+    def spec(self, name: str, config: Mapping[str, str]) -> QuerySpec: ...
 
 
 @dataclass
@@ -129,6 +131,15 @@ class Herder:
             return {"offsets": progress.source_offsets(checkpoint, connector.config["file"])}
         return {"offsets": progress.sink_offsets(checkpoint)}
 
+    def metrics(self, name: str) -> dict[str, object]:
+        """kctl's `GET /connectors/{name}/metrics`: its task's counts since the worker
+        started, its lag and its last error (connect.metrics)."""
+        with self._lock:
+            connector = self._get(name)
+            spec = self._runtime.spec(name, connector.config)
+        counts = metrics.REGISTRY.counts(name)
+        return metrics.document(name, connector.plugin.type, counts, lag.of(connector.plugin.runner, spec))
+
     # -- changing ------------------------------------------------------------------------
     def put(self, name: str, config: Mapping[str, str], target: str | None = None) -> bool:
         """Create the connector or replace its config (restarting its task): whether it is new.
@@ -152,6 +163,7 @@ class Herder:
             self._store.delete(name)
             del self._connectors[name]
             self._runtime.halt(name, forget=True)
+            metrics.REGISTRY.forget(name)
             self._store.put_status(f"status-connector-{name}", None)
             self._store.put_status(f"status-task-{name}-0", None)
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from connect import converters
-from connect.configdef import ConfigKey, Validation, at_least, non_empty, one_of
+from connect import converters, errorconfig
+from connect.configdef import ConfigKey, Validation, at_least, non_empty
 from connect.errors import bad_request
 
 KAFKA_VERSION = "3.9.0"  # the Kafka Connect release whose REST API and connectors these follow
 COMMON = "Common"
-ERRORS = "Error Handling"
 SOURCE, SINK = "source", "sink"
 
 
@@ -30,12 +29,6 @@ def _converter_key(side: str, order: int) -> ConfigKey:
         display_name=f"{side.capitalize()} converter class",
         check=converters.unknown,
     )
-
-
-def _tolerance(value: str) -> str | None:
-    if value == "all":
-        return "this worker does not tolerate errors yet (no dead letter queue): use none"
-    return one_of("none", "all")(value)
 
 
 COMMON_KEYS = [
@@ -73,19 +66,7 @@ COMMON_KEYS = [
     ),
     _converter_key("key", 5),
     _converter_key("value", 6),
-    ConfigKey(
-        "errors.tolerance",
-        "STRING",
-        "Behavior for tolerating errors during connector operation. "
-        "'none' is the default value and signals that any error will result in an immediate "
-        "connector task failure.",
-        default="none",
-        importance="MEDIUM",
-        group=ERRORS,
-        order=3,
-        display_name="Error Tolerance",
-        check=_tolerance,
-    ),
+    *errorconfig.COMMON_KEYS,
 ]
 
 
@@ -111,6 +92,8 @@ class Plugin:
         found = Validation(COMMON_KEYS + self._type_keys() + self.keys, config)
         if self.type == SINK:
             found.extra = _sink_topics(config)
+            for name, messages in errorconfig.dlq_topic_errors(config).items():
+                found.extra.setdefault(name, []).extend(messages)
         return found
 
     def _type_keys(self) -> list[ConfigKey]:
@@ -137,6 +120,7 @@ class Plugin:
                 width="LONG",
                 display_name="Topics regex",
             ),
+            *errorconfig.DLQ_KEYS,
         ]
 
 

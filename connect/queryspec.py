@@ -19,6 +19,11 @@ class QuerySpec:
     worker: Mapping[str, str]  # the worker's settings (converters a connector does not set)
     checkpoint: Path  # the query's Spark checkpoint: a sink's own progress records go here too
 
+    @property
+    def client(self) -> dict[str, str]:
+        """The worker's Kafka client settings, for a connector's own producers and admin calls."""
+        return {key.removeprefix("kafka."): value for key, value in self.kafka.items()}
+
     def converter(self, side: str) -> Converter:
         """The connector's `side` ("key" or "value") converter, else the worker's."""
         return converter(side, self.config, self.worker)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from connect import plugins
+from connect.metrics import QUERY_PREFIX
 from connect.queryspec import QuerySpec
 from connect.workerconfig import WorkerConfig
 
@@ -76,6 +77,10 @@ class SparkRuntime:
     def checkpoint(self, name: str) -> Path:
         return self._checkpoints / quote(name, safe="")
 
+    def spec(self, name: str, config: Mapping[str, str]) -> QuerySpec:
+        """What the connector's query is built from (and its lag measured by)."""
+        return QuerySpec(name, config, self._kafka, self._worker.settings, self.checkpoint(name))
+
     def run(self, name: str, plugin: plugins.Plugin, config: Mapping[str, str]) -> None:
         """(Re)start the connector's query."""
         self._set(name, TaskState(UNASSIGNED))
@@ -127,9 +132,12 @@ class SparkRuntime:
             spark.stop()
 
     def _session(self) -> SparkSession:
+        from connect.progresslistener import ProgressListener
         from kctl.spark.session import spark_session
 
-        return spark_session(self._master, app_name="kctl-connect")
+        spark = spark_session(self._master, app_name="kctl-connect")
+        spark.streams.addListener(ProgressListener())
+        return spark
 
     def _apply(self, spark: SparkSession | None, job: Job) -> None:
         self._stop(job.name)
@@ -161,12 +169,11 @@ class SparkRuntime:
     def _query(
         self, spark: SparkSession, name: str, plugin: plugins.Plugin, config: Mapping[str, str]
     ) -> StreamingQuery:
-        checkpoint = self.checkpoint(name)
-        spec = QuerySpec(name, config, self._kafka, self._worker.settings, checkpoint)
+        spec = self.spec(name, config)
         stream = importlib.import_module(plugin.runner).stream(spark, spec)
         return (
-            stream.option("checkpointLocation", str(checkpoint))
-            .queryName(f"connect-{name}")
+            stream.option("checkpointLocation", str(spec.checkpoint))
+            .queryName(QUERY_PREFIX + name)
             .trigger(processingTime=TRIGGER)
             .start()
         )

@@ -43,5 +43,10 @@ class WorkerConfig:
     def replication_factor(self, prop: str, brokers: int) -> int:
         """`config.storage.replication.factor` and the like; Connect's 3, or all the brokers
         of a smaller cluster (-1, the broker's default, also accepted)."""
-        given = int(self.settings.get(prop, "3"))
-        return min(given, brokers) if given > 0 else min(3, brokers)
+        return capped_replication(int(self.settings.get(prop, "3")), brokers)
+
+
+def capped_replication(given: int, brokers: int) -> int:
+    """A topic's replication factor as Connect's worker creates its topics on a cluster of
+    `brokers`: at most all of them, and -1 (the broker's default) as Connect's 3."""
+    return min(given, brokers) if given > 0 else min(3, brokers)

@@ -1,4 +1,4 @@
-"""`kctl connect up|down|create|list|describe|pause|resume|restart|stop|delete|plugins`: a
+"""`kctl connect up|down|create|list|status|describe|pause|resume|restart|stop|delete|plugins`: a
 Kafka Connect worker beside the cluster (one Spark application, a Structured Streaming query
 per connector) and a client of its REST API, which is Kafka Connect's."""
 
@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from kctl.cluster import localservice
+from kctl.connect import status as connectorstatus
 from kctl.connect.client import CONNECT, ConnectClient, connector_path, worker_url
 from kctl.kafka import bootstrap as brokers
 from kctl.shell import console
@@ -181,6 +182,26 @@ def list_connectors(url: Url = None, cluster_dir: ClusterDir = None, json_output
         for name, entry in sorted(found.items())
     ]
     console.print_table(["name", "type", "state", "tasks"], rows)
+
+
+@app.command()
+def status(
+    name: Annotated[
+        str | None,
+        typer.Argument(metavar="[NAME]", help="Only this connector. Default: every one.", show_default=False),
+    ] = None,
+    url: Url = None,
+    cluster_dir: ClusterDir = None,
+    json_output: Json = False,
+) -> None:
+    """Show each connector's state, its tasks' states, the records its task read and wrote,
+    its errors and dead letters since the worker started, its lag (a sink's records not yet
+    committed, FileStreamSource's bytes not yet read) and its last error."""
+    found = connectorstatus.fetch(_client(url, cluster_dir), name)
+    if json_output:
+        console.print_json(found)
+        return
+    console.print_section(connectorstatus.section(found))
 
 
 @app.command()

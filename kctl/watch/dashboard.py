@@ -1,6 +1,6 @@
 """The `kctl watch` screen: brokers, the network faults in force, partitions per topic (and,
-with --sample, the latest record of each), groups, the brokers' latest security events and
-recent changes.
+with --sample, the latest record of each), groups, the connectors of a connect worker running
+beside the cluster, the brokers' latest security events and recent changes.
 
 Built as console Sections, so the same tables are printed once when stdout is not a
 terminal and laid out in a Rich Live display when it is.
@@ -16,6 +16,7 @@ from rich.text import Text
 from brokerd.state.faults import NetworkFaults
 from kctl.cluster import brokerview, netfaults, securityevents
 from kctl.cluster.brokerview import BrokerView
+from kctl.connect import status as connectorstatus
 from kctl.shell import sections
 from kctl.shell.console import Section, rich_table
 from kctl.watch import sampleview
@@ -41,6 +42,8 @@ def build(snap: dict, events: list[Event]) -> list[Section]:
     if snap.get("groups_error"):
         out.append(Section("GROUPS", ["error"], [[snap["groups_error"]]]))
     out += [_group(g) for g in snap.get("groups", [])]
+    if snap.get("connect"):  # a connect worker runs beside the cluster
+        out.append(_connectors(snap["connect"]))
     if snap.get("security_events"):
         out.append(
             Section(
@@ -78,6 +81,13 @@ def _group(doc: dict) -> Section:
         f"{len(doc['members'])} member(s){epoch}, coordinator {coordinator}, total lag {doc['total_lag']}"
     )
     return sections.group_partitions(doc, title=title, wide=False)
+
+
+def _connectors(doc: dict) -> Section:
+    title = f"CONNECTORS of the connect worker at {doc['url']}"
+    if doc.get("error"):
+        return Section(title, ["error"], [[doc["error"]]])
+    return connectorstatus.section(doc["connectors"], title)
 
 
 def screen(snap: dict, events: list[Event], interval: float) -> Group:

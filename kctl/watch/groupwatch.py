@@ -8,12 +8,12 @@ tables show their last answer (or why there is none) until the next one arrives.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from kctl.kafka import groups
 from kctl.kafka.client import Connection
 from kctl.shell.errors import KctlError
+from kctl.watch.poller import Poller
 
 # Each group described costs a few requests per fetch; past this many, the watch shows the
 # first ones (by id) and says how many it left out. Name groups with --group to pick them.
@@ -60,27 +60,16 @@ class GroupSource:
         return self.topic is None or any(p["topic"] == self.topic for p in doc.get("partitions", []))
 
 
-class GroupPoller:
+class GroupPoller(Poller[tuple[list[dict], str | None]]):
     """Fetches groups every `interval` seconds on a daemon thread; read `latest` any time."""
 
     def __init__(self, source: GroupSource, interval: float):
+        super().__init__(([], "waiting for the first answer"), interval, "kctl-watch-groups")
         self.source = source
-        self.interval = interval
-        self.latest: tuple[list[dict], str | None] = ([], "waiting for the first answer")
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="kctl-watch-groups", daemon=True)
 
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            docs, error = poll_once(self.source)
-            self.latest = (docs if error is None else self.latest[0], error)
-            self._stop.wait(self.interval)
+    def poll(self) -> tuple[list[dict], str | None]:
+        docs, error = poll_once(self.source)
+        return (docs if error is None else self.latest[0], error)
 
 
 def poll_once(source: GroupSource) -> tuple[list[dict], str | None]:

@@ -23,7 +23,7 @@ from kctl.shell.options import (
     Json,
     SchemaRegistryUrl,
 )
-from kctl.watch import dashboard, events, record
+from kctl.watch import connectwatch, dashboard, events, record
 from kctl.watch.groupwatch import GroupPoller, GroupSource, poll_once
 from kctl.watch.sample import MAX_PARTITIONS, SamplePoller, SampleSource
 from kctl.watch.sample import decoder as sample_decoder
@@ -109,7 +109,9 @@ def watch(
     offset (yellow while an open transaction holds it below the high watermark), high
     watermark, each replica's log end (yellow below the high watermark) and the open
     transactions (producer id:epoch@first offset), then each group's state, members,
-    committed offsets and lag, the brokers' latest security events on a secured cluster
+    committed offsets and lag, the connectors of a connect worker running beside the cluster
+    (state, tasks, records in and out, errors, dead letters, lag, last error), the brokers'
+    latest security events on a secured cluster
     (authentication failures, and requests an ACL denied with the rule that decided), and a
     log of recent changes: leaders moving, epochs rising,
     the ISR shrinking and growing, the ISR below min.insync.replicas (acks=all refused), the
@@ -154,8 +156,14 @@ def watch(
             console.info(f"recorded {recorder.moments} moment(s) to {recorder.path}")
 
 
-def _snapshot(state: ClusterView, topic: str | None, groups: tuple[list[dict], str | None]) -> dict:
-    return {**snapshot.take(state, topic), "groups": groups[0], "groups_error": groups[1]}
+def _snapshot(
+    state: ClusterView, topic: str | None, groups: tuple[list[dict], str | None], connect: dict | None
+) -> dict:
+    """The cluster's moment, its groups and, when a connect worker runs beside it, its connectors."""
+    snap = {**snapshot.take(state, topic), "groups": groups[0], "groups_error": groups[1]}
+    if connect is not None:
+        snap["connect"] = connect
+    return snap
 
 
 def _sample_source(
@@ -176,7 +184,7 @@ def _first_snapshot(
     state: ClusterView, topic: str | None, source: GroupSource, sampler: SampleSource | None
 ) -> dict:
     """The one snapshot of --once, with its sample read there and then (the consumer closed)."""
-    snap = _snapshot(state, topic, poll_once(source))
+    snap = _snapshot(state, topic, poll_once(source), connectwatch.poll_once(state.cluster_dir))
     if sampler is not None:
         try:
             snap["sample"] = sampler.fetch(snap)
@@ -209,10 +217,12 @@ def _moments(
     partition ends to read the next one by."""
     before = None
     poller, samples = pollers
+    connectors = connectwatch.ConnectPoller(state.cluster_dir, interval)
     poller.start()
+    connectors.start()
     try:
         while True:
-            snap = _snapshot(state, topic, poller.latest)
+            snap = _snapshot(state, topic, poller.latest, connectors.latest)
             if samples is not None:
                 samples.offer(snap)
                 snap["sample"] = samples.latest
@@ -227,6 +237,7 @@ def _moments(
             time.sleep(pause)
     finally:
         poller.stop()
+        connectors.stop()
         if samples is not None:
             samples.stop()
 

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from connect import progress
-from connect.converters import Converter
 from connect.filesink import FileAppender
 from connect.filesource import complete_end, lines
+from connect.queryspec import QuerySpec
 
 pytestmark = pytest.mark.unit
 
@@ -31,7 +31,7 @@ def test_ranges_end_after_the_last_complete_line(tmp_path):
 
 def test_a_replayed_sink_batch_starts_where_its_first_attempt_did(tmp_path):
     out = tmp_path / "out.txt"
-    appender = FileAppender(str(out), Converter(), tmp_path / "checkpoint")
+    appender = FileAppender(QuerySpec("out", {"file": str(out)}, {}, {}, tmp_path / "checkpoint"))
     assert appender._start_of(0) == 0
     out.write_text("one\ntwo\n")
     assert appender._start_of(0) == 0  # the same batch again: cut back to where it began

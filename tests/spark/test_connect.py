@@ -258,10 +258,10 @@ def test_kctl_connect_is_a_client_of_the_rest_api(worker):
     strict.write_text(json.dumps({"name": "strict", **sink}))
     worker.kctl("connect", "create", str(strict))
     wait_until(lambda: _task(worker, "strict")["state"] == "FAILED", SPARK_WAIT_S, "the task to fail", 0.5)
-    assert (
-        'JsonConverter with schemas.enable requires "schema" and "payload"'
-        in _task(worker, "strict")["trace"]
-    )
+    trace = _task(worker, "strict")["trace"]
+    assert 'JsonConverter with schemas.enable requires "schema" and "payload"' in trace
+    assert "Tolerance exceeded in error handler" in trace  # errors.tolerance=none, the default
+    assert "where consumed record is {topic='plain', partition=0, offset=0}" in trace
     described = worker.kctl("connect", "describe", "strict").stdout.decode()
     assert "task 0: FAILED" in described and "schemas.enable" in described
     worker.kctl("connect", "delete", "strict")
@@ -269,6 +269,53 @@ def test_kctl_connect_is_a_client_of_the_rest_api(worker):
     assert len(unreachable.strip().splitlines()) == 1
     status = json.loads(worker.kctl("cluster", "status", "--json").stdout)
     assert status["connect"]["url"] == worker.url
+
+
+def test_tolerated_records_go_to_the_dead_letter_queue_once_with_connects_context_headers(worker):
+    envelope = {"schema": {"type": "string", "optional": False}}
+    good = [json.dumps({**envelope, "payload": f"line {i}"}) for i in range(6)]
+    bad = ['{"plain": "json"}', "not json at all"]
+    worker.kctl("topic", "create", "mixed", "-p", "1")
+    worker.kctl(
+        "produce", "mixed", input="\n".join([*good[:2], bad[0], *good[2:4], bad[1], *good[4:]]) + "\n"
+    )
+    sink = worker.home / "mixed.txt"
+    config = {
+        "connector.class": "FileStreamSink",
+        "topics": "mixed",
+        "file": str(sink),
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": "mixed-dlq",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }
+    status, body = call(worker.url, "POST", "/connectors", {"name": "tolerant", "config": config})
+    assert status == 201, body
+    expected = "".join(f"line {i}\n" for i in range(6))
+    wait_until(lambda: sink.exists() and sink.read_text() == expected, SPARK_WAIT_S, "the good lines", 0.5)
+
+    def status_of() -> dict:
+        return json.loads(worker.kctl("connect", "status", "tolerant", "--json").stdout)[0]
+
+    wait_until(lambda: status_of()["lag"] == 0, 60, "the sink's commit", 0.5)
+    shown = status_of()
+    assert shown["tasks"][0]["state"] == "RUNNING"
+    assert shown["metrics"]["sink-record-read-total"] == 8 and shown["metrics"]["sink-record-send-total"] == 6
+    assert shown["metrics"]["total-records-skipped"] == 2
+    assert shown["metrics"]["deadletterqueue-produce-requests"] == 2
+    assert "serialization error" in shown["last_error"]
+    table = worker.kctl("connect", "status").stdout.decode()
+    assert "tolerant" in table and "DataException" in table
+    letters = worker.kctl("consume", "mixed-dlq", "-e", "--json").stdout.decode().splitlines()
+    assert [json.loads(line)["value"] for line in letters] == bad  # once each, as they were
+    context = {h["key"]: h["value"] for h in json.loads(letters[0])["headers"]}
+    assert context["__connect.errors.topic"] == "mixed" and context["__connect.errors.offset"] == "2"
+    assert context["__connect.errors.connector.name"] == "tolerant"
+    assert context["__connect.errors.stage"] == "VALUE_CONVERTER"
+    assert context["__connect.errors.class.name"] == "org.apache.kafka.connect.json.JsonConverter"
+    assert context["__connect.errors.exception.class.name"] == "org.apache.kafka.connect.errors.DataException"
+    assert context["__connect.errors.exception.message"].startswith("JsonConverter with schemas.enable")
+    assert "__connect.errors.exception.stacktrace" in context and "__connect.errors.task.id" in context
+    worker.kctl("connect", "delete", "tolerant")
 
 
 def test_cluster_down_stops_the_worker(worker):
