@@ -52,6 +52,7 @@ NARRATE_EVERY_S = 0.2  # leaders publish every 0.5 s: often enough to see each m
 PUBLISH_PERIOD_S = 0.5  # how often a leader publishes its partitions' view (brokerd)
 MAX_EVENTS = 200  # narrated changes kept for one lesson
 MAX_RECORDS = 10_000  # what a lesson ever reads back from one topic
+CONNECT_MASTER = "local[2]"  # a lesson's connectors on the laptop's own Spark
 
 # Every lesson's cluster: its internal topics small, groups formed at once, and leaders left
 # where failover put them (a lesson moves them itself when it wants to).
@@ -85,8 +86,9 @@ class Lab:
         self._narrator: threading.Thread | None = None
         self._conn: Connection | None = None
         self._closers: list[Callable[[], None]] = []
-        self._registry: localservice.StartingService | None = None
-        self._registry_url: str | None = None
+        self._services: dict[localservice.Service, localservice.StartingService] = {}
+        self._urls: dict[localservice.Service, str] = {}
+        self._neighbour: Lab | None = None
 
     # -- the cluster ---------------------------------------------------------------------
 
@@ -139,7 +141,9 @@ class Lab:
         if self._narrator is not None:
             self._narrator.join(5)
         try:
-            self._stop_schema_registry()
+            self._stop_services()
+            if self._neighbour is not None:
+                self._neighbour.close()
             if self._tmp is not None and self.state.exists():
                 netfaults.heal_all(self.state)  # no rule outlives the lesson's cluster
                 localcluster.stop_all(self.state)
@@ -151,25 +155,45 @@ class Lab:
 
     def schema_registry(self) -> str:
         """The URL of the cluster's schema registry, started as `kctl cluster up` starts it the
-        first time a lesson asks: only the lessons about schemas pay for its start. `close`
-        stops it before the brokers it keeps its schemas in."""
-        if self._registry_url is None:
+        first time a lesson asks: only the lessons about schemas pay for its start."""
+        return self._service(localservice.SCHEMA_REGISTRY)
+
+    def connect_worker(self) -> str:
+        """The URL of a connect worker beside the cluster, started as `kctl connect up` starts
+        it the first time a lesson asks; its Spark starts with its first connector."""
+        home = localservice.directory(self.dir, localservice.CONNECT)
+        return self._service(localservice.CONNECT, "--dir", str(home), "--master", CONNECT_MASTER)
+
+    def neighbour(self) -> Lab:
+        """A second cluster of one broker beside this one (another data centre, for a lesson
+        about mirroring), started the first time a lesson asks and stopped with this one."""
+        if self._neighbour is None:
+            neighbour = Lab(1, {"offsets.topic.replication.factor": "1"})
+            self._neighbour = neighbour.__enter__()
+        return self._neighbour
+
+    def _service(self, service: localservice.Service, *extra: str) -> str:
+        """Start `service` beside the brokers once; `close` stops it before the brokers it
+        keeps its state in."""
+        if service not in self._urls:
             secured = self.security_protocol != "PLAINTEXT"
             properties = client_properties.path(self.dir) if secured else None
-            self._registry = localservice.start(
-                self.dir, localservice.SCHEMA_REGISTRY, self.bootstrap, properties
+            starting = localservice.start(
+                self.dir, service, self.bootstrap, properties, extra_args=tuple(extra)
             )
-            self._registry_url = self._registry.ready().url
-        return self._registry_url
+            self._services[service] = starting
+            self._urls[service] = starting.serving(self.bootstrap).url
+        return self._urls[service]
 
-    def _stop_schema_registry(self) -> None:
-        """SIGTERM the registry (SIGKILL if it lingers) and reap it. One not holding its lock
+    def _stop_services(self) -> None:
+        """SIGTERM each service (SIGKILL if it lingers) and reap it. One not holding its lock
         yet (Ctrl-C while it started) is not found by the lock: the process is killed."""
-        if self._registry is None or self._registry.process is None:
-            return
-        if localservice.stop(self.dir, localservice.SCHEMA_REGISTRY) not in ("stopped", "killed"):
-            self._registry.process.kill()
-        self._registry.process.wait()
+        for service, starting in self._services.items():
+            if starting.process is None:
+                continue
+            if localservice.stop(self.dir, service) not in ("stopped", "killed"):
+                starting.process.kill()
+            starting.process.wait()
 
     @property
     def conn(self) -> Connection:
