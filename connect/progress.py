@@ -33,15 +33,15 @@ def sink_offsets(checkpoint: Path) -> list[dict[str, object]]:
             "partition": {"kafka_topic": topic, "kafka_partition": partition},
             "offset": {"kafka_offset": offset},
         }
-        for (topic, partition), offset in sorted(_sink_positions(checkpoint).items())
+        for (topic, partition), offset in sorted(sink_positions(checkpoint).items())
     ]
 
 
 def sink_topics(checkpoint: Path) -> list[str]:
-    return sorted({topic for topic, _ in _sink_positions(checkpoint)})
+    return sorted({topic for topic, _ in sink_positions(checkpoint)})
 
 
-def _sink_positions(checkpoint: Path) -> dict[tuple[str, int], int]:
+def sink_positions(checkpoint: Path) -> dict[tuple[str, int], int]:
     """kctl's source offsets, `{"topic": {"0": 23}}`, by topic and partition."""
     end = committed_end(checkpoint) or {}
     return {
