@@ -124,5 +124,6 @@ def test_mirror_connectors_are_listed_and_checked_in_connects_words():
     }
     assert source.validation(bad).messages() == [
         "Invalid value Nope for configuration replication.policy.class: Class Nope could not be found.",
-        "Invalid value elsewhere for configuration offset-syncs.topic.location: String must be one of: source, target",
+        "Invalid value elsewhere for configuration offset-syncs.topic.location: "
+        "String must be one of: source, target",
     ]
