@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("connect-mirror"), pyte
 SPARK_WAIT_S = 240
 RECORDS, PARTITIONS, TOPIC, GROUP = 100_000, 6, "orders", "billing"
 REMOTE = "east.orders"
-T0 = 1_700_000_000_000
+T0 = int(time.time() * 1000) - 3_600_000  # an hour ago: well within the topic's retention
 
 
 @dataclass
