@@ -34,6 +34,13 @@ def _flag(name: str, default: str, doc: str) -> ConfigKey:
     return _key(name, "BOOLEAN", default, doc, importance="LOW", check=one_of("true", "false"))
 
 
+def _replication(topic: str) -> ConfigKey:
+    """The replication factor of an internal topic: `offset-syncs`, `checkpoints`, `heartbeats`."""
+    return _key(
+        f"{topic}.topic.replication.factor", "SHORT", "3", f"Replication factor for {topic} topic.", "LOW"
+    )
+
+
 COMMON_KEYS = [
     _key("source.cluster.alias", "STRING", "source", "Alias of source cluster"),
     _key("target.cluster.alias", "STRING", "target", "Alias of target cluster. Used in metrics reporting."),
@@ -110,13 +117,7 @@ SOURCE_KEYS = (
             "Replication factor for newly created remote topics.",
             importance="LOW",
         ),
-        _key(
-            "offset-syncs.topic.replication.factor",
-            "SHORT",
-            "3",
-            "Replication factor for offset-syncs topic.",
-            importance="LOW",
-        ),
+        _replication("offset-syncs"),
         _key(
             "offset.lag.max",
             "LONG",
@@ -155,25 +156,13 @@ CHECKPOINT_KEYS = (
         ),
         _seconds("sync.group.offsets.interval.seconds", "60", "Frequency of consumer group offset sync."),
         _seconds("refresh.groups.interval.seconds", "600", "Frequency of group refresh."),
-        _key(
-            "checkpoints.topic.replication.factor",
-            "SHORT",
-            "3",
-            "Replication factor for checkpoints topic.",
-            importance="LOW",
-        ),
+        _replication("checkpoints"),
     ]
 )
 HEARTBEAT_KEYS = COMMON_KEYS + [
     _flag("emit.heartbeats.enabled", "true", "Whether to emit heartbeats to target cluster."),
     _seconds("emit.heartbeats.interval.seconds", "1", "Frequency of heartbeats."),
-    _key(
-        "heartbeats.topic.replication.factor",
-        "SHORT",
-        "3",
-        "Replication factor for heartbeats topic.",
-        importance="LOW",
-    ),
+    _replication("heartbeats"),
 ]
 
 
