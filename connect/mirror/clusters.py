@@ -4,7 +4,8 @@ and consumer groups' committed offsets and state."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
+from concurrent.futures import Future
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaPartition
@@ -75,6 +76,8 @@ class Cluster:
         _tolerating(future[topic], KafkaError.INVALID_PARTITIONS)
 
     def set_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        if not configs:
+            return
         resource = ConfigResource(
             ConfigResource.Type.TOPIC,
             topic,
@@ -117,13 +120,9 @@ class Cluster:
             raise KafkaException(failed)
 
 
-def _tolerating(future, code: int) -> None:  # type: ignore[no-untyped-def]
+def _tolerating(future: Future, code: int) -> None:
     try:
         future.result()
     except KafkaException as exc:
         if exc.args[0].code() != code:
             raise
-
-
-def partitions_of(topics: Mapping[str, int], names: Iterable[str]) -> list[tuple[str, int]]:
-    return [(name, p) for name in names for p in range(topics.get(name, 0))]

@@ -186,7 +186,7 @@ def test_a_mirrored_topic_and_group_survive_a_sigkill_of_the_worker(clusters):
     assert sorted(mirrored) == list(range(PARTITIONS))
     for p in range(PARTITIONS):
         assert mirrored[p] == original[p], f"partition {p}"
-    assert _topic_configs(target) == {"retention.ms": "86400000"}
+    assert _topic_configs(target, REMOTE) == {"retention.ms": "86400000"}
 
     wait_until(lambda: _committed(target) == halves, 120, "the group's translated offsets on the target", 0.5)
     rest = _read_as_group(target)
@@ -201,9 +201,9 @@ def test_a_mirrored_topic_and_group_survive_a_sigkill_of_the_worker(clusters):
     }
 
 
-def _topic_configs(bootstrap: str) -> dict[str, str]:
-    """The remote topic's configs set on it (not the brokers' defaults)."""
-    resource = ConfigResource(ConfigResource.Type.TOPIC, REMOTE)
+def _topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
+    """The topic's configs set on it (not the brokers' defaults)."""
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
     entries = AdminClient({"bootstrap.servers": bootstrap}).describe_configs([resource])[resource].result()
     return {k: e.value for k, e in entries.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
 
