@@ -204,7 +204,8 @@ def test_a_mirrored_topic_and_group_survive_a_sigkill_of_the_worker(clusters):
 def _topic_configs(bootstrap: str, topic: str) -> dict[str, str]:
     """The topic's configs set on it (not the brokers' defaults)."""
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    entries = AdminClient({"bootstrap.servers": bootstrap}).describe_configs([resource])[resource].result()
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the answer: its handle serves it
+    entries = admin.describe_configs([resource])[resource].result()
     return {k: e.value for k, e in entries.items() if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
 
 
