@@ -69,7 +69,7 @@ class MirrorBatches:
     def __init__(self, settings: MirrorSettings, checkpoint: Path) -> None:
         self.settings = settings
         self.ledger = checkpoint / LEDGER
-        self._configs_synced = 0.0
+        self._configs_synced: float | None = None  # when topic configs were last copied
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         remote = self._sync_topics()
@@ -78,25 +78,34 @@ class MirrorBatches:
 
     def _sync_topics(self) -> dict[str, int]:
         """Create the remote topics that are missing and grow those with fewer partitions than
-        their source; copy topic configs when due. The remote topics and partition counts."""
+        their source; copy topic configs at the first batch, then when due. The remote topics
+        and their partition counts."""
         settings, source, target = self.settings, Cluster(self.settings.source), Cluster(self.settings.target)
         wanted = {topic: n for topic, n in source.topics().items() if settings.replicates(topic)}
         existing = target.topics()
         configs_due = settings.flag("sync.topic.configs.enabled") and (
-            time.monotonic() - self._configs_synced >= settings.seconds("sync.topic.configs.interval.seconds")
+            self._configs_synced is None
+            or time.monotonic() - self._configs_synced
+            >= settings.seconds("sync.topic.configs.interval.seconds")
         )
         remote = {}
         for topic, partitions in wanted.items():
             name = settings.policy.format_remote_topic(settings.source_alias, topic)
             remote[name] = partitions
+            configs = source.synced_configs(topic) if configs_due or name not in existing else {}
             if name not in existing:
-                configs = source.synced_configs(topic) if settings.flag("sync.topic.configs.enabled") else {}
                 replication = target.replication(int(settings.text("replication.factor")))
-                target.create(name, partitions, replication, configs)
-            elif existing[name] < partitions:
+                target.create(
+                    name,
+                    partitions,
+                    replication,
+                    configs if settings.flag("sync.topic.configs.enabled") else {},
+                )
+                continue
+            if existing[name] < partitions:
                 target.grow(name, partitions)
-            elif configs_due:
-                target.set_configs(name, source.synced_configs(topic))
+            if configs_due:
+                target.set_configs(name, configs)
         if configs_due:
             self._configs_synced = time.monotonic()
         syncs = Cluster(settings.offset_syncs_cluster)

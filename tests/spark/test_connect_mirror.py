@@ -124,7 +124,8 @@ def _by_partition(messages) -> dict[int, list[tuple]]:
 def _count(bootstrap: str, topic: str) -> int:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
     try:
-        topics = consumer.list_topics(topic, timeout=TIMEOUT_S).topics
+        # all topics: a metadata request naming a missing topic would have the broker create it
+        topics = consumer.list_topics(timeout=TIMEOUT_S).topics
         if topic not in topics or topics[topic].error is not None:
             return 0
         marks = [
