@@ -150,10 +150,10 @@ def _committed(bootstrap: str) -> dict[int, int]:
 
 def test_a_mirrored_topic_and_group_survive_a_sigkill_of_the_worker(clusters):
     source, target = clusters.bootstrap(clusters.source), clusters.bootstrap(clusters.target)
-    run_kctl("topic", "create", TOPIC, "-p", str(PARTITIONS), env=_env(clusters.source), timeout=60)
-    run_kctl(
-        "topic", "alter", TOPIC, "--config", "retention.ms=86400000", env=_env(clusters.source), timeout=60
-    )
+    configs = ("-c", "retention.ms=86400000", "-c", "min.insync.replicas=1")  # MM2 copies the first only
+    created = run_kctl("topic", "create", TOPIC, "-p", str(PARTITIONS), *configs, env=_env(clusters.source))
+    assert created.returncode == 0, created.stderr
+    assert _topic_configs(source, TOPIC) == {"retention.ms": "86400000", "min.insync.replicas": "1"}
     _produce(source)
     halves = _halves()
     _consume_half_and_commit(source, halves)
