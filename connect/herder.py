@@ -9,6 +9,7 @@ starting the query again from its checkpoint continues where it stopped.
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -117,7 +118,9 @@ class Herder:
         with self._lock:
             connector = self._get(name)
             checkpoint = self._runtime.checkpoint(name)
-        if connector.plugin.type == plugins.SOURCE:
+        if connector.plugin.progress:
+            used = importlib.import_module(connector.plugin.progress).topics(checkpoint, connector.config)
+        elif connector.plugin.type == plugins.SOURCE:
             used = [connector.config["topic"].strip()] if progress.committed_end(checkpoint) else []
         else:
             used = progress.sink_topics(checkpoint)
@@ -127,6 +130,12 @@ class Herder:
         with self._lock:
             connector = self._get(name)
             checkpoint = self._runtime.checkpoint(name)
+        if connector.plugin.progress:
+            return {
+                "offsets": importlib.import_module(connector.plugin.progress).offsets(
+                    checkpoint, connector.config
+                )
+            }
         if connector.plugin.type == plugins.SOURCE:
             return {"offsets": progress.source_offsets(checkpoint, connector.config["file"])}
         return {"offsets": progress.sink_offsets(checkpoint)}

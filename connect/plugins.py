@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from connect import converters, errorconfig
 from connect.configdef import ConfigKey, Validation, at_least, non_empty
 from connect.errors import bad_request
+from connect.mirror import settings as mirror_settings
 
 KAFKA_VERSION = "3.9.0"  # the Kafka Connect release whose REST API and connectors these follow
 COMMON = "Common"
@@ -84,6 +85,9 @@ class Plugin:
     task_class: str
     runner: str  # the module whose stream(spark, spec) builds the connector's query
     keys: list[ConfigKey]
+    # a module with offsets(checkpoint, config) and topics(checkpoint, config), for progress
+    # not in the FileStream connectors' shapes
+    progress: str | None = None
 
     def listing(self) -> dict[str, str]:
         return {"class": self.class_name, "type": self.type, "version": KAFKA_VERSION}
@@ -163,7 +167,24 @@ FILE_SINK = Plugin(
     "connect.filesink",
     [ConfigKey("file", "STRING", "Destination filename.", required=True, check=non_empty)],
 )
-PLUGINS = (FILE_SINK, FILE_SOURCE)
+MIRROR = "org.apache.kafka.connect.mirror."
+MIRROR_PLUGINS = tuple(
+    Plugin(
+        MIRROR + name + "Connector",
+        name,
+        SOURCE,
+        MIRROR + name + "Task",
+        runner,
+        keys,
+        "connect.mirror.progress",
+    )
+    for name, runner, keys in (
+        ("MirrorCheckpoint", "connect.mirror.checkpoint", mirror_settings.CHECKPOINT_KEYS),
+        ("MirrorHeartbeat", "connect.mirror.heartbeat", mirror_settings.HEARTBEAT_KEYS),
+        ("MirrorSource", "connect.mirror.source", mirror_settings.SOURCE_KEYS),
+    )
+)
+PLUGINS = (FILE_SINK, FILE_SOURCE, *MIRROR_PLUGINS)
 
 
 def find(name: str) -> Plugin | None:

@@ -149,7 +149,10 @@ class Outbox:
             where = "" if partition is None or partition < 0 else f"/{partition}"
             self._error = f"{message.topic()}{where}: {error.str()}"
 
-    def send(self, topic: str, partition: int | None, key, value, headers: Headers) -> None:
+    def send(
+        self, topic: str, partition: int | None, key, value, headers: Headers, timestamp: int = 0
+    ) -> None:
+        """`timestamp`: the record's CreateTime in ms; 0 lets the producer take the time of now."""
         partition = -1 if partition is None else partition  # -1: the partitioner's choice
         while True:
             try:
@@ -158,6 +161,7 @@ class Outbox:
                     value,
                     key,
                     partition,
+                    timestamp=timestamp,
                     on_delivery=self._on_delivery,
                     # confluent-kafka types headers as a list of (str, str | bytes | None): a
                     # list of (str, bytes | None) is not one to mypy, lists being invariant
