@@ -115,7 +115,9 @@ class Herder:
         with self._lock:
             connector = self._get(name)
             checkpoint = self._runtime.checkpoint(name)
-        if connector.plugin.type == plugins.SOURCE:
+        if connector.plugin.topics is not None:
+            used = connector.plugin.topics(checkpoint, connector.config)
+        elif connector.plugin.type == plugins.SOURCE:
             used = [connector.config["topic"].strip()] if progress.committed_end(checkpoint) else []
         else:
             used = progress.sink_topics(checkpoint)
@@ -125,6 +127,8 @@ class Herder:
         with self._lock:
             connector = self._get(name)
             checkpoint = self._runtime.checkpoint(name)
+        if connector.plugin.offsets is not None:
+            return {"offsets": connector.plugin.offsets(checkpoint, connector.config)}
         if connector.plugin.type == plugins.SOURCE:
             return {"offsets": progress.source_offsets(checkpoint, connector.config["file"])}
         return {"offsets": progress.sink_offsets(checkpoint)}

@@ -4,12 +4,15 @@ own) and the checks Connect makes before a connector is created."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from connect import converters
 from connect.configdef import ConfigKey, Validation, at_least, non_empty, one_of
 from connect.errors import bad_request
+from connect.jdbc import config as jdbc
+from connect.jdbc import progress as jdbc_progress
 
 KAFKA_VERSION = "3.9.0"  # the Kafka Connect release whose REST API and connectors these follow
 COMMON = "Common"
@@ -103,6 +106,10 @@ class Plugin:
     task_class: str
     runner: str  # the module whose stream(spark, spec) builds the connector's query
     keys: list[ConfigKey]
+    checks: Callable[[Mapping[str, str]], dict[str, list[str]]] | None = None  # across keys, by key
+    # a source's committed offsets and topics (GET .../offsets, .../topics), if not FileStreamSource's
+    offsets: Callable[[Path, Mapping[str, str]], list[dict[str, object]]] | None = None
+    topics: Callable[[Path, Mapping[str, str]], list[str]] | None = None
 
     def listing(self) -> dict[str, str]:
         return {"class": self.class_name, "type": self.type, "version": KAFKA_VERSION}
@@ -111,6 +118,8 @@ class Plugin:
         found = Validation(COMMON_KEYS + self._type_keys() + self.keys, config)
         if self.type == SINK:
             found.extra = _sink_topics(config)
+        for key, messages in (self.checks(config) if self.checks else {}).items():
+            found.extra[key] = found.extra.get(key, []) + messages
         return found
 
     def _type_keys(self) -> list[ConfigKey]:
@@ -179,7 +188,27 @@ FILE_SINK = Plugin(
     "connect.filesink",
     [ConfigKey("file", "STRING", "Destination filename.", required=True, check=non_empty)],
 )
-PLUGINS = (FILE_SINK, FILE_SOURCE)
+JDBC_SOURCE = Plugin(
+    "io.confluent.connect.jdbc.JdbcSourceConnector",
+    "JdbcSource",
+    SOURCE,
+    "io.confluent.connect.jdbc.source.JdbcSourceTask",
+    "connect.jdbc.source",
+    jdbc.SOURCE_KEYS,
+    jdbc.source_checks,
+    jdbc_progress.source_offsets,
+    jdbc_progress.source_topics,
+)
+JDBC_SINK = Plugin(
+    "io.confluent.connect.jdbc.JdbcSinkConnector",
+    "JdbcSink",
+    SINK,
+    "io.confluent.connect.jdbc.sink.JdbcSinkTask",
+    "connect.jdbc.sink",
+    jdbc.SINK_KEYS,
+    jdbc.sink_checks,
+)
+PLUGINS = (FILE_SINK, FILE_SOURCE, JDBC_SINK, JDBC_SOURCE)
 
 
 def find(name: str) -> Plugin | None:
