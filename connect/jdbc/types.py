@@ -30,12 +30,13 @@ from sqlalchemy.types import TypeEngine
 
 from connect.converters import DATE, TIME, TIMESTAMP, Schema, utc
 
-# most specific first: BigInteger and SmallInteger are Integers, Double a Float a Numeric
+# most specific first: BigInteger and SmallInteger are Integers
 _CONNECT_TYPES: tuple[tuple[type[TypeEngine[Any]], str, str | None], ...] = (
     (Boolean, "boolean", None),
     (BigInteger, "int64", None),
     (SmallInteger, "int16", None),
     (Integer, "int32", None),
+    (Float, "double", None),  # not a Numeric in SQLAlchemy 2.1
     (Numeric, "double", None),
     (DateTime, "int64", TIMESTAMP),
     (Date, "int32", DATE),

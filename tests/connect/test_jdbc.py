@@ -8,11 +8,12 @@ import json
 from datetime import UTC, datetime
 
 import pytest
+from sqlalchemy import BigInteger, Column, DateTime, Double, Numeric, Text
 
 from connect import plugins
 from connect.converters import STRING_CONVERTER, TIMESTAMP, Converter, Schema
 from connect.errors import ConnectError
-from connect.jdbc import progress, urls
+from connect.jdbc import progress, types, urls
 from connect.jdbc.querier import Mode, Position
 from tests.connect import jdbc_cases
 
@@ -123,6 +124,16 @@ def test_struct_values_through_the_converters():
         Converter().from_data(Schema("int32"), 7)
         == b'{"schema":{"type":"int32","optional":false},"payload":7}'
     )
+
+
+def test_columns_as_connect_types():
+    found = [
+        types.column_schema(Column("c", kind, nullable=False))
+        for kind in (BigInteger, Double, Numeric, Text, DateTime)
+    ]
+    assert [(s.type, s.name) for s in found] == [
+        ("int64", None), ("double", None), ("double", None), ("string", None), ("int64", TIMESTAMP),
+    ]  # fmt: skip
 
 
 def test_sqlite_sink_upserts_deletes_and_skips_a_replayed_batch(sqlite):
