@@ -147,14 +147,15 @@ def test_a_postgresql_table_into_sqlite_each_row_once(worker, postgres):
     })  # fmt: skip
     _create(worker, "orders-out", {
         "connector.class": "JdbcSink", "connection.url": f"jdbc:sqlite:{worker.home / 'copy.db'}",
-        "topics": "pg-orders", "pk.mode": "kafka", "auto.create": "true",
+        "topics": "pg-orders", "table.name.format": "${topic}_copy", "pk.mode": "kafka",
+        "auto.create": "true",
     })  # fmt: skip
     copy = _sqlite(worker.home / "copy.db")
-    wait_until(lambda: _count(copy, "orders") >= 200, SPARK_WAIT_S, "the first orders copied", 0.5)
+    wait_until(lambda: _count(copy, "pg-orders_copy") >= 200, SPARK_WAIT_S, "the first orders copied", 0.5)
     _insert_orders(pg, orders, range(200, 400))
-    wait_until(lambda: _count(copy, "orders") >= 400, SPARK_WAIT_S, "every order copied", 0.5)
+    wait_until(lambda: _count(copy, "pg-orders_copy") >= 400, SPARK_WAIT_S, "every order copied", 0.5)
     with copy.connect() as connection:
-        columns = Table("orders", MetaData(), autoload_with=copy).c
+        columns = Table("pg-orders_copy", MetaData(), autoload_with=copy).c
         copied = sorted(
             tuple(r) for r in connection.execute(select(columns.id, columns.item, columns.amount))
         )
