@@ -4,12 +4,13 @@ own) and the checks Connect makes before a connector is created."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from connect import converters, errorconfig
 from connect.configdef import ConfigKey, Validation, at_least, non_empty
 from connect.errors import bad_request
+from connect.jdbc import config as jdbc
 from connect.mirror import settings as mirror_settings
 
 KAFKA_VERSION = "3.9.0"  # the Kafka Connect release whose REST API and connectors these follow
@@ -85,6 +86,7 @@ class Plugin:
     task_class: str
     runner: str  # the module whose stream(spark, spec) builds the connector's query
     keys: list[ConfigKey]
+    checks: Callable[[Mapping[str, str]], dict[str, list[str]]] | None = None  # across keys, by key
     # a module with offsets(checkpoint, config) and topics(checkpoint, config), for progress
     # not in the FileStream connectors' shapes
     progress: str | None = None
@@ -98,6 +100,8 @@ class Plugin:
             found.extra = _sink_topics(config)
             for name, messages in errorconfig.dlq_topic_errors(config).items():
                 found.extra.setdefault(name, []).extend(messages)
+        for name, messages in (self.checks(config) if self.checks else {}).items():
+            found.extra.setdefault(name, []).extend(messages)
         return found
 
     def _type_keys(self) -> list[ConfigKey]:
@@ -176,7 +180,7 @@ MIRROR_PLUGINS = tuple(
         MIRROR + name + "Task",
         runner,
         keys,
-        "connect.mirror.progress",
+        progress="connect.mirror.progress",
     )
     for name, runner, keys in (
         ("MirrorCheckpoint", "connect.mirror.checkpoint", mirror_settings.CHECKPOINT_KEYS),
@@ -184,7 +188,26 @@ MIRROR_PLUGINS = tuple(
         ("MirrorSource", "connect.mirror.source", mirror_settings.SOURCE_KEYS),
     )
 )
-PLUGINS = (FILE_SINK, FILE_SOURCE, *MIRROR_PLUGINS)
+JDBC_SOURCE = Plugin(
+    "io.confluent.connect.jdbc.JdbcSourceConnector",
+    "JdbcSource",
+    SOURCE,
+    "io.confluent.connect.jdbc.source.JdbcSourceTask",
+    "connect.jdbc.source",
+    jdbc.SOURCE_KEYS,
+    jdbc.source_checks,
+    progress="connect.jdbc.progress",
+)
+JDBC_SINK = Plugin(
+    "io.confluent.connect.jdbc.JdbcSinkConnector",
+    "JdbcSink",
+    SINK,
+    "io.confluent.connect.jdbc.sink.JdbcSinkTask",
+    "connect.jdbc.sink",
+    jdbc.SINK_KEYS,
+    jdbc.sink_checks,
+)
+PLUGINS = (FILE_SINK, FILE_SOURCE, JDBC_SINK, JDBC_SOURCE, *MIRROR_PLUGINS)
 
 
 def find(name: str) -> Plugin | None:

@@ -25,7 +25,7 @@ def test_class_names_aliases_and_simple_names_find_the_same_plugin():
     for name in (SOURCE, "FileStreamSource", "FileStreamSourceConnector"):
         assert plugins.find(name) is plugins.FILE_SOURCE
     assert plugins.find("FileStreamSink") is plugins.FILE_SINK
-    assert plugins.find("io.confluent.connect.jdbc.JdbcSourceConnector") is None
+    assert plugins.find("io.confluent.connect.s3.S3SinkConnector") is None
 
 
 def test_a_missing_required_key_is_refused_in_connects_words():

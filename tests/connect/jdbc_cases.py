@@ -1,0 +1,141 @@
+"""The JDBC connectors' checks against a real database, shared by SQLite (unit tier) and
+PostgreSQL (cluster tier, a server process): the sink writes a batch in one transaction,
+exactly once across a replay, and names a record that does not fit; the source reads a
+table's rows between offsets, the same rows when a range is read again."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Column, DateTime, Engine, Integer, MetaData, Table, Text, insert, select, update
+
+from connect.converters import TIMESTAMP, Converter, Schema
+from connect.jdbc.querier import Mode, Position, Querier
+from connect.jdbc.writer import JdbcWriter, Record, RecordFailed, SinkSettings
+
+JSON = Converter()
+KEY = Schema("int32")
+VALUE = Schema(
+    "struct",
+    name="items",
+    fields=(
+        ("id", Schema("int32")),
+        ("name", Schema("string", True)),
+        ("at", Schema("int64", True, TIMESTAMP)),
+    ),
+)
+AT = datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=UTC)
+
+
+def record(
+    offset: int, key: int, name: str | None = "x", tombstone: bool = False, topic: str = "items"
+) -> Record:
+    value = None if tombstone else JSON.from_data(VALUE, {"id": key, "name": name, "at": AT})
+    return Record(topic, 0, offset, JSON.from_data(KEY, key), value)
+
+
+def rows(engine: Engine, table: str) -> list[tuple[object, ...]]:
+    reflected = Table(table, MetaData(), autoload_with=engine)
+    with engine.connect() as connection:
+        return [
+            tuple(r) for r in connection.execute(select(reflected).order_by(*reflected.primary_key.columns))
+        ]
+
+
+def upserts_deletes_and_replays(engine: Engine) -> None:
+    settings = SinkSettings(
+        "copy", "upsert", "record_key", ("id",), auto_create=True, delete_enabled=True, batch_size=2
+    )
+    writer = JdbcWriter(settings, JSON, JSON, engine)
+    writer.write([record(0, 1, "a"), record(1, 2, "b"), record(2, 1, "a2"), record(3, 3, "c")])
+    writer.write([record(4, 3, tombstone=True), record(5, 2, "b2")])
+    writer.write([record(4, 3, tombstone=True), record(5, 2, "replayed"), record(6, 4, "d")])  # a replay
+    moment = AT.replace(tzinfo=None)
+    assert rows(engine, "items") == [(1, "a2", moment), (2, "b2", moment), (4, "d", moment)]
+
+
+def inserts_once_with_kafka_coordinates(engine: Engine) -> None:
+    settings = SinkSettings("log", "insert", "kafka", auto_create=True, table_format="log_${topic}")
+    writer = JdbcWriter(settings, JSON, JSON, engine)
+    writer.write([record(0, 1), record(1, 1)])
+    writer.write([record(1, 1), record(2, 5)])  # offset 1 again: a replayed batch
+    found = rows(engine, "log_items")
+    assert [(r[0], r[3], r[4], r[5]) for r in found] == [
+        (1, "items", 0, 0),
+        (1, "items", 0, 1),
+        (5, "items", 0, 2),
+    ]
+
+
+def a_record_that_does_not_fit_fails_naming_it(engine: Engine) -> None:
+    table = Table(
+        "strict", MetaData(), Column("id", Integer, primary_key=True), Column("name", Text, nullable=False)
+    )
+    table.create(engine)
+    writer = JdbcWriter(
+        SinkSettings(
+            "strict", "insert", "record_key", ("id",), table_format="strict", fields_whitelist=("name",)
+        ),
+        JSON,
+        JSON,
+        engine,
+    )
+    with pytest.raises(
+        RecordFailed, match=r"topic=items partition=0 offset=7 key=.*non-null column\(s\) name"
+    ):
+        writer.write([record(6, 1, "fine"), record(7, 2, None)])
+    writer.write([record(8, 1, "first")])
+    with pytest.raises(RecordFailed, match=r"offset=9 key=.*\"payload\":1\}: .*(UNIQUE|duplicate key)"):
+        writer.write([record(9, 1, "again")])
+    wrong = Schema("struct", fields=(("id", Schema("int32")), ("name", Schema("int32"))))
+    bad = Record("items", 0, 10, JSON.from_data(KEY, 3), JSON.from_data(wrong, {"id": 3, "name": 5}))
+    with pytest.raises(RecordFailed, match="offset=10 .*int 5 does not fit column name"):
+        writer.write([bad])
+    assert rows(engine, "strict") == [(1, "first")]  # each failed batch wrote nothing
+
+
+def reads_ranges_again_exactly(engine: Engine) -> None:
+    metadata = MetaData()
+    table = Table(
+        "events",
+        metadata,
+        Column("id", Integer, primary_key=True),
+        Column("name", Text),
+        Column("updated", DateTime, nullable=False),
+    )
+    metadata.create_all(engine)
+    base = datetime(2024, 1, 1)
+    with engine.begin() as connection:
+        connection.execute(
+            insert(table),
+            [{"id": i, "name": f"n{i}", "updated": base + timedelta(seconds=i // 3)} for i in range(1, 11)],
+        )
+    config = {
+        "mode": "timestamp+incrementing",
+        "incrementing.column.name": "id",
+        "timestamp.column.name": "updated",
+    }
+    mode = Mode.of_config(config)
+    now = datetime.now(UTC)
+    with engine.connect() as connection:
+        querier = Querier(connection, "events", mode)
+        start = Position.initial(mode)
+        end, more = querier.end(start, now, 4)
+        assert more and end == Position(datetime(2024, 1, 1, 0, 0, 1, tzinfo=UTC), 4)
+        assert end.to_offset() == {"timestamp": 1704067201000, "timestamp_nanos": 0, "incrementing": 4}
+        assert [r["id"] for r in querier.rows(start, end, 2)] == [1, 2, 3, 4]
+    with engine.begin() as connection:  # an update moves row 2 after the end: a replay skips it
+        connection.execute(update(table).where(table.c.id == 2).values(updated=base + timedelta(hours=1)))
+    with engine.connect() as connection:
+        querier = Querier(connection, "events", mode)
+        assert [r["id"] for r in querier.rows(start, end, 2)] == [1, 3, 4]
+        rest, more = querier.end(end, now, 100)
+        assert not more and [r["id"] for r in querier.rows(end, rest, 100)] == [5, 6, 7, 8, 9, 10, 2]
+        assert querier.end(rest, now, 100) == (rest, False)
+        assert querier.key_schema() == Schema("int32")
+        late = Mode.of_config({**config, "timestamp.delay.interval.ms": "1000"})
+        assert (
+            Querier(connection, "events", late).end(end, base + timedelta(seconds=3), 100)[0].incrementing
+            == 5
+        )

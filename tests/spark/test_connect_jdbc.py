@@ -1,0 +1,250 @@
+"""The JDBC connectors on a worker, as the issue tells it: while a JDBC source reads a SQLite
+table (timestamp+incrementing), 10,000 rows are inserted and 1,000 updated; the topic ends
+with the latest value of each key, and a JDBC sink from it into PostgreSQL ends with a table
+equal to the source's row by row, though the worker is SIGKILLed twice on the way. Beside it a
+PostgreSQL table goes into SQLite (incrementing source, insert-mode sink: every row once).
+One cluster, one worker and one PostgreSQL server serve the module; each restart of the
+worker costs a Spark start, so there are just the two."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import threading
+import time
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import (
+    Column,
+    DateTime,
+    Double,
+    Engine,
+    Integer,
+    MetaData,
+    Table,
+    Text,
+    event,
+    insert,
+    select,
+    update,
+)
+
+from connect.jdbc import urls
+from kctl.cluster import localservice
+from tests.cluster_harness import wait_until
+from tests.connect.postgres import postgres_server
+from tests.service_harness import call
+from tests.spark import test_connect
+from tests.spark.helpers import consume_all
+from tests.spark.test_connect import SPARK_WAIT_S, Worker
+
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("connect-jdbc"), pytest.mark.timeout(600)]
+
+ROWS, UPDATES = 10_000, 1_000
+worker = test_connect.worker  # a cluster and a connect worker of this module's own
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    with postgres_server() as server:
+        yield server
+
+
+def test_jdbc_plugins_are_listed_and_refuse_a_config_without_a_connection_url(worker):
+    listed = call(worker.url, "GET", "/connector-plugins")[1]
+    assert {
+        "class": "io.confluent.connect.jdbc.JdbcSinkConnector",
+        "type": "sink",
+        "version": "3.9.0",
+    } in listed
+    status, body = call(
+        worker.url,
+        "POST",
+        "/connectors",
+        {"name": "j", "config": {"connector.class": "JdbcSource", "mode": "bulk"}},
+    )
+    assert (
+        status == 400
+        and 'Missing required configuration "connection.url" which has no default value.' in body["message"]
+    )
+
+
+def test_a_table_into_a_topic_into_a_table_survives_two_sigkills(worker, postgres):
+    shop = _sqlite(worker.home / "shop.db")
+    items = Table(
+        "items",
+        MetaData(),
+        Column("id", Integer, primary_key=True),
+        Column("name", Text, nullable=False),
+        Column("qty", Integer),
+        Column("updated_at", DateTime, nullable=False),
+    )
+    items.create(shop)
+    pg = urls.engine(urls.sqlalchemy_url(postgres.jdbc_url))
+    worker.kctl("topic", "create", "sqlite-items", "-p", "2")
+    _create(worker, "items-in", {
+        "connector.class": "JdbcSource", "connection.url": f"jdbc:sqlite:{worker.home / 'shop.db'}",
+        "mode": "timestamp+incrementing", "incrementing.column.name": "id",
+        "timestamp.column.name": "updated_at", "topic.prefix": "sqlite-", "poll.interval.ms": "500",
+    })  # fmt: skip
+    _create(worker, "items-out", {
+        "connector.class": "io.confluent.connect.jdbc.JdbcSinkConnector", "connection.url": postgres.jdbc_url,
+        "topics": "sqlite-items", "table.name.format": "items_copy", "insert.mode": "upsert",
+        "pk.mode": "record_key", "pk.fields": "id", "auto.create": "true",
+    })  # fmt: skip
+    with shop.begin() as connection:
+        connection.execute(insert(items), [_item(i) for i in range(1, 11)])
+    wait_until(lambda: _count(pg, "items_copy") == 10, SPARK_WAIT_S, "the first rows copied", 0.5)
+
+    writing = threading.Thread(target=_write_items, args=(shop, items))
+    writing.start()
+    try:
+        wait_until(lambda: _count(pg, "items_copy") >= 2_000, SPARK_WAIT_S, "a part of the rows copied", 0.2)
+        _kill_and_restart(worker)
+        copied = _count(pg, "items_copy")
+        wait_until(lambda: _count(pg, "items_copy") > copied, SPARK_WAIT_S, "copying after the restart", 0.2)
+        _kill_and_restart(worker)
+    finally:
+        writing.join()
+
+    expected = _table(shop, items)
+    assert len(expected) == ROWS
+    copied = Table("items_copy", MetaData(), autoload_with=pg)
+    wait_until(lambda: _table(pg, copied) == expected, SPARK_WAIT_S, "the copy equal to the table", 1)
+    bootstrap = _bootstrap(worker)
+    latest = {}
+    for message in consume_all(bootstrap, "sqlite-items"):
+        latest[json.loads(message.key())["payload"]] = json.loads(message.value())["payload"]
+    assert len(latest) == ROWS
+    assert all(latest[row[0]]["name"] == row[1] and latest[row[0]]["qty"] == row[2] for row in expected)
+    first = json.loads(consume_all(bootstrap, "sqlite-items")[0].value())["schema"]
+    assert first["name"] == "items" and first["fields"][3] == {
+        "type": "int64", "optional": False, "name": "org.apache.kafka.connect.data.Timestamp", "version": 1,
+        "field": "updated_at",
+    }  # fmt: skip
+
+
+def test_a_postgresql_table_into_sqlite_each_row_once(worker, postgres):
+    """PostgreSQL as the source (incrementing, its serial key found by itself), SQLite as an
+    insert-mode sink keyed by Kafka coordinates: every row once, the offsets Confluent's."""
+    pg = urls.engine(urls.sqlalchemy_url(postgres.jdbc_url))
+    orders = Table(
+        "orders",
+        MetaData(),
+        Column("id", Integer, primary_key=True),
+        Column("item", Text),
+        Column("amount", Double),
+    )
+    orders.create(pg)
+    _insert_orders(pg, orders, range(200))
+    worker.kctl("topic", "create", "pg-orders", "-p", "2")
+    _create(worker, "orders-in", {
+        "connector.class": "JdbcSourceConnector", "connection.url": postgres.jdbc_url, "mode": "incrementing",
+        "table.whitelist": "orders", "topic.prefix": "pg-", "poll.interval.ms": "500",
+    })  # fmt: skip
+    _create(worker, "orders-out", {
+        "connector.class": "JdbcSink", "connection.url": f"jdbc:sqlite:{worker.home / 'copy.db'}",
+        "topics": "pg-orders", "table.name.format": "${topic}_copy", "pk.mode": "kafka",
+        "auto.create": "true",
+    })  # fmt: skip
+    copy = _sqlite(worker.home / "copy.db")
+    wait_until(lambda: _count(copy, "pg-orders_copy") >= 200, SPARK_WAIT_S, "the first orders copied", 0.5)
+    _insert_orders(pg, orders, range(200, 400))
+    wait_until(lambda: _count(copy, "pg-orders_copy") >= 400, SPARK_WAIT_S, "every order copied", 0.5)
+    with copy.connect() as connection:
+        columns = Table("pg-orders_copy", MetaData(), autoload_with=copy).c
+        copied = sorted(
+            tuple(r) for r in connection.execute(select(columns.id, columns.item, columns.amount))
+        )
+    assert copied == _table(pg, orders)  # each once
+    committed = [{"partition": {"protocol": "1", "table": "orders"}, "offset": {"incrementing": 400}}]
+    wait_until(lambda: _offsets(worker, "orders-in") == committed, 60, "the source's committed offset", 0.5)
+
+
+def test_an_unreachable_database_fails_the_task_with_its_reason(worker):
+    config = {
+        "connector.class": "JdbcSink",
+        "connection.url": "jdbc:postgresql://127.0.0.1:1/none",
+        "topics": "t",
+    }
+    _create(worker, "nowhere", config)
+    wait_until(lambda: _task(worker, "nowhere")["state"] == "FAILED", SPARK_WAIT_S, "the task to fail", 0.5)
+    assert (
+        "DatabaseUnreachable: cannot connect to postgresql+psycopg://127.0.0.1:1/none"
+        in _task(worker, "nowhere")["trace"]
+    )
+
+
+def _sqlite(path) -> Engine:
+    engine = urls.engine(urls.sqlalchemy_url(f"jdbc:sqlite:{path}"))
+    event.listen(engine, "connect", lambda dbapi, _: dbapi.execute("PRAGMA journal_mode=WAL"))
+    return engine
+
+
+def _item(i: int, name: str = "new") -> dict:
+    now = datetime.now(UTC).replace(tzinfo=None)
+    return {
+        "id": i,
+        "name": f"{name} {i}",
+        "qty": i % 7,
+        "updated_at": now.replace(microsecond=now.microsecond // 1000 * 1000),
+    }
+
+
+def _write_items(engine: Engine, items: Table) -> None:
+    """The rest of the rows, and UPDATES updates of rows already there, in small transactions."""
+    chosen, batch = random.Random(7), 250
+    for start in range(11, ROWS + 1, batch):
+        end = min(start + batch, ROWS + 1)
+        with engine.begin() as connection:
+            connection.execute(insert(items), [_item(i) for i in range(start, end)])
+            for i in chosen.sample(range(1, end), UPDATES * batch // ROWS):
+                connection.execute(update(items).where(items.c.id == i).values(**_item(i, "updated")))
+        time.sleep(0.05)
+
+
+def _insert_orders(engine: Engine, orders: Table, numbers: range) -> None:
+    with engine.begin() as connection:
+        connection.execute(insert(orders), [{"item": f"item {n}", "amount": n / 4} for n in numbers])
+
+
+def _kill_and_restart(worker: Worker) -> None:
+    running = localservice.running(worker.cluster_dir, localservice.CONNECT)
+    assert running is not None
+    os.kill(running.pid, signal.SIGKILL)
+    worker.kctl("connect", "up")
+
+
+def _create(worker: Worker, name: str, config: dict) -> None:
+    status, body = call(worker.url, "POST", "/connectors", {"name": name, "config": config})
+    assert status == 201, body
+
+
+def _offsets(worker: Worker, name: str) -> list[dict]:
+    return call(worker.url, "GET", f"/connectors/{name}/offsets")[1]["offsets"]
+
+
+def _task(worker: Worker, name: str) -> dict:
+    return call(worker.url, "GET", f"/connectors/{name}/status")[1]["tasks"][0]
+
+
+def _count(engine: Engine, table: str) -> int:
+    metadata = MetaData()
+    metadata.reflect(engine, only=lambda name, _: name == table)
+    if table not in metadata.tables:
+        return 0
+    with engine.connect() as connection:
+        return len(connection.execute(select(metadata.tables[table])).all())
+
+
+def _table(engine: Engine, table: Table) -> list[tuple]:
+    with engine.connect() as connection:
+        return [tuple(r) for r in connection.execute(select(table).order_by(table.c.id))]
+
+
+def _bootstrap(worker: Worker) -> str:
+    brokers = json.loads(worker.kctl("cluster", "status", "--json").stdout)["brokers"]
+    return ",".join(f"{b['host']}:{b['port']}" for b in brokers)
