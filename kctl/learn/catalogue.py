@@ -6,6 +6,7 @@ from kctl.learn.lesson import Lesson
 from kctl.learn.lessons import (
     acks,
     acls,
+    connect,
     controller,
     failover,
     groups,
@@ -37,6 +38,7 @@ LESSONS: tuple[Lesson, ...] = (
     retention.LESSON,
     acls.LESSON,
     schemas.LESSON,
+    connect.LESSON,
 )
 
 

@@ -1,5 +1,6 @@
-"""The processes a lesson started (brokers, its schema registry), found by their command lines:
-what the lesson tests check is gone at the end, and the `learner` fixture (conftest) kills."""
+"""The processes a lesson started (brokers, its schema registry, its connect worker), found by
+their command lines: what the lesson tests check is gone at the end, and the `learner` fixture
+(conftest) kills."""
 
 from __future__ import annotations
 
@@ -28,4 +29,5 @@ def brokers_under(directory: Path) -> list[int]:
 
 
 def lesson_processes(directory: Path) -> list[int]:
-    return brokers_under(directory) + processes_under(directory, b"schemaregistry")
+    services = [processes_under(directory, name) for name in (b"schemaregistry", b"connect")]
+    return brokers_under(directory) + [pid for pids in services for pid in pids]

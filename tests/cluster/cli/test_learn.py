@@ -42,8 +42,14 @@ def test_list_shows_every_lesson_and_no_progress_yet(learner):
     assert "isr" in plain.stdout.decode() and "0 of" in plain.stderr
 
 
-# The schemas lesson has a module of its own (test_learn_schemas), which checks its outcomes too.
-@pytest.mark.parametrize("name", [lesson.name for lesson in catalogue.LESSONS if lesson.name != "schemas"])
+# The schemas and connect lessons have modules of their own (test_learn_schemas, test_learn_connect),
+# which check their outcomes too.
+OWN_MODULES = ("schemas", "connect")
+
+
+@pytest.mark.parametrize(
+    "name", [lesson.name for lesson in catalogue.LESSONS if lesson.name not in OWN_MODULES]
+)
 def test_a_lesson_runs_on_real_brokers_and_writes_its_class_notes(name, learner, tmp_path):
     lesson = catalogue.find(name)
     answers = mixed_answers(lesson)
