@@ -17,12 +17,9 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import DataStreamWriter
 
-from connect import deadletter, ledger, progress
+from connect import deadletter, ledger
 from connect.converters import ConversionError
-from connect.lag import TIMEOUT_S, records_behind
 from connect.queryspec import QuerySpec
-from kctl.spark.lookup import ClusterOffsets
-from kctl.spark.options import Subscription
 
 LEDGER = "file-sink.json"
 MAX_RECORDS_PER_BATCH = "100000"  # a micro-batch is collected on the driver
@@ -48,16 +45,6 @@ def subscribed(spark: SparkSession, spec: QuerySpec) -> DataFrame:
         .option("includeHeaders", "true")  # for the dead letter queue
         .load()
     )
-
-
-def lag(spec: QuerySpec) -> int:
-    """Records behind: its topics' end offsets past its committed positions."""
-    topics = tuple(t.strip() for t in spec.config.get("topics", "").split(",") if t.strip())
-    wanted = Subscription(topics) if topics else Subscription(pattern=spec.config["topics.regex"])
-    cluster = ClusterOffsets(spec.client, timeout_s=TIMEOUT_S)
-    partitions = cluster.partitions(wanted)
-    committed = progress.sink_positions(spec.checkpoint)
-    return records_behind(cluster.latest(partitions), cluster.earliest(partitions), committed)
 
 
 class FileAppender:

@@ -147,7 +147,12 @@ class Herder:
             connector = self._get(name)
             spec = self._runtime.spec(name, connector.config)
         counts = metrics.REGISTRY.counts(name)
-        return metrics.document(name, connector.plugin.type, counts, lag.of(connector.plugin.runner, spec))
+        return metrics.document(
+            name,
+            connector.plugin.type,
+            counts,
+            lag.of(connector.plugin.runner, connector.plugin.type == plugins.SINK, spec),
+        )
 
     # -- changing ------------------------------------------------------------------------
     def put(self, name: str, config: Mapping[str, str], target: str | None = None) -> bool:

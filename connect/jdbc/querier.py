@@ -149,6 +149,13 @@ class Querier:
             return start, False
         return self._position(found[: len(order)]), found[-1] >= cap
 
+    def rows_after(self, start: Position) -> int:
+        """How many rows are after `start`: those not moved yet (bulk mode moves all each time)."""
+        if self.mode.kind == BULK:
+            return 0
+        counted = select(func.count()).select_from(self.rows_from).where(self._after(start))
+        return int(self.connection.execute(counted).scalar_one())
+
     def rows(self, start: Position, end: Position, fetch: int) -> Iterator[RowMapping]:
         """The rows after `start` up to `end` included, `fetch` at a time from the database."""
         query: Select[tuple[object, ...]] = select(self.rows_from)

@@ -24,6 +24,7 @@ from sqlalchemy import Connection
 from connect.converters import Converter
 from connect.jdbc import urls
 from connect.jdbc.querier import QUERY, Mode, Position, Querier, table_names
+from connect.progress import committed_end
 from connect.queryspec import QuerySpec
 
 MAX_ROWS_PER_BATCH = 100_000  # per table; more waiting makes the next batch start at once
@@ -45,6 +46,14 @@ def stream(spark: SparkSession, spec: QuerySpec) -> DataStreamWriter:
         .writeStream.format("kctl")
         .options(**spec.kafka)
     )
+
+
+def lag(spec: QuerySpec) -> int:
+    """Rows not yet moved: in each table (or the query), those after its committed offset."""
+    settings = SourceSettings(spec.config, spec.converter("key"), spec.converter("value"))
+    end = committed_end(spec.checkpoint) or {}
+    committed = {source: dict(offset) for source, offset in end.items() if isinstance(offset, dict)}
+    return JdbcReader(settings).rows_behind(committed)
 
 
 @dataclass(frozen=True)
@@ -146,6 +155,14 @@ class JdbcReader(DataSourceStreamReader):
 
     def commit(self, end: dict[str, dict[str, int]]) -> None:
         """Spark's checkpoint is the record of progress; nothing to release."""
+
+    def rows_behind(self, committed: Mapping[str, dict[str, int]]) -> int:
+        """The rows after the `committed` offsets, in every table read (the connector's lag)."""
+        with self.settings.connect() as connection:
+            return sum(
+                self._querier(connection, source).rows_after(self._start(committed, source))
+                for source in self._sources(connection)
+            )
 
     def _sources(self, connection: Connection) -> list[str]:
         if self.settings.query:

@@ -24,6 +24,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.streaming import DataStreamWriter
 
+from connect.lag import subscription_lag
 from connect.mirror import ledger
 from connect.mirror.clusters import Cluster
 from connect.mirror.records import OffsetSync
@@ -32,6 +33,7 @@ from connect.mirror.translation import sync_points
 from connect.queryspec import QuerySpec
 from kctl.spark.lookup import ClusterOffsets
 from kctl.spark.offsets import TopicPartition
+from kctl.spark.options import Subscription
 from kctl.spark.produce import Outbox
 
 MAX_RECORDS_PER_BATCH = "50000"
@@ -61,6 +63,12 @@ def stream(spark: SparkSession, spec: QuerySpec) -> DataStreamWriter:
         "unix_millis(timestamp) AS timestamp",
     )
     return records.selectExpr(*columns).writeStream.foreachBatch(MirrorBatches(settings, spec.checkpoint))
+
+
+def lag(spec: QuerySpec) -> int:
+    """Records of the replicated topics on the source cluster not yet copied."""
+    settings = MirrorSettings.of(spec.config, spec.kafka, SOURCE_KEYS)
+    return subscription_lag(settings.source, Subscription(pattern=settings.replicated_topics()), spec)
 
 
 class MirrorBatches:

@@ -21,8 +21,8 @@ from kctl.shell.exit_codes import ExitCode
 from kctl.shell.options import Bootstrap, ClusterDir, CommandConfig, Json
 
 app = typer.Typer(
-    help="Move data in and out of topics with Kafka Connect's connectors (FileStreamSource, "
-    "FileStreamSink), run by a connect worker beside the cluster: `kctl connect up` starts it "
+    help="Move data in and out of topics with Kafka Connect's connectors (FileStream, JDBC on "
+    "SQLite and PostgreSQL, MirrorMaker 2), run by a connect worker beside the cluster: `kctl connect up` starts it "
     "(one Spark application, a Structured Streaming query per connector) and the other commands "
     "are clients of its REST API, which is Kafka Connect's. See docs/connect.md.",
     no_args_is_help=True,
@@ -196,7 +196,8 @@ def status(
 ) -> None:
     """Show each connector's state, its tasks' states, the records its task read and wrote,
     its errors and dead letters since the worker started, its lag (a sink's records not yet
-    committed, FileStreamSource's bytes not yet read) and its last error."""
+    committed, FileStreamSource's bytes not yet read, a JDBC source's rows not yet moved, a
+    mirror's records not yet copied) and its last error."""
     found = connectorstatus.fetch(_client(url, cluster_dir), name)
     if json_output:
         console.print_json(found)

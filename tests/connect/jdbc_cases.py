@@ -130,9 +130,11 @@ def reads_ranges_again_exactly(engine: Engine) -> None:
     with engine.connect() as connection:
         querier = Querier(connection, "events", mode)
         assert [r["id"] for r in querier.rows(start, end, 2)] == [1, 3, 4]
+        assert querier.rows_after(end) == 7  # the connector's lag: 5 to 10, and the updated 2
         rest, more = querier.end(end, now, 100)
         assert not more and [r["id"] for r in querier.rows(end, rest, 100)] == [5, 6, 7, 8, 9, 10, 2]
         assert querier.end(rest, now, 100) == (rest, False)
+        assert querier.rows_after(rest) == 0
         assert querier.key_schema() == Schema("int32")
         late = Mode.of_config({**config, "timestamp.delay.interval.ms": "1000"})
         assert (
