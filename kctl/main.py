@@ -137,9 +137,10 @@ COMMANDS: dict[str, CommandEntry] = {
         "kctl.connect.connect",
         "app",
         "Move data in and out of topics with Kafka Connect's connectors (FileStream, JDBC on "
-        "SQLite and PostgreSQL, MirrorMaker 2), run by a connect worker beside the cluster: `kctl connect up` starts it "
-        "(one Spark application, a Structured Streaming query per connector) and the other commands "
-        "are clients of its REST API, which is Kafka Connect's. See docs/connect.md.",
+        "SQLite and PostgreSQL, MirrorMaker 2), run by a connect worker beside the cluster: "
+        "`kctl connect up` starts it (one Spark application, a Structured Streaming query per "
+        "connector) and the other commands are clients of its REST API, which is Kafka Connect's. "
+        "See docs/connect.md.",
     ),
     "bench": CommandEntry("kctl.bench.bench", "app", "Measure produce and consume throughput and latency."),
     "verify": CommandEntry(

@@ -14,6 +14,7 @@ import typer
 from kctl.cluster import localservice
 from kctl.connect import status as connectorstatus
 from kctl.connect.client import CONNECT, ConnectClient, connector_path, worker_url
+from kctl.connect.starting import started_task
 from kctl.kafka import bootstrap as brokers
 from kctl.shell import console
 from kctl.shell.errors import KctlError
@@ -22,9 +23,10 @@ from kctl.shell.options import Bootstrap, ClusterDir, CommandConfig, Json
 
 app = typer.Typer(
     help="Move data in and out of topics with Kafka Connect's connectors (FileStream, JDBC on "
-    "SQLite and PostgreSQL, MirrorMaker 2), run by a connect worker beside the cluster: `kctl connect up` starts it "
-    "(one Spark application, a Structured Streaming query per connector) and the other commands "
-    "are clients of its REST API, which is Kafka Connect's. See docs/connect.md.",
+    "SQLite and PostgreSQL, MirrorMaker 2), run by a connect worker beside the cluster: "
+    "`kctl connect up` starts it (one Spark application, a Structured Streaming query per "
+    "connector) and the other commands are clients of its REST API, which is Kafka Connect's. "
+    "See docs/connect.md.",
     no_args_is_help=True,
 )
 
@@ -136,12 +138,29 @@ def create(
             "{...}}, or the config alone with its name in it; - reads stdin.",
         ),
     ],
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait/--no-wait",
+            help="Wait until the connector's task runs (or fails, saying why).",
+        ),
+    ] = True,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout",
+            metavar="SECONDS",
+            help="How long --wait waits for the task (the worker's first connector starts Spark).",
+        ),
+    ] = 120.0,
     url: Url = None,
     cluster_dir: ClusterDir = None,
     json_output: Json = False,
 ) -> None:
-    """Create a connector (POST /connectors). A config Connect refuses exits 5 with Connect's
-    message."""
+    """Create a connector (POST /connectors) and wait until its task runs. A config Connect
+    refuses exits 5 with Connect's message; a task that cannot reach its database or cluster
+    exits 3 with the reason, one that fails otherwise exits 1 (the connector stays, FAILED:
+    fix it with `kctl connect delete`, or PUT a new config)."""
     text = sys.stdin.read() if str(config_file) == "-" else _read(config_file)
     try:
         document = json.loads(text)
@@ -151,11 +170,15 @@ def create(
         raise KctlError(f"{config_file} is not a JSON object", ExitCode.INVALID_INPUT)
     if not isinstance(document.get("config"), dict):  # a bare config
         document = {"name": document.get("name"), "config": document}
-    created = _client(url, cluster_dir).call("POST", "/connectors", document)
+    client = _client(url, cluster_dir)
+    created = client.call("POST", "/connectors", document)
+    runs = wait and document.get("initial_state", "RUNNING") == "RUNNING"
+    task = started_task(client, created["name"], timeout) if runs else None
     if json_output:
         console.print_json(created)
     else:
-        console.info(f"Created connector {created['name']} ({created['type']}).")
+        state = f": task 0 {task['state']}" if task else ""
+        console.info(f"Created connector {created['name']} ({created['type']}){state}.")
 
 
 def _read(path: Path) -> str:

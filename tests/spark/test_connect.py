@@ -43,8 +43,8 @@ class Worker:
     def cluster_dir(self) -> Path:
         return Path(self.env["KCTL_HOME"])
 
-    def kctl(self, *args: str, expect: int = 0, input: str | None = None):
-        result = run_kctl(*args, input=input, env=self.env, timeout=60)
+    def kctl(self, *args: str, expect: int = 0, input: str | None = None, timeout: float = 60):
+        result = run_kctl(*args, input=input, env=self.env, timeout=timeout)
         assert result.returncode == expect, result.stderr
         return result
 
@@ -256,7 +256,7 @@ def test_kctl_connect_is_a_client_of_the_rest_api(worker):
     strict = worker.home / "strict.json"
     sink = {"connector.class": "FileStreamSink", "topics": "plain", "file": str(worker.home / "plain.txt")}
     strict.write_text(json.dumps({"name": "strict", **sink}))
-    worker.kctl("connect", "create", str(strict))
+    worker.kctl("connect", "create", str(strict), "--no-wait")
     wait_until(lambda: _task(worker, "strict")["state"] == "FAILED", SPARK_WAIT_S, "the task to fail", 0.5)
     trace = _task(worker, "strict")["trace"]
     assert 'JsonConverter with schemas.enable requires "schema" and "payload"' in trace

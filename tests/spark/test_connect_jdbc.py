@@ -164,18 +164,21 @@ def test_a_postgresql_table_into_sqlite_each_row_once(worker, postgres):
     wait_until(lambda: _offsets(worker, "orders-in") == committed, 60, "the source's committed offset", 0.5)
 
 
-def test_an_unreachable_database_fails_the_task_with_its_reason(worker):
+def test_an_unreachable_database_fails_the_task_and_kctl_connect_create_says_so_with_exit_3(worker):
     config = {
+        "name": "nowhere",
         "connector.class": "JdbcSink",
         "connection.url": "jdbc:postgresql://127.0.0.1:1/none",
         "topics": "t",
     }
-    _create(worker, "nowhere", config)
-    wait_until(lambda: _task(worker, "nowhere")["state"] == "FAILED", SPARK_WAIT_S, "the task to fail", 0.5)
-    assert (
-        "DatabaseUnreachable: cannot connect to postgresql+psycopg://127.0.0.1:1/none"
-        in _task(worker, "nowhere")["trace"]
+    waited = ("--timeout", str(SPARK_WAIT_S))  # Spark may start with this connector
+    refused = worker.kctl(
+        "connect", "create", "-", *waited, input=json.dumps(config), expect=3, timeout=SPARK_WAIT_S + 30
     )
+    assert refused.stderr.count("\n") == 1
+    assert refused.stderr.startswith("kctl: error: connector nowhere was created, but its task failed: ")
+    assert "DatabaseUnreachable: cannot connect to postgresql+psycopg://127.0.0.1:1/none" in refused.stderr
+    assert _task(worker, "nowhere")["state"] == "FAILED"
 
 
 def _sqlite(path) -> Engine:
