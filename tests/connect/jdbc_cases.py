@@ -12,7 +12,7 @@ from sqlalchemy import Column, DateTime, Engine, Integer, MetaData, Table, Text,
 
 from connect.converters import TIMESTAMP, Converter, Schema
 from connect.jdbc.querier import Mode, Position, Querier
-from connect.jdbc.writer import JdbcWriter, Record, RecordFailed, SinkSettings
+from connect.jdbc.writer import JdbcWriter, Record, RecordFailed, Rejected, Rejection, SinkSettings, fail
 
 JSON = Converter()
 KEY = Schema("int32")
@@ -35,6 +35,12 @@ def record(
     return Record(topic, 0, offset, JSON.from_data(KEY, key), value)
 
 
+def write(writer: JdbcWriter, records: list[Record], rejected: Rejected = fail) -> None:
+    """A batch in its own transaction, as the sink writes one."""
+    with writer.transaction() as connection:
+        writer.write(connection, records, rejected)
+
+
 def rows(engine: Engine, table: str) -> list[tuple[object, ...]]:
     reflected = Table(table, MetaData(), autoload_with=engine)
     with engine.connect() as connection:
@@ -48,9 +54,9 @@ def upserts_deletes_and_replays(engine: Engine) -> None:
         "copy", "upsert", "record_key", ("id",), auto_create=True, delete_enabled=True, batch_size=2
     )
     writer = JdbcWriter(settings, JSON, JSON, engine)
-    writer.write([record(0, 1, "a"), record(1, 2, "b"), record(2, 1, "a2"), record(3, 3, "c")])
-    writer.write([record(4, 3, tombstone=True), record(5, 2, "b2")])
-    writer.write([record(4, 3, tombstone=True), record(5, 2, "replayed"), record(6, 4, "d")])  # a replay
+    write(writer, [record(0, 1, "a"), record(1, 2, "b"), record(2, 1, "a2"), record(3, 3, "c")])
+    write(writer, [record(4, 3, tombstone=True), record(5, 2, "b2")])
+    write(writer, [record(4, 3, tombstone=True), record(5, 2, "replayed"), record(6, 4, "d")])  # a replay
     moment = AT.replace(tzinfo=None)
     assert rows(engine, "items") == [(1, "a2", moment), (2, "b2", moment), (4, "d", moment)]
 
@@ -58,8 +64,8 @@ def upserts_deletes_and_replays(engine: Engine) -> None:
 def inserts_once_with_kafka_coordinates(engine: Engine) -> None:
     settings = SinkSettings("log", "insert", "kafka", auto_create=True, table_format="log_${topic}")
     writer = JdbcWriter(settings, JSON, JSON, engine)
-    writer.write([record(0, 1), record(1, 1)])
-    writer.write([record(1, 1), record(2, 5)])  # offset 1 again: a replayed batch
+    write(writer, [record(0, 1), record(1, 1)])
+    write(writer, [record(1, 1), record(2, 5)])  # offset 1 again: a replayed batch
     found = rows(engine, "log_items")
     assert [(r[0], r[3], r[4], r[5]) for r in found] == [
         (1, "items", 0, 0),
@@ -84,14 +90,14 @@ def a_record_that_does_not_fit_fails_naming_it(engine: Engine) -> None:
     with pytest.raises(
         RecordFailed, match=r"topic=items partition=0 offset=7 key=.*non-null column\(s\) name"
     ):
-        writer.write([record(6, 1, "fine"), record(7, 2, None)])
-    writer.write([record(8, 1, "first")])
+        write(writer, [record(6, 1, "fine"), record(7, 2, None)])
+    write(writer, [record(8, 1, "first")])
     with pytest.raises(RecordFailed, match=r"offset=9 key=.*\"payload\":1\}: .*(UNIQUE|duplicate key)"):
-        writer.write([record(9, 1, "again")])
+        write(writer, [record(9, 1, "again")])
     wrong = Schema("struct", fields=(("id", Schema("int32")), ("name", Schema("int32"))))
     bad = Record("items", 0, 10, JSON.from_data(KEY, 3), JSON.from_data(wrong, {"id": 3, "name": 5}))
     with pytest.raises(RecordFailed, match="offset=10 .*int 5 does not fit column name"):
-        writer.write([bad])
+        write(writer, [bad])
     assert rows(engine, "strict") == [(1, "first")]  # each failed batch wrote nothing
 
 
