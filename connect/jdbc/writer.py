@@ -82,7 +82,11 @@ class _Refused(Exception):
     is dropped, so a refusal reaches `_reject` once."""
 
     def __init__(
-        self, reason: str, stage: str = TASK_PUT, class_name: str = SINK_TASK, connect_class: str = CONNECT_EXCEPTION
+        self,
+        reason: str,
+        stage: str = TASK_PUT,
+        class_name: str = SINK_TASK,
+        connect_class: str = CONNECT_EXCEPTION,
     ) -> None:
         super().__init__(reason)
         self.stage, self.class_name, self.connect_class = stage, class_name, connect_class
@@ -172,18 +176,20 @@ class JdbcWriter:
 
     def write(self, connection: Connection, records: Sequence[Record], rejected: Rejected = fail) -> None:
         """The records a replayed batch did not yet write, with their partitions' next offsets;
-        those that cannot be written go to `rejected` and are skipped if it returns."""
-        ordered = sorted(records, key=lambda r: (r.topic, r.partition, r.offset))
+        those that cannot be written go to `rejected` in offset order, and are skipped if it
+        returns (it raises to fail the batch)."""
+        ordered = sorted(records, key=_position)
         self.ledger.create(connection, checkfirst=True)
         written = self._written(connection)
+        refused: list[Rejection] = []
         latest: dict[tuple[object, ...], Change] = {}
         for record in ordered:
             if record.offset < written.get((record.topic, record.partition), 0):
                 continue
             try:
                 change = self._change(record)
-            except _Refused as refused:
-                _reject(rejected, record, refused)
+            except _Refused as refusal:
+                _reject(refused.append, record, refusal)
                 continue
             identity = change.key if change.pk else (record.topic, record.partition, record.offset)
             latest.pop((change.table, *identity), None)  # the later record replaces it
@@ -193,10 +199,12 @@ class JdbcWriter:
             by_table.setdefault(change.table, []).append(change)
         groups: list[_Group] = []
         for name, changes in by_table.items():
-            table, fitting = self._table(connection, name, changes, rejected)
+            table, fitting = self._table(connection, name, changes, refused.append)
             if table is not None:
-                groups.extend(self._groups(connection, table, fitting, rejected))
-        self._execute(connection, groups, rejected)
+                groups.extend(self._groups(connection, table, fitting, refused.append))
+        self._execute(connection, groups, refused.append)
+        for rejection in sorted(refused, key=lambda r: _position(r.record)):
+            rejected(rejection)
         self._record_offsets(connection, ordered)
 
     # -- records into changes ------------------------------------------------------------
@@ -207,7 +215,7 @@ class JdbcWriter:
         if record.value is None:
             return self._deletion(record, table, key)
         value = self._converted(record.value, self.value_converter, "VALUE_CONVERTER")
-        if not isinstance(value.value, dict):
+        if value is None or not isinstance(value.value, dict):
             raise _Refused("the value is not a struct (or a JSON object): it has no fields to write")
         schemas = _field_schemas(value)
         if settings.fields_whitelist:
@@ -295,7 +303,9 @@ class JdbcWriter:
             try:
                 if missing and not self.settings.auto_evolve:
                     listed = ", ".join(missing)
-                    raise _Refused(f"Table {name} is missing fields ({listed}) and auto-evolution is disabled")
+                    raise _Refused(
+                        f"Table {name} is missing fields ({listed}) and auto-evolution is disabled"
+                    )
                 for column in missing:
                     self._add_column(connection, table, column, change)
             except _Refused as refused:
@@ -418,6 +428,10 @@ class _Group:
 
     statement: Executable
     rows: list[tuple[Change, dict[str, object]]]
+
+
+def _position(record: Record) -> tuple[str, int, int]:
+    return record.topic, record.partition, record.offset
 
 
 def _reject(rejected: Rejected, record: Record, refused: _Refused) -> None:
