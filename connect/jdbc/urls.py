@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from sqlalchemy import URL, Engine, create_engine, inspect
+from sqlalchemy import URL, Connection, Engine, create_engine, event, inspect
 from sqlalchemy.exc import SQLAlchemyError
 
 CONNECT_TIMEOUT_S = 10  # an unreachable server fails the task within this, not never
@@ -65,13 +66,29 @@ def engine(url: URL) -> Engine:
         found = _engines.get(url)
         if found is None:
             if url.get_backend_name() == "sqlite":
-                found = create_engine(url, connect_args={"timeout": SQLITE_BUSY_S})
+                found = _transactional(create_engine(url, connect_args={"timeout": SQLITE_BUSY_S}))
             else:
                 found = create_engine(
                     url, connect_args={"connect_timeout": CONNECT_TIMEOUT_S}, pool_pre_ping=True
                 )
             _engines[url] = found
         return found
+
+
+def _transactional(sqlite: Engine) -> Engine:
+    """SQLite in SQLAlchemy's transactions, DDL and savepoints included: Python's sqlite3
+    begins a transaction only before a DML statement (a savepoint before it would commit on
+    its release), so the driver is put in autocommit and SQLAlchemy's begin emits BEGIN."""
+
+    @event.listens_for(sqlite, "connect")
+    def _autocommit(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(sqlite, "begin")
+    def _begin(connection: Connection) -> None:
+        connection.exec_driver_sql("BEGIN")
+
+    return sqlite
 
 
 def reachable(url: URL) -> Engine:

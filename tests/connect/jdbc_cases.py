@@ -5,6 +5,7 @@ table's rows between offsets, the same rows when a range is read again."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,7 +13,16 @@ from sqlalchemy import Column, DateTime, Engine, Integer, MetaData, Table, Text,
 
 from connect.converters import TIMESTAMP, Converter, Schema
 from connect.jdbc.querier import Mode, Position, Querier
-from connect.jdbc.writer import JdbcWriter, Record, RecordFailed, SinkSettings
+from connect.jdbc.writer import (
+    SINK_TASK,
+    JdbcWriter,
+    Record,
+    RecordFailed,
+    Rejected,
+    Rejection,
+    SinkSettings,
+    fail,
+)
 
 JSON = Converter()
 KEY = Schema("int32")
@@ -35,6 +45,12 @@ def record(
     return Record(topic, 0, offset, JSON.from_data(KEY, key), value)
 
 
+def write(writer: JdbcWriter, records: list[Record], rejected: Rejected = fail) -> None:
+    """A batch in its own transaction, as the sink writes one."""
+    with writer.transaction() as connection:
+        writer.write(connection, records, rejected)
+
+
 def rows(engine: Engine, table: str) -> list[tuple[object, ...]]:
     reflected = Table(table, MetaData(), autoload_with=engine)
     with engine.connect() as connection:
@@ -48,9 +64,9 @@ def upserts_deletes_and_replays(engine: Engine) -> None:
         "copy", "upsert", "record_key", ("id",), auto_create=True, delete_enabled=True, batch_size=2
     )
     writer = JdbcWriter(settings, JSON, JSON, engine)
-    writer.write([record(0, 1, "a"), record(1, 2, "b"), record(2, 1, "a2"), record(3, 3, "c")])
-    writer.write([record(4, 3, tombstone=True), record(5, 2, "b2")])
-    writer.write([record(4, 3, tombstone=True), record(5, 2, "replayed"), record(6, 4, "d")])  # a replay
+    write(writer, [record(0, 1, "a"), record(1, 2, "b"), record(2, 1, "a2"), record(3, 3, "c")])
+    write(writer, [record(4, 3, tombstone=True), record(5, 2, "b2")])
+    write(writer, [record(4, 3, tombstone=True), record(5, 2, "replayed"), record(6, 4, "d")])  # a replay
     moment = AT.replace(tzinfo=None)
     assert rows(engine, "items") == [(1, "a2", moment), (2, "b2", moment), (4, "d", moment)]
 
@@ -58,8 +74,8 @@ def upserts_deletes_and_replays(engine: Engine) -> None:
 def inserts_once_with_kafka_coordinates(engine: Engine) -> None:
     settings = SinkSettings("log", "insert", "kafka", auto_create=True, table_format="log_${topic}")
     writer = JdbcWriter(settings, JSON, JSON, engine)
-    writer.write([record(0, 1), record(1, 1)])
-    writer.write([record(1, 1), record(2, 5)])  # offset 1 again: a replayed batch
+    write(writer, [record(0, 1), record(1, 1)])
+    write(writer, [record(1, 1), record(2, 5)])  # offset 1 again: a replayed batch
     found = rows(engine, "log_items")
     assert [(r[0], r[3], r[4], r[5]) for r in found] == [
         (1, "items", 0, 0),
@@ -84,15 +100,75 @@ def a_record_that_does_not_fit_fails_naming_it(engine: Engine) -> None:
     with pytest.raises(
         RecordFailed, match=r"topic=items partition=0 offset=7 key=.*non-null column\(s\) name"
     ):
-        writer.write([record(6, 1, "fine"), record(7, 2, None)])
-    writer.write([record(8, 1, "first")])
+        write(writer, [record(6, 1, "fine"), record(7, 2, None)])
+    write(writer, [record(8, 1, "first")])
     with pytest.raises(RecordFailed, match=r"offset=9 key=.*\"payload\":1\}: .*(UNIQUE|duplicate key)"):
-        writer.write([record(9, 1, "again")])
+        write(writer, [record(9, 1, "again")])
     wrong = Schema("struct", fields=(("id", Schema("int32")), ("name", Schema("int32"))))
     bad = Record("items", 0, 10, JSON.from_data(KEY, 3), JSON.from_data(wrong, {"id": 3, "name": 5}))
     with pytest.raises(RecordFailed, match="offset=10 .*int 5 does not fit column name"):
-        writer.write([bad])
+        write(writer, [bad])
     assert rows(engine, "strict") == [(1, "first")]  # each failed batch wrote nothing
+
+
+def tolerated_records_are_reported_once_and_the_rest_written(engine: Engine) -> None:
+    """errors.tolerance=all: each record that does not fit is rejected with Connect's stage and
+    class, the others are written; a replay of the batch writes and rejects nothing again."""
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "CREATE TABLE tolerant (id INTEGER PRIMARY KEY, name TEXT NOT NULL, at TIMESTAMP)"
+        )
+        connection.exec_driver_sql("INSERT INTO tolerant (id, name) VALUES (9, 'there')")
+    writer = JdbcWriter(
+        SinkSettings("tolerant", "insert", "record_key", ("id",), table_format="tolerant"), JSON, JSON, engine
+    )
+    wrong = Schema("struct", fields=(("id", Schema("int32")), ("name", Schema("int32"))))
+    wider = Schema(
+        "struct",
+        fields=(("id", Schema("int32")), ("name", Schema("string")), ("colour", Schema("string", True))),
+    )
+    batch = [
+        record(0, 1, "a"),
+        Record("items", 0, 1, JSON.from_data(KEY, 5), b"not json"),
+        Record("items", 0, 2, b"{oops", record(2, 5).value),
+        record(3, 6, None),  # NOT NULL name
+        Record("items", 0, 4, JSON.from_data(KEY, 7), JSON.from_data(wrong, {"id": 7, "name": 5})),
+        Record(
+            "items",
+            0,
+            5,
+            JSON.from_data(KEY, 8),
+            JSON.from_data(wider, {"id": 8, "name": "n", "colour": "red"}),
+        ),
+        record(6, 1, tombstone=True),
+        record(7, 2, "b"),
+        record(8, 9, "again"),  # a duplicate key: the database refuses the batch
+        record(9, 3, "c"),
+    ]
+    rejected: list[Rejection] = []
+    write(writer, batch, rejected.append)
+    assert names(engine) == [(1, "a"), (2, "b"), (3, "c"), (9, "there")]
+    assert [(r.record.offset, r.stage, r.class_name) for r in rejected] == [
+        (1, "VALUE_CONVERTER", JSON.class_name),
+        (2, "KEY_CONVERTER", JSON.class_name),
+        *[(offset, "TASK_PUT", SINK_TASK) for offset in (3, 4, 5, 6, 8)],
+    ]
+    assert rejected[0].error.connect_class == "org.apache.kafka.connect.errors.DataException"
+    assert "offset=8 key=" in str(rejected[-1].error) and re.search(
+        "UNIQUE|duplicate key", str(rejected[-1].error)
+    )
+    assert "missing fields (colour)" in str(rejected[4].error)
+    write(writer, batch, rejected.append)  # a replay
+    assert len(rejected) == 7 and names(engine) == [(1, "a"), (2, "b"), (3, "c"), (9, "there")]
+    with pytest.raises(RecordFailed, match=r"offset=11 key=.*(UNIQUE|duplicate key)"):
+        write(writer, [record(10, 4, "d"), record(11, 9, "again")])  # errors.tolerance=none
+    assert len(names(engine)) == 4
+    write(writer, [record(10, 4, "d"), record(11, 9, "again")], rejected.append)
+    assert [r.record.offset for r in rejected[7:]] == [11] and len(names(engine)) == 5
+
+
+def names(engine: Engine) -> list[tuple[object, ...]]:
+    return [found[:2] for found in rows(engine, "tolerant")]
 
 
 def reads_ranges_again_exactly(engine: Engine) -> None:

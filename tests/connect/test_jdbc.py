@@ -148,5 +148,9 @@ def test_sqlite_sink_fails_on_a_record_that_does_not_fit(sqlite):
     jdbc_cases.a_record_that_does_not_fit_fails_naming_it(sqlite)
 
 
+def test_sqlite_sink_skips_and_reports_tolerated_records_once(sqlite):
+    jdbc_cases.tolerated_records_are_reported_once_and_the_rest_written(sqlite)
+
+
 def test_sqlite_source_reads_the_same_range_again(sqlite):
     jdbc_cases.reads_ranges_again_exactly(sqlite)

@@ -39,5 +39,9 @@ def test_postgresql_sink_fails_on_a_record_that_does_not_fit(postgresql):
     jdbc_cases.a_record_that_does_not_fit_fails_naming_it(postgresql)
 
 
+def test_postgresql_sink_skips_and_reports_tolerated_records_once(postgresql):
+    jdbc_cases.tolerated_records_are_reported_once_and_the_rest_written(postgresql)
+
+
 def test_postgresql_source_reads_the_same_range_again(postgresql):
     jdbc_cases.reads_ranges_again_exactly(postgresql)

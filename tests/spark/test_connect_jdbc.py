@@ -32,6 +32,7 @@ from sqlalchemy import (
     update,
 )
 
+from connect.converters import JSON_CONVERTER
 from connect.jdbc import urls
 from kctl.cluster import localservice
 from tests.cluster_harness import wait_until
@@ -162,6 +163,49 @@ def test_a_postgresql_table_into_sqlite_each_row_once(worker, postgres):
     assert copied == _table(pg, orders)  # each once
     committed = [{"partition": {"protocol": "1", "table": "orders"}, "offset": {"incrementing": 400}}]
     wait_until(lambda: _offsets(worker, "orders-in") == committed, 60, "the source's committed offset", 0.5)
+
+
+def test_records_that_do_not_fit_go_to_the_dead_letter_queue_and_the_rest_to_the_table(worker):
+    """errors.tolerance=all: a value the converter cannot read, a row without its NOT NULL
+    column and a field the table lacks go to the queue, with Connect's stages; the rest is written."""
+    path = worker.home / "tolerant.db"
+    engine = _sqlite(path)
+    Table(
+        "people", MetaData(), Column("id", Integer, primary_key=True), Column("name", Text, nullable=False)
+    ).create(engine)
+    lines = [
+        '{"id": 1, "name": "a"}',
+        "not json",
+        '{"id": 2}',
+        '{"id": 3, "name": "c", "age": 5}',
+        '{"id": 4, "name": "d"}',
+    ]
+    worker.kctl("topic", "create", "people", "-p", "1")
+    worker.kctl("produce", "people", input="\n".join(lines) + "\n")
+    _create(worker, "people-out", {
+        "connector.class": "JdbcSink", "connection.url": f"jdbc:sqlite:{path}", "topics": "people",
+        "pk.mode": "record_value", "pk.fields": "id",
+        "value.converter": JSON_CONVERTER, "value.converter.schemas.enable": "false",
+        "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "people-dlq",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    })  # fmt: skip
+    people = Table("people", MetaData(), autoload_with=engine)
+    wait_until(lambda: _count(engine, "people") >= 2, SPARK_WAIT_S, "the good rows", 0.5)
+    assert _table(engine, people) == [(1, "a"), (4, "d")]
+
+    def letters() -> list[dict]:
+        consumed = worker.kctl("consume", "people-dlq", "-e", "--json").stdout.decode().splitlines()
+        return [json.loads(line) for line in consumed]
+
+    wait_until(lambda: len(letters()) >= 3, 60, "the dead letters", 0.5)
+    found = letters()
+    assert [letter["value"] for letter in found] == lines[1:4]  # once each, in offset order
+    stages = [{h["key"]: h["value"] for h in letter["headers"]}["__connect.errors.stage"] for letter in found]
+    assert stages == ["VALUE_CONVERTER", "TASK_PUT", "TASK_PUT"]
+    context = {h["key"]: h["value"] for h in found[1]["headers"]}
+    assert context["__connect.errors.class.name"] == "io.confluent.connect.jdbc.sink.JdbcSinkTask"
+    assert "non-null column(s) name" in context["__connect.errors.exception.message"]
+    assert _task(worker, "people-out")["state"] == "RUNNING"
 
 
 def test_an_unreachable_database_fails_the_task_and_kctl_connect_create_says_so_with_exit_3(worker):
