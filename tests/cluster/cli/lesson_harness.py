@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.kctl.cli import run_kctl
+
 
 def processes_under(directory: Path, program: bytes) -> list[int]:
     """Pids of processes whose command line has the word `program` (brokerd's arguments, or the
@@ -31,3 +33,12 @@ def brokers_under(directory: Path) -> list[int]:
 def lesson_processes(directory: Path) -> list[int]:
     services = [processes_under(directory, name) for name in (b"schemaregistry", b"connect")]
     return brokers_under(directory) + [pid for pids in services for pid in pids]
+
+
+def run_lesson(name: str, answers: str, learner: dict[str, str], notes: Path, timeout: float) -> str:
+    """`kctl learn run NAME --answers ANSWERS --transcript NOTES` as a learner runs it; the
+    class notes it wrote, once it has ended with exit 0."""
+    argv = ("learn", "run", name, "--answers", answers, "--transcript", str(notes))
+    result = run_kctl(*argv, env=learner, timeout=timeout)
+    assert result.returncode == 0, result.stdout.decode() + result.stderr
+    return notes.read_text()

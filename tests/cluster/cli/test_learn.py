@@ -15,7 +15,7 @@ import pytest
 
 from kctl.learn import catalogue
 from kctl.learn.lesson import LETTERS
-from tests.cluster.cli.lesson_harness import brokers_under
+from tests.cluster.cli.lesson_harness import brokers_under, run_lesson
 from tests.cluster_harness import wait_until
 from tests.kctl.cli import kctl_command, kctl_env, run_kctl
 
@@ -54,20 +54,8 @@ def test_a_lesson_runs_on_real_brokers_and_writes_its_class_notes(name, learner,
     lesson = catalogue.find(name)
     answers = mixed_answers(lesson)
     notes = tmp_path / f"{name}.md"
-    result = run_kctl(
-        "learn",
-        "run",
-        name,
-        "--answers",
-        ",".join(answers),
-        "--transcript",
-        str(notes),
-        env=learner,
-        timeout=LESSON_TIMEOUT_S,
-    )
-    assert result.returncode == 0, result.stdout.decode() + result.stderr
+    text = run_lesson(name, ",".join(answers), learner, notes, LESSON_TIMEOUT_S)
     assert brokers_under(tmp_path) == []
-    text = notes.read_text()
     for number, (ask, given) in enumerate(zip(lesson.questions, answers), 1):
         assert f"**Question {number}.** {ask.question}" in text
         verdict = "right" if given == ask.right else "wrong"

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cluster.cli.lesson_harness import lesson_processes
-from tests.kctl.cli import run_kctl
+from tests.cluster.cli.lesson_harness import lesson_processes, run_lesson
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("learn-connect"), pytest.mark.timeout(480)]
 
@@ -17,19 +16,7 @@ LESSON_TIMEOUT_S = 420.0  # the worker's Spark starts with its first connector
 
 def test_a_table_streams_into_a_copy_and_a_group_moves_to_the_mirror(learner, tmp_path):
     notes = tmp_path / "connect.md"
-    result = run_kctl(
-        "learn",
-        "run",
-        "connect",
-        "--answers",
-        "b,b",
-        "--transcript",
-        str(notes),
-        env=learner,
-        timeout=LESSON_TIMEOUT_S,
-    )
-    assert result.returncode == 0, result.stdout.decode() + result.stderr
-    text = notes.read_text()
+    text = run_lesson("connect", "b,b", learner, notes, LESSON_TIMEOUT_S)
     assert "4 records; key 1 has 2 (Paris, then Lyon); copy.db equals shop.db row by row" in text
     assert "offset 6 on east became 3 on west; read: order 6, order 7, order 8, order 9" in text
     assert text.count("**Check (✔ held):**") == 2 and "did NOT hold" not in text

@@ -12,9 +12,9 @@ import subprocess
 
 import pytest
 
-from tests.cluster.cli.lesson_harness import lesson_processes, processes_under
+from tests.cluster.cli.lesson_harness import lesson_processes, processes_under, run_lesson
 from tests.cluster_harness import wait_until
-from tests.kctl.cli import kctl_command, kctl_env, run_kctl
+from tests.kctl.cli import kctl_command, kctl_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -24,19 +24,7 @@ RIGHT_ANSWERS = "b,b,b"
 
 def test_v2_is_accepted_v3_refused_naming_the_field_and_the_old_consumer_reads_everything(learner, tmp_path):
     notes = tmp_path / "schemas.md"
-    result = run_kctl(
-        "learn",
-        "run",
-        "schemas",
-        "--answers",
-        RIGHT_ANSWERS,
-        "--transcript",
-        str(notes),
-        env=learner,
-        timeout=LESSON_TIMEOUT_S,
-    )
-    assert result.returncode == 0, result.stdout.decode() + result.stderr
-    text = notes.read_text()
+    text = run_lesson("schemas", RIGHT_ANSWERS, learner, notes, LESSON_TIMEOUT_S)
     assert "`$ kctl schema register orders-value order-v2.avsc` → registered orders-value version 2" in text
     refused = re.search(
         r"`\$ kctl produce orders --value-schema order-v3\.avsc < orders-v3\.jsonl` → "
