@@ -28,7 +28,7 @@ def server_bin() -> Path | None:
 
 
 class NotInstalled(RuntimeError):
-    """No PostgreSQL server binaries here: callers skip (tests) or say so (benchmark)."""
+    """No PostgreSQL server binaries here (scripts/test installs Debian's package)."""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from sqlalchemy import MetaData
 
 from connect.jdbc import urls
 from tests.connect import jdbc_cases
-from tests.connect.postgres import postgres_server
+from connect.jdbc.localpostgres import postgres_server
 
 pytestmark = pytest.mark.cluster
 

@@ -36,7 +36,7 @@ from connect.converters import JSON_CONVERTER
 from connect.jdbc import urls
 from kctl.cluster import localservice
 from tests.cluster_harness import wait_until
-from tests.connect.postgres import postgres_server
+from connect.jdbc.localpostgres import postgres_server
 from tests.service_harness import call
 from tests.spark import test_connect
 from tests.spark.helpers import consume_all
