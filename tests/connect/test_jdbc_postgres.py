@@ -6,8 +6,8 @@ import pytest
 from sqlalchemy import MetaData
 
 from connect.jdbc import urls
-from tests.connect import jdbc_cases
 from connect.jdbc.localpostgres import postgres_server
+from tests.connect import jdbc_cases
 
 pytestmark = pytest.mark.cluster
 

@@ -34,9 +34,9 @@ from sqlalchemy import (
 
 from connect.converters import JSON_CONVERTER
 from connect.jdbc import urls
+from connect.jdbc.localpostgres import postgres_server
 from kctl.cluster import localservice
 from tests.cluster_harness import wait_until
-from connect.jdbc.localpostgres import postgres_server
 from tests.service_harness import call
 from tests.spark import test_connect
 from tests.spark.helpers import consume_all
