@@ -11,6 +11,7 @@ from connect import plugins
 from connect.converters import JSON_CONVERTER, Converter
 from connect.postgres import config, envelope
 from connect.postgres.envelope import Origin, records
+from connect.postgres.source import Settings
 from connect.postgres.wal2json import Change, Column, format_lsn, parse_lsn, transactions
 
 pytestmark = pytest.mark.unit
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.unit
 INT, TEXT = "integer", "text"
 KEY = [{"name": "id", "type": INT}]
 PLAIN, WITH_SCHEMA = Converter(JSON_CONVERTER, False), Converter(JSON_CONVERTER, True)
+PLAIN_SETTINGS = Settings({}, PLAIN, PLAIN)
 
 
 def _message(action: str, **fields: object) -> str:
@@ -33,7 +35,8 @@ def _columns(**values: object) -> list[dict[str, object]]:
 
 WAL = [
     ("725", _message("B", lsn="0/152BC80", nextlsn="0/152BCB0")),
-    ("725", _message("I", lsn="0/152BB00", schema="public", table="t", columns=_columns(id=1, name="a"), pk=KEY)),
+    ("725", _message("I", lsn="0/152BB00", schema="public", table="t", columns=_columns(id=1, name="a"),
+                     pk=KEY)),
     ("725", _message("C", lsn="0/152BC80", nextlsn="0/152BCB0")),
     ("726", _message("B", lsn="0/152BE70", nextlsn="0/152BEA0")),
     ("726", _message("U", lsn="0/152BCB0", schema="public", table="t", columns=_columns(id=1, name="z"),
@@ -42,7 +45,8 @@ WAL = [
                      identity=[{"name": "id", "type": INT, "value": 1}], pk=KEY)),
     ("726", _message("C", lsn="0/152BE70", nextlsn="0/152BEA0")),
     ("727", _message("B", lsn="0/152C0A8", nextlsn="0/152C110")),
-    ("727", _message("I", lsn="0/152BFF0", schema="public", table="t", columns=_columns(id=2, name="b"), pk=KEY)),
+    ("727", _message("I", lsn="0/152BFF0", schema="public", table="t", columns=_columns(id=2, name="b"),
+                     pk=KEY)),
 ]  # fmt: skip
 
 
@@ -65,18 +69,10 @@ def test_wal2json_messages_are_transactions_of_changes_in_commit_order_the_unfin
 
 
 def _plain(change: Change, tombstones: bool = True) -> list[tuple[str, object, object]]:
+    """The change's records as JsonConverter without schemas writes them, read back."""
     origin = Origin("shop", "postgres", 726, 1000)
-    found = records(change, origin, tombstones, 2000)
-    return [
-        (
-            r.topic,
-            None if r.key is None or r.key.schema is None else json.loads(PLAIN.from_data(r.key.schema, r.key.value)),
-            None if r.value is None or r.value.schema is None else json.loads(
-                PLAIN.from_data(r.value.schema, r.value.value)
-            ),
-        )
-        for r in found
-    ]  # fmt: skip
+    encoded = [PLAIN_SETTINGS.encoded(r) for r in records(change, origin, tombstones, 2000)]
+    return [(topic, key and json.loads(key), value and json.loads(value)) for topic, key, value in encoded]
 
 
 def test_an_insert_is_a_create_keyed_by_its_primary_key_in_debeziums_envelope():

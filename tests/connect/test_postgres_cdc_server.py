@@ -52,8 +52,8 @@ def _sql(settings: Settings, *statements: str) -> None:
 
 def test_a_snapshot_then_changes_in_commit_order_each_batch_read_again_the_same(server):
     settings = _settings(server)
-    _sql(settings, "CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL)", "CREATE TABLE other (id int)",
-         "INSERT INTO items VALUES (1, 'a'), (2, 'b')")  # fmt: skip
+    _sql(settings, "CREATE TABLE items (id int PRIMARY KEY, name text NOT NULL)",
+         "CREATE TABLE other (id int)", "INSERT INTO items VALUES (1, 'a'), (2, 'b')")  # fmt: skip
     reader = PostgresReader(settings)
     start = reader.initialOffset()
     assert start["snapshot"] is True
@@ -92,8 +92,8 @@ def test_a_snapshot_then_changes_in_commit_order_each_batch_read_again_the_same(
 def test_replica_identity_full_gives_the_old_row_and_snapshot_never_reads_no_rows(server):
     settings = _settings(server, **{"slot.name": "full", "snapshot.mode": "never",
                                     "table.include.list": "public\\.people"})  # fmt: skip
-    _sql(settings, "CREATE TABLE people (id int PRIMARY KEY, name text)", "INSERT INTO people VALUES (1, 'a')",
-         "ALTER TABLE people REPLICA IDENTITY FULL")  # fmt: skip
+    _sql(settings, "CREATE TABLE people (id int PRIMARY KEY, name text)",
+         "INSERT INTO people VALUES (1, 'a')", "ALTER TABLE people REPLICA IDENTITY FULL")  # fmt: skip
     reader = PostgresReader(settings)
     start = reader.initialOffset()
     assert "snapshot" not in start and reader.latestOffset(start, None) == start
