@@ -8,7 +8,6 @@ the first batch is instead the captured tables' rows (op `r`), read at the slot'
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pyspark.sql.streaming import DataStreamWriter
 from pyspark.sql.streaming.datasource import ReadLimit
 from sqlalchemy import Engine, text
 
+from connect import sourcequery
 from connect.converters import Converter, Data
 from connect.jdbc import urls
 from connect.postgres import config as options
@@ -33,19 +33,7 @@ Offset = dict[str, object]  # {"lsn": N, "tables": ["schema.table", ...]}, "snap
 def stream(spark: SparkSession, spec: QuerySpec) -> DataStreamWriter:
     """PostgresConnector's query; an unreachable database fails it now, with the reason."""
     urls.reachable(slot.url(spec.config))
-    spark.dataSource.register(PostgresChangesSource)
-    settings = {
-        "config": dict(spec.config),
-        "key": [spec.converter("key").class_name, spec.converter("key").schemas_enable],
-        "value": [spec.converter("value").class_name, spec.converter("value").schemas_enable],
-    }
-    return (
-        spark.readStream.format("connect-postgres")
-        .option("settings", json.dumps(settings))
-        .load()
-        .writeStream.format("kctl")
-        .options(**spec.kafka)
-    )
+    return sourcequery.stream(spark, spec, PostgresChangesSource)
 
 
 @dataclass(frozen=True)
@@ -89,11 +77,10 @@ class PostgresChangesSource(DataSource):
         return "connect-postgres"
 
     def schema(self) -> str:
-        return "topic string, key binary, value binary"
+        return sourcequery.SCHEMA
 
     def streamReader(self, schema: object) -> DataSourceStreamReader:
-        found = json.loads(self.options["settings"])
-        return PostgresReader(Settings(found["config"], Converter(*found["key"]), Converter(*found["value"])))
+        return PostgresReader(Settings(*sourcequery.settings(self.options)))
 
 
 class PostgresReader(DataSourceStreamReader):
