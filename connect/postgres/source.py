@@ -24,6 +24,7 @@ from connect.jdbc import urls
 from connect.postgres import config as options
 from connect.postgres import slot
 from connect.postgres.envelope import Origin, Record, records, snapshot_marks
+from connect.progress import committed_end
 from connect.queryspec import QuerySpec
 
 MAX_CHANGES_PER_BATCH = 100_000  # a batch ends at the first commit past this many changes
@@ -34,6 +35,16 @@ def stream(spark: SparkSession, spec: QuerySpec) -> DataStreamWriter:
     """PostgresConnector's query; an unreachable database fails it now, with the reason."""
     urls.reachable(slot.url(spec.config))
     return sourcequery.stream(spark, spec, PostgresChangesSource)
+
+
+def lag(spec: QuerySpec) -> int:
+    """Changes not yet moved: the captured tables' changes committed after the committed LSN
+    (before the first batch is committed: all the slot holds)."""
+    settings = Settings(spec.config, spec.converter("key"), spec.converter("value"))
+    end = committed_end(spec.checkpoint)
+    with settings.database.connect() as connection:
+        found = slot.peek(connection, settings.slot, _lsn(end) if end else 0, slot.current_lsn(connection))
+    return sum(settings.captured(c.schema, c.table) for t in found for c in t.changes)
 
 
 @dataclass(frozen=True)
