@@ -12,6 +12,7 @@ from connect.configdef import ConfigKey, Validation, at_least, non_empty
 from connect.errors import bad_request
 from connect.jdbc import config as jdbc
 from connect.mirror import settings as mirror_settings
+from connect.postgres import config as postgres
 
 KAFKA_VERSION = "3.9.0"  # the Kafka Connect release whose REST API and connectors these follow
 COMMON = "Common"
@@ -207,7 +208,17 @@ JDBC_SINK = Plugin(
     jdbc.SINK_KEYS,
     jdbc.sink_checks,
 )
-PLUGINS = (FILE_SINK, FILE_SOURCE, JDBC_SINK, JDBC_SOURCE, *MIRROR_PLUGINS)
+POSTGRES = Plugin(
+    "io.debezium.connector.postgresql.PostgresConnector",
+    "Postgres",
+    SOURCE,
+    "io.debezium.connector.postgresql.PostgresConnectorTask",
+    "connect.postgres.source",
+    postgres.KEYS,
+    postgres.checks,
+    progress="connect.postgres.progress",
+)
+PLUGINS = (FILE_SINK, FILE_SOURCE, JDBC_SINK, JDBC_SOURCE, *MIRROR_PLUGINS, POSTGRES)
 
 
 def find(name: str) -> Plugin | None:

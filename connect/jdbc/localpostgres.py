@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SUPERUSER = "kctl"
+# the PostgreSQL source connector reads changes from a logical replication slot
+LOGICAL_DECODING = "-c wal_level=logical -c max_replication_slots=10 -c max_wal_senders=10"
 
 
 def server_bin() -> Path | None:
@@ -67,7 +69,7 @@ def postgres_server() -> Iterator[Postgres]:
             ]
         )
         port = _free_port()
-        options = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off"
+        options = f"-p {port} -k {home} -c listen_addresses=127.0.0.1 -c fsync=off {LOGICAL_DECODING}"
         _run(
             [
                 *as_user,

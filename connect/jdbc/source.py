@@ -9,7 +9,6 @@ The trigger is the worker's (1 s); the reader asks the database again only once
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from pyspark.sql.streaming import DataStreamWriter
 from pyspark.sql.streaming.datasource import ReadLimit
 from sqlalchemy import Connection
 
+from connect import sourcequery
 from connect.converters import Converter
 from connect.jdbc import urls
 from connect.jdbc.querier import QUERY, Mode, Position, Querier, table_names
@@ -33,19 +33,7 @@ MAX_ROWS_PER_BATCH = 100_000  # per table; more waiting makes the next batch sta
 def stream(spark: SparkSession, spec: QuerySpec) -> DataStreamWriter:
     """JdbcSourceConnector's query; an unreachable database fails it now, with the reason."""
     urls.reachable(urls.of_config(spec.config))
-    spark.dataSource.register(JdbcTablesSource)
-    settings = {
-        "config": dict(spec.config),
-        "key": [spec.converter("key").class_name, spec.converter("key").schemas_enable],
-        "value": [spec.converter("value").class_name, spec.converter("value").schemas_enable],
-    }
-    return (
-        spark.readStream.format("connect-jdbc")
-        .option("settings", json.dumps(settings))
-        .load()
-        .writeStream.format("kctl")
-        .options(**spec.kafka)
-    )
+    return sourcequery.stream(spark, spec, JdbcTablesSource)
 
 
 def lag(spec: QuerySpec) -> int:
@@ -94,13 +82,10 @@ class JdbcTablesSource(DataSource):
         return "connect-jdbc"
 
     def schema(self) -> str:
-        return "topic string, key binary, value binary"
+        return sourcequery.SCHEMA
 
     def streamReader(self, schema: object) -> DataSourceStreamReader:
-        found = json.loads(self.options["settings"])
-        return JdbcReader(
-            SourceSettings(found["config"], Converter(*found["key"]), Converter(*found["value"]))
-        )
+        return JdbcReader(SourceSettings(*sourcequery.settings(self.options)))
 
 
 class JdbcReader(DataSourceStreamReader):

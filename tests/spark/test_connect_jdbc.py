@@ -29,12 +29,13 @@ from sqlalchemy import (
     event,
     insert,
     select,
+    text,
     update,
 )
 
 from connect.converters import JSON_CONVERTER
 from connect.jdbc import urls
-from connect.jdbc.localpostgres import postgres_server
+from connect.jdbc.localpostgres import SUPERUSER, postgres_server
 from kctl.cluster import localservice
 from tests.cluster_harness import wait_until
 from tests.service_harness import call
@@ -223,6 +224,57 @@ def test_an_unreachable_database_fails_the_task_and_kctl_connect_create_says_so_
     assert refused.stderr.startswith("kctl: error: connector nowhere was created, but its task failed: ")
     assert "DatabaseUnreachable: cannot connect to postgresql+psycopg://127.0.0.1:1/none" in refused.stderr
     assert _task(worker, "nowhere")["state"] == "FAILED"
+
+
+def test_postgresql_changes_into_a_topic_in_debeziums_envelope(worker, postgres):
+    """PostgresConnector: the table's rows as reads (r), then an insert, an update and a
+    delete (c, u, d and a tombstone), in commit order, keyed by the primary key."""
+    pg = urls.engine(urls.sqlalchemy_url(postgres.jdbc_url))
+    with pg.begin() as connection:
+        connection.execute(text("CREATE TABLE accounts (id int PRIMARY KEY, owner text NOT NULL)"))
+        connection.execute(text("INSERT INTO accounts VALUES (1, 'ann'), (2, 'bob'), (3, 'cy')"))
+    worker.kctl("topic", "create", "cdc.public.accounts", "-p", "1")
+    plain = {
+        "key.converter": JSON_CONVERTER,
+        "key.converter.schemas.enable": "false",
+        "value.converter": JSON_CONVERTER,
+        "value.converter.schemas.enable": "false",
+    }
+    _create(worker, "accounts-cdc", {
+        "connector.class": "io.debezium.connector.postgresql.PostgresConnector",
+        "database.hostname": "127.0.0.1", "database.port": str(postgres.port), "database.user": SUPERUSER,
+        "database.dbname": postgres.database, "topic.prefix": "cdc", "table.include.list": "public.accounts",
+        "slot.name": "accounts", "plugin.name": "wal2json", **plain,
+    })  # fmt: skip
+    bootstrap = _bootstrap(worker)
+
+    def changes() -> list[tuple]:
+        found = []
+        for message in consume_all(bootstrap, "cdc.public.accounts"):
+            value = message.value() and json.loads(message.value())
+            found.append((json.loads(message.key())["id"], value and value["op"], value and value["after"]))
+        return found
+
+    wait_until(lambda: len(changes()) >= 3, SPARK_WAIT_S, "the snapshot's reads", 0.5)
+    with pg.begin() as connection:
+        connection.execute(text("INSERT INTO accounts VALUES (4, 'di')"))
+    with pg.begin() as connection:
+        connection.execute(text("UPDATE accounts SET owner = 'ann b' WHERE id = 1"))
+    with pg.begin() as connection:
+        connection.execute(text("DELETE FROM accounts WHERE id = 2"))
+    wait_until(lambda: len(changes()) >= 7, SPARK_WAIT_S, "the changes", 0.5)
+    assert changes() == [
+        (1, "r", {"id": 1, "owner": "ann"}),
+        (2, "r", {"id": 2, "owner": "bob"}),
+        (3, "r", {"id": 3, "owner": "cy"}),
+        (4, "c", {"id": 4, "owner": "di"}),
+        (1, "u", {"id": 1, "owner": "ann b"}),
+        (2, "d", None),
+        (2, None, None),
+    ]
+    assert call(worker.url, "GET", "/connectors/accounts-cdc/topics")[1] == {
+        "accounts-cdc": {"topics": ["cdc.public.accounts"]}
+    }
 
 
 def _sqlite(path) -> Engine:
