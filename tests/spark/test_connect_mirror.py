@@ -26,7 +26,7 @@ from tests.kctl.local import BROKERS_ONLY, kctl_json, kill_leftovers
 from tests.service_harness import call
 from tests.spark.helpers import TIMEOUT_S, consume_all
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("connect-mirror"), pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("connect"), pytest.mark.timeout(600)]
 
 SPARK_WAIT_S = 240
 RECORDS, PARTITIONS, TOPIC, GROUP = 100_000, 6, "orders", "billing"

@@ -13,7 +13,7 @@ from tests.kctl.local import BROKERS_ONLY, kill_leftovers
 from tests.service_harness import call
 from tests.spark.standalone import spark_standalone
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("connect-standalone"), pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("connect-jdbc"), pytest.mark.timeout(420)]
 
 RECORDS = 100_000
 MOVE_S = 300  # two executors' JVMs and Python workers start on two busy cores

@@ -9,7 +9,7 @@ import pytest
 
 from tests.cluster.cli.lesson_harness import lesson_processes, run_lesson
 
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("learn-connect"), pytest.mark.timeout(480)]
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("connect"), pytest.mark.timeout(480)]
 
 LESSON_TIMEOUT_S = 420.0  # the worker's Spark starts with its first connector
 
