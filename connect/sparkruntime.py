@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 TRIGGER = "1 second"  # FileStreamSource's wait when there is nothing new
 UNASSIGNED, RUNNING, FAILED = "UNASSIGNED", "RUNNING", "FAILED"
+# Spark's own failures to start a Python worker (a fixed 10 s wait, too short on a busy
+# machine): not the connector's fault, so its query starts again from its checkpoint
+SPARK_FALTERED = ("Python worker failed to connect back", "Python worker exited unexpectedly")
+MAX_RESTARTS = 3
 STOP_S = 8.0  # within the 10 s `kctl connect down` waits before SIGKILL
 
 
@@ -67,6 +71,8 @@ class SparkRuntime:
         self._on_change = on_change
         self._jobs: queue.Queue[Job | None] = queue.Queue()
         self._queries: dict[str, StreamingQuery] = {}
+        self._running: dict[str, Job] = {}  # the job each query runs, to start it again
+        self._restarts: dict[str, int] = {}  # Spark-faltered restarts since the connector's start
         self._states: dict[str, TaskState] = {}
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name="spark-runtime", daemon=True)
@@ -83,6 +89,7 @@ class SparkRuntime:
 
     def run(self, name: str, plugin: plugins.Plugin, config: Mapping[str, str]) -> None:
         """(Re)start the connector's query."""
+        self._restarts.pop(name, None)
         self._set(name, TaskState(UNASSIGNED))
         self._jobs.put(Job(name, plugin, dict(config)))
 
@@ -141,12 +148,14 @@ class SparkRuntime:
 
     def _apply(self, spark: SparkSession | None, job: Job) -> None:
         self._stop(job.name)
+        self._running.pop(job.name, None)
         if job.forget:
             shutil.rmtree(self.checkpoint(job.name), ignore_errors=True)
         if job.plugin is None or spark is None:
             return
         try:
             self._queries[job.name] = self._query(spark, job.name, job.plugin, job.config)
+            self._running[job.name] = job
         except Exception:
             log.exception("connector %s did not start", job.name)
             self._set(job.name, TaskState(FAILED, traceback.format_exc()))
@@ -159,12 +168,21 @@ class SparkRuntime:
             query.stop()
 
     def _watch(self) -> None:
-        """A query that ended by itself failed: its connector's task is FAILED."""
+        """A query that ended by itself failed: its connector's task is FAILED, unless Spark
+        itself faltered (a Python worker that did not start in time on a busy machine), when
+        the query starts again from its checkpoint, a few times at most."""
         for name, query in list(self._queries.items()):
             if not query.isActive:
                 del self._queries[name]
-                error = query.exception()
-                self._set(name, TaskState(FAILED, str(error) if error else "the query stopped"))
+                error = str(query.exception() or "the query stopped")
+                restarts = self._restarts.get(name, 0)
+                job = self._running.get(name)
+                if job is not None and restarts < MAX_RESTARTS and any(m in error for m in SPARK_FALTERED):
+                    log.warning("connector %s: Spark faltered, starting it again: %s", name, error)
+                    self._restarts[name] = restarts + 1
+                    self._jobs.put(job)
+                    continue
+                self._set(name, TaskState(FAILED, error))
 
     def _query(
         self, spark: SparkSession, name: str, plugin: plugins.Plugin, config: Mapping[str, str]
