@@ -126,6 +126,9 @@ Serve = Callable[[argparse.Namespace, Listener, dict[str, str], "ClusterLogin | 
 def run(args: argparse.Namespace, log: logging.Logger, start: Serve) -> int:
     """A service's main: log, bind and lock, read the client settings, check that users can be
     authenticated if asked, then `start` it (which serves until stopped): its exit code."""
+    # a starter that held Ctrl-C and SIGTERM back while it started us (kctl's lessons do, to
+    # remember every process they start) passed its blocked mask on: those signals are ours
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     listener = listen(args, log)
     if isinstance(listener, int):

@@ -18,7 +18,8 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -178,10 +179,11 @@ class Lab:
         if service not in self._urls:
             secured = self.security_protocol != "PLAINTEXT"
             properties = client_properties.path(self.dir) if secured else None
-            starting = localservice.start(
-                self.dir, service, self.bootstrap, properties, extra_args=tuple(extra)
-            )
-            self._services[service] = starting
+            with _signals_deferred():  # Ctrl-C must not come between its start and our note of it
+                starting = localservice.start(
+                    self.dir, service, self.bootstrap, properties, extra_args=tuple(extra)
+                )
+                self._services[service] = starting
             self._urls[service] = starting.serving(self.bootstrap).url
         return self._urls[service]
 
@@ -247,13 +249,9 @@ class Lab:
     def _launch(self, ports: dict[int, int], settings: dict[str, str]) -> localcluster.LaunchedBrokers:
         """Start brokers and remember them before Ctrl-C (or SIGTERM) can be acted on, so
         `close` always knows every process it has to stop."""
-        deferred = {signal.SIGINT, signal.SIGTERM}
-        signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
-        try:
+        with _signals_deferred():
             launched = localcluster.launch(self.state, ports, settings)
             self._launched.append(launched)
-        finally:
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, deferred)
         return launched
 
     # -- topics and partitions -----------------------------------------------------------
@@ -432,6 +430,18 @@ class Lab:
         fresh = [line for _, line in self._events[self._shown :] if _about(line, topic)]
         self._shown = len(self._events)
         return sections, fresh
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held back while processes are started and remembered, so `close`
+    always knows every process it has to stop; they are acted on right after."""
+    deferred = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, deferred)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, deferred)
 
 
 def _about(line: str, topic: str | None) -> bool:
