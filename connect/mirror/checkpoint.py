@@ -80,14 +80,16 @@ class CheckpointRounds:
         bounds = ClusterOffsets(client)
         start = max(self._read_to, bounds.earliest([tp])[tp])
         end = bounds.latest([tp])[tp]
-        if start < end:
-            span = OffsetRange(topic, 0, start, end)
-            for chunk in read_range(client, span, fail_on_data_loss=False, timeout_s=READ_TIMEOUT_S):
-                for record in chunk:
-                    key, value = record.key(), record.value()
-                    if key is not None and value is not None:
-                        self.store.add(OffsetSync.decode(key, value))
-        self._read_to = end
+        if start >= end:
+            return
+        span = OffsetRange(topic, 0, start, end)
+        for chunk in read_range(client, span, fail_on_data_loss=False, timeout_s=READ_TIMEOUT_S):
+            for record in chunk:
+                key, value = record.key(), record.value()
+                if key is not None and value is not None:
+                    self.store.add(OffsetSync.decode(key, value))
+            # a read that timed out ends early: the next round goes on from here, not from `end`
+            self._read_to = chunk[-1].offset() + 1
 
     def _checkpoints(self) -> Iterator[Checkpoint]:
         """MirrorCheckpointTask.checkpointsForGroup: each replicated partition a replicated

@@ -65,6 +65,22 @@ def worker(tmp_path_factory):
         kill_leftovers(home / "cluster")
 
 
+@pytest.fixture(autouse=True)
+def connectors_deleted(request):
+    """Every test leaves the module's worker without connectors: one left running keeps its
+    query's micro-batches going, and with them the CPU every later test needs."""
+    yield
+    if "worker" not in request.fixturenames:
+        return
+    url = request.getfixturevalue("worker").url
+    try:
+        names = call(url, "GET", "/connectors")[1]
+    except OSError:
+        return  # the test stopped the worker
+    for name in names:
+        call(url, "DELETE", f"/connectors/{name}")
+
+
 def test_rest_api_shapes_and_errors(worker):
     url = worker.url
     status, root = call(url, "GET", "/")

@@ -13,7 +13,7 @@ import os
 import random
 import signal
 import threading
-import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -27,6 +27,7 @@ from sqlalchemy import (
     Table,
     Text,
     event,
+    func,
     insert,
     select,
     text,
@@ -46,7 +47,9 @@ from tests.spark.test_connect import SPARK_WAIT_S, Worker
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("connect-jdbc"), pytest.mark.timeout(600)]
 
 ROWS, UPDATES = 10_000, 1_000
+IN_FLIGHT = 1_000  # rows the table may be ahead of its copy: each kill finds rows on their way
 worker = test_connect.worker  # a cluster and a connect worker of this module's own
+connectors_deleted = test_connect.connectors_deleted
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +104,10 @@ def test_a_table_into_a_topic_into_a_table_survives_two_sigkills(worker, postgre
         connection.execute(insert(items), [_item(i) for i in range(1, 11)])
     wait_until(lambda: _count(pg, "items_copy") == 10, SPARK_WAIT_S, "the first rows copied", 0.5)
 
-    writing = threading.Thread(target=_write_items, args=(shop, items))
+    stop = threading.Event()
+    writing = threading.Thread(
+        target=_write_items, args=(shop, items, lambda: _count(pg, "items_copy"), stop)
+    )
     writing.start()
     try:
         wait_until(lambda: _count(pg, "items_copy") >= 2_000, SPARK_WAIT_S, "a part of the rows copied", 0.2)
@@ -109,7 +115,9 @@ def test_a_table_into_a_topic_into_a_table_survives_two_sigkills(worker, postgre
         copied = _count(pg, "items_copy")
         wait_until(lambda: _count(pg, "items_copy") > copied, SPARK_WAIT_S, "copying after the restart", 0.2)
         _kill_and_restart(worker)
+        writing.join()
     finally:
+        stop.set()
         writing.join()
 
     expected = _table(shop, items)
@@ -293,16 +301,20 @@ def _item(i: int, name: str = "new") -> dict:
     }
 
 
-def _write_items(engine: Engine, items: Table) -> None:
-    """The rest of the rows, and UPDATES updates of rows already there, in small transactions."""
+def _write_items(engine: Engine, items: Table, copied: Callable[[], int], stop: threading.Event) -> None:
+    """The rest of the rows, and UPDATES updates of rows already there, in small transactions,
+    never more than IN_FLIGHT rows ahead of the `copied` ones: however fast the worker copies,
+    the table is not all copied before the second kill. Ends early when `stop` is set."""
     chosen, batch = random.Random(7), 250
     for start in range(11, ROWS + 1, batch):
         end = min(start + batch, ROWS + 1)
+        while end - copied() > IN_FLIGHT:
+            if stop.wait(0.1):
+                return
         with engine.begin() as connection:
             connection.execute(insert(items), [_item(i) for i in range(start, end)])
             for i in chosen.sample(range(1, end), UPDATES * batch // ROWS):
                 connection.execute(update(items).where(items.c.id == i).values(**_item(i, "updated")))
-        time.sleep(0.05)
 
 
 def _insert_orders(engine: Engine, orders: Table, numbers: range) -> None:
@@ -336,7 +348,7 @@ def _count(engine: Engine, table: str) -> int:
     if table not in metadata.tables:
         return 0
     with engine.connect() as connection:
-        return len(connection.execute(select(metadata.tables[table])).all())
+        return connection.execute(select(func.count()).select_from(metadata.tables[table])).scalar_one()
 
 
 def _table(engine: Engine, table: Table) -> list[tuple]:

@@ -11,10 +11,11 @@ worker beside the lesson's cluster (one Spark application, started by the first 
 from __future__ import annotations
 
 import sqlite3
-import time
+from collections.abc import Callable
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypeVar
 
 from kctl.connect.client import ConnectClient
 from kctl.kafka import groups, topics
@@ -29,6 +30,7 @@ CUSTOMERS = [(1, "Ada", "Paris"), (2, "Grace", "Boston"), (3, "Alan", "Mancheste
 SPARK_WAIT_S = 240.0  # the worker's first connector waits for Spark to start
 READ_BEFORE_MOVING = 6
 EXPIRED = 3  # orders 0-2 are past retention before the mirror starts: west numbers from order 3
+T = TypeVar("T")
 KEY_CONVERTER = {  # a key of plain JSON: customer 1's records are keyed b"1"
     "key.converter": "org.apache.kafka.connect.json.JsonConverter",
     "key.converter.schemas.enable": "false",
@@ -58,6 +60,25 @@ def _rows(database: Path) -> list[tuple[int, str, str]]:
 
 def _connectors(lab: Lab) -> ConnectClient:
     return ConnectClient(lab.connect_worker())
+
+
+def _wait_for_connectors(lab: Lab, predicate: Callable[[], T | None], what: str) -> T:
+    """`lab.wait` for what the connectors do; when it does not come, the failure says what
+    state each connector's task is in, which is where a learner would look next."""
+    try:
+        return lab.wait(predicate, what, SPARK_WAIT_S)
+    except LessonFailure as failure:
+        raise LessonFailure(f"{failure} ({_task_states(lab)})") from None
+
+
+def _task_states(lab: Lab) -> str:
+    listed = _connectors(lab).get("/connectors?expand=status")
+    states = []
+    for name, info in sorted(listed.items()):
+        for task in info["status"]["tasks"] or [{"state": "no task"}]:
+            trace = task.get("trace", "").strip().splitlines()
+            states.append(f"{name}: {task['state']}" + (f", {trace[-1]}" if trace else ""))
+    return "; ".join(states)
 
 
 def _table_to_table(lab: Lab) -> str:
@@ -94,7 +115,7 @@ def _table_to_table(lab: Lab) -> str:
     }
     client.call("POST", "/connectors", {"name": "shop-in", "config": source})
     client.call("POST", "/connectors", {"name": "shop-out", "config": sink})
-    lab.wait(lambda: len(_rows(copy)) == len(CUSTOMERS) or None, "the copy's 3 customers", SPARK_WAIT_S)
+    _wait_for_connectors(lab, lambda: len(_rows(copy)) == len(CUSTOMERS) or None, "the copy's 3 customers")
     return f"shop.db's {TABLE} (3 rows) -> JdbcSource shop-in -> {TOPIC} -> JdbcSink shop-out -> copy.db"
 
 
@@ -102,7 +123,7 @@ def _update(lab: Lab) -> str:
     shop, copy = _folder(lab) / "shop.db", _folder(lab) / "copy.db"
     with closing(sqlite3.connect(shop)) as db, db:
         db.execute(f"UPDATE {TABLE} SET city = 'Lyon', updated_at = ? WHERE id = 1", (_now(),))
-    lab.wait(lambda: (1, "Ada", "Lyon") in _rows(copy) or None, "Ada in Lyon in the copy", SPARK_WAIT_S)
+    _wait_for_connectors(lab, lambda: (1, "Ada", "Lyon") in _rows(copy) or None, "Ada in Lyon in the copy")
     lab.seen["records"] = [
         (m.key(), m.value()) for m in lab.read(TOPIC) if m.key() is not None and m.value() is not None
     ]
@@ -161,17 +182,16 @@ def _mirror(lab: Lab) -> str:
     def translated() -> int | None:
         return groups.committed_offsets(west.conn, GROUP).get((MIRRORED, 0))
 
-    lab.seen["translated"] = lab.wait(translated, f"group {GROUP}'s offset on west", SPARK_WAIT_S)
+    lab.seen["translated"] = _wait_for_connectors(lab, translated, f"group {GROUP}'s offset on west")
     return f"topic {MIRRORED} on west; group {GROUP}'s offset 6 on east is {lab.seen['translated']} there"
 
 
 def _move_group(lab: Lab) -> str:
     west = lab.neighbour()
-    deadline = time.monotonic() + SPARK_WAIT_S
-    while west.watermarks(MIRRORED)[1] < 10 - EXPIRED:
-        if time.monotonic() > deadline:
-            raise LessonFailure(f"{MIRRORED} did not get the 10 orders")
-        time.sleep(0.2)
+    mirrored = 10 - EXPIRED
+    _wait_for_connectors(
+        lab, lambda: west.watermarks(MIRRORED)[1] >= mirrored, f"{mirrored} orders in {MIRRORED}"
+    )
     read = west.read_as_group(MIRRORED, GROUP, 10 - READ_BEFORE_MOVING)
     lab.seen["moved"] = [value.decode() for m in read if (value := m.value()) is not None]
     return f"group {GROUP} on west read {len(read)} orders"
