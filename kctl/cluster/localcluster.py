@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from brokerd.state.cluster_plan import planned_host
 from kctl.cluster import brokerconfig, brokerview, launcher_process, securecluster
+from kctl.cluster.ports import ensure_port_free, free_ports
 from kctl.kafka import clientprops
 from kctl.kafka.bootstrap import Bootstrap, local_state, resolve_cluster_dir
 from kctl.shell.errors import KctlError
@@ -64,35 +64,6 @@ def existing(cluster_dir: Path | None) -> ClusterView:
     """The local cluster's state (--dir, else $KCTL_HOME, else ~/.kctl), or exit 3 when the
     directory holds no cluster."""
     return local_state(resolve_cluster_dir(cluster_dir))
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports the kernel picks, free on every address (each broker listens on its own); the
-    sockets stay open until all are chosen so none repeats."""
-    socks = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("", 0))
-            socks.append(sock)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for sock in socks:
-            sock.close()
-
-
-def ensure_port_free(port: int, broker_id: int | None = None) -> None:
-    """Refuse a port some process holds on any address: the broker binds its own address,
-    but a port taken elsewhere would confuse whoever reads the cluster's addresses."""
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("", port))
-        except OSError:
-            who = f" (planned for broker {broker_id})" if broker_id is not None else ""
-            raise KctlError(
-                f"port {port}{who} is already in use by another process", ExitCode.ERROR
-            ) from None
 
 
 def start_missing(

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from httpservice.daemon import EXIT_UNREACHABLE
+from kctl.cluster import ports
 from kctl.shell.errors import KctlError
 from kctl.shell.exit_codes import ExitCode
 
@@ -187,9 +188,7 @@ def _port(home: Path, requested: int | None = None) -> int:
         return int(remembered.read_text())
     port = requested
     if port is None:
-        with socket.socket() as sock:
-            sock.bind((HOST, 0))
-            port = int(sock.getsockname()[1])
+        port = ports.free_ports(1)[0]
     remembered.write_text(f"{port}\n")
     return port
 

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from brokerd.state.cluster_plan import ClusterPlan
-from kctl.cluster import brokerconfig, brokerctl, brokerview, localcluster
+from kctl.cluster import brokerconfig, brokerctl, brokerview, localcluster, ports
 from kctl.kafka import client, reassignments
 from kctl.kafka.client import Connection, fetch_metadata
 from kctl.shell import console
@@ -28,7 +28,7 @@ ADMIN_TIMEOUT_S = 10.0
 
 def add_broker(state: ClusterView) -> int:
     """Plan the next broker id on a free port and start it; unplanned again if it fails to start."""
-    port = localcluster.free_ports(1)[0]
+    port = ports.free_ports(1)[0]
     broker_plan = ClusterPlan(state.cluster_dir)
     broker_id = broker_plan.plan_broker(port)
     try:
