@@ -47,7 +47,7 @@ from tests.spark.test_connect import SPARK_WAIT_S, Worker
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("connect-jdbc"), pytest.mark.timeout(600)]
 
 ROWS, UPDATES = 10_000, 1_000
-IN_FLIGHT = 1_000  # rows the table may be ahead of its copy: each kill finds rows on their way
+IN_FLIGHT = 3_000  # rows the table may be ahead of its copy: each kill finds rows on their way
 worker = test_connect.worker  # a cluster and a connect worker of this module's own
 connectors_deleted = test_connect.connectors_deleted
 
