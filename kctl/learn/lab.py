@@ -382,9 +382,11 @@ class Lab:
 
     # -- waiting ---------------------------------------------------------------------------
 
-    def wait(self, predicate: Callable[[], T | None], what: str, timeout: float = 20.0) -> T:
-        """Poll `predicate` until it returns something truthy (None or False: not yet); a
-        LessonFailure after `timeout`."""
+    def wait(
+        self, predicate: Callable[[], T | None], what: str, timeout: float = 20.0, poll: float = 0.05
+    ) -> T:
+        """Poll `predicate` every `poll` seconds until it returns something truthy (None or
+        False: not yet); a LessonFailure after `timeout`."""
         deadline = time.monotonic() + timeout
         while True:
             result = predicate()
@@ -392,7 +394,7 @@ class Lab:
                 return result
             if time.monotonic() > deadline:
                 raise LessonFailure(f"waited {timeout:g}s for {what}, in vain")
-            time.sleep(0.05)
+            time.sleep(poll)
 
     # -- the watch view --------------------------------------------------------------------
 

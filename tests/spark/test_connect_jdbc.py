@@ -29,7 +29,9 @@ from sqlalchemy import (
     event,
     func,
     insert,
+    inspect,
     select,
+    table,
     text,
     update,
 )
@@ -342,13 +344,11 @@ def _task(worker: Worker, name: str) -> dict:
     return call(worker.url, "GET", f"/connectors/{name}/status")[1]["tasks"][0]
 
 
-def _count(engine: Engine, table: str) -> int:
-    metadata = MetaData()
-    metadata.reflect(engine, only=lambda name, _: name == table)
-    if table not in metadata.tables:
+def _count(engine: Engine, name: str) -> int:
+    if not inspect(engine).has_table(name):
         return 0
     with engine.connect() as connection:
-        return connection.execute(select(func.count()).select_from(metadata.tables[table])).scalar_one()
+        return connection.execute(select(func.count()).select_from(table(name))).scalar_one()
 
 
 def _table(engine: Engine, table: Table) -> list[tuple]:

@@ -28,6 +28,7 @@ ORDERS, GROUP = "orders", "billing"
 MIRRORED = f"east.{ORDERS}"  # MirrorMaker 2's DefaultReplicationPolicy: <source alias>.<topic>
 CUSTOMERS = [(1, "Ada", "Paris"), (2, "Grace", "Boston"), (3, "Alan", "Manchester")]
 SPARK_WAIT_S = 240.0  # the worker's first connector waits for Spark to start
+CONNECTOR_POLL_S = 0.5  # connectors move data a micro-batch (a second or more) at a time
 READ_BEFORE_MOVING = 6
 EXPIRED = 3  # orders 0-2 are past retention before the mirror starts: west numbers from order 3
 T = TypeVar("T")
@@ -66,7 +67,7 @@ def _wait_for_connectors(lab: Lab, predicate: Callable[[], T | None], what: str)
     """`lab.wait` for what the connectors do; when it does not come, the failure says what
     state each connector's task is in, which is where a learner would look next."""
     try:
-        return lab.wait(predicate, what, SPARK_WAIT_S)
+        return lab.wait(predicate, what, SPARK_WAIT_S, poll=CONNECTOR_POLL_S)
     except LessonFailure as failure:
         raise LessonFailure(f"{failure} ({_task_states(lab)})") from None
 
