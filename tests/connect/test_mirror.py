@@ -127,3 +127,71 @@ def test_mirror_connectors_are_listed_and_checked_in_connects_words():
         "Invalid value elsewhere for configuration offset-syncs.topic.location: "
         "String must be one of: source, target",
     ]
+
+
+class _Record:
+    def __init__(self, offset: int, sync: OffsetSync) -> None:
+        self._offset, self._key, self._value = offset, sync.key(), sync.value()
+
+    def offset(self) -> int:
+        return self._offset
+
+    def key(self) -> bytes:
+        return self._key
+
+    def value(self) -> bytes:
+        return self._value
+
+
+def test_a_read_of_the_offset_syncs_cut_short_goes_on_from_where_it_stopped(monkeypatch):
+    """A read that times out (kctl's reader ends a range early without failOnDataLoss) must
+    not skip the syncs it did not get: without them a group's offset never translates."""
+    from connect.mirror import checkpoint
+
+    syncs = [_Record(i, OffsetSync("orders", 0, 10 * i, i)) for i in range(4)]
+    delivered = [2, 4]  # the first round's read stops after two syncs
+    read_from = []
+
+    class Offsets:
+        def __init__(self, client):
+            pass
+
+        def earliest(self, tps):
+            return {tp: 0 for tp in tps}
+
+        def latest(self, tps):
+            return {tp: len(syncs) for tp in tps}
+
+    def read_range(client, span, fail_on_data_loss, timeout_s):
+        read_from.append(span.start)
+        yield syncs[span.start : delivered.pop(0)]
+
+    class Reachable:
+        def __init__(self, client):
+            pass
+
+        def topics(self):
+            return {"mm2-offset-syncs.west.internal": 1}
+
+    monkeypatch.setattr(checkpoint, "Cluster", Reachable)
+    monkeypatch.setattr(checkpoint, "ClusterOffsets", Offsets)
+    monkeypatch.setattr(checkpoint, "read_range", read_range)
+    rounds = checkpoint.CheckpointRounds(
+        MirrorSettings.of(
+            {
+                "source.cluster.alias": "east",
+                "target.cluster.alias": "west",
+                "source.cluster.bootstrap.servers": "s:1",
+            },
+            {"kafka.bootstrap.servers": "own:9092"},
+            plugins.find("MirrorCheckpoint").keys,
+        )
+    )
+    every = OffsetSyncStore()
+    for record in syncs:
+        every.add(OffsetSync.decode(record.key(), record.value()))
+    rounds._read_syncs()
+    assert rounds.store.translate("orders", 0, 30) != every.translate("orders", 0, 30)  # sync 3 not read
+    rounds._read_syncs()
+    assert read_from == [0, 2]
+    assert rounds.store.translate("orders", 0, 30) == every.translate("orders", 0, 30) == 3
