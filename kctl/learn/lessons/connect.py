@@ -22,6 +22,7 @@ from kctl.kafka import groups, topics
 from kctl.kafka.client import fetch_metadata
 from kctl.learn.lab import Lab, LessonFailure
 from kctl.learn.lesson import Ask, Check, Experiment, Explain, Lesson, Narrate, Observed, Show
+from kctl.shell.errors import KctlError
 
 TABLE, TOPIC = "customers", "shop-customers"  # the JDBC source's topic.prefix + table
 ORDERS, GROUP = "orders", "billing"
@@ -73,7 +74,10 @@ def _wait_for_connectors(lab: Lab, predicate: Callable[[], T | None], what: str)
 
 
 def _task_states(lab: Lab) -> str:
-    listed = _connectors(lab).get("/connectors?expand=status")
+    try:
+        listed = _connectors(lab).get("/connectors?expand=status")
+    except KctlError as error:
+        return f"the connect worker did not say: {error.message}"
     states = []
     for name, info in sorted(listed.items()):
         for task in info["status"]["tasks"] or [{"state": "no task"}]:
